@@ -1,0 +1,755 @@
+"""The ``ptx`` xDSL dialect, generated from the ISA table.
+
+One operation class per ISA entry (``ptx.add``, ``ptx.ld``,
+``ptx.cp.async.bulk.tensor`` ...), all sharing ``InstructionOp``'s shape:
+
+* ``mods``  -- the modifiers as written (``".rn.f32"``);
+* ``args``  -- the operands as PTX operand tuples (``operands.py``);
+* ``guard`` -- the guard predicate ``@%p`` / ``@!%p``, if any;
+* SSA operands and results -- empty in *register form* (what the front end
+  builds: registers are named in ``args``); in *SSA form* (``ptx-to-ssa``)
+  every register read is an operand and every register written a result, in
+  the order ``register_roles`` gives, so ``args`` still says where each one
+  appears in the statement;
+* successors -- branch targets, the fall-through block last for a guarded
+  branch; in SSA form each successor's block arguments follow the instruction
+  operands, sized by ``succ_sizes``.
+
+Directives (``.version``, ``.reg``, ``.loc`` ...), labels and functions are
+operations too, so the printer can reproduce an equivalent file.  No PTX
+operation is ``Pure``: counting must never depend on what a rewrite removed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import ClassVar
+
+from xdsl.dialects.builtin import UNKNOWN_LOC, ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Data,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+    var_successor_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from . import isa
+from .operands import Operand, format_operand, format_reg_annotated, iter_regs
+
+# ---------------------------------------------------------------------------
+# Attributes
+# ---------------------------------------------------------------------------
+
+
+def _fast_data(cls: type, value: object) -> Attribute:
+    """Build a ``Data`` attribute without re-verifying it (front-end hot path)."""
+    attr = object.__new__(cls)
+    object.__setattr__(attr, "data", value)
+    return attr
+
+
+@irdl_attr_definition
+class ArgsAttr(Data[tuple]):
+    """Operands of one statement, printed as PTX text (``#ptx.args<"%r1, 4">``)."""
+
+    name = "ptx.args"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple:
+        from .parser import parse_operand_text
+
+        with parser.in_angle_brackets():
+            text = parser.parse_str_literal()
+        return parse_operand_text(text)
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(args_text(self.data))
+
+    @staticmethod
+    def fast(args: tuple) -> "ArgsAttr":
+        return _fast_data(ArgsAttr, args)  # type: ignore[return-value]
+
+
+@irdl_attr_definition
+class GuardAttr(Data[tuple]):
+    """A guard predicate: ``(register, negated)``, printed ``#ptx.guard<"!%p1">``."""
+
+    name = "ptx.guard"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple:
+        with parser.in_angle_brackets():
+            text = parser.parse_str_literal()
+        return parse_guard_text(text)
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(guard_text(self.data))
+
+    @staticmethod
+    def fast(guard: tuple) -> "GuardAttr":
+        return _fast_data(GuardAttr, guard)  # type: ignore[return-value]
+
+
+@irdl_attr_definition
+class TupleAttr(Data[tuple]):
+    """A tuple of plain Python values (parameter lists, directive operands).
+
+    Printed as a Python literal inside a string, which round-trips exactly.
+    """
+
+    name = "ptx.tuple"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple:
+        import ast
+
+        with parser.in_angle_brackets():
+            text = parser.parse_str_literal()
+        return ast.literal_eval(text)
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(repr(self.data))
+
+    @staticmethod
+    def fast(value: tuple) -> "TupleAttr":
+        return _fast_data(TupleAttr, value)  # type: ignore[return-value]
+
+
+@irdl_attr_definition
+class RegType(ParametrizedAttribute, TypeAttribute):
+    """The type of an SSA value holding a PTX register: ``!ptx.reg<"b32">``."""
+
+    name = "ptx.reg"
+    ptx_type: StringAttr
+
+    @property
+    def type_name(self) -> str:
+        return self.ptx_type.data
+
+
+@lru_cache(maxsize=None)
+def reg_type(ptx_type: str) -> RegType:
+    """The interned SSA type for a PTX register type (``".b32"`` or ``"b32"``)."""
+    return RegType(StringAttr(ptx_type.lstrip(".")))
+
+
+_STRING_CACHE: dict[str, StringAttr] = {}
+
+
+def string_attr(s: str) -> StringAttr:
+    """An interned ``StringAttr`` (modifier strings repeat across statements)."""
+    a = _STRING_CACHE.get(s)
+    if a is None:
+        a = _STRING_CACHE[s] = StringAttr(s)
+    return a
+
+
+def args_text(args: tuple) -> str:
+    """Operands as text for the MLIR form (scoped registers carry ``#scope``)."""
+    return ", ".join(format_operand(a, format_reg_annotated) for a in args)
+
+
+def guard_text(guard: tuple) -> str:
+    reg, negated = guard
+    return ("!" if negated else "") + format_reg_annotated(reg)
+
+
+def parse_guard_text(text: str) -> tuple:
+    from .parser import parse_operand_text
+
+    t = text.strip()
+    negated = t.startswith("!")
+    (node,) = parse_operand_text(t[1:] if negated else t)
+    return (node, negated)
+
+
+# ---------------------------------------------------------------------------
+# Instructions
+# ---------------------------------------------------------------------------
+
+CC_REG: Operand = ("reg", "%cc", 0)
+"""The carry flag written by ``add.cc`` and read by ``addc``: an implicit register."""
+
+
+@lru_cache(maxsize=65536)
+def split_mods(mods: str) -> tuple[str, ...]:
+    return tuple("." + m for m in mods.split(".")[1:]) if mods else ()
+
+
+def _def_positions(instr: isa.Instr, mods: tuple[str, ...], args: tuple) -> range:
+    if instr.kind == "call":
+        return range(1) if args and args[0][0] == "paren" and len(args) > 1 else range(0)
+    return range(min(instr.num_defs(mods), len(args)))
+
+
+@lru_cache(maxsize=131072)
+def register_roles(
+    instr: isa.Instr, mods: tuple[str, ...], args: tuple, guarded: bool
+) -> tuple[tuple[Operand, ...], tuple[Operand, ...]]:
+    """``(uses, defs)``: the registers a statement reads and writes, in SSA order.
+
+    uses: the guard predicate first (if any), then registers read in textual
+    order (including address bases and, for ``inout`` entries, the first
+    operand), then the carry flag if read, then -- for a guarded statement --
+    the previous value of every register it writes (a guarded write is a merge
+    of old and new value).  defs: registers written in textual order, then the
+    carry flag if written.  Sinks ``_`` are neither.
+    """
+    dpos = _def_positions(instr, mods, args)
+    uses: list[Operand] = []
+    defs: list[Operand] = []
+    for i, a in enumerate(args):
+        if i in dpos:
+            for r in iter_regs(a):
+                defs.append(r)
+            if instr.inout:
+                uses.extend(iter_regs(a))
+        else:
+            uses.extend(iter_regs(a))
+    if instr.cc_use:
+        uses.append(CC_REG)
+    if ".cc" in mods:
+        defs.append(CC_REG)
+    if guarded:
+        uses.extend(defs)
+    return tuple(uses), tuple(defs)
+
+
+class InstructionOp(IRDLOperation):
+    """Base of every PTX instruction operation (see the module docstring)."""
+
+    srcs = var_operand_def()
+    dsts = var_result_def()
+    targets = var_successor_def()
+
+    mods = prop_def(StringAttr)
+    args = prop_def(ArgsAttr)
+    guard = opt_prop_def(GuardAttr)
+    succ_sizes = opt_prop_def(TupleAttr)
+
+    ISA: ClassVar[isa.Instr]
+
+    # -- decoded views -------------------------------------------------------
+
+    @property
+    def spec(self) -> isa.Instr:
+        """The ISA table entry of this instruction."""
+        return self.ISA
+
+    @property
+    def modifiers(self) -> tuple[str, ...]:
+        return split_mods(self.properties["mods"].data)  # type: ignore[union-attr]
+
+    @property
+    def operands_ast(self) -> tuple:
+        return self.properties["args"].data  # type: ignore[union-attr]
+
+    @property
+    def guard_pred(self) -> tuple | None:
+        g = self.properties.get("guard")
+        return None if g is None else g.data  # type: ignore[union-attr]
+
+    @property
+    def opcode(self) -> str:
+        """The full opcode as written, ``ld.global.v4.f32``."""
+        return self.spec.name + self.properties["mods"].data  # type: ignore[union-attr]
+
+    def register_roles(self) -> tuple[tuple[Operand, ...], tuple[Operand, ...]]:
+        return register_roles(self.spec, self.modifiers, self.operands_ast, self.guard_pred is not None)
+
+    def category(self) -> str:
+        return isa.category(self.spec, self.modifiers)
+
+    def successor_operands(self, index: int) -> Sequence[SSAValue]:
+        """SSA form: the block arguments passed to successor ``index``."""
+        sizes = self.succ_sizes.data if self.succ_sizes is not None else ()
+        if not sizes:
+            return ()
+        base = len(self.operands) - sum(sizes)
+        start = base + sum(sizes[:index])
+        return self.operands[start : start + sizes[index]]
+
+    def instruction_operands(self) -> Sequence[SSAValue]:
+        """SSA form: operands that are register reads (not successor arguments)."""
+        sizes = self.succ_sizes.data if self.succ_sizes is not None else ()
+        n = len(self.operands) - sum(sizes)
+        return self.operands[:n]
+
+    # -- verification --------------------------------------------------------
+
+    def verify_(self) -> None:
+        ops = self.instruction_operands()
+        if not ops and not self.results:
+            return  # register form
+        uses, defs = self.register_roles()
+        if len(ops) != len(uses) or len(self.results) != len(defs):
+            raise VerifyException(
+                f"'{self.name}' in SSA form expects {len(uses)} operands and "
+                f"{len(defs)} results for '{args_text(self.operands_ast)}', got "
+                f"{len(ops)} and {len(self.results)}"
+            )
+        sizes = self.succ_sizes.data if self.succ_sizes is not None else ()
+        if sizes and len(sizes) != len(self.successors):
+            raise VerifyException(f"'{self.name}': succ_sizes does not match successors")
+
+    # -- custom assembly format ---------------------------------------------
+    #   [%d =] ptx.op "mods" "args" [if "guard"] [(%uses : types)]
+    #          [[^bb(%a : t), ^bb]] [attr-dict] [: result types]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.properties["mods"].data)  # type: ignore[union-attr]
+        printer.print_string(" ")
+        printer.print_string_literal(args_text(self.operands_ast))
+        g = self.guard_pred
+        if g is not None:
+            printer.print_string(" if ")
+            printer.print_string_literal(guard_text(g))
+        ops = self.instruction_operands()
+        if ops:
+            printer.print_string(" (")
+            printer.print_list(ops, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([o.type for o in ops], printer.print_attribute)
+            printer.print_string(")")
+        if self.successors:
+            printer.print_string(" [")
+            for i, succ in enumerate(self.successors):
+                if i:
+                    printer.print_string(", ")
+                printer.print_block_name(succ)
+                sargs = self.successor_operands(i)
+                if sargs:
+                    printer.print_string("(")
+                    printer.print_list(sargs, printer.print_operand)
+                    printer.print_string(" : ")
+                    printer.print_list([o.type for o in sargs], printer.print_attribute)
+                    printer.print_string(")")
+            printer.print_string("]")
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+        if self.results:
+            printer.print_string(" : ")
+            printer.print_list([r.type for r in self.results], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "InstructionOp":
+        from .parser import parse_operand_text
+
+        mods = parser.parse_str_literal()
+        args = parse_operand_text(parser.parse_str_literal())
+        props: dict[str, Attribute] = {"mods": string_attr(mods), "args": ArgsAttr.fast(args)}
+        if parser.parse_optional_keyword("if"):
+            props["guard"] = GuardAttr.fast(parse_guard_text(parser.parse_str_literal()))
+        operands: list[SSAValue] = []
+        if parser.parse_optional_punctuation("("):
+            unresolved = parser.parse_comma_separated_list(
+                Parser.Delimiter.NONE, parser.parse_unresolved_operand
+            )
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+            parser.parse_punctuation(")")
+            operands = _resolve(parser, unresolved, types)
+        successors: list[Block] = []
+        sizes: list[int] = []
+        if parser.parse_optional_punctuation("["):
+            while True:
+                successors.append(parser.parse_successor())
+                n = 0
+                if parser.parse_optional_punctuation("("):
+                    unresolved = parser.parse_comma_separated_list(
+                        Parser.Delimiter.NONE, parser.parse_unresolved_operand
+                    )
+                    parser.parse_punctuation(":")
+                    types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+                    parser.parse_punctuation(")")
+                    operands.extend(_resolve(parser, unresolved, types))
+                    n = len(unresolved)
+                sizes.append(n)
+                if not parser.parse_optional_punctuation(","):
+                    break
+            parser.parse_punctuation("]")
+            if any(sizes):
+                props["succ_sizes"] = TupleAttr.fast(tuple(sizes))
+        attrs = parser.parse_optional_attr_dict()
+        result_types: list[Attribute] = []
+        if parser.parse_optional_punctuation(":"):
+            result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+        return cls.create(
+            operands=operands,
+            result_types=result_types,
+            properties=props,
+            attributes=attrs,
+            successors=successors,
+        )
+
+
+def _resolve(parser: Parser, unresolved: list[UnresolvedOperand], types: list[Attribute]) -> list[SSAValue]:
+    if len(unresolved) != len(types):
+        parser.raise_error(f"expected {len(unresolved)} types, got {len(types)}")
+    return [parser.resolve_operand(u, t) for u, t in zip(unresolved, types)]
+
+
+def _class_name(instr_name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[._]", instr_name)) + "Op"
+
+
+def _make_instruction_class(instr: isa.Instr) -> type[InstructionOp]:
+    namespace: dict[str, object] = {
+        "name": instr.op_name,
+        "ISA": instr,
+        "__annotations__": {"ISA": ClassVar[isa.Instr]},
+        "__doc__": f"PTX ``{instr.name}`` ({instr.kind}).",
+        "__module__": __name__,
+    }
+    if instr.terminator:
+        namespace["traits"] = traits_def(IsTerminator())
+    cls = type(_class_name(instr.name), (InstructionOp,), namespace)
+    return irdl_op_definition(cls)  # type: ignore[return-value]
+
+
+INSTRUCTION_OPS: dict[str, type[InstructionOp]] = {
+    i.name: _make_instruction_class(i) for i in isa.INSTRUCTIONS
+}
+"""ISA entry name -> generated operation class."""
+
+# ---------------------------------------------------------------------------
+# Module-level directives and functions
+# ---------------------------------------------------------------------------
+
+
+class DirectiveOp(IRDLOperation):
+    """A statement that is not an instruction: never counted, never emulated."""
+
+
+@irdl_op_definition
+class VersionOp(DirectiveOp):
+    """``.version 8.5``"""
+
+    name = "ptx.version"
+    version = prop_def(StringAttr)
+
+
+@irdl_op_definition
+class TargetOp(DirectiveOp):
+    """``.target sm_90a, debug``"""
+
+    name = "ptx.target"
+    targets = prop_def(ArrayAttr[StringAttr])
+
+    @property
+    def target_names(self) -> list[str]:
+        return [t.data for t in self.targets]
+
+    @property
+    def arch(self) -> str | None:
+        for t in self.target_names:
+            if t.startswith(("sm_", "compute_")):
+                return t
+        return None
+
+
+@irdl_op_definition
+class AddressSizeOp(DirectiveOp):
+    """``.address_size 64``"""
+
+    name = "ptx.address_size"
+    size = prop_def(IntAttr)
+
+
+@irdl_op_definition
+class RawDirectiveOp(DirectiveOp):
+    """A directive kept as normalized text: ``.file``, ``.section``, ``.alias``,
+    ``.loc``, ``.pragma``, ``.callprototype``, ``.calltargets`` ...
+
+    ``directive`` is the keyword (``.loc``), ``text`` the rest as it prints.
+    """
+
+    name = "ptx.directive"
+    directive = prop_def(StringAttr)
+    text = prop_def(StringAttr)
+
+
+@irdl_op_definition
+class VarOp(DirectiveOp):
+    """A variable declaration in a state space, at module level or in a body.
+
+    ``decl`` holds ``(linkage, space, attrs, type, name, dims, init)``:
+    linkage a tuple like ``(".visible",)``; attrs the other qualifiers in order
+    (``(".align", 4)``, ``(".v4",)``, ``(".attribute(.managed)",)``, ``(".ptr",)``);
+    dims a tuple of ints with ``-1`` for ``[]``; init the initializer as PTX
+    text or ``None``.
+    """
+
+    name = "ptx.var"
+    decl = prop_def(TupleAttr)
+
+    @property
+    def linkage(self) -> tuple[str, ...]:
+        return self.decl.data[0]
+
+    @property
+    def space(self) -> str:
+        return self.decl.data[1]
+
+    @property
+    def qualifiers(self) -> tuple:
+        return self.decl.data[2]
+
+    @property
+    def ptx_type(self) -> str:
+        return self.decl.data[3]
+
+    @property
+    def var_name(self) -> str:
+        return self.decl.data[4]
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return self.decl.data[5]
+
+    @property
+    def init(self) -> str | None:
+        return self.decl.data[6]
+
+    @property
+    def align(self) -> int | None:
+        for q in self.qualifiers:
+            if q[0] == ".align":
+                return q[1]
+        return None
+
+    @property
+    def vector_width(self) -> int:
+        for q in self.qualifiers:
+            if q[0] in (".v2", ".v4", ".v8"):
+                return int(q[0][2:])
+        return 1
+
+    def size_bytes(self) -> int | None:
+        """Bytes the variable occupies, or None for an unsized ``[]`` array."""
+        n = isa.TYPE_BITS.get(self.ptx_type, 64) // 8 * self.vector_width
+        for d in self.dims:
+            if d < 0:
+                return None
+            n *= d
+        return n
+
+
+@irdl_op_definition
+class FuncOp(DirectiveOp):
+    """``.entry`` (kernel) or ``.func`` (device function), with its body.
+
+    ``kind``: ``".entry"`` or ``".func"``; ``linkage``: e.g. ``(".visible",)``;
+    ``params`` and ``ret_params``: tuples of ``(decl_text, name)`` where
+    ``decl_text`` is the parameter's declaration as it prints; ``directives``:
+    performance directives and attributes after the signature, each
+    ``(keyword, text)`` (``(".maxntid", "256, 1, 1")``, ``(".noreturn", "")``).
+    An empty body region is a declaration (prototype).
+    """
+
+    name = "ptx.func"
+    sym_name = prop_def(StringAttr)
+    kind = prop_def(StringAttr)
+    linkage = prop_def(TupleAttr)
+    params = prop_def(TupleAttr)
+    ret_params = opt_prop_def(TupleAttr)
+    directives = prop_def(TupleAttr)
+    body = region_def()
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.kind.data == ".entry"
+
+    @property
+    def is_declaration(self) -> bool:
+        return not self.body.blocks
+
+    @property
+    def func_name(self) -> str:
+        return self.sym_name.data
+
+    @property
+    def param_names(self) -> list[str]:
+        return [p[1] for p in self.params.data]
+
+    def directive(self, keyword: str) -> str | None:
+        for k, text in self.directives.data:
+            if k == keyword:
+                return text
+        return None
+
+
+# ---------------------------------------------------------------------------
+# Body structure
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LabelOp(DirectiveOp):
+    """A label; it begins the block it names."""
+
+    name = "ptx.label"
+    label = prop_def(StringAttr)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.label.data)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LabelOp":
+        return cls.create(properties={"label": string_attr(parser.parse_str_literal())})
+
+
+@irdl_op_definition
+class RegDeclOp(DirectiveOp):
+    """``.reg .b32 %r<100>, %x;`` -- ``names`` holds ``(name, count)`` pairs
+    (count 0 for a single register), ``scope`` the scope id of registers it
+    declares (0 at function level)."""
+
+    name = "ptx.reg"
+    ptx_type = prop_def(StringAttr)
+    names = prop_def(TupleAttr)
+    scope = prop_def(IntAttr)
+    qualifiers = opt_prop_def(TupleAttr)
+
+    def registers(self):
+        """Every ``(name, scope)`` this declaration introduces."""
+        sc = self.scope.data
+        for name, count in self.names.data:
+            if count:
+                for i in range(count):
+                    yield (f"{name}{i}", sc)
+            else:
+                yield (name, sc)
+
+
+@irdl_op_definition
+class ScopeBeginOp(DirectiveOp):
+    """``{`` opening a nested scope inside a body."""
+
+    name = "ptx.scope_begin"
+
+
+@irdl_op_definition
+class ScopeEndOp(DirectiveOp):
+    """``}`` closing a nested scope inside a body."""
+
+    name = "ptx.scope_end"
+
+
+@irdl_op_definition
+class BranchTargetsOp(DirectiveOp):
+    """``tbl: .branchtargets L1, L2;`` -- the label list a ``brx.idx`` jumps through."""
+
+    name = "ptx.branchtargets"
+    label = prop_def(StringAttr)
+    target_labels = prop_def(TupleAttr)
+
+
+@irdl_op_definition
+class FallthroughOp(DirectiveOp):
+    """Control passes to the next block in layout order.  Not a PTX statement:
+    it makes the CFG edge explicit and prints as nothing."""
+
+    name = "ptx.fallthrough"
+    dest = var_successor_def()
+    traits = traits_def(IsTerminator())
+    srcs = var_operand_def()
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_block_name(self.successors[0])
+        if self.operands:
+            printer.print_string("(")
+            printer.print_list(self.operands, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([o.type for o in self.operands], printer.print_attribute)
+            printer.print_string(")")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "FallthroughOp":
+        succ = parser.parse_successor()
+        operands: list[SSAValue] = []
+        if parser.parse_optional_punctuation("("):
+            unresolved = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_unresolved_operand)
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+            parser.parse_punctuation(")")
+            operands = _resolve(parser, unresolved, types)
+        return cls.create(operands=operands, successors=[succ])
+
+
+@irdl_op_definition
+class ImplicitReturnOp(DirectiveOp):
+    """The body ends without ``ret``/``exit``: control leaves the function.
+    Not a PTX statement; prints as nothing."""
+
+    name = "ptx.implicit_ret"
+    traits = traits_def(IsTerminator())
+
+
+DIRECTIVE_OPS = [
+    VersionOp, TargetOp, AddressSizeOp, RawDirectiveOp, VarOp, FuncOp, LabelOp,
+    RegDeclOp, ScopeBeginOp, ScopeEndOp, BranchTargetsOp, FallthroughOp, ImplicitReturnOp,
+]
+
+_clash = {o.name for o in DIRECTIVE_OPS} & {c.name for c in INSTRUCTION_OPS.values()}
+assert not _clash, f"directive op names clash with instructions: {_clash}"
+
+PTX = Dialect(
+    "ptx",
+    [*DIRECTIVE_OPS, *INSTRUCTION_OPS.values()],
+    [ArgsAttr, GuardAttr, TupleAttr, RegType],
+)
+
+
+def is_instruction(op: Operation) -> bool:
+    """True for PTX instruction statements (what every count counts)."""
+    return isinstance(op, InstructionOp)
+
+
+def new_op(cls: type[Operation], properties: dict[str, Attribute], successors: Sequence[Block] = ()) -> Operation:
+    """Create an op with no operands/results/regions cheaply (front-end hot path).
+
+    Equivalent to ``cls.create(properties=..., successors=...)`` (a unit test
+    holds the two equal), without the generic constructor's bookkeeping.
+    """
+    op = cls.__new__(cls)
+    op.properties = properties
+    op.attributes = {}
+    op.location = UNKNOWN_LOC
+    if successors:
+        op.successors = list(successors)
+    return op
+
+
+def new_func(properties: dict[str, Attribute], region: Region) -> FuncOp:
+    return FuncOp.create(properties=properties, regions=[region])  # type: ignore[return-value]

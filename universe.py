@@ -1,0 +1,39 @@
+"""Registers the ``ptx`` dialect, hypa's passes and the ``ptx`` target with xDSL.
+
+Found through the ``xdsl.universe`` entry point, so plain ``xdsl-opt`` sees
+them too (``xdsl-opt -p ptx-to-ssa file.mlir``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+from xdsl.universe import Universe
+from xdsl.utils.target import Target
+
+
+def _get_ptx_dialect() -> Dialect:
+    from hypa.ptxdialect.dialect import PTX
+
+    return PTX
+
+
+def _get_ptx_target() -> type[Target]:
+    from hypa.ptxdialect.target import PTXTarget
+
+    return PTXTarget
+
+
+def _passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    from hypa.passes import get_all_passes
+
+    return get_all_passes()
+
+
+HYPA_UNIVERSE = Universe(
+    all_dialects={"ptx": _get_ptx_dialect},
+    all_passes=_passes(),
+    all_targets={"ptx": _get_ptx_target},
+)
