@@ -46,6 +46,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     region_def,
+    result_def,
     traits_def,
     var_operand_def,
     var_result_def,
@@ -199,7 +200,12 @@ CC_REG: Operand = ("reg", "%cc", 0)
 
 @lru_cache(maxsize=65536)
 def split_mods(mods: str) -> tuple[str, ...]:
-    return tuple("." + m for m in mods.split(".")[1:]) if mods else ()
+    if not mods:
+        return ()
+    first, *rest = mods.split(".")
+    out = tuple("." + m for m in rest)
+    # ``tcgen05.wait::ld.sync``: a ``::`` qualifier glued to the entry name
+    return (first,) + out if first else out
 
 
 def _def_positions(instr: isa.Instr, mods: tuple[str, ...], args: tuple) -> range:
@@ -210,7 +216,7 @@ def _def_positions(instr: isa.Instr, mods: tuple[str, ...], args: tuple) -> rang
 
 @lru_cache(maxsize=131072)
 def register_roles(
-    instr: isa.Instr, mods: tuple[str, ...], args: tuple, guarded: bool
+    instr: isa.Instr, mods: tuple[str, ...], args: tuple, guard: tuple | None
 ) -> tuple[tuple[Operand, ...], tuple[Operand, ...]]:
     """``(uses, defs)``: the registers a statement reads and writes, in SSA order.
 
@@ -222,7 +228,7 @@ def register_roles(
     carry flag if written.  Sinks ``_`` are neither.
     """
     dpos = _def_positions(instr, mods, args)
-    uses: list[Operand] = []
+    uses: list[Operand] = [guard[0]] if guard is not None else []
     defs: list[Operand] = []
     for i, a in enumerate(args):
         if i in dpos:
@@ -236,7 +242,7 @@ def register_roles(
         uses.append(CC_REG)
     if ".cc" in mods:
         defs.append(CC_REG)
-    if guarded:
+    if guard is not None:
         uses.extend(defs)
     return tuple(uses), tuple(defs)
 
@@ -281,7 +287,7 @@ class InstructionOp(IRDLOperation):
         return self.spec.name + self.properties["mods"].data  # type: ignore[union-attr]
 
     def register_roles(self) -> tuple[tuple[Operand, ...], tuple[Operand, ...]]:
-        return register_roles(self.spec, self.modifiers, self.operands_ast, self.guard_pred is not None)
+        return register_roles(self.spec, self.modifiers, self.operands_ast, self.guard_pred)
 
     def category(self) -> str:
         return isa.category(self.spec, self.modifiers)
@@ -576,7 +582,7 @@ class FuncOp(DirectiveOp):
     """
 
     name = "ptx.func"
-    sym_name = prop_def(StringAttr)
+    symbol = prop_def(StringAttr)  # not "sym_name": PTX may declare a function before defining it
     kind = prop_def(StringAttr)
     linkage = prop_def(TupleAttr)
     params = prop_def(TupleAttr)
@@ -594,7 +600,7 @@ class FuncOp(DirectiveOp):
 
     @property
     def func_name(self) -> str:
-        return self.sym_name.data
+        return self.symbol.data
 
     @property
     def param_names(self) -> list[str]:
@@ -716,9 +722,42 @@ class ImplicitReturnOp(DirectiveOp):
     traits = traits_def(IsTerminator())
 
 
+@irdl_op_definition
+class EntryValueOp(DirectiveOp):
+    """SSA form: the value register ``reg`` holds when the function starts --
+    the argument for a ``.reg`` parameter of a ``.func``, undefined for any
+    other register (a read before every write on some path).  Prints as
+    nothing in PTX."""
+
+    name = "ptx.entry_value"
+    reg = prop_def(StringAttr)
+    res = result_def()
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.reg.data)
+        printer.print_string(" : ")
+        printer.print_attribute(self.res.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "EntryValueOp":
+        reg = parser.parse_str_literal()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        return cls.create(properties={"reg": StringAttr(reg)}, result_types=[t])
+
+    @property
+    def register(self) -> Operand:
+        from .parser import parse_operand_text
+
+        (node,) = parse_operand_text(self.reg.data)
+        return node
+
+
 DIRECTIVE_OPS = [
     VersionOp, TargetOp, AddressSizeOp, RawDirectiveOp, VarOp, FuncOp, LabelOp,
     RegDeclOp, ScopeBeginOp, ScopeEndOp, BranchTargetsOp, FallthroughOp, ImplicitReturnOp,
+    EntryValueOp,
 ]
 
 _clash = {o.name for o in DIRECTIVE_OPS} & {c.name for c in INSTRUCTION_OPS.values()}

@@ -1,4 +1,8 @@
-"""The ``ptx`` output target: ``hypa-opt ... -t ptx`` prints PTX text."""
+"""The ``ptx`` output target: ``hypa-opt ... -t ptx`` prints PTX text.
+
+SSA-form functions are converted back to register form on a copy of the
+module first (``ptx-out-of-ssa``), so the target never changes its input.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,11 @@ class PTXTarget(Target):
     name: ClassVar[str] = "ptx"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from hypa.passes.out_of_ssa import ptx_namer
+        from hypa.passes.out_of_ssa import PTXOutOfSSA
+        from hypa.passes.ssa import SSA_ATTR
         from hypa.ptxdialect.printer import print_ptx
 
-        print_ptx(module, output, ptx_namer(module))
+        if any(SSA_ATTR in op.attributes for op in module.ops):
+            module = module.clone()
+            PTXOutOfSSA().apply(ctx, module)
+        print_ptx(module, output)
