@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+#: pass name -> (module, class); modules load lazily so `hypa-opt --help` stays fast
+_PASSES = {
+    "ptx-build-cfg": ("build_cfg", "BuildCFG"),
+    "ptx-to-ssa": ("ssa", "PTXToSSA"),
+    "ptx-out-of-ssa": ("out_of_ssa", "PTXOutOfSSA"),
+    "slice-branches": ("slice", "SliceBranches"),
+    "count-instructions": ("count", "CountInstructions"),
+    "print-cfg-dot": ("cfg_dot", "PrintCFGDot"),
+}
+
+
+def _loader(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
+    return load
+
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> factory, for hypa-opt and the xDSL universe."""
-
-    def ssa():
-        from .ssa import PTXToSSA
-
-        return PTXToSSA
-
-    def out_of_ssa():
-        from .out_of_ssa import PTXOutOfSSA
-
-        return PTXOutOfSSA
-
-    return {
-        "ptx-to-ssa": ssa,
-        "ptx-out-of-ssa": out_of_ssa,
-    }
+    return {name: _loader(m, c) for name, (m, c) in _PASSES.items()}

@@ -49,8 +49,14 @@ class CFG:
 
     @property
     def exits(self) -> list[int]:
-        """Blocks that leave the function (``ret``, ``exit``, ``trap``, body end)."""
-        return [i for i, s in enumerate(self.succs) if not s]
+        """Blocks that can leave the function: those ending in ``ret``, ``exit``,
+        ``trap`` (guarded or not) or the end of the body."""
+        out = []
+        for i, b in enumerate(self.blocks):
+            t = b.last_op
+            if not self.succs[i] or (isinstance(t, InstructionOp) and t.spec.name in ("ret", "exit", "trap")):
+                out.append(i)
+        return out
 
     def reachable(self) -> list[bool]:
         seen = [False] * len(self.blocks)

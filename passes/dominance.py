@@ -88,17 +88,20 @@ def dominates(idom: Sequence[int | None], a: int, b: int) -> bool:
     return False
 
 
-def immediate_post_dominators(n: int, succs: Sequence[Sequence[int]]) -> list[int]:
+def immediate_post_dominators(
+    n: int, succs: Sequence[Sequence[int]], exits: Sequence[int] | None = None
+) -> list[int]:
     """``ipdom[b]`` for every block; ``VIRTUAL_EXIT`` (-1) when only the
-    virtual exit post-dominates ``b``."""
+    virtual exit post-dominates ``b``.  ``exits``: blocks with an edge to the
+    virtual exit (default: blocks without successors); a guarded ``ret`` has
+    one besides its fall-through edge."""
     exit_node = n
     rsuccs: list[list[int]] = [[] for _ in range(n + 1)]
     for b, ss in enumerate(succs):
         for s in ss:
             rsuccs[s].append(b)
-    for b, ss in enumerate(succs):
-        if not ss:
-            rsuccs[exit_node].append(b)
+    for b in (exits if exits is not None else [b for b, ss in enumerate(succs) if not ss]):
+        rsuccs[exit_node].append(b)
     # blocks that reach no exit: connect them to the virtual exit as well
     reaches = [False] * (n + 1)
     reaches[exit_node] = True

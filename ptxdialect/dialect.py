@@ -417,6 +417,12 @@ class InstructionOp(IRDLOperation):
         )
 
 
+def _print_attrs(printer: Printer, op: Operation) -> None:
+    if op.attributes:
+        printer.print_string(" ")
+        printer.print_attr_dict(op.attributes)
+
+
 def _resolve(parser: Parser, unresolved: list[UnresolvedOperand], types: list[Attribute]) -> list[SSAValue]:
     if len(unresolved) != len(types):
         parser.raise_error(f"expected {len(unresolved)} types, got {len(types)}")
@@ -628,10 +634,12 @@ class LabelOp(DirectiveOp):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_string_literal(self.label.data)
+        _print_attrs(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> "LabelOp":
-        return cls.create(properties={"label": string_attr(parser.parse_str_literal())})
+        label = parser.parse_str_literal()
+        return cls.create(properties={"label": string_attr(label)}, attributes=parser.parse_optional_attr_dict())
 
 
 @irdl_op_definition
@@ -699,6 +707,7 @@ class FallthroughOp(DirectiveOp):
             printer.print_string(" : ")
             printer.print_list([o.type for o in self.operands], printer.print_attribute)
             printer.print_string(")")
+        _print_attrs(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> "FallthroughOp":
@@ -710,7 +719,7 @@ class FallthroughOp(DirectiveOp):
             types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
             parser.parse_punctuation(")")
             operands = _resolve(parser, unresolved, types)
-        return cls.create(operands=operands, successors=[succ])
+        return cls.create(operands=operands, successors=[succ], attributes=parser.parse_optional_attr_dict())
 
 
 @irdl_op_definition
@@ -736,15 +745,17 @@ class EntryValueOp(DirectiveOp):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_string_literal(self.reg.data)
+        _print_attrs(printer, self)
         printer.print_string(" : ")
         printer.print_attribute(self.res.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> "EntryValueOp":
         reg = parser.parse_str_literal()
+        attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
-        return cls.create(properties={"reg": StringAttr(reg)}, result_types=[t])
+        return cls.create(properties={"reg": StringAttr(reg)}, result_types=[t], attributes=attrs)
 
     @property
     def register(self) -> Operand:

@@ -98,8 +98,10 @@ def format_operands(args: tuple[Operand, ...], reg_name: Callable[[Operand], str
 
 
 def format_reg_annotated(op: Operand) -> str:
-    """Register text for the MLIR form: scoped registers carry ``#scope``."""
-    return op[1] if op[2] == 0 else f"{op[1]}#{op[2]}"
+    """Register text for the MLIR form: registers of a nested scope, and
+    registers whose name does not start with ``%``, carry ``#scope`` so the
+    text says they are registers."""
+    return op[1] if op[2] == 0 and op[1].startswith("%") else f"{op[1]}#{op[2]}"
 
 
 def iter_regs(op: Operand) -> Iterator[Operand]:

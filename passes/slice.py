@@ -1,0 +1,460 @@
+"""``slice-branches``: the filtered dependency graph of HyPA, on SSA form.
+
+The slice is the backward closure, over SSA use-def edges, from every value
+that decides control flow: the guard of every conditional terminator
+(``@p bra``, ``@p ret``, ``@p exit``), the index of ``brx.idx``, and every
+``call`` (callees are emulated) and barrier (warps must meet there).  Block
+arguments pull in the values flowing along every incoming edge.
+
+Memory dependences: a load in the slice pulls in every instruction that may
+write what it reads -- stores, atomics, reductions, async copies to the same
+state space (a generic address may alias global, shared and local).  Global
+and shared accesses are narrowed by a base-object analysis: an address is
+traced through address arithmetic to the kernel pointer parameter or the
+variable it is based on, and accesses based on different objects do not
+alias (``alias=param``, the default: distinct pointer parameters are assumed
+to point to distinct buffers -- the emulator checks this against the launch --
+``alias=space`` keeps every same-space writer).  Across calls: a callee's
+``st.param`` to its return parameters joins its slice when a call's result is
+needed, and a caller's ``st.param`` of call arguments joins when the callee
+reads the parameter.
+
+Options: ``exact-predicates`` also slices the guard of every guarded
+instruction (so ``not_predicated_off_thread_inst_executed`` is exact);
+``keep=a,b`` adds every instruction of the named ISA entries as roots;
+``dot-file=F`` writes the dependence graph of the slice as Graphviz.
+
+Slice members carry the attribute ``hypa.slice``; the function records
+``hypa.slice_size`` (instructions in the slice) and, under ``alias=param``,
+``hypa.noalias_params`` (the pointer parameters assumed distinct).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr, UnitAttr
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from hypa.ptxdialect import isa
+from hypa.ptxdialect.dialect import EntryValueOp, FallthroughOp, FuncOp, InstructionOp
+from hypa.ptxdialect.operands import iter_syms
+
+from .ssa import convert_function as to_ssa
+from .ssa import is_ssa
+
+SLICE_ATTR = "hypa.slice"
+
+# ---------------------------------------------------------------------------
+# Memory effects
+# ---------------------------------------------------------------------------
+
+_READS = frozenset(
+    "ld ldu ld.global.nc tex tld4 suld ldmatrix wmma.load multimem.ld_reduce mbarrier.test_wait "
+    "mbarrier.try_wait mbarrier.pending_count tcgen05.ld".split()
+)
+_WRITES = frozenset(
+    "st red red.async st.async st.bulk stmatrix wmma.store sust sured multimem.st multimem.red "
+    "cp.async cp.async.bulk cp.async.bulk.tensor cp.reduce.async.bulk cp.reduce.async.bulk.tensor "
+    "mbarrier.init mbarrier.arrive mbarrier.arrive_drop mbarrier.expect_tx mbarrier.complete_tx "
+    "mbarrier.inval cp.async.mbarrier.arrive tcgen05.st tcgen05.cp tcgen05.mma".split()
+)
+_READ_WRITES = frozenset(["atom"])
+_SYNC_ROOTS = frozenset(["bar", "barrier", "bar.warp.sync", "barrier.cluster"])
+
+
+def memory_effect(op: InstructionOp) -> tuple[bool, bool]:
+    """``(reads, writes)`` memory (not registers) for an instruction."""
+    name = op.spec.name
+    if name in _READ_WRITES:
+        return True, True
+    return name in _READS, name in _WRITES
+
+
+def _spaces(op: InstructionOp) -> set[str]:
+    """State spaces an access may touch (``generic`` widened to the three it covers)."""
+    name = op.spec.name
+    if name == "cp.async":
+        return {"shared"}  # the destination; the source is global and read-only here
+    sp = isa.state_space(op.spec, op.modifiers) if op.spec.kind in ("mem", "atomic") else None
+    if name.startswith("mbarrier") or name in ("ldmatrix", "stmatrix"):
+        sp = sp if sp not in (None, "generic") else "shared"
+    if sp is None or sp == "generic":
+        return {"global", "shared", "local", "generic"}
+    return {sp}
+
+
+def _address_operand_index(op: InstructionOp) -> int | None:
+    """Position in ``operands_ast`` of the memory operand ``[...]``."""
+    for i, a in enumerate(op.operands_ast):
+        if a[0] in ("addr", "brk"):
+            return i
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Base objects of addresses
+# ---------------------------------------------------------------------------
+
+UNKNOWN = "?"
+
+
+@dataclass
+class _Bases:
+    """Trace SSA address values back to the objects they point into."""
+
+    kernel_params: set[str]
+    variables: set[str]
+    memo: dict[SSAValue, frozenset[str] | str] = field(default_factory=dict)
+
+    def of_value(self, v: SSAValue) -> frozenset[str] | str:
+        if v in self.memo:
+            return self.memo[v]
+        self.memo[v] = frozenset()  # cycle guard: in-progress contributes nothing
+        res = self._trace(v)
+        self.memo[v] = res
+        return res
+
+    def _join(self, items: Iterable[frozenset[str] | str]) -> frozenset[str] | str:
+        acc: set[str] = set()
+        for it in items:
+            if it == UNKNOWN:
+                return UNKNOWN
+            acc |= it  # type: ignore[arg-type]
+        return frozenset(acc)
+
+    def _syms(self, op: InstructionOp) -> frozenset[str]:
+        out = set()
+        for a in op.operands_ast:
+            for s in iter_syms(a):
+                if s in self.variables:
+                    out.add("var:" + s)
+        return frozenset(out)
+
+    def _trace(self, v: SSAValue) -> frozenset[str] | str:
+        if isinstance(v, BlockArgument):
+            return self._join(self.of_value(x) for x in _incoming(v))
+        op = v.owner
+        if isinstance(op, EntryValueOp):
+            return UNKNOWN
+        assert isinstance(op, InstructionOp)
+        name = op.spec.name
+        if name in ("ld", "ldu"):
+            sp = isa.state_space(op.spec, op.modifiers)
+            if sp == "param":
+                addr = op.operands_ast[_address_operand_index(op) or 1]
+                syms = set(iter_syms(addr))
+                hit = syms & self.kernel_params
+                if hit:
+                    return frozenset("param:" + s for s in hit)
+            return UNKNOWN  # a pointer loaded from memory
+        if name in ("atom", "shfl.sync", "shfl", "call", "vote", "vote.sync", "match", "redux.sync", "activemask"):
+            return UNKNOWN
+        own = self._syms(op)
+        ins = op.instruction_operands()
+        if op.guard_pred is not None:
+            ins = ins[1:]
+        return self._join([own, *(self.of_value(x) for x in ins)])
+
+    def of_access(self, op: InstructionOp) -> frozenset[str] | str:
+        i = _address_operand_index(op)
+        if i is None:
+            return UNKNOWN
+        addr = op.operands_ast[i]
+        syms = frozenset("var:" + s for s in iter_syms(addr) if s in self.variables)
+        # SSA operands for registers inside the address
+        uses, _defs = op.register_roles()
+        ins = op.instruction_operands()
+        regs_in_addr = {id(r) for r in _regs(addr)}
+        vals = [v for r, v in zip(uses, ins) if id(r) in regs_in_addr]
+        if not vals and not syms:
+            return UNKNOWN
+        return self._join([syms, *(self.of_value(v) for v in vals)])
+
+
+def _regs(a):
+    from hypa.ptxdialect.operands import iter_regs
+
+    return list(iter_regs(a))
+
+
+def _incoming(arg: BlockArgument) -> list[SSAValue]:
+    """Values flowing into a block argument along every incoming edge."""
+    out: list[SSAValue] = []
+    block = arg.block
+    for use in block.uses:
+        term = use.operation
+        slot = use.index
+        if isinstance(term, FallthroughOp):
+            vals = term.operands
+        elif isinstance(term, InstructionOp):
+            vals = term.successor_operands(slot)
+        else:
+            continue
+        if arg.index < len(vals):
+            out.append(vals[arg.index])
+    return out
+
+
+def _may_alias(a: frozenset[str] | str, b: frozenset[str] | str) -> bool:
+    if a == UNKNOWN or b == UNKNOWN:
+        return True
+    if not a or not b:
+        return True
+    return bool(a & b)  # type: ignore[operator]
+
+
+# ---------------------------------------------------------------------------
+# The slice
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class FunctionSlice:
+    func: FuncOp
+    ops: set[InstructionOp] = field(default_factory=set)
+    values: set[SSAValue] = field(default_factory=set)
+    memory_edges: list[tuple[InstructionOp, InstructionOp]] = field(default_factory=list)
+    roots: list[InstructionOp] = field(default_factory=list)
+    needs_return_params: bool = False
+
+
+class _Slicer:
+    def __init__(self, module: ModuleOp, exact_predicates: bool, keep: set[str], alias: str):
+        self.module = module
+        self.exact = exact_predicates
+        self.keep = keep
+        self.alias = alias
+        self.funcs: dict[str, FuncOp] = {}
+        for op in module.ops:
+            if isinstance(op, FuncOp) and not op.is_declaration:
+                self.funcs[op.func_name] = op
+        self.variables = {o.var_name for o in module.walk() if o.name == "ptx.var"}  # type: ignore[attr-defined]
+        self.slices: dict[str, FunctionSlice] = {}
+
+    def run(self) -> dict[str, FunctionSlice]:
+        for name, f in self.funcs.items():
+            self.slices[name] = FunctionSlice(f)
+        pending = list(self.funcs)
+        while pending:
+            name = pending.pop()
+            changed_callees = self._slice_function(self.slices[name])
+            for c in changed_callees:
+                if c not in pending:
+                    pending.append(c)
+        return self.slices
+
+    def _slice_function(self, fs: FunctionSlice) -> set[str]:
+        f = fs.func
+        kernel_params = set(f.param_names) if f.is_kernel else set()
+        bases = _Bases(kernel_params, self.variables)
+        instrs = [op for op in f.body.walk() if isinstance(op, InstructionOp)]
+        writers = [op for op in instrs if memory_effect(op)[1] or op.spec.name == "call"]
+        work_ops: list[InstructionOp] = []
+        work_vals: list[SSAValue] = []
+        callee_updates: set[str] = set()
+
+        def add_op(op: InstructionOp) -> None:
+            if op not in fs.ops:
+                fs.ops.add(op)
+                work_ops.append(op)
+
+        for op in instrs:
+            name = op.spec.name
+            g = op.guard_pred
+            if op.spec.terminator and (g is not None or name == "brx.idx"):
+                add_op(op)
+                fs.roots.append(op)
+            elif name in _SYNC_ROOTS or name == "call":
+                add_op(op)
+                fs.roots.append(op)
+            elif name in self.keep:
+                add_op(op)
+                fs.roots.append(op)
+            elif self.exact and g is not None:
+                work_vals.append(op.operands[0])
+            if fs.needs_return_params and name == "st" and isa.state_space(op.spec, op.modifiers) == "param":
+                syms = set(iter_syms(op.operands_ast[0]))
+                if syms & {p[1] for p in (f.ret_params.data if f.ret_params is not None else ())}:
+                    add_op(op)
+        while work_ops or work_vals:
+            while work_vals:
+                v = work_vals.pop()
+                if v in fs.values:
+                    continue
+                fs.values.add(v)
+                if isinstance(v, BlockArgument):
+                    work_vals.extend(_incoming(v))
+                elif isinstance(v.owner, InstructionOp):
+                    add_op(v.owner)
+            while work_ops:
+                op = work_ops.pop()
+                work_vals.extend(op.instruction_operands())
+                reads, _writes = memory_effect(op)
+                name = op.spec.name
+                if name == "call":
+                    callee = _callee(op)
+                    if callee in self.slices and _call_returns(op):
+                        cs = self.slices[callee]
+                        if not cs.needs_return_params:
+                            cs.needs_return_params = True
+                            callee_updates.add(callee)
+                    # arguments written with st.param before the call
+                    args = _call_arg_symbols(op)
+                    for w in writers:
+                        if w.spec.name == "st" and set(iter_syms(w.operands_ast[0])) & args:
+                            if w not in fs.ops:
+                                fs.memory_edges.append((w, op))
+                            add_op(w)
+                if not reads:
+                    continue
+                spaces = _spaces(op)
+                if "param" in spaces:
+                    syms = set(iter_syms(op.operands_ast[_address_operand_index(op) or 1]))
+                    for w in writers:
+                        if w.spec.name == "call" and syms & _call_ret_symbols(w):
+                            fs.memory_edges.append((w, op))
+                            add_op(w)
+                        elif w.spec.name == "st" and isa.state_space(w.spec, w.modifiers) == "param" and syms & set(iter_syms(w.operands_ast[0])):
+                            fs.memory_edges.append((w, op))
+                            add_op(w)
+                    continue
+                if spaces <= {"const"}:
+                    continue
+                rbase = bases.of_access(op) if self.alias == "param" else UNKNOWN
+                for w in writers:
+                    if w.spec.name == "call" or w is op:
+                        continue
+                    if not (_spaces(w) & spaces or "generic" in _spaces(w) or "generic" in spaces):
+                        continue
+                    if self.alias == "param" and not _may_alias(rbase, bases.of_access(w)):
+                        continue
+                    if w not in fs.ops:
+                        fs.memory_edges.append((w, op))
+                    add_op(w)
+        return callee_updates
+
+
+def _callee(call: InstructionOp) -> str | None:
+    for a in call.operands_ast:
+        if a[0] == "sym":
+            return a[1]
+    return None
+
+
+def _call_returns(call: InstructionOp) -> bool:
+    args = call.operands_ast
+    return bool(args) and args[0][0] == "paren" and len(args) > 1
+
+
+def _call_ret_symbols(call: InstructionOp) -> set[str]:
+    return set(iter_syms(call.operands_ast[0])) if _call_returns(call) else set()
+
+
+def _call_arg_symbols(call: InstructionOp) -> set[str]:
+    parens = [a for a in call.operands_ast if a[0] == "paren"]
+    if _call_returns(call):
+        parens = parens[1:]
+    out: set[str] = set()
+    for p in parens:
+        out |= set(iter_syms(p))
+    return out
+
+
+def compute_slices(
+    module: ModuleOp, exact_predicates: bool = False, keep: Iterable[str] = (), alias: str = "param"
+) -> dict[str, FunctionSlice]:
+    """Slice every function of an SSA-form module (converting it first if needed)."""
+    if alias not in ("param", "space"):
+        raise DiagnosticException(f"slice-branches: alias must be 'param' or 'space', not '{alias}'")
+    keep = set(keep)
+    unknown = keep - set(isa.INSTRUCTIONS_BY_NAME)
+    if unknown:
+        raise DiagnosticException(f"slice-branches: keep= names unknown instructions: {', '.join(sorted(unknown))}")
+    for f in module.ops:
+        if isinstance(f, FuncOp) and not is_ssa(f):
+            to_ssa(f)
+    return _Slicer(module, exact_predicates, keep, alias).run()
+
+
+def mark_slices(slices: dict[str, FunctionSlice], alias: str) -> None:
+    for fs in slices.values():
+        for op in fs.func.body.walk():
+            if isinstance(op, InstructionOp):
+                if op in fs.ops:
+                    op.attributes[SLICE_ATTR] = UnitAttr()
+                else:
+                    op.attributes.pop(SLICE_ATTR, None)
+        fs.func.attributes["hypa.slice_size"] = IntAttr(len(fs.ops))
+        if alias == "param" and fs.func.is_kernel:
+            ptr_params = [n for n, _t in _pointer_params(fs.func)]
+            if ptr_params:
+                fs.func.attributes["hypa.noalias_params"] = ArrayAttr([StringAttr(p) for p in ptr_params])
+
+
+def _pointer_params(func: FuncOp) -> list[tuple[str, str]]:
+    return [(p[1], p[3]) for p in func.params.data if p[3] in (".u64", ".b64", ".s64", ".u32", ".b32")]
+
+
+def slice_dot(slices: dict[str, FunctionSlice]) -> str:
+    """The dependence graph of each slice as Graphviz (one cluster per function)."""
+    from hypa.ptxdialect.printer import instruction_text
+
+    lines = ["digraph slice {", "  node [shape=box, fontname=monospace];"]
+    ids: dict[Operation, str] = {}
+    for fi, fs in enumerate(slices.values()):
+        lines.append(f'  subgraph cluster_{fi} {{ label="{fs.func.func_name}";')
+        order = [op for op in fs.func.body.walk() if op in fs.ops]
+        for k, op in enumerate(order):
+            nid = f"f{fi}_{k}"
+            ids[op] = nid
+            style = ", style=filled, fillcolor=lightsalmon" if op in fs.roots else ""
+            text = instruction_text(op).replace("\\", "\\\\").replace('"', '\\"')
+            lines.append(f'    {nid} [label="{text}"{style}];')
+        lines.append("  }")
+        for op in order:
+            for v in op.instruction_operands():
+                for src in _producers(v, set()):
+                    if src in ids:
+                        lines.append(f"  {ids[src]} -> {ids[op]};")
+        for w, r in fs.memory_edges:
+            if w in ids and r in ids:
+                lines.append(f'  {ids[w]} -> {ids[r]} [style=dashed, label="mem"];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _producers(v: SSAValue, seen: set[SSAValue]) -> list[Operation]:
+    if v in seen:
+        return []
+    seen.add(v)
+    if isinstance(v, BlockArgument):
+        out: list[Operation] = []
+        for x in _incoming(v):
+            out.extend(_producers(x, seen))
+        return out
+    return [v.owner] if isinstance(v.owner, InstructionOp) else []
+
+
+@dataclass(frozen=True)
+class SliceBranches(ModulePass):
+    """Mark the instructions that decide control flow (HyPA's filtered dependency graph)."""
+
+    name = "slice-branches"
+
+    exact_predicates: bool = False
+    keep: str = ""
+    alias: str = "param"
+    dot_file: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        keep = [k for k in self.keep.split(",") if k] if self.keep else []
+        slices = compute_slices(op, self.exact_predicates, keep, self.alias)
+        mark_slices(slices, self.alias)
+        if self.dot_file:
+            with open(self.dot_file, "w") as f:
+                f.write(slice_dot(slices))
