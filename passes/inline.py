@@ -1,0 +1,224 @@
+"""Inline ``.func`` calls into a kernel (register form), for the emulator.
+
+Each call site gets its own copy of the callee's blocks: registers move to a
+fresh scope id (so they cannot clash with the caller's), labels and local
+variables get a per-copy suffix, and the callee's formal ``.param`` names
+become the caller's argument and return-value parameters of that call.  The
+``call`` statement stays in place (it is executed and counted) and falls
+through into the copy; each ``ret`` of the copy gets an edge back to the rest
+of the calling block (attribute ``hypa.return``), so divergence inside a
+callee reconverges like any other branch.
+
+Calls to functions without a body (``vprintf``, ``malloc`` ...) stay as they
+are; the emulator skips them and says so.  Indirect calls, recursion and
+``.reg`` parameters are reported as errors.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr, UnitAttr
+from xdsl.ir import Block, Operation, Region
+
+from hypa.ptxdialect.dialect import (
+    ArgsAttr,
+    BranchTargetsOp,
+    FallthroughOp,
+    FuncOp,
+    GuardAttr,
+    ImplicitReturnOp,
+    InstructionOp,
+    LabelOp,
+    RegDeclOp,
+    TupleAttr,
+    VarOp,
+    new_op,
+)
+from hypa.ptxdialect.operands import Operand
+
+RETURN_ATTR = "hypa.return"
+SCOPE_STRIDE = 1 << 20
+MAX_INLINES = 4096
+
+
+class InlineError(Exception):
+    pass
+
+
+def _callee_name(call: InstructionOp) -> tuple[str | None, bool]:
+    """(callee, direct): the called symbol; direct is False for ``call %rd``."""
+    args = call.operands_ast
+    i = 1 if args and args[0][0] == "paren" and len(args) > 1 else 0
+    if i >= len(args):
+        return None, False
+    target = args[i]
+    if target[0] == "sym":
+        return target[1], True
+    return None, False
+
+
+def _call_params(call: InstructionOp) -> tuple[list[str], list[str]]:
+    """(return symbols, argument symbols) of a call."""
+    args = call.operands_ast
+    rets: list[str] = []
+    if args and args[0][0] == "paren" and len(args) > 1:
+        rets = [a[1] for a in args[0][1] if a[0] == "sym"]
+        rest = args[1:]
+    else:
+        rest = args
+    argv: list[str] = []
+    for a in rest[1:]:
+        if a[0] == "paren":
+            argv = [x[1] for x in a[1] if x[0] == "sym"]
+            break
+    return rets, argv
+
+
+def _rename(node: Operand, regs: int, syms: dict[str, str]) -> Operand:
+    kind = node[0]
+    if kind == "reg":
+        return ("reg", node[1], node[2] + regs)
+    if kind == "sym":
+        return ("sym", syms.get(node[1], node[1]), node[2])
+    if kind == "addr":
+        return ("addr", _rename(node[1], regs, syms), node[2], node[3])
+    if kind in ("vec", "brk", "paren"):
+        return (kind, tuple(_rename(x, regs, syms) for x in node[1]))
+    if kind == "not":
+        return ("not", _rename(node[1], regs, syms))
+    if kind == "pair":
+        return ("pair", _rename(node[1], regs, syms), _rename(node[2], regs, syms))
+    return node
+
+
+def inline_calls(module: ModuleOp, kernel: FuncOp) -> list[tuple[str, int, int]]:
+    """Inline every direct call in ``kernel``; return each block's origin
+    ``(function, block index, piece)`` (piece > 0 for the rest of a block
+    split at a call)."""
+    funcs = {op.func_name: op for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration}
+    origins: dict[Block, tuple[str, int, int]] = {
+        b: (kernel.func_name, i, 0) for i, b in enumerate(kernel.body.blocks)
+    }
+    chains: dict[Block, tuple[str, ...]] = {b: (kernel.func_name,) for b in kernel.body.blocks}
+    count = 0
+    changed = True
+    while changed:
+        changed = False
+        for block in list(kernel.body.blocks):
+            for op in list(block.ops):
+                if not (isinstance(op, InstructionOp) and op.spec.name == "call"):
+                    continue
+                if RETURN_ATTR + ".done" in op.attributes:
+                    continue
+                name, direct = _callee_name(op)
+                if not direct:
+                    raise InlineError(f"indirect call '{op.opcode} ...' in {kernel.func_name} is not supported by the emulator")
+                callee = funcs.get(name or "")
+                if callee is None:
+                    op.attributes[RETURN_ATTR + ".done"] = UnitAttr()
+                    continue
+                if name in chains[block]:
+                    raise InlineError(f"recursive call to '{name}' ({' -> '.join(chains[block] + (name,))}) cannot be inlined")
+                if any(p[2] == ".reg" for p in (*callee.params.data, *(callee.ret_params.data if callee.ret_params else ()))):
+                    raise InlineError(f"'{name}' takes .reg parameters, which the emulator does not support")
+                count += 1
+                if count > MAX_INLINES:
+                    raise InlineError(f"more than {MAX_INLINES} calls to inline in {kernel.func_name}")
+                _inline_one(kernel, block, op, callee, count, origins, chains)
+                changed = True
+                break
+            if changed:
+                break
+    return [origins[b] for b in kernel.body.blocks]
+
+
+def _inline_one(kernel, block, call, callee, k, origins, chains) -> None:
+    region: Region = kernel.body
+    # 1. split the calling block after the call
+    rest = Block()
+    after = list(_ops_after(call))
+    for o in after:
+        o.detach()
+        rest.add_op(o)
+    call.attributes[RETURN_ATTR + ".done"] = UnitAttr()
+    # 2. copy the callee
+    rets, argv = _call_params(call)
+    formals = [p[1] for p in callee.params.data]
+    formal_rets = [p[1] for p in (callee.ret_params.data if callee.ret_params else ())]
+    if len(argv) != len(formals) or len(rets) != len(formal_rets):
+        raise InlineError(
+            f"call to '{callee.func_name}' passes {len(argv)} arguments and {len(rets)} return values; "
+            f"it declares {len(formals)} and {len(formal_rets)}"
+        )
+    syms = dict(zip(formals, argv)) | dict(zip(formal_rets, rets))
+    suffix = f"__inl{k}"
+    for op in callee.body.walk():
+        if isinstance(op, LabelOp):
+            syms[op.label.data] = op.label.data + suffix
+        elif isinstance(op, BranchTargetsOp):
+            syms[op.label.data] = op.label.data + suffix
+        elif isinstance(op, VarOp):
+            syms[op.var_name] = op.var_name + suffix
+    regs = SCOPE_STRIDE * k
+    mapping: dict[Block, Block] = {}
+    copies: list[Block] = []
+    for b in callee.body.blocks:
+        nb = Block()
+        mapping[b] = nb
+        copies.append(nb)
+    for b, nb in zip(callee.body.blocks, copies):
+        for op in b.ops:
+            nb.add_op(_copy_op(op, regs, syms, mapping, rest))
+        nb.name_hint = (b.name_hint or "bb") + suffix
+    # 3. wire: call block -> copy entry; copies in layout after the call block
+    block.add_op(new_op(FallthroughOp, {}, [copies[0]]))
+    anchor = block
+    for i, nb in enumerate(copies):
+        region.insert_block_after(nb, anchor)
+        anchor = nb
+        origins[nb] = (callee.func_name, i, 0)
+        chains[nb] = chains[block] + (callee.func_name,)
+    region.insert_block_after(rest, anchor)
+    o = origins[block]
+    origins[rest] = (o[0], o[1], o[2] + 1)
+    chains[rest] = chains[block]
+
+
+def _ops_after(op: Operation):
+    nxt = op.next_op
+    while nxt is not None:
+        yield nxt
+        nxt = nxt.next_op
+
+
+def _copy_op(op: Operation, regs: int, syms: dict[str, str], mapping: dict[Block, Block], rest: Block) -> Operation:
+    if isinstance(op, InstructionOp):
+        props = dict(op.properties)
+        props["args"] = ArgsAttr.fast(tuple(_rename(a, regs, syms) for a in op.operands_ast))
+        g = op.guard_pred
+        if g is not None:
+            props["guard"] = GuardAttr.fast((_rename(g[0], regs, syms), g[1]))
+        succs = [mapping[s] for s in op.successors]
+        new = type(op).create(properties=props, attributes=dict(op.attributes), successors=succs)
+        if op.spec.name == "ret":
+            new.successors = [rest, *succs]
+            new.attributes[RETURN_ATTR] = UnitAttr()
+        return new
+    if isinstance(op, ImplicitReturnOp):
+        return new_op(FallthroughOp, {}, [rest])
+    if isinstance(op, FallthroughOp):
+        return new_op(FallthroughOp, {}, [mapping[op.successors[0]]])
+    if isinstance(op, LabelOp):
+        return new_op(LabelOp, {"label": StringAttr(syms.get(op.label.data, op.label.data))})
+    if isinstance(op, RegDeclOp):
+        props = dict(op.properties)
+        props["scope"] = IntAttr(op.scope.data + regs)
+        return new_op(RegDeclOp, props)
+    if isinstance(op, BranchTargetsOp):
+        return new_op(BranchTargetsOp, {
+            "label": StringAttr(syms[op.label.data]),
+            "target_labels": TupleAttr.fast(tuple(syms.get(t, t) for t in op.target_labels.data)),
+        })
+    if isinstance(op, VarOp):
+        d = op.decl.data
+        return new_op(VarOp, {"decl": TupleAttr.fast((d[0], d[1], d[2], d[3], syms.get(d[4], d[4]), d[5], d[6]))})
+    return op.clone()

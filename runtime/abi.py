@@ -1,0 +1,100 @@
+"""The contract between generated code and the Python driver.
+
+The context (``ctx``) and every warp state (``ws``) are arrays of 64-bit words
+at fixed indices, so the layout is written down once, here, and read by both
+the code generator and the driver.
+"""
+
+from __future__ import annotations
+
+LANES = 32
+
+# -- context words -----------------------------------------------------------
+CTX_PARAM = 0          # kernel parameter buffer (pointer)
+CTX_WIN_BASE = 1       # window table: host base address per window id (pointer to i64[])
+CTX_WIN_SIZE = 2       # window table: size in bytes per window id
+CTX_WIN_STRIDE = 3     # window table: per-thread stride (local, call params), else 0
+CTX_NWIN = 4           # number of windows
+CTX_SHARED = 5         # shared memory of the running CTA
+CTX_SHARED_SIZE = 6
+CTX_LOCAL = 7          # local memory of the running CTA: threads * local size
+CTX_LOCAL_SIZE = 8     # bytes per thread
+CTX_CONST = 9
+CTX_CONST_SIZE = 10
+CTX_CPARAM = 11        # call parameters of the running CTA: threads * size
+CTX_CPARAM_SIZE = 12   # bytes per thread
+CTX_NTID = 13          # .. 15
+CTX_NCTAID = 16        # .. 18
+CTX_CTAID = 19         # .. 21 (the CTA running now)
+CTX_COUNTERS = 22      # i64 counters (pointer)
+CTX_STEPS = 23         # warp-instructions emulated so far
+CTX_BUDGET = 24        # step budget (warp-instructions)
+CTX_ERR_CODE = 25
+CTX_ERR_BLOCK = 26
+CTX_ERR_INSTR = 27
+CTX_ERR_LANE = 28
+CTX_ERR_ADDR = 29
+CTX_ERR_WARP = 30
+CTX_ERR_CTA = 31
+CTX_ERR_AUX = 32
+CTX_WS = 33            # warp states of the running CTA (pointer)
+CTX_WS_STRIDE = 34     # bytes per warp state
+CTX_NWARPS = 35
+CTX_NTHREADS = 36      # threads per CTA
+CTX_CTA_LINEAR = 37    # linear id of the running CTA
+CTX_DYN_SHARED = 38    # dynamic shared memory bytes
+CTX_SMCOUNT = 39
+CTX_BAR = 40           # 16 barriers x BAR_WORDS
+BAR_WORDS = 8
+BAR_WAITING = 0        # warps waiting
+BAR_ARRIVED = 1        # warps that arrived without waiting (bar.arrive)
+BAR_EXPECTED = 2       # warps the barrier waits for (0: every live warp)
+BAR_PART = 3           # bar.red: participating threads so far
+BAR_TRUE = 4           # bar.red: threads whose predicate is true so far
+BAR_RES_PART = 5       # bar.red results of the last release
+BAR_RES_TRUE = 6
+NUM_BARRIERS = 16
+CTX_WORDS = CTX_BAR + NUM_BARRIERS * BAR_WORDS
+
+# -- windows (generic address = window << 40 | offset) -------------------------
+WINDOW_SHIFT = 40
+OFFSET_MASK = (1 << WINDOW_SHIFT) - 1
+WIN_SHARED = 1
+WIN_LOCAL = 2
+WIN_CONST = 3
+WIN_PARAM = 4
+WIN_CPARAM = 5
+WIN_FIRST_GLOBAL = 8
+
+# -- warp state words ----------------------------------------------------------
+WS_RESUME = 0          # 0: start; k: after barrier k
+WS_MASK = 1            # active mask of the current SIMT entry
+WS_RPC = 2             # its reconvergence block (-1: function exit)
+WS_TOP = 3             # entries on the SIMT stack below the current one
+WS_EXITED = 4          # lanes that have exited
+WS_STATUS = 5          # scheduler: 0 ready, 1 waiting at a barrier, 2 done
+WS_BAR_ID = 6
+WS_BAR_EXPECT = 7      # warps the barrier waits for (0: every live warp)
+WS_STACK = 16          # SIMT stack: 3 words per entry (pc, rpc, mask)
+STACK_DEPTH = 256
+WS_FRAME_BYTES_OFFSET = (WS_STACK + 3 * STACK_DEPTH) * 8  # values of the warp
+
+# -- warp_run / run_ctas return codes ------------------------------------------
+RC_EXIT = 0
+RC_BARRIER = 1
+RC_ERROR = 2
+
+# -- error codes (CTX_ERR_CODE) -------------------------------------------------
+ERR_NONE = 0
+ERR_OUT_OF_BOUNDS = 1
+ERR_STEP_BUDGET = 2
+ERR_TRAP = 3
+ERR_STACK_OVERFLOW = 4
+ERR_DEADLOCK = 5
+ERR_BAD_BRANCH_INDEX = 6
+ERR_MISALIGNED = 7
+ERR_BAD_WINDOW = 8
+
+# -- counters ---------------------------------------------------------------------
+# per block: warp executions, thread executions, divergent branches
+BLOCK_COUNTERS = 3

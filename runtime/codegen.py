@@ -1,0 +1,1253 @@
+"""Lowering of a ``KernelProgram`` to LLVM IR: one function runs one warp.
+
+``warp_run(ws, ctx, warp)`` executes the warp from where it stopped until it
+exits, waits at a barrier, or fails.  Every SSA value the program emulates
+lives in the warp's frame (inside ``ws``) as 32 lanes (``<32 x iN>``; a
+predicate is a 32-bit mask), so a warp can stop at a barrier and resume
+without saving anything.  Control flow follows GPGPU-Sim's SIMT stack: the
+current entry (active mask, reconvergence block) is kept in ``ws``; a
+divergent branch pushes the reconvergence entry and the not-taken path, and
+reaching the entry's reconvergence block pops.  Every write is masked by the
+active lanes (and the guard), so values of lanes waiting on the stack survive.
+
+``run_ctas(ctx, first, last)`` is the CTA scheduler: it runs the warps of each
+CTA in turn until every warp has exited, releasing barriers when all the
+warps they wait for have arrived.
+
+Per block the code adds 1 to the block's warp counter and the number of
+active lanes to its thread counter; branches count divergence; guarded
+instructions with a computed guard count the lanes whose guard is true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+from xdsl.ir import BlockArgument, SSAValue
+
+from hypa.ptxdialect import isa
+from hypa.ptxdialect.dialect import EntryValueOp, FallthroughOp, ImplicitReturnOp, InstructionOp, LabelOp
+from hypa.ptxdialect.operands import Operand, iter_regs
+
+from . import abi
+from .program import KernelProgram, reconvergence, slot_bytes, value_bits
+
+LANES = abi.LANES
+i1, i8, i16, i32, i64, i128 = (ir.IntType(n) for n in (1, 8, 16, 32, 64, 128))
+f16, f32, f64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+ptr = ir.PointerType()
+
+
+def ivec(bits: int) -> ir.VectorType:
+    return ir.VectorType(ir.IntType(bits), LANES)
+
+
+VPTR = ir.VectorType(ptr, LANES)
+MASK = ir.VectorType(i1, LANES)
+
+
+class LoweringError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# Instruction rules
+# ---------------------------------------------------------------------------
+
+Rule = Callable[["Emitter"], None]
+RULES: dict[str, Rule] = {}
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    """Register the lowering of the ISA entries ``names``."""
+
+    def deco(fn: Rule) -> Rule:
+        for n in names:
+            RULES[n] = fn
+        return fn
+
+    return deco
+
+
+def supported_entries() -> set[str]:
+    from . import semantics  # noqa: F401  (registers the rules)
+
+    return set(RULES)
+
+
+class Emitter:
+    """What an instruction rule sees: operands by textual position, results,
+    the active lanes and the guard, and helpers for memory and intrinsics."""
+
+    def __init__(self, wg: "WarpCodegen", op: InstructionOp):
+        self.wg = wg
+        self.b: ir.IRBuilder = wg.b
+        self.op = op
+        self.spec = op.spec
+        self.mods = op.modifiers
+        self.types = isa.type_modifiers(self.mods)
+        self.args = op.operands_ast
+        self.instr_id = wg.prog.instr_ids[op]
+        self._map_registers()
+        self.active: ir.Value = wg.active
+        self.guard: ir.Value | None = None
+        g = op.guard_pred
+        if g is not None:
+            gv = wg.read(op.operands[0])
+            self.guard = self.b.not_(gv) if g[1] else gv
+        self.exec_mask = self.active if self.guard is None else self.b.and_(self.active, self.guard)
+
+    # -- register mapping -----------------------------------------------------
+
+    def _map_registers(self) -> None:
+        op = self.op
+        uses, defs = op.register_roles()
+        ops = op.instruction_operands()
+        res = op.results
+        # textual traversal: the same order register_roles uses
+        from hypa.ptxdialect.dialect import _def_positions
+
+        dpos = _def_positions(self.spec, self.mods, self.args)
+        ui = 1 if op.guard_pred is not None else 0
+        di = 0
+        self.reg_src: dict[int, SSAValue] = {}
+        self.reg_dst: dict[int, SSAValue] = {}
+        self.slot_of: list[list[tuple[str, SSAValue]]] = []
+        for k, a in enumerate(self.args):
+            items: list[tuple[str, SSAValue]] = []
+            for _r in iter_regs(a):
+                if k in dpos:
+                    items.append(("def", res[di]))
+                    di += 1
+                    if self.spec.inout:
+                        ui += 1
+                else:
+                    items.append(("use", ops[ui]))
+                    ui += 1
+            self.slot_of.append(items)
+        self.tied: list[SSAValue] = []
+        if op.guard_pred is not None:
+            self.tied = list(ops[len(ops) - len(defs):])
+        self.cc_in = ops[ui] if self.spec.cc_use and ui < len(ops) else None
+        self.cc_out = res[di] if ".cc" in self.mods and di < len(res) else None
+
+    # -- constants and types ----------------------------------------------------
+
+    def splat(self, value, ty: ir.Type) -> ir.Constant:
+        return ir.Constant(ir.VectorType(ty, LANES), [value] * LANES)
+
+    def zeros(self, bits: int) -> ir.Constant:
+        return self.splat(0, ir.IntType(bits))
+
+    def call(self, name: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
+        return self.b.call(self.wg.intrinsic(name, ret, [a.type for a in args]), args)
+
+    def fail(self, msg: str) -> LoweringError:
+        return LoweringError(f"{self.op.opcode}: {msg}")
+
+    # -- operands ----------------------------------------------------------------
+
+    def operand_node(self, k: int) -> Operand:
+        if k >= len(self.args):
+            raise self.fail(f"expects an operand {k + 1}")
+        return self.args[k]
+
+    def src(self, k: int, bits: int, signed: bool = False) -> ir.Value:
+        """Operand ``k`` as ``<32 x i{bits}>`` (registers narrowed or extended)."""
+        node = self.operand_node(k)
+        return self.value_of(node, k, bits, signed, 0)
+
+    def value_of(self, node: Operand, k: int, bits: int, signed: bool, reg_index: int) -> ir.Value:
+        kind = node[0]
+        if kind == "reg":
+            v = self.slot_of[k][reg_index][1]
+            return self.fit(self.wg.read(v), bits, signed)
+        if kind == "imm":
+            return self.splat(self.imm_bits(node[1], bits), ir.IntType(bits))
+        if kind == "sreg":
+            return self.fit(self.wg.special_register(node[1]), bits, signed)
+        if kind == "sym":
+            return self.fit(self.wg.symbol_address(node[1], node[2]), bits, False)
+        if kind == "not":
+            inner = self.value_of(node[1], k, 1, False, reg_index)
+            return self.b.not_(inner)
+        raise self.fail(f"unsupported operand {node!r}")
+
+    def imm_bits(self, text: str, bits: int) -> int:
+        """The bit pattern of an immediate for a ``bits``-wide operand."""
+        from hypa.ptxdialect.operands import is_float_immediate, parse_int_immediate
+
+        if is_float_immediate(text):
+            return float_imm_bits(text, bits, self.float_kind(bits))
+        v = parse_int_immediate(text)
+        fk = self.float_kind(bits)
+        if fk is not None and any(t in isa.FLOAT_TYPES for t in self.types):
+            return float_imm_bits(str(float(v)), bits, fk)
+        return v & ((1 << bits) - 1)
+
+    def float_kind(self, bits: int) -> str | None:
+        for t in self.types:
+            if t in (".f32",) and bits == 32:
+                return "f32"
+            if t == ".f64" and bits == 64:
+                return "f64"
+            if t in (".f16", ".f16x2") and bits in (16, 32):
+                return "f16" if bits == 16 else None
+            if t in (".bf16",) and bits == 16:
+                return "bf16"
+        return None
+
+    def fit(self, v: ir.Value, bits: int, signed: bool) -> ir.Value:
+        have = v.type.element.width  # type: ignore[attr-defined]
+        if have == bits:
+            return v
+        if have > bits:
+            return self.b.trunc(v, ivec(bits))
+        return self.b.sext(v, ivec(bits)) if signed else self.b.zext(v, ivec(bits))
+
+    def src_pred(self, k: int) -> ir.Value:
+        node = self.operand_node(k)
+        if node[0] == "imm":
+            return self.splat(1 if self.imm_bits(node[1], 32) else 0, i1)
+        return self.value_of(node, k, 1, False, 0)
+
+    def src_float(self, k: int, kind: str) -> ir.Value:
+        bits = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[kind]
+        node = self.operand_node(k)
+        if node[0] == "imm":
+            return self.to_float(self.splat(float_imm_bits(node[1], bits, kind), ir.IntType(bits)), kind)
+        return self.to_float(self.src(k, bits), kind)
+
+    def to_float(self, v: ir.Value, kind: str) -> ir.Value:
+        """Integer lanes -> float lanes (f16 and bf16 widen exactly to f32)."""
+        if kind == "f32":
+            return self.b.bitcast(v, ir.VectorType(f32, LANES))
+        if kind == "f64":
+            return self.b.bitcast(v, ir.VectorType(f64, LANES))
+        from .semantics.floating import bf16_to_f32, f16_to_f32
+
+        return f16_to_f32(self, v) if kind == "f16" else bf16_to_f32(self, v)
+
+    def elements(self, k: int) -> list[Operand]:
+        node = self.operand_node(k)
+        return list(node[1]) if node[0] == "vec" else [node]
+
+    def src_elements(self, k: int, bits: int, signed: bool = False) -> list[ir.Value]:
+        """Each element of a vector operand ``{a, b, ...}`` (or the operand itself)."""
+        node = self.operand_node(k)
+        if node[0] != "vec":
+            return [self.src(k, bits, signed)]
+        out = []
+        ri = 0
+        for el in node[1]:
+            if el[0] == "reg":
+                out.append(self.value_of(el, k, bits, signed, ri))
+                ri += 1
+            else:
+                out.append(self.value_of(el, k, bits, signed, 0))
+        return out
+
+    # -- results ---------------------------------------------------------------
+
+    def dst(self, k: int, value: ir.Value, signed: bool = False, reg_index: int = 0) -> None:
+        """Write ``value`` to the register of def operand ``k`` (extended or
+        narrowed to the register's width), merged by guard and active lanes."""
+        items = self.slot_of[k]
+        if not items:
+            return  # "_" sink or not a register
+        kind, v = items[reg_index]
+        if kind != "def":
+            raise self.fail(f"operand {k + 1} is not written")
+        self.write_def(v, value, signed)
+
+    def write_def(self, v: SSAValue, value: ir.Value, signed: bool = False) -> None:
+        if v not in self.wg.prog.slots:
+            return  # not emulated (slice mode)
+        bits = value_bits(v)
+        if bits == 1:
+            if value.type != MASK:
+                value = self.b.icmp_unsigned("!=", value, ir.Constant(value.type, [0] * LANES))
+        else:
+            vb = value.type.element.width  # type: ignore[attr-defined]
+            if vb != bits:
+                value = self.fit(value, bits, signed)
+        if self.guard is not None:
+            j = list(self.op.results).index(v)
+            if j < len(self.tied):
+                old = self.wg.read(self.tied[j])
+                if bits != 1 and old.type != value.type:
+                    old = self.fit(old, bits, False)
+                value = self.b.select(self.guard, value, old)
+        self.wg.write(v, value, self.active)
+
+    def dst_elements(self, k: int, values: list[ir.Value], signed: bool = False) -> None:
+        node = self.operand_node(k)
+        if node[0] != "vec":
+            self.dst(k, values[0], signed)
+            return
+        ri = 0
+        for el, val in zip(node[1], values):
+            if el[0] == "reg":
+                self.dst(k, val, signed, ri)
+                ri += 1
+
+    def dst_pair(self, k: int, first: ir.Value, second: ir.Value | None) -> None:
+        """``d|p`` destinations: ``second`` goes to the register after ``|``."""
+        node = self.operand_node(k)
+        if node[0] == "pair":
+            items = self.slot_of[k]
+            regs = list(iter_regs(node))
+            idx = 0
+            if node[1][0] == "reg":
+                self.write_def(items[idx][1], first)
+                idx += 1
+            if second is not None and node[2][0] == "reg":
+                self.write_def(items[idx][1], second)
+        else:
+            self.dst(k, first)
+
+    # -- memory ------------------------------------------------------------------
+
+    def address(self, k: int) -> tuple[str, ir.Value, Operand]:
+        """(kind, address lanes as i64, base node) of memory operand ``k``.
+
+        kind is ``"param"`` for a kernel parameter named by symbol (a constant
+        offset in the parameter buffer), ``"cparam"`` for a call parameter,
+        else ``"reg"`` (the address is in the value).
+        """
+        node = self.operand_node(k)
+        if node[0] != "addr":
+            raise self.fail(f"operand {k + 1} is not an address")
+        base, off = node[1], node[2]
+        if base[0] == "reg":
+            v = self.value_of(base, k, 64, False, 0)
+            if off:
+                v = self.b.add(v, self.splat(off, i64))
+            return "reg", v, base
+        if base[0] == "imm":
+            from hypa.ptxdialect.operands import parse_int_immediate
+
+            return "reg", self.splat(parse_int_immediate(base[1]) + off, i64), base
+        if base[0] == "sym":
+            return self.wg.symbol_kind(base[1]), self.wg.symbol_address(base[1], base[2] + off), base
+        raise self.fail("unsupported address")
+
+    def space(self) -> str:
+        sp = isa.state_space(self.spec, self.mods)
+        return sp or "generic"
+
+    def load(self, space: str, addr: ir.Value, bits: int, mask: ir.Value, kind: str = "reg") -> ir.Value:
+        return self.wg.mem_access(self, space, addr, bits, mask, None, kind)
+
+    def store(self, space: str, addr: ir.Value, value: ir.Value, mask: ir.Value, kind: str = "reg") -> None:
+        self.wg.mem_access(self, space, addr, value.type.element.width, mask, value, kind)  # type: ignore[attr-defined]
+
+    def host_pointers(self, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str = "reg") -> ir.Value:
+        """Bounds-checked host pointers (``<32 x ptr>``) for ``nbytes`` at ``addr``."""
+        return self.wg.translate(self, space, addr, nbytes, mask, kind)
+
+    def popcount(self, mask: ir.Value) -> ir.Value:
+        return self.wg.popcount(mask)
+
+
+def float_imm_bits(text: str, bits: int, kind: str | None) -> int:
+    """Bit pattern of a floating-point immediate (``0f..``, ``0d..`` or decimal)."""
+    import struct
+
+    t = text
+    neg = t.startswith("-")
+    if neg:
+        t = t[1:]
+    if t[:2] in ("0f", "0F"):
+        raw = int(t[2:], 16)
+        val = struct.unpack("<f", struct.pack("<I", raw))[0]
+        if kind in ("f32", None) and bits == 32:
+            return raw ^ (0x80000000 if neg else 0)
+    elif t[:2] in ("0d", "0D"):
+        raw = int(t[2:], 16)
+        val = struct.unpack("<d", struct.pack("<Q", raw))[0]
+        if bits == 64:
+            return raw ^ ((1 << 63) if neg else 0)
+    else:
+        val = float(t)
+    if neg:
+        val = -val
+    if bits == 64:
+        return struct.unpack("<Q", struct.pack("<d", val))[0]
+    if bits == 32:
+        return struct.unpack("<I", struct.pack("<f", val))[0]
+    if bits == 16:
+        import numpy as np
+
+        if kind == "bf16":
+            f = struct.unpack("<I", struct.pack("<f", val))[0]
+            return ((f + 0x7FFF + ((f >> 16) & 1)) >> 16) & 0xFFFF
+        return int(np.array(val, np.float16).view(np.uint16))
+    raise ValueError(f"float immediate {text} for {bits}-bit operand")
+
+
+# ---------------------------------------------------------------------------
+# The warp function
+# ---------------------------------------------------------------------------
+
+
+class WarpCodegen:
+    def __init__(self, prog: KernelProgram, module: ir.Module):
+        from . import semantics  # noqa: F401  (registers the rules)
+
+        self.prog = prog
+        self.module = module
+        self._intrinsics: dict[str, ir.Function] = {}
+        fnty = ir.FunctionType(i32, [ptr, ptr, i32])
+        self.fn = ir.Function(module, fnty, "warp_run")
+        self.fn.args[0].add_attribute("noalias")
+        self.fn.args[1].add_attribute("noalias")
+        self.ws, self.ctx, self.warp = self.fn.args
+        self.entry = self.fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(self.entry)
+        self.block_bbs: list[ir.Block] = []
+        self.resume_bbs: list[ir.Block] = []
+        self.barrier_index: dict[InstructionOp, int] = {op: i for i, op in enumerate(prog.barriers)}
+        self.active: ir.Value = None  # type: ignore[assignment]
+        self._frame = self.b.gep(self.ws, [ir.Constant(i64, abi.WS_FRAME_BYTES_OFFSET)], source_etype=i8)
+
+    # -- helpers -------------------------------------------------------------------
+
+    def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        f = self._intrinsics.get(name)
+        if f is None:
+            existing = self.module.globals.get(name)
+            if existing is not None:
+                f = existing  # type: ignore[assignment]
+            else:
+                f = ir.Function(self.module, ir.FunctionType(ret, args), name)
+            self._intrinsics[name] = f
+        return f
+
+    def ctx_word(self, index: int) -> ir.Value:
+        p = self.b.gep(self.ctx, [ir.Constant(i64, index)], source_etype=i64)
+        return self.b.load(p, typ=i64)
+
+    def ctx_ptr(self, index: int) -> ir.Value:
+        return self.b.inttoptr(self.ctx_word(index), ptr)
+
+    def set_ctx_word(self, index: int, value: ir.Value) -> None:
+        p = self.b.gep(self.ctx, [ir.Constant(i64, index)], source_etype=i64)
+        self.b.store(value, p)
+
+    def ws_word_ptr(self, index: int | ir.Value) -> ir.Value:
+        idx = ir.Constant(i64, index) if isinstance(index, int) else index
+        return self.b.gep(self.ws, [idx], source_etype=i64)
+
+    def ws_word(self, index: int | ir.Value) -> ir.Value:
+        return self.b.load(self.ws_word_ptr(index), typ=i64)
+
+    def set_ws_word(self, index: int | ir.Value, value: ir.Value) -> None:
+        self.b.store(value, self.ws_word_ptr(index))
+
+    def splat(self, value, ty: ir.Type) -> ir.Constant:
+        return ir.Constant(ir.VectorType(ty, LANES), [value] * LANES)
+
+    def splat_value(self, v: ir.Value) -> ir.Value:
+        vt = ir.VectorType(v.type, LANES)
+        undef = ir.Constant(vt, None)
+        ins = self.b.insert_element(undef, v, ir.Constant(i32, 0))
+        return self.b.shuffle_vector(ins, undef, ir.Constant(ir.VectorType(i32, LANES), [0] * LANES))
+
+    def mask_to_i32(self, m: ir.Value) -> ir.Value:
+        return self.b.bitcast(m, i32)
+
+    def i32_to_mask(self, m: ir.Value) -> ir.Value:
+        return self.b.bitcast(m, MASK)
+
+    def popcount(self, mask: ir.Value) -> ir.Value:
+        m = self.mask_to_i32(mask) if mask.type == MASK else mask
+        return self.b.call(self.intrinsic("llvm.ctpop.i32", i32, [i32]), [m])
+
+    # -- frame ---------------------------------------------------------------------
+
+    def slot_ptr(self, v: SSAValue) -> ir.Value:
+        off = self.prog.slots.get(v)
+        if off is None:
+            raise LoweringError(f"internal: value {v.name_hint} has no frame slot")
+        return self.b.gep(self._frame, [ir.Constant(i64, off)], source_etype=i8)
+
+    def read(self, v: SSAValue) -> ir.Value:
+        bits = value_bits(v)
+        p = self.slot_ptr(v)
+        if bits == 1:
+            return self.i32_to_mask(self.b.load(p, typ=i32, align=4))
+        return self.b.load(p, typ=ivec(max(bits, 8)), align=64)
+
+    def write(self, v: SSAValue, value: ir.Value, mask: ir.Value) -> None:
+        """Store ``value`` in the lanes of ``mask``; other lanes keep their value."""
+        bits = value_bits(v)
+        p = self.slot_ptr(v)
+        if bits == 1:
+            old = self.i32_to_mask(self.b.load(p, typ=i32, align=4))
+            new = self.b.select(mask, value, old)
+            self.b.store(self.mask_to_i32(new), p, align=4)
+            return
+        vt = ivec(max(bits, 8))
+        if value.type != vt:
+            value = self.b.zext(value, vt) if value.type.element.width < vt.element.width else self.b.trunc(value, vt)  # type: ignore[attr-defined]
+        old = self.b.load(p, typ=vt, align=64)
+        self.b.store(self.b.select(mask, value, old), p, align=64)
+
+    # -- lanes and special registers ----------------------------------------------
+
+    def setup_lanes(self) -> None:
+        b = self.b
+        lane_c = ir.Constant(ivec(32), list(range(LANES)))
+        self.lane_ids = lane_c
+        wbase = b.mul(self.warp, ir.Constant(i32, LANES))
+        self.thread_lin = b.add(self.splat_value(wbase), lane_c)  # <32 x i32>
+        ntx = b.trunc(self.ctx_word(abi.CTX_NTID), i32)
+        nty = b.trunc(self.ctx_word(abi.CTX_NTID + 1), i32)
+        nthreads = b.trunc(self.ctx_word(abi.CTX_NTHREADS), i32)
+        vx = self.splat_value(ntx)
+        vy = self.splat_value(nty)
+        self.tid_x = b.urem(self.thread_lin, vx)
+        q = b.udiv(self.thread_lin, vx)
+        self.tid_y = b.urem(q, vy)
+        self.tid_z = b.udiv(q, vy)
+        self.valid = b.icmp_unsigned("<", self.thread_lin, self.splat_value(nthreads))
+
+    def special_register(self, name: str) -> ir.Value:
+        b = self.b
+        comp = {"x": 0, "y": 1, "z": 2}
+        base, _, c = name.partition(".")
+        if base == "%tid":
+            return {"x": self.tid_x, "y": self.tid_y, "z": self.tid_z}[c or "x"]
+        if base in ("%ntid", "%nctaid", "%ctaid"):
+            idx = {"%ntid": abi.CTX_NTID, "%nctaid": abi.CTX_NCTAID, "%ctaid": abi.CTX_CTAID}[base] + comp[c or "x"]
+            return self.splat_value(b.trunc(self.ctx_word(idx), i32))
+        if base == "%laneid":
+            return self.lane_ids
+        if base == "%warpid":
+            return self.splat_value(self.warp)
+        if base == "%nwarpid":
+            return self.splat_value(b.trunc(self.ctx_word(abi.CTX_NWARPS), i32))
+        if base in ("%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge"):
+            one = self.splat(1, i32)
+            eq = b.shl(one, self.lane_ids)
+            if base == "%lanemask_eq":
+                return eq
+            lt = b.sub(eq, one)
+            if base == "%lanemask_lt":
+                return lt
+            if base == "%lanemask_le":
+                return b.or_(lt, eq)
+            ge = b.not_(lt)
+            if base == "%lanemask_ge":
+                return ge
+            return b.xor(ge, eq)
+        if base in ("%clock", "%clock_hi"):
+            return self.splat_value(b.trunc(self.ctx_word(abi.CTX_STEPS), i32))
+        if base in ("%clock64", "%globaltimer"):
+            return self.splat_value(self.ctx_word(abi.CTX_STEPS))
+        if base == "%nsmid":
+            return self.splat_value(b.trunc(self.ctx_word(abi.CTX_SMCOUNT), i32))
+        if base == "%dynamic_smem_size":
+            return self.splat_value(b.trunc(self.ctx_word(abi.CTX_DYN_SHARED), i32))
+        if base in ("%total_smem_size", "%aggr_smem_size"):
+            return self.splat_value(b.trunc(self.ctx_word(abi.CTX_SHARED_SIZE), i32))
+        # %smid, %gridid, %envregN, %pmN, cluster registers of a 1-CTA cluster
+        if base in ("%cluster_nctaid", "%nclusterid", "%cluster_nctarank", "%is_explicit_cluster"):
+            return self.splat(1, i32)
+        if base in ("%clusterid",):
+            idx = abi.CTX_CTAID + comp[c or "x"]
+            return self.splat_value(b.trunc(self.ctx_word(idx), i32))
+        return self.splat(0, i32)
+
+    # -- symbols ---------------------------------------------------------------------
+
+    def symbol_kind(self, name: str) -> str:
+        p = self.prog
+        if any(n == name for n, *_ in p.params):
+            return "param"
+        if name in p.call_params:
+            return "cparam"
+        if name in p.shared_vars:
+            return "shared"
+        if name in p.local_vars:
+            return "local"
+        if name in p.const_vars:
+            return "const"
+        if name in p.global_vars:
+            return "global"
+        return "reg"
+
+    def symbol_address(self, name: str, offset: int) -> ir.Value:
+        """The address a symbol denotes, as i64 lanes: state-space offset for
+        shared/local/const/param variables, a global address for globals."""
+        p = self.prog
+        for n, _t, off, _s in p.params:
+            if n == name:
+                return self.splat(off + offset, i64)
+        if name in p.call_params:
+            return self.splat(p.call_params[name].offset + offset, i64)
+        if name in p.shared_vars:
+            return self.splat(p.shared_vars[name].offset + offset, i64)
+        if name in p.local_vars:
+            return self.splat(p.local_vars[name].offset + offset, i64)
+        if name in p.const_vars:
+            return self.splat(p.const_vars[name].offset + offset, i64)
+        if name in p.global_vars:
+            gid = list(p.global_vars).index(name) + abi.WIN_FIRST_GLOBAL
+            return self.splat((gid << abi.WINDOW_SHIFT) + offset, i64)
+        # a function symbol (mov.u64 %rd, func): an opaque non-zero value
+        return self.splat((0xFFFF << abi.WINDOW_SHIFT) + (hash(name) & 0xFFFFFF), i64)
+
+    # -- memory ------------------------------------------------------------------------
+
+    def error_if(self, e: Emitter | None, bad: ir.Value, code: int, addr: ir.Value | None, block: int | None = None) -> None:
+        """If any lane of ``bad`` is set: record the error and return RC_ERROR."""
+        b = self.b
+        bits = self.mask_to_i32(bad)
+        anybad = b.icmp_unsigned("!=", bits, ir.Constant(i32, 0))
+        with b.if_then(anybad, likely=False):
+            lane = b.call(self.intrinsic("llvm.cttz.i32", i32, [i32, i1]), [bits, ir.Constant(i1, 0)])
+            self.set_ctx_word(abi.CTX_ERR_CODE, ir.Constant(i64, code))
+            self.set_ctx_word(abi.CTX_ERR_INSTR, ir.Constant(i64, e.instr_id if e is not None else -1))
+            self.set_ctx_word(abi.CTX_ERR_BLOCK, ir.Constant(i64, self.cur_block if block is None else block))
+            self.set_ctx_word(abi.CTX_ERR_LANE, b.zext(lane, i64))
+            self.set_ctx_word(abi.CTX_ERR_WARP, b.zext(self.warp, i64))
+            if addr is not None:
+                a = b.extract_element(addr, lane)
+                self.set_ctx_word(abi.CTX_ERR_ADDR, a if a.type == i64 else b.zext(a, i64))
+            b.ret(ir.Constant(i32, abi.RC_ERROR))
+
+    def translate(self, e: Emitter, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str) -> ir.Value:
+        """Host pointers for ``nbytes`` at each lane's ``addr`` (i64 lanes), checked."""
+        b = self.b
+        if addr.type != ivec(64):
+            addr = b.zext(addr, ivec(64))
+        n = self.splat(nbytes, i64)
+        if kind == "param":
+            base = self.ctx_word(abi.CTX_PARAM)
+            size = self.splat(self.prog.param_bytes, i64)
+            off = addr
+            host = b.add(self.splat_value(base), off)
+            self.error_if(e, b.and_(mask, b.icmp_unsigned(">", b.add(off, n), size)), abi.ERR_OUT_OF_BOUNDS, addr)
+            return b.inttoptr(host, VPTR)
+        if kind == "cparam" or space == "cparam":
+            return self._per_thread(e, abi.CTX_CPARAM, abi.CTX_CPARAM_SIZE, addr, n, mask)
+        if space in ("shared", "shared::cta", "shared::cluster"):
+            off = b.and_(addr, self.splat(0xFFFFFFFF, i64))
+            return self._flat(e, abi.CTX_SHARED, abi.CTX_SHARED_SIZE, off, n, mask, addr)
+        if space == "local":
+            return self._per_thread(e, abi.CTX_LOCAL, abi.CTX_LOCAL_SIZE, addr, n, mask)
+        if space == "const":
+            return self._flat(e, abi.CTX_CONST, abi.CTX_CONST_SIZE, addr, n, mask, addr)
+        if space == "param":
+            # a register address into the kernel parameters (rare)
+            off = b.and_(addr, self.splat(abi.OFFSET_MASK, i64))
+            base = self.ctx_word(abi.CTX_PARAM)
+            self.error_if(e, b.and_(mask, b.icmp_unsigned(">", b.add(off, n), self.splat(self.prog.param_bytes, i64))), abi.ERR_OUT_OF_BOUNDS, addr)
+            return b.inttoptr(b.add(self.splat_value(base), off), VPTR)
+        # global and generic: window table
+        win = b.lshr(addr, self.splat(abi.WINDOW_SHIFT, i64))
+        off = b.and_(addr, self.splat(abi.OFFSET_MASK, i64))
+        nwin = self.splat_value(self.ctx_word(abi.CTX_NWIN))
+        badwin = b.icmp_unsigned(">=", win, nwin)
+        self.error_if(e, b.and_(mask, badwin), abi.ERR_OUT_OF_BOUNDS, addr)
+        safe_win = b.select(badwin, self.splat(0, i64), win)
+        tbase = self.ctx_ptr(abi.CTX_WIN_BASE)
+        tsize = self.ctx_ptr(abi.CTX_WIN_SIZE)
+        tstride = self.ctx_ptr(abi.CTX_WIN_STRIDE)
+        bases = self._gather64(tbase, safe_win, mask)
+        sizes = self._gather64(tsize, safe_win, mask)
+        strides = self._gather64(tstride, safe_win, mask)
+        oob = b.icmp_unsigned(">", b.add(off, n), sizes)
+        self.error_if(e, b.and_(mask, oob), abi.ERR_OUT_OF_BOUNDS, addr)
+        lin = b.zext(self.thread_lin, ivec(64))
+        host = b.add(b.add(bases, b.mul(lin, strides)), off)
+        return b.inttoptr(host, VPTR)
+
+    def vector_pointers(self, base: ir.Value, idx: ir.Value, elem_bytes: int) -> ir.Value:
+        """``base + idx * elem_bytes`` for every lane (``base`` a pointer, ``idx`` i64 lanes)."""
+        b = self.b
+        bi = self.splat_value(b.ptrtoint(base, i64))
+        return b.inttoptr(b.add(bi, b.mul(idx, self.splat(elem_bytes, i64))), VPTR)
+
+    def _gather64(self, table: ir.Value, idx: ir.Value, mask: ir.Value) -> ir.Value:
+        b = self.b
+        ptrs = self.vector_pointers(table, idx, 8)
+        g = self.intrinsic("llvm.masked.gather.v32i64.v32p0", ivec(64), [VPTR, MASK, ivec(64)])
+        return b.call(g, [ptrs, mask, self.splat(0, i64)])
+
+    def _flat(self, e, base_word: int, size_word: int, off: ir.Value, n, mask, addr) -> ir.Value:
+        b = self.b
+        base = self.ctx_word(base_word)
+        size = self.splat_value(self.ctx_word(size_word))
+        self.error_if(e, b.and_(mask, b.icmp_unsigned(">", b.add(off, n), size)), abi.ERR_OUT_OF_BOUNDS, addr)
+        return b.inttoptr(b.add(self.splat_value(base), off), VPTR)
+
+    def _per_thread(self, e, base_word: int, size_word: int, addr: ir.Value, n, mask) -> ir.Value:
+        b = self.b
+        off = b.and_(addr, self.splat(abi.OFFSET_MASK, i64))
+        base = self.ctx_word(base_word)
+        stride = self.ctx_word(size_word)
+        size = self.splat_value(stride)
+        self.error_if(e, b.and_(mask, b.icmp_unsigned(">", b.add(off, n), size)), abi.ERR_OUT_OF_BOUNDS, addr)
+        lin = b.zext(self.thread_lin, ivec(64))
+        host = b.add(b.add(self.splat_value(base), b.mul(lin, self.splat_value(stride))), off)
+        return b.inttoptr(host, VPTR)
+
+    def mem_access(self, e: Emitter, space: str, addr: ir.Value, bits: int, mask: ir.Value, value: ir.Value | None, kind: str):
+        b = self.b
+        nbytes = max(bits, 8) // 8
+        ptrs = self.translate(e, space, addr, nbytes, mask, kind)
+        vt = ivec(max(bits, 8))
+        align = ir.Constant(i32, 1)
+        del align
+        if value is None:
+            g = self.intrinsic(f"llvm.masked.gather.v32i{vt.element.width}.v32p0", vt, [VPTR, MASK, vt])
+            return b.call(g, [ptrs, mask, ir.Constant(vt, [0] * LANES)])
+        s = self.intrinsic(f"llvm.masked.scatter.v32i{vt.element.width}.v32p0", ir.VoidType(), [vt, VPTR, MASK])
+        b.call(s, [value, ptrs, mask])
+        return None
+
+    # -- SIMT control --------------------------------------------------------------------
+
+    def load_state(self) -> None:
+        b = self.b
+        self.cur_mask = b.alloca(i32, name="cur_mask")
+        self.cur_rpc = b.alloca(i32, name="cur_rpc")
+
+    def goto(self, target: int) -> None:
+        """Continue at block ``target`` with the current entry (pop on reconvergence)."""
+        b = self.b
+        rpc = b.load(self.cur_rpc, typ=i32)
+        hit = b.icmp_signed("==", rpc, ir.Constant(i32, target))
+        b.cbranch(hit, self.pop_bb, self.block_bbs[target])
+
+    def push(self, pc: int | ir.Value, rpc: ir.Value, mask: ir.Value) -> None:
+        b = self.b
+        top = self.ws_word(abi.WS_TOP)
+        full = b.icmp_signed(">=", top, ir.Constant(i64, abi.STACK_DEPTH))
+        with b.if_then(full, likely=False):
+            self.set_ctx_word(abi.CTX_ERR_CODE, ir.Constant(i64, abi.ERR_STACK_OVERFLOW))
+            self.set_ctx_word(abi.CTX_ERR_BLOCK, ir.Constant(i64, self.cur_block))
+            self.set_ctx_word(abi.CTX_ERR_WARP, b.zext(self.warp, i64))
+            b.ret(ir.Constant(i32, abi.RC_ERROR))
+        base = b.add(ir.Constant(i64, abi.WS_STACK), b.mul(top, ir.Constant(i64, 3)))
+        pcv = ir.Constant(i64, pc) if isinstance(pc, int) else b.sext(pc, i64)
+        self.set_ws_word(base, pcv)
+        self.set_ws_word(b.add(base, ir.Constant(i64, 1)), b.sext(rpc, i64))
+        self.set_ws_word(b.add(base, ir.Constant(i64, 2)), b.zext(mask, i64))
+        self.set_ws_word(abi.WS_TOP, b.add(top, ir.Constant(i64, 1)))
+
+    def build_pop(self) -> None:
+        """pop: take the next SIMT entry (skipping empty ones) or finish the warp."""
+        b = self.b
+        b.position_at_end(self.pop_bb)
+        top = self.ws_word(abi.WS_TOP)
+        empty = b.icmp_signed("<=", top, ir.Constant(i64, 0))
+        with b.if_then(empty):
+            self.set_ws_word(abi.WS_MASK, ir.Constant(i64, 0))
+            b.ret(ir.Constant(i32, abi.RC_EXIT))
+        ntop = b.sub(top, ir.Constant(i64, 1))
+        self.set_ws_word(abi.WS_TOP, ntop)
+        base = b.add(ir.Constant(i64, abi.WS_STACK), b.mul(ntop, ir.Constant(i64, 3)))
+        pc = b.trunc(self.ws_word(base), i32)
+        rpc = b.trunc(self.ws_word(b.add(base, ir.Constant(i64, 1))), i32)
+        mask = b.trunc(self.ws_word(b.add(base, ir.Constant(i64, 2))), i32)
+        exited = b.trunc(self.ws_word(abi.WS_EXITED), i32)
+        mask = b.and_(mask, b.not_(exited))
+        b.store(mask, self.cur_mask)
+        b.store(rpc, self.cur_rpc)
+        isempty = b.icmp_unsigned("==", mask, ir.Constant(i32, 0))
+        b.cbranch(isempty, self.pop_bb, self.dispatch_bb)
+        self.pop_pc = pc
+        # dispatch: switch on the popped pc
+        b.position_at_end(self.dispatch_bb)
+        phi = b.phi(i32)
+        phi.add_incoming(pc, b.block if False else self._pop_tail())
+        self._dispatch_phi = phi
+
+    def _pop_tail(self) -> ir.Block:
+        return self._pop_tail_block
+
+    def exit_lanes(self, lanes: ir.Value) -> None:
+        """Lanes in ``lanes`` (i32 mask) leave the kernel: drop them everywhere."""
+        b = self.b
+        ex = self.ws_word(abi.WS_EXITED)
+        self.set_ws_word(abi.WS_EXITED, b.or_(ex, b.zext(lanes, i64)))
+
+    # -- generation -------------------------------------------------------------------
+
+    def generate(self) -> ir.Function:
+        prog = self.prog
+        b = self.b
+        self.load_state()
+        self.setup_lanes()
+        n = prog.num_blocks
+        for i in range(n):
+            self.block_bbs.append(self.fn.append_basic_block(f"b{i}"))
+        self.pop_bb = self.fn.append_basic_block("pop")
+        self.dispatch_bb = self.fn.append_basic_block("dispatch")
+        self.start_bb = self.fn.append_basic_block("start")
+        self.resume_bbs = [self.fn.append_basic_block(f"resume{k}") for k in range(len(prog.barriers))]
+        # entry: resume point
+        resume = b.trunc(self.ws_word(abi.WS_RESUME), i32)
+        sw = b.switch(resume, self.start_bb)
+        for k, rb in enumerate(self.resume_bbs):
+            sw.add_case(ir.Constant(i32, k + 1), rb)
+        # start: the whole warp at block 0
+        b.position_at_end(self.start_bb)
+        valid = self.mask_to_i32(self.valid)
+        b.store(valid, self.cur_mask)
+        b.store(ir.Constant(i32, -1), self.cur_rpc)
+        self.set_ws_word(abi.WS_TOP, ir.Constant(i64, 0))
+        self.set_ws_word(abi.WS_EXITED, ir.Constant(i64, 0))
+        b.branch(self.block_bbs[0])
+        # pop / dispatch
+        b.position_at_end(self.pop_bb)
+        top = self.ws_word(abi.WS_TOP)
+        empty = b.icmp_signed("<=", top, ir.Constant(i64, 0))
+        done_bb = self.fn.append_basic_block("warp_done")
+        take_bb = self.fn.append_basic_block("pop_take")
+        b.cbranch(empty, done_bb, take_bb)
+        b.position_at_end(done_bb)
+        b.ret(ir.Constant(i32, abi.RC_EXIT))
+        b.position_at_end(take_bb)
+        ntop = b.sub(top, ir.Constant(i64, 1))
+        self.set_ws_word(abi.WS_TOP, ntop)
+        base = b.add(ir.Constant(i64, abi.WS_STACK), b.mul(ntop, ir.Constant(i64, 3)))
+        pc = b.trunc(self.ws_word(base), i32)
+        rpc = b.trunc(self.ws_word(b.add(base, ir.Constant(i64, 1))), i32)
+        mask = b.trunc(self.ws_word(b.add(base, ir.Constant(i64, 2))), i32)
+        exited = b.trunc(self.ws_word(abi.WS_EXITED), i32)
+        mask = b.and_(mask, b.not_(exited))
+        b.store(mask, self.cur_mask)
+        b.store(rpc, self.cur_rpc)
+        isempty = b.icmp_unsigned("==", mask, ir.Constant(i32, 0))
+        b.cbranch(isempty, self.pop_bb, self.dispatch_bb)
+        b.position_at_end(self.dispatch_bb)
+        dsw = b.switch(pc, self.pop_bb)
+        for i in range(n):
+            dsw.add_case(ir.Constant(i32, i), self.block_bbs[i])
+        for i in range(n):
+            self.gen_block(i)
+        return self.fn
+
+    def counter_add(self, index: int, value: ir.Value) -> None:
+        b = self.b
+        base = self.ctx_ptr(abi.CTX_COUNTERS)
+        p = b.gep(base, [ir.Constant(i64, index)], source_etype=i64)
+        b.store(b.add(b.load(p, typ=i64), value if value.type == i64 else b.zext(value, i64)), p)
+
+    def gen_block(self, bi: int) -> None:
+        prog = self.prog
+        b = self.b
+        self.cur_block = bi
+        b.position_at_end(self.block_bbs[bi])
+        self.active = self.i32_to_mask(b.load(self.cur_mask, typ=i32))
+        # step budget
+        ninstr = len(prog.block_instrs[bi])
+        steps = b.add(self.ctx_word(abi.CTX_STEPS), ir.Constant(i64, ninstr))
+        self.set_ctx_word(abi.CTX_STEPS, steps)
+        over = b.icmp_unsigned(">", steps, self.ctx_word(abi.CTX_BUDGET))
+        with b.if_then(over, likely=False):
+            self.set_ctx_word(abi.CTX_ERR_CODE, ir.Constant(i64, abi.ERR_STEP_BUDGET))
+            self.set_ctx_word(abi.CTX_ERR_BLOCK, ir.Constant(i64, bi))
+            self.set_ctx_word(abi.CTX_ERR_WARP, b.zext(self.warp, i64))
+            b.ret(ir.Constant(i32, abi.RC_ERROR))
+        self.counter_add(abi.BLOCK_COUNTERS * bi, ir.Constant(i64, 1))
+        self.counter_add(abi.BLOCK_COUNTERS * bi + 1, self.popcount(self.active))
+        block = prog.cfg.blocks[bi]
+        term = block.last_op
+        for op in block.ops:
+            if op is term:
+                break
+            if isinstance(op, InstructionOp):
+                self.gen_instruction(op)
+        self.gen_terminator(bi, term)
+
+    def gen_instruction(self, op: InstructionOp) -> None:
+        prog = self.prog
+        if op in prog.barriers:
+            self.gen_barrier(op)
+            return
+        if op not in prog.emulated:
+            return
+        name = op.spec.name
+        fn = RULES.get(name)
+        e = Emitter(self, op)
+        if op in prog.pred_counters and e.guard is not None:
+            slot = abi.BLOCK_COUNTERS * prog.num_blocks + prog.pred_counters[op]
+            self.counter_add(slot, self.popcount(e.exec_mask))
+        if name == "call":
+            return  # inlined (or an external function the emulator skips)
+        if fn is None:
+            raise LoweringError(f"'{op.opcode}' has no emulator semantics yet")
+        fn(e)
+
+    def gen_barrier(self, op: InstructionOp) -> None:
+        """Suspend the warp here; the scheduler resumes it when the barrier releases."""
+        from .semantics.sync import barrier_suspend, barrier_resume
+
+        b = self.b
+        k = self.barrier_index[op]
+        e = Emitter(self, op)
+        barrier_suspend(e)
+        b.store(self.mask_to_i32(self.active), self.cur_mask)
+        self.set_ws_word(abi.WS_MASK, b.zext(b.load(self.cur_mask, typ=i32), i64))
+        self.set_ws_word(abi.WS_RPC, b.sext(b.load(self.cur_rpc, typ=i32), i64))
+        self.set_ws_word(abi.WS_RESUME, ir.Constant(i64, k + 1))
+        b.ret(ir.Constant(i32, abi.RC_BARRIER))
+        b.position_at_end(self.resume_bbs[k])
+        b.store(b.trunc(self.ws_word(abi.WS_MASK), i32), self.cur_mask)
+        b.store(b.trunc(self.ws_word(abi.WS_RPC), i32), self.cur_rpc)
+        self.set_ws_word(abi.WS_RESUME, ir.Constant(i64, 0))
+        self.active = self.i32_to_mask(b.load(self.cur_mask, typ=i32))
+        e = Emitter(self, op)
+        barrier_resume(e)
+
+    # -- terminators ---------------------------------------------------------------
+
+    def edge_writes(self, bi: int, slot: int, succ_block, mask: ir.Value) -> None:
+        prog = self.prog
+        term = prog.cfg.blocks[bi].last_op
+        if isinstance(term, FallthroughOp):
+            vals = list(term.operands)
+        elif isinstance(term, InstructionOp):
+            vals = list(term.successor_operands(slot))
+        else:
+            vals = []
+        for a, v in zip(succ_block.args, vals):
+            if a in prog.emulated_args:
+                self.write(a, self.read(v), mask)
+
+    def gen_terminator(self, bi: int, term) -> None:
+        prog = self.prog
+        b = self.b
+        cfg = prog.cfg
+        active = self.active
+        if isinstance(term, FallthroughOp):
+            s = term.successors[0]
+            self.edge_writes(bi, 0, s, active)
+            self.goto(cfg.index[s])
+            return
+        if isinstance(term, ImplicitReturnOp):
+            self.exit_lanes(self.mask_to_i32(active))
+            b.branch(self.pop_bb)
+            return
+        assert isinstance(term, InstructionOp)
+        name = term.spec.name
+        g = term.guard_pred
+        cond = None
+        if g is not None:
+            gv = self.read(term.operands[0])
+            cond = b.not_(gv) if g[1] else gv
+        nb = prog.num_blocks
+        if name == "bra" or (name == "ret" and "hypa.return" in term.attributes):
+            is_branch = name == "bra"
+            taken = term.successors[0]
+            ti = cfg.index[taken]
+            if is_branch:
+                self.counter_add(abi.BLOCK_COUNTERS * bi + 2, ir.Constant(i64, 0))
+            if cond is None:
+                self.edge_writes(bi, 0, taken, active)
+                self.goto(ti)
+                return
+            fall = term.successors[-1]
+            fi = cfg.index[fall]
+            tmask = b.and_(active, cond)
+            fmask = b.and_(active, b.not_(cond))
+            self.edge_writes(bi, 0, taken, tmask)
+            self.edge_writes(bi, len(term.successors) - 1, fall, fmask)
+            self.gen_two_way(bi, ti, tmask, fi, fmask, is_branch)
+            return
+        if name == "brx.idx":
+            self.gen_brx(bi, term, cond)
+            return
+        if name in ("ret", "exit"):
+            lanes = active if cond is None else b.and_(active, cond)
+            self.exit_lanes(self.mask_to_i32(lanes))
+            if cond is None:
+                b.branch(self.pop_bb)
+                return
+            rest = b.and_(active, b.not_(cond))
+            b.store(self.mask_to_i32(rest), self.cur_mask)
+            fall = term.successors[-1]
+            self.edge_writes(bi, 0, fall, rest)
+            none_left = b.icmp_unsigned("==", self.mask_to_i32(rest), ir.Constant(i32, 0))
+            cont = self.fn.append_basic_block(f"b{bi}_cont")
+            b.cbranch(none_left, self.pop_bb, cont)
+            b.position_at_end(cont)
+            self.goto(cfg.index[fall])
+            return
+        if name == "trap":
+            lanes = active if cond is None else b.and_(active, cond)
+            self.error_if(None, lanes, abi.ERR_TRAP, None, bi)
+            if cond is None:
+                b.branch(self.pop_bb)
+            else:
+                self.goto(cfg.index[term.successors[-1]])
+            return
+        raise LoweringError(f"unexpected terminator '{term.opcode}'")
+        del nb
+
+    def gen_two_way(self, bi: int, ti: int, tmask: ir.Value, fi: int, fmask: ir.Value, count_branch: bool) -> None:
+        b = self.b
+        tbits = self.mask_to_i32(tmask)
+        fbits = self.mask_to_i32(fmask)
+        zero = ir.Constant(i32, 0)
+        t_none = b.icmp_unsigned("==", tbits, zero)
+        f_none = b.icmp_unsigned("==", fbits, zero)
+        all_t = self.fn.append_basic_block(f"b{bi}_taken")
+        not_all_t = self.fn.append_basic_block(f"b{bi}_nt")
+        b.cbranch(f_none, all_t, not_all_t)
+        b.position_at_end(all_t)
+        self.goto(ti)
+        b.position_at_end(not_all_t)
+        all_f = self.fn.append_basic_block(f"b{bi}_fall")
+        div = self.fn.append_basic_block(f"b{bi}_diverge")
+        b.cbranch(t_none, all_f, div)
+        b.position_at_end(all_f)
+        self.goto(fi)
+        b.position_at_end(div)
+        if ti == fi:
+            self.goto(ti)
+            return
+        if count_branch:
+            self.counter_add(abi.BLOCK_COUNTERS * bi + 2, ir.Constant(i64, 1))
+        r = reconvergence(self.prog, bi)
+        cur_rpc = b.load(self.cur_rpc, typ=i32)
+        cur_mask = b.load(self.cur_mask, typ=i32)
+        if r >= 0:
+            self.push(r, cur_rpc, cur_mask)
+            new_rpc = ir.Constant(i32, r)
+        else:
+            new_rpc = cur_rpc
+        self.push(fi, new_rpc, fbits)
+        b.store(new_rpc, self.cur_rpc)
+        b.store(tbits, self.cur_mask)
+        self.goto(ti)
+
+    def gen_brx(self, bi: int, term: InstructionOp, cond: ir.Value | None) -> None:
+        b = self.b
+        prog = self.prog
+        cfg = prog.cfg
+        e = Emitter(self, term)
+        idx = e.src(0, 32)
+        nt = len(term.successors) - (1 if cond is not None else 0)
+        active = self.active
+        go = active if cond is None else b.and_(active, cond)
+        bad = b.and_(go, b.icmp_unsigned(">=", idx, self.splat(nt, i32)))
+        self.error_if(e, bad, abi.ERR_BAD_BRANCH_INDEX, b.zext(idx, ivec(64)))
+        groups: list[tuple[int, ir.Value]] = []
+        for k in range(nt):
+            m = b.and_(go, b.icmp_unsigned("==", idx, self.splat(k, i32)))
+            groups.append((cfg.index[term.successors[k]], m))
+            self.edge_writes(bi, k, term.successors[k], m)
+        if cond is not None:
+            fm = b.and_(active, b.not_(cond))
+            groups.append((cfg.index[term.successors[-1]], fm))
+            self.edge_writes(bi, len(term.successors) - 1, term.successors[-1], fm)
+        # how many distinct groups are non-empty
+        nonempty = ir.Constant(i32, 0)
+        for _t, m in groups:
+            nz = b.icmp_unsigned("!=", self.mask_to_i32(m), ir.Constant(i32, 0))
+            nonempty = b.add(nonempty, b.zext(nz, i32))
+        divergent = b.icmp_unsigned(">", nonempty, ir.Constant(i32, 1))
+        self.counter_add(abi.BLOCK_COUNTERS * bi + 2, b.zext(divergent, i64))
+        r = reconvergence(prog, bi)
+        cur_rpc = b.load(self.cur_rpc, typ=i32)
+        cur_mask = b.load(self.cur_mask, typ=i32)
+        div_bb = self.fn.append_basic_block(f"b{bi}_brx_div")
+        uni_bb = self.fn.append_basic_block(f"b{bi}_brx_uni")
+        b.cbranch(divergent, div_bb, uni_bb)
+        # uniform: jump to the one non-empty group
+        b.position_at_end(uni_bb)
+        for k, (t, m) in enumerate(groups):
+            nz = b.icmp_unsigned("!=", self.mask_to_i32(m), ir.Constant(i32, 0))
+            nxt = self.fn.append_basic_block(f"b{bi}_brx_u{k}")
+            hit = self.fn.append_basic_block(f"b{bi}_brx_h{k}")
+            b.cbranch(nz, hit, nxt)
+            b.position_at_end(hit)
+            self.goto(t)
+            b.position_at_end(nxt)
+        b.branch(self.pop_bb)
+        # divergent: reconvergence entry, then one entry per non-empty group
+        b.position_at_end(div_bb)
+        if r >= 0:
+            self.push(r, cur_rpc, cur_mask)
+            new_rpc = ir.Constant(i32, r)
+        else:
+            new_rpc = cur_rpc
+        for t, m in groups:
+            bits = self.mask_to_i32(m)
+            nz = b.icmp_unsigned("!=", bits, ir.Constant(i32, 0))
+            with b.if_then(nz):
+                self.push(t, new_rpc, bits)
+        b.store(new_rpc, self.cur_rpc)
+        b.branch(self.pop_bb)
+
+
+# ---------------------------------------------------------------------------
+# The CTA scheduler
+# ---------------------------------------------------------------------------
+
+
+class _Loop:
+    """``for i in range(start, stop)`` in IR; body runs with ``self.i``."""
+
+    def __init__(self, fn: ir.Function, b: ir.IRBuilder, start: ir.Value, stop: ir.Value, name: str):
+        self.fn, self.b = fn, b
+        self.head = fn.append_basic_block(name + "_head")
+        self.body = fn.append_basic_block(name + "_body")
+        self.exit = fn.append_basic_block(name + "_exit")
+        pre = b.block
+        b.branch(self.head)
+        b.position_at_end(self.head)
+        self.i = b.phi(start.type, name=name)
+        self.i.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", self.i, stop), self.body, self.exit)
+        b.position_at_end(self.body)
+
+    def close(self) -> None:
+        b = self.b
+        nxt = b.add(self.i, ir.Constant(self.i.type, 1))
+        self.i.add_incoming(nxt, b.block)
+        b.branch(self.head)
+        b.position_at_end(self.exit)
+
+
+def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
+    fn = ir.Function(module, ir.FunctionType(i32, [ptr, i64, i64]), "run_ctas")
+    ctx, first, last = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    memset = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, i8, i64, i1]), "llvm.memset.p0.i64")
+
+    def cw(i: int | ir.Value) -> ir.Value:
+        idx = ir.Constant(i64, i) if isinstance(i, int) else i
+        return b.gep(ctx, [idx], source_etype=i64)
+
+    def ld(p):
+        return b.load(p, typ=i64)
+
+    nwarps = ld(cw(abi.CTX_NWARPS))
+    ws_stride = ld(cw(abi.CTX_WS_STRIDE))
+    ws_base = b.inttoptr(ld(cw(abi.CTX_WS)), ptr)
+    nx = ld(cw(abi.CTX_NCTAID))
+    ny = ld(cw(abi.CTX_NCTAID + 1))
+
+    def ws_of(w: ir.Value) -> ir.Value:
+        return b.gep(ws_base, [b.mul(w, ws_stride)], source_etype=i8)
+
+    def wsw(w: ir.Value, k: int) -> ir.Value:
+        return b.gep(ws_of(w), [ir.Constant(i64, k)], source_etype=i64)
+
+    cta_loop = _Loop(fn, b, first, last, "cta")
+    cta = cta_loop.i
+    b.store(b.urem(cta, nx), cw(abi.CTX_CTAID))
+    q = b.udiv(cta, nx)
+    b.store(b.urem(q, ny), cw(abi.CTX_CTAID + 1))
+    b.store(b.udiv(q, ny), cw(abi.CTX_CTAID + 2))
+    b.store(cta, cw(abi.CTX_CTA_LINEAR))
+    zero8 = ir.Constant(i8, 0)
+    f = ir.Constant(i1, 0)
+    nthreads = ld(cw(abi.CTX_NTHREADS))
+    b.call(memset, [b.inttoptr(ld(cw(abi.CTX_SHARED)), ptr), zero8, ld(cw(abi.CTX_SHARED_SIZE)), f])
+    b.call(memset, [b.inttoptr(ld(cw(abi.CTX_LOCAL)), ptr), zero8, b.mul(nthreads, ld(cw(abi.CTX_LOCAL_SIZE))), f])
+    b.call(memset, [b.inttoptr(ld(cw(abi.CTX_CPARAM)), ptr), zero8, b.mul(nthreads, ld(cw(abi.CTX_CPARAM_SIZE))), f])
+    b.call(memset, [ws_base, zero8, b.mul(nwarps, ws_stride), f])
+    b.call(memset, [b.gep(ctx, [ir.Constant(i64, abi.CTX_BAR)], source_etype=i64), zero8,
+                    ir.Constant(i64, 8 * abi.NUM_BARRIERS * abi.BAR_WORDS), f])
+    done_slot = b.alloca(i64, name="done")
+    b.store(ir.Constant(i64, 0), done_slot)
+    round_head = fn.append_basic_block("round")
+    b.branch(round_head)
+    b.position_at_end(round_head)
+    wl = _Loop(fn, b, ir.Constant(i64, 0), nwarps, "w")
+    w = wl.i
+    status = ld(wsw(w, abi.WS_STATUS))
+    ready = b.icmp_signed("==", status, ir.Constant(i64, 0))
+    with b.if_then(ready):
+        rc = b.call(warp_run, [ws_of(w), ctx, b.trunc(w, i32)])
+        is_exit = b.icmp_signed("==", rc, ir.Constant(i32, abi.RC_EXIT))
+        is_bar = b.icmp_signed("==", rc, ir.Constant(i32, abi.RC_BARRIER))
+        with b.if_else(is_exit) as (then, otherwise):
+            with then:
+                b.store(ir.Constant(i64, 2), wsw(w, abi.WS_STATUS))
+                b.store(b.add(b.load(done_slot, typ=i64), ir.Constant(i64, 1)), done_slot)
+            with otherwise:
+                with b.if_else(is_bar) as (t2, o2):
+                    with t2:
+                        b.store(ir.Constant(i64, 1), wsw(w, abi.WS_STATUS))
+                        bid = ld(wsw(w, abi.WS_BAR_ID))
+                        bw = b.add(ir.Constant(i64, abi.CTX_BAR), b.mul(bid, ir.Constant(i64, abi.BAR_WORDS)))
+                        wp = cw(b.add(bw, ir.Constant(i64, abi.BAR_WAITING)))
+                        b.store(b.add(ld(wp), ir.Constant(i64, 1)), wp)
+                        b.store(ld(wsw(w, abi.WS_BAR_EXPECT)), cw(b.add(bw, ir.Constant(i64, abi.BAR_EXPECTED))))
+                    with o2:
+                        b.store(cta, cw(abi.CTX_ERR_CTA))
+                        b.ret(ir.Constant(i32, abi.RC_ERROR))
+    wl.close()
+    done = b.load(done_slot, typ=i64)
+    all_done = b.icmp_signed(">=", done, nwarps)
+    release_bb = fn.append_basic_block("release")
+    next_cta_bb = fn.append_basic_block("next_cta")
+    b.cbranch(all_done, next_cta_bb, release_bb)
+    b.position_at_end(release_bb)
+    released = b.alloca(i64, name="released")
+    b.store(ir.Constant(i64, 0), released)
+    live = b.sub(nwarps, done)
+    bl = _Loop(fn, b, ir.Constant(i64, 0), ir.Constant(i64, abi.NUM_BARRIERS), "bar")
+    bid = bl.i
+    bw = b.add(ir.Constant(i64, abi.CTX_BAR), b.mul(bid, ir.Constant(i64, abi.BAR_WORDS)))
+    waiting = ld(cw(b.add(bw, ir.Constant(i64, abi.BAR_WAITING))))
+    arrived = ld(cw(b.add(bw, ir.Constant(i64, abi.BAR_ARRIVED))))
+    expected = ld(cw(b.add(bw, ir.Constant(i64, abi.BAR_EXPECTED))))
+    expected = b.select(b.icmp_signed("==", expected, ir.Constant(i64, 0)), live, expected)
+    go = b.and_(b.icmp_signed(">", waiting, ir.Constant(i64, 0)),
+                b.icmp_signed(">=", b.add(waiting, arrived), expected))
+    with b.if_then(go):
+        rl = _Loop(fn, b, ir.Constant(i64, 0), nwarps, "rel")
+        w2 = rl.i
+        st = ld(wsw(w2, abi.WS_STATUS))
+        mine = b.and_(b.icmp_signed("==", st, ir.Constant(i64, 1)),
+                      b.icmp_signed("==", ld(wsw(w2, abi.WS_BAR_ID)), bid))
+        with b.if_then(mine):
+            b.store(ir.Constant(i64, 0), wsw(w2, abi.WS_STATUS))
+        rl.close()
+        for src_w, dst_w in ((abi.BAR_PART, abi.BAR_RES_PART), (abi.BAR_TRUE, abi.BAR_RES_TRUE)):
+            sp = cw(b.add(bw, ir.Constant(i64, src_w)))
+            b.store(ld(sp), cw(b.add(bw, ir.Constant(i64, dst_w))))
+            b.store(ir.Constant(i64, 0), sp)
+        left = b.sub(b.add(waiting, arrived), expected)
+        b.store(b.select(b.icmp_signed(">", left, ir.Constant(i64, 0)), left, ir.Constant(i64, 0)),
+                cw(b.add(bw, ir.Constant(i64, abi.BAR_ARRIVED))))
+        b.store(ir.Constant(i64, 0), cw(b.add(bw, ir.Constant(i64, abi.BAR_WAITING))))
+        b.store(ir.Constant(i64, 0), cw(b.add(bw, ir.Constant(i64, abi.BAR_EXPECTED))))
+        b.store(b.add(b.load(released, typ=i64), waiting), released)
+    bl.close()
+    stuck = b.icmp_signed("==", b.load(released, typ=i64), ir.Constant(i64, 0))
+    with b.if_then(stuck, likely=False):
+        b.store(ir.Constant(i64, abi.ERR_DEADLOCK), cw(abi.CTX_ERR_CODE))
+        b.store(cta, cw(abi.CTX_ERR_CTA))
+        b.ret(ir.Constant(i32, abi.RC_ERROR))
+    b.branch(round_head)
+    b.position_at_end(next_cta_bb)
+    cta_loop.close()
+    b.ret(ir.Constant(i32, abi.RC_EXIT))
+    return fn
+
+
+def build_module(prog: KernelProgram) -> ir.Module:
+    import llvmlite.binding as llvm
+
+    module = ir.Module(name=f"hypa_{prog.func.func_name}")
+    module.triple = llvm.get_process_triple()
+    wg = WarpCodegen(prog, module)
+    wr = wg.generate()
+    build_scheduler(module, wr)
+    return module
+
+#: bump when generated code changes meaning (part of the compiled-code cache key)
+CODEGEN_VERSION = "1"

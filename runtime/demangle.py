@@ -1,0 +1,171 @@
+"""A small Itanium C++ demangler for kernel names (``_Z5saxpyifPKfPf``).
+
+Enough for what nvcc emits for kernels: nested names, builtin types,
+pointers, references, cv-qualifiers, substitutions and simple templates.
+Anything it cannot read is returned unchanged.
+"""
+
+from __future__ import annotations
+
+_BUILTIN = {
+    "v": "void", "w": "wchar_t", "b": "bool", "c": "char", "a": "signed char", "h": "unsigned char",
+    "s": "short", "t": "unsigned short", "i": "int", "j": "unsigned int", "l": "long",
+    "m": "unsigned long", "x": "long long", "y": "unsigned long long", "n": "__int128",
+    "o": "unsigned __int128", "f": "float", "d": "double", "e": "long double", "z": "...",
+    "Dh": "__half", "Dn": "decltype(nullptr)",
+}
+
+
+class _Fail(Exception):
+    pass
+
+
+class _Demangler:
+    def __init__(self, s: str):
+        self.s = s
+        self.i = 0
+        self.subs: list[str] = []
+
+    def peek(self, n: int = 1) -> str:
+        return self.s[self.i : self.i + n]
+
+    def take(self, n: int = 1) -> str:
+        t = self.s[self.i : self.i + n]
+        if len(t) < n:
+            raise _Fail
+        self.i += n
+        return t
+
+    def number(self) -> int:
+        j = self.i
+        while j < len(self.s) and self.s[j].isdigit():
+            j += 1
+        if j == self.i:
+            raise _Fail
+        n = int(self.s[self.i : j])
+        self.i = j
+        return n
+
+    def source_name(self) -> str:
+        n = self.number()
+        return self.take(n)
+
+    def name(self) -> str:
+        if self.peek() == "N":
+            self.take()
+            quals = ""
+            while self.peek() in ("K", "V", "r"):
+                quals += {"K": " const", "V": " volatile", "r": ""}[self.take()]
+            parts: list[str] = []
+            while self.peek() != "E":
+                if self.peek() == "S":
+                    parts.append(self.substitution())
+                elif self.peek() == "I":
+                    parts[-1] += self.template_args()
+                    self.subs.append("::".join(parts))
+                    continue
+                else:
+                    parts.append(self.source_name())
+                self.subs.append("::".join(parts))
+            self.take()
+            return "::".join(parts) + quals
+        if self.peek() == "S" and self.peek(2) != "St":
+            return self.substitution()
+        if self.peek(2) == "St":
+            self.take(2)
+        n = self.source_name()
+        if self.peek() == "I":
+            self.subs.append(n)
+            n += self.template_args()
+        return n
+
+    def substitution(self) -> str:
+        self.take()  # S
+        if self.peek() == "_":
+            self.take()
+            return self.subs[0]
+        j = self.s.index("_", self.i)
+        seq = self.s[self.i : j]
+        self.i = j + 1
+        idx = 0
+        for ch in seq:
+            idx = idx * 36 + int(ch, 36)
+        return self.subs[idx + 1]
+
+    def template_args(self) -> str:
+        self.take()  # I
+        args = []
+        while self.peek() != "E":
+            if self.peek() == "L":
+                self.take()
+                t = self.type()
+                neg = ""
+                if self.peek() == "n":
+                    self.take()
+                    neg = "-"
+                v = self.number()
+                self.take()  # E
+                args.append(f"{neg}{v}" if t not in ("bool",) else ("true" if v else "false"))
+            else:
+                args.append(self.type())
+        self.take()
+        return "<" + ", ".join(args) + ">"
+
+    def type(self) -> str:
+        c = self.peek()
+        if c == "P":
+            self.take()
+            t = self.type() + "*"
+            self.subs.append(t)
+            return t
+        if c == "R":
+            self.take()
+            t = self.type() + "&"
+            self.subs.append(t)
+            return t
+        if c == "K":
+            self.take()
+            t = self.type() + " const"
+            self.subs.append(t)
+            return t
+        if c == "V":
+            self.take()
+            t = self.type() + " volatile"
+            self.subs.append(t)
+            return t
+        if c == "D" and self.peek(2) in _BUILTIN:
+            return _BUILTIN[self.take(2)]
+        if c in _BUILTIN and c != "D":
+            return _BUILTIN[self.take()]
+        if c == "S":
+            return self.substitution()
+        if c.isdigit() or c == "N":
+            t = self.name()
+            if c.isdigit():
+                self.subs.append(t)
+            return t
+        raise _Fail
+
+    def function(self) -> str:
+        if self.take(2) != "_Z":
+            raise _Fail
+        name = self.name()
+        ret = ""
+        if name.endswith(">"):  # template functions encode their return type
+            ret = self.type() + " "
+        params = []
+        while self.i < len(self.s):
+            params.append(self.type())
+        if params == ["void"]:
+            params = []
+        return f"{ret}{name}({', '.join(params)})"
+
+
+def demangle(symbol: str) -> str:
+    """``_Z5saxpyifPKfPf`` -> ``saxpy(int, float, float const*, float*)``."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    try:
+        return _Demangler(symbol).function()
+    except (_Fail, IndexError, ValueError):
+        return symbol

@@ -1,0 +1,420 @@
+"""The emulator: lay out memory for a launch, run the compiled kernel, collect metrics.
+
+    emu = Emulator(module)                        # a parsed PTX module
+    result = emu.run(Launch(kernel="saxpy", grid=4, block=256, args=[...]))
+    result.metrics["divergent_branch"]
+
+Every access is bounds-checked against the buffers the launch provided; an
+out-of-bounds access, the step budget or a trap stops the launch with an
+``EmulationError`` naming kernel, CTA, thread, instruction and address.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from hypa.passes.cfg import block_name
+from hypa.ptxdialect import isa
+from hypa.ptxdialect.dialect import FuncOp, InstructionOp
+
+from . import abi
+from .launch import Launch, LaunchError
+from .metrics import Metrics, compute
+from .program import KernelProgram, ProgramError, find_kernel, prepare
+
+DEFAULT_STEP_BUDGET = 2_000_000_000  # warp-instructions per launch
+
+
+class EmulationError(Exception):
+    """The launch stopped: out-of-bounds access, step budget, trap, deadlock."""
+
+
+@dataclass
+class LaunchResult:
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    mode: str
+    metrics: Metrics
+    buffers: dict[str, np.ndarray]
+    duration_ms: float
+    compile_ms: float
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block), "mode": self.mode}
+        for k, v in self.metrics.values.items():
+            d[k] = v
+        d["duration_ms"] = self.duration_ms
+        d["predicates_estimated"] = self.metrics.predicates_estimated
+        d["blocks"] = [b.as_dict() for b in self.metrics.blocks]
+        if self.notes:
+            d["notes"] = list(self.notes)
+        return d
+
+
+def _align_up(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def _aligned_zeros(nbytes: int, align: int = 64) -> np.ndarray:
+    raw = np.zeros(max(nbytes, 1) + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off : off + max(nbytes, 1)]
+
+
+_SCALAR_DTYPES = {
+    ".u8": np.uint8, ".s8": np.int8, ".b8": np.uint8, ".u16": np.uint16, ".s16": np.int16, ".b16": np.uint16,
+    ".u32": np.uint32, ".s32": np.int32, ".b32": np.uint32, ".u64": np.uint64, ".s64": np.int64,
+    ".b64": np.uint64, ".f32": np.float32, ".f64": np.float64, ".f16": np.float16,
+}
+
+
+class Emulator:
+    """Emulates the kernels of one PTX module; compiled programs are reused."""
+
+    def __init__(
+        self,
+        module: ModuleOp,
+        mode: str = "slice",
+        exact_predicates: bool = False,
+        step_budget: int = DEFAULT_STEP_BUDGET,
+        alias: str = "param",
+    ):
+        self.module = module
+        self.mode = mode
+        self.exact_predicates = exact_predicates
+        self.step_budget = step_budget
+        self.alias = alias
+        self._programs: dict[tuple, KernelProgram] = {}
+
+    def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
+        key = (kernel, self.mode, self.exact_predicates, alias or self.alias)
+        p = self._programs.get(key)
+        if p is None:
+            p = prepare(self.module, kernel, self.mode, self.exact_predicates, alias or self.alias)
+            self._programs[key] = p
+        return p
+
+    def run(self, launch: Launch) -> LaunchResult:
+        t_all = time.perf_counter()
+        prog = self.program(launch.kernel)
+        notes: list[str] = []
+        buffers = launch.materialize_buffers()
+        names_bound = [a for a in launch.args if isinstance(a, str)]
+        if prog.mode == "slice" and self.alias == "param" and len(set(names_bound)) < len(names_bound):
+            prog = self.program(launch.kernel, alias="space")
+            notes.append("two pointer parameters share a buffer: sliced without the distinct-buffer assumption")
+        from .codegen import build_module
+        from .jit import compile_ir
+
+        compiled = compile_ir(prog.key, lambda: str(build_module(prog)))
+        if compiled.from_cache:
+            notes.append("compiled code from the cache")
+        ctx, keep = self._setup(prog, launch, buffers)
+        t0 = time.perf_counter()
+        rc = compiled.run_ctas(ctx.ctypes.data, 0, launch.num_ctas)
+        run_s = time.perf_counter() - t0
+        if rc != abi.RC_EXIT:
+            raise EmulationError(self._error_message(prog, launch, ctx, keep))
+        counters = keep["counters"]
+        static = self._static_instructions(launch.kernel)
+        names = self._block_names(prog)
+        m = compute(prog, counters, static, launch.threads, names)
+        if m.predicates_estimated:
+            notes.append("not_predicated_off_thread_inst_executed and FLOPs of guarded instructions are estimated (use --exact-predicates)")
+        for op in prog.instructions:
+            if op.spec.name == "call" and "hypa.return.done" in op.attributes:
+                from .program import instruction_text
+
+                callee = [a for a in op.operands_ast if a[0] == "sym"]
+                if callee and not self._defined(callee[0][1]):
+                    notes.append(f"call to external function '{callee[0][1]}' not emulated")
+        del run_s
+        total = time.perf_counter() - t_all
+        return LaunchResult(
+            kernel=prog.func.func_name,
+            grid=launch.grid,
+            block=launch.block,
+            mode=prog.mode,
+            metrics=m,
+            buffers=buffers,
+            duration_ms=1000 * total,
+            compile_ms=1000 * compiled.compile_seconds,
+            notes=sorted(set(notes), key=notes.index),
+        )
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _defined(self, name: str) -> bool:
+        return any(isinstance(op, FuncOp) and op.func_name == name and not op.is_declaration for op in self.module.ops)
+
+    def _static_instructions(self, kernel: str | None) -> int:
+        f = find_kernel(self.module, kernel)
+        return sum(1 for op in f.body.walk() if isinstance(op, InstructionOp))
+
+    def _block_names(self, prog: KernelProgram) -> dict[tuple[str, int], str]:
+        names: dict[tuple[str, int], str] = {}
+        for op in self.module.ops:
+            if isinstance(op, FuncOp) and not op.is_declaration:
+                for i, b in enumerate(op.body.blocks):
+                    names[(op.func_name, i)] = block_name(b, i)
+        return names
+
+    def _setup(self, prog: KernelProgram, launch: Launch, buffers: dict[str, np.ndarray]):
+        keep: dict[str, Any] = {}
+        func = prog.func
+        if len(launch.args) != len(prog.params):
+            pnames = ", ".join(n for n, *_ in prog.params)
+            raise LaunchError(
+                f"kernel {func.func_name} takes {len(prog.params)} parameters ({pnames}); the launch gives {len(launch.args)} arguments"
+            )
+        # windows: fixed special windows, then global variables, then buffers
+        glob_arrays: list[tuple[str, np.ndarray]] = []
+        for name, var in prog.global_vars.items():
+            glob_arrays.append((name, _init_bytes(var.size, var.init, var.ptx_type)))
+        buf_ids: dict[str, int] = {}
+        anon = 0
+        arrays: list[tuple[str, np.ndarray]] = list(glob_arrays)
+        for a in launch.args:
+            if isinstance(a, str):
+                if a not in buffers:
+                    raise LaunchError(f"argument '{a}' names no buffer")
+                if a not in buf_ids:
+                    buf_ids[a] = abi.WIN_FIRST_GLOBAL + len(arrays)
+                    arrays.append((a, buffers[a]))
+            elif isinstance(a, np.ndarray):
+                name = f"<array {anon}>"
+                anon += 1
+                buf_ids[name] = abi.WIN_FIRST_GLOBAL + len(arrays)
+                arrays.append((name, a))
+        keep["windows"] = [n for n, _ in arrays]
+        nwin = abi.WIN_FIRST_GLOBAL + len(arrays)
+        win_base = np.zeros(nwin, np.int64)
+        win_size = np.zeros(nwin, np.int64)
+        win_stride = np.zeros(nwin, np.int64)
+        for k, (_n, arr) in enumerate(arrays):
+            if not arr.flags.c_contiguous:
+                raise LaunchError(f"buffer '{_n}' must be contiguous")
+            win_base[abi.WIN_FIRST_GLOBAL + k] = arr.ctypes.data
+            win_size[abi.WIN_FIRST_GLOBAL + k] = arr.nbytes
+        # parameters
+        param = _aligned_zeros(_align_up(prog.param_bytes, 8) + 8, 16)
+        anon = 0
+        for (name, ptx_type, off, size), a in zip(prog.params, launch.args):
+            if isinstance(a, str) or isinstance(a, np.ndarray):
+                key = a if isinstance(a, str) else f"<array {anon}>"
+                if not isinstance(a, str):
+                    anon += 1
+                if size < 8 and size != 4:
+                    raise LaunchError(f"parameter {name} ({ptx_type}) cannot hold a buffer address")
+                addr = buf_ids[key] << abi.WINDOW_SHIFT
+                param[off : off + size] = np.frombuffer(np.array(addr, np.uint64).tobytes()[:size], np.uint8)
+            elif isinstance(a, (bytes, bytearray)):
+                param[off : off + min(size, len(a))] = np.frombuffer(bytes(a[:size]), np.uint8)
+            else:
+                dt = _SCALAR_DTYPES.get(ptx_type)
+                if dt is None:
+                    raise LaunchError(f"parameter {name} ({ptx_type}) needs bytes or a buffer, not {a!r}")
+                try:
+                    v = np.array(a).astype(dt) if not isinstance(a, float) or np.dtype(dt).kind == "f" else np.array(int(a)).astype(dt)
+                except (ValueError, OverflowError) as e:
+                    raise LaunchError(f"parameter {name}: {e}") from None
+                raw = v.tobytes()
+                param[off : off + len(raw)] = np.frombuffer(raw, np.uint8)
+        keep["param"] = param
+        self._check_needed_buffers(prog, launch)
+        threads = launch.threads_per_cta
+        nwarps = (threads + abi.LANES - 1) // abi.LANES
+        shared_size = _align_up(prog.shared_static_bytes + launch.shared_bytes, 16)
+        shared = _aligned_zeros(shared_size + 16)
+        local_size = _align_up(prog.local_bytes, 16)
+        local = _aligned_zeros(threads * local_size + 16)
+        cparam_size = _align_up(prog.call_param_bytes, 16)
+        cparam = _aligned_zeros(threads * cparam_size + 16)
+        const = _aligned_zeros(prog.const_bytes + 16)
+        for var in prog.const_vars.values():
+            data = _init_bytes(var.size, var.init, var.ptx_type)
+            const[var.offset : var.offset + var.size] = data[: var.size]
+        ws_stride = _align_up(abi.WS_FRAME_BYTES_OFFSET + prog.frame_bytes, 64)
+        ws = _aligned_zeros(nwarps * ws_stride)
+        ncount = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters) + 1
+        counters = np.zeros(ncount, np.int64)
+        for name, arr, word in (("shared", shared, abi.WIN_SHARED), ("local", local, abi.WIN_LOCAL), ("const", const, abi.WIN_CONST), ("param", param, abi.WIN_PARAM), ("cparam", cparam, abi.WIN_CPARAM)):
+            win_base[word] = arr.ctypes.data
+        win_size[abi.WIN_SHARED] = shared_size
+        win_size[abi.WIN_LOCAL] = local_size
+        win_stride[abi.WIN_LOCAL] = local_size
+        win_size[abi.WIN_CONST] = prog.const_bytes
+        win_size[abi.WIN_PARAM] = prog.param_bytes
+        win_size[abi.WIN_CPARAM] = cparam_size
+        win_stride[abi.WIN_CPARAM] = cparam_size
+        ctx = np.zeros(abi.CTX_WORDS, np.int64)
+        ctx[abi.CTX_PARAM] = param.ctypes.data
+        ctx[abi.CTX_WIN_BASE] = win_base.ctypes.data
+        ctx[abi.CTX_WIN_SIZE] = win_size.ctypes.data
+        ctx[abi.CTX_WIN_STRIDE] = win_stride.ctypes.data
+        ctx[abi.CTX_NWIN] = nwin
+        ctx[abi.CTX_SHARED] = shared.ctypes.data
+        ctx[abi.CTX_SHARED_SIZE] = shared_size
+        ctx[abi.CTX_LOCAL] = local.ctypes.data
+        ctx[abi.CTX_LOCAL_SIZE] = local_size
+        ctx[abi.CTX_CONST] = const.ctypes.data
+        ctx[abi.CTX_CONST_SIZE] = prog.const_bytes
+        ctx[abi.CTX_CPARAM] = cparam.ctypes.data
+        ctx[abi.CTX_CPARAM_SIZE] = cparam_size
+        for k in range(3):
+            ctx[abi.CTX_NTID + k] = launch.block[k]
+            ctx[abi.CTX_NCTAID + k] = launch.grid[k]
+        ctx[abi.CTX_COUNTERS] = counters.ctypes.data
+        ctx[abi.CTX_BUDGET] = self.step_budget
+        ctx[abi.CTX_WS] = ws.ctypes.data
+        ctx[abi.CTX_WS_STRIDE] = ws_stride
+        ctx[abi.CTX_NWARPS] = nwarps
+        ctx[abi.CTX_NTHREADS] = threads
+        ctx[abi.CTX_DYN_SHARED] = launch.shared_bytes
+        ctx[abi.CTX_SMCOUNT] = 132
+        keep.update(win_base=win_base, win_size=win_size, win_stride=win_stride, shared=shared, local=local,
+                    cparam=cparam, const=const, ws=ws, counters=counters, arrays=arrays, globals=glob_arrays)
+        return ctx, keep
+
+    def _check_needed_buffers(self, prog: KernelProgram, launch: Launch) -> None:
+        """A pointer parameter that a sliced load reads through must be bound to a buffer."""
+        if prog.slice_info is None:
+            return
+        from hypa.passes.slice import _Bases, memory_effect
+
+        bases = _Bases(set(prog.func.param_names), set(prog.global_vars) | set(prog.shared_vars))
+        by_name = {n: a for (n, *_), a in zip(prog.params, launch.args)}
+        for op in prog.slice_info.ops:
+            reads, _w = memory_effect(op)
+            if not reads or isa.state_space(op.spec, op.modifiers) not in ("global", "generic"):
+                continue
+            roots = bases.of_access(op)
+            if roots == "?" or not roots:
+                continue
+            for r in roots:  # type: ignore[union-attr]
+                if not r.startswith("param:"):
+                    continue
+                p = r[6:]
+                if not isinstance(by_name.get(p), (str, np.ndarray)):
+                    branch = self._branch_needing(prog, op)
+                    raise LaunchError(
+                        f"kernel {prog.func.func_name}: parameter '{p}' must be a buffer: {_text(op)} reads through it"
+                        f" and {branch} depends on the value"
+                    )
+
+    def _branch_needing(self, prog: KernelProgram, load: InstructionOp) -> str:
+        from hypa.passes.slice import _incoming  # noqa: F401
+
+        for v in load.results:
+            seen = set()
+            work = [v]
+            while work:
+                x = work.pop()
+                if x in seen:
+                    continue
+                seen.add(x)
+                for use in x.uses:
+                    op = use.operation
+                    if isinstance(op, InstructionOp) and op.spec.terminator:
+                        bi = prog.cfg.index[op.parent]
+                        return f"the branch '{_text(op)}' in block {prog.cfg.name(bi)}"
+                    work.extend(op.results)
+        return "a branch"
+
+    def _error_message(self, prog: KernelProgram, launch: Launch, ctx: np.ndarray, keep) -> str:
+        code = int(ctx[abi.CTX_ERR_CODE])
+        warp = int(ctx[abi.CTX_ERR_WARP])
+        lane = int(ctx[abi.CTX_ERR_LANE])
+        cta_lin = int(ctx[abi.CTX_CTA_LINEAR])
+        gx, gy = launch.grid[0], launch.grid[1]
+        cta = (cta_lin % gx, (cta_lin // gx) % gy, cta_lin // (gx * gy))
+        t = warp * 32 + lane
+        bx, by = launch.block[0], launch.block[1]
+        tid = (t % bx, (t // bx) % by, t // (bx * by))
+        block = int(ctx[abi.CTX_ERR_BLOCK])
+        where = f"kernel {prog.func.func_name}, CTA {cta}, thread {tid}"
+        bname = prog.cfg.name(block) if 0 <= block < prog.num_blocks else "?"
+        instr_i = int(ctx[abi.CTX_ERR_INSTR])
+        instr = prog.instruction_text(instr_i) if 0 <= instr_i < len(prog.instructions) else None
+        if code == abi.ERR_OUT_OF_BOUNDS:
+            addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF
+            return f"out-of-bounds access at {where}: {instr} (block {bname}) touches {self._describe_address(addr, keep)}"
+        if code == abi.ERR_STEP_BUDGET:
+            return (f"step budget of {self.step_budget} warp-instructions exhausted at {where} in block {bname} "
+                    f"(a runaway loop? raise it with --step-budget)")
+        if code == abi.ERR_TRAP:
+            return f"trap executed at {where} in block {bname}"
+        if code == abi.ERR_STACK_OVERFLOW:
+            return f"SIMT stack overflow at {where} in block {bname}"
+        if code == abi.ERR_DEADLOCK:
+            return f"deadlock in kernel {prog.func.func_name}, CTA {cta}: warps wait at barriers that can never be released"
+        if code == abi.ERR_BAD_BRANCH_INDEX:
+            return f"brx.idx index out of range at {where}: {instr}"
+        return f"emulation failed with code {code} at {where}"
+
+    def _describe_address(self, addr: int, keep) -> str:
+        win = addr >> abi.WINDOW_SHIFT
+        off = addr & abi.OFFSET_MASK
+        names = {abi.WIN_SHARED: "shared memory", abi.WIN_LOCAL: "local memory", abi.WIN_CONST: "constant memory",
+                 abi.WIN_PARAM: "parameter memory", abi.WIN_CPARAM: "call parameters"}
+        if win in names:
+            return f"address {addr:#x} ({names[win]} offset {off})"
+        k = win - abi.WIN_FIRST_GLOBAL
+        if 0 <= k < len(keep["arrays"]):
+            n, arr = keep["arrays"][k]
+            return f"address {addr:#x} (buffer '{n}' byte {off}, which holds {arr.nbytes} bytes)"
+        if addr < (1 << 32):
+            return f"address {addr:#x} (no buffer; a shared-memory offset used as a global address?)"
+        return f"address {addr:#x} (no buffer)"
+
+
+def _text(op: InstructionOp) -> str:
+    from hypa.ptxdialect.printer import instruction_text
+
+    return instruction_text(op)
+
+
+def _init_bytes(size: int, init: str | None, ptx_type: str) -> np.ndarray:
+    """Bytes of a variable with an initializer like ``{1, 2, 3}`` (integers or floats)."""
+    out = np.zeros(max(size, 1), np.uint8)
+    if not init:
+        return out
+    import re
+
+    from hypa.runtime.codegen import float_imm_bits
+
+    toks = [t for t in re.split(r"[\s,{}]+", init) if t]
+    esize = max(1, isa.TYPE_BITS.get(ptx_type, 8) // 8)
+    pos = 0
+    for t in toks:
+        if pos + esize > size:
+            break
+        try:
+            if ptx_type in (".f32", ".f64") or t.lower().startswith(("0f", "0d")) or "." in t:
+                v = float_imm_bits(t, esize * 8, "f64" if esize == 8 else "f32")
+            else:
+                from hypa.ptxdialect.operands import parse_int_immediate
+
+                v = parse_int_immediate(t) & ((1 << (8 * esize)) - 1)
+        except (ValueError, IndexError):
+            v = 0
+        out[pos : pos + esize] = np.frombuffer(int(v).to_bytes(esize, "little"), np.uint8)
+        pos += esize
+    return out
+
+
+def emulate(ptx_text: str, launch: Launch, mode: str = "slice", **kw) -> LaunchResult:
+    """Parse PTX text and emulate one launch (convenience for the Python API)."""
+    from hypa.ptxdialect import parse_ptx
+
+    return Emulator(parse_ptx(ptx_text), mode=mode, **kw).run(launch)
+
+
+__all__ = ["Emulator", "EmulationError", "LaunchResult", "emulate", "ProgramError"]

@@ -1,0 +1,267 @@
+"""Kernel launches: the launch-spec contract of DESIGN.md section 6.
+
+A launch names the kernel (mangled or demangled), grid, block, dynamic shared
+memory, one argument per ``.param`` (scalars by value, pointers by buffer
+name) and each buffer's contents.  The same launch comes from a TOML file, a
+CLI string (``grid=128 block=256 args=32768,rp,ci buffer.rp=int32:32769:arange``)
+or the Python API (``Launch(...)``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+class LaunchError(Exception):
+    """A launch specification that cannot be used, with a message that says why."""
+
+
+Dim3 = tuple[int, int, int]
+
+
+def dim3(value: Any, what: str) -> Dim3:
+    """``128`` -> (128, 1, 1); ``[16, 16]`` -> (16, 16, 1)."""
+    if isinstance(value, int):
+        vals = [value]
+    elif isinstance(value, str):
+        vals = [int(v) for v in re.split(r"[x,]", value) if v.strip()]
+    elif isinstance(value, (list, tuple)):
+        vals = [int(v) for v in value]
+    else:
+        raise LaunchError(f"{what} must be an integer or a list of up to 3 integers, not {value!r}")
+    if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
+        raise LaunchError(f"{what} must have 1 to 3 positive dimensions, got {value!r}")
+    while len(vals) < 3:
+        vals.append(1)
+    return (vals[0], vals[1], vals[2])
+
+
+@dataclass
+class BufferSpec:
+    """A device buffer: element type, element count and initial contents."""
+
+    name: str
+    dtype: str
+    count: int
+    init: Any = "zeros"
+    base_dir: str = "."
+
+    def materialize(self) -> np.ndarray:
+        try:
+            dt = np.dtype(self.dtype)
+        except TypeError as e:
+            raise LaunchError(f"buffer '{self.name}': unknown dtype {self.dtype!r}") from e
+        n = self.count
+        init = self.init
+        if init == "zeros" or init is None:
+            return np.zeros(n, dt)
+        if init == "ones":
+            return np.ones(n, dt)
+        if init == "arange":
+            return np.arange(n).astype(dt)
+        if isinstance(init, dict):
+            if "value" in init:
+                return np.full(n, init["value"], dt)
+            if "random" in init:
+                r = init["random"]
+                rng = np.random.default_rng(r.get("seed", 0))
+                low, high = r.get("low", 0), r.get("high", 1)
+                if dt.kind == "f":
+                    return rng.uniform(low, high, n).astype(dt)
+                return rng.integers(low, high, n, endpoint=False).astype(dt)
+            if "file" in init:
+                path = os.path.join(self.base_dir, init["file"])
+                try:
+                    arr = np.load(path).astype(dt).ravel()
+                except OSError as e:
+                    raise LaunchError(f"buffer '{self.name}': cannot read {path}: {e.strerror or e}") from e
+                if arr.size < n:
+                    raise LaunchError(f"buffer '{self.name}': {path} holds {arr.size} elements, count is {n}")
+                return arr[:n].copy()
+            if "values" in init:
+                arr = np.asarray(init["values"], dt)
+                if arr.size != n:
+                    raise LaunchError(f"buffer '{self.name}': {arr.size} values given, count is {n}")
+                return arr
+        if isinstance(init, (list, tuple)):
+            arr = np.asarray(init, dt)
+            if arr.size != n:
+                raise LaunchError(f"buffer '{self.name}': {arr.size} values given, count is {n}")
+            return arr
+        raise LaunchError(
+            f"buffer '{self.name}': init must be zeros, ones, arange, {{value=..}}, {{random={{..}}}} or {{file=..}}, not {init!r}"
+        )
+
+
+@dataclass
+class Launch:
+    """One kernel launch.  ``args`` holds one entry per kernel parameter: a
+    number (by value), a buffer name (its device address), or a numpy array
+    (an anonymous buffer, Python API only)."""
+
+    kernel: str | None = None
+    grid: Dim3 = (1, 1, 1)
+    block: Dim3 = (1, 1, 1)
+    args: list[Any] = field(default_factory=list)
+    buffers: dict[str, BufferSpec | np.ndarray] = field(default_factory=dict)
+    shared_bytes: int = 0
+    file: str | None = None
+
+    def __post_init__(self) -> None:
+        self.grid = dim3(self.grid, "grid")
+        self.block = dim3(self.block, "block")
+        if self.block[0] * self.block[1] * self.block[2] > 1024:
+            raise LaunchError(f"block {self.block} has more than 1024 threads")
+
+    @property
+    def threads_per_cta(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def num_ctas(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def threads(self) -> int:
+        return self.threads_per_cta * self.num_ctas
+
+    def materialize_buffers(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for name, b in self.buffers.items():
+            out[name] = b if isinstance(b, np.ndarray) else b.materialize()
+        return out
+
+
+def _buffer_from_table(name: str, t: dict[str, Any], base_dir: str) -> BufferSpec:
+    if not isinstance(t, dict):
+        raise LaunchError(f"[buffers.{name}] must be a table")
+    unknown = set(t) - {"dtype", "count", "init"}
+    if unknown:
+        raise LaunchError(f"[buffers.{name}]: unknown keys {', '.join(sorted(unknown))}")
+    if "dtype" not in t or "count" not in t:
+        raise LaunchError(f"[buffers.{name}] needs dtype and count")
+    return BufferSpec(name, str(t["dtype"]), int(t["count"]), t.get("init", "zeros"), base_dir)
+
+
+def launches_from_toml(path: str) -> list[Launch]:
+    """Every ``[[launch]]`` of a TOML file, in order (buffers are shared)."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise LaunchError(f"{path}: {e.strerror}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise LaunchError(f"{path}: {e}") from e
+    return launches_from_dict(data, os.path.dirname(os.path.abspath(path)), path)
+
+
+def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "launch spec") -> list[Launch]:
+    unknown = set(data) - {"launch", "buffers"}
+    if unknown:
+        raise LaunchError(f"{where}: unknown top-level keys {', '.join(sorted(unknown))}")
+    tables = data.get("launch")
+    if not tables:
+        raise LaunchError(f"{where}: no [[launch]] table")
+    buffers = {n: _buffer_from_table(n, t, base_dir) for n, t in data.get("buffers", {}).items()}
+    out: list[Launch] = []
+    for i, t in enumerate(tables):
+        known = {"file", "kernel", "grid", "block", "shared_bytes", "args"}
+        bad = set(t) - known
+        if bad:
+            raise LaunchError(f"{where}: launch {i + 1}: unknown keys {', '.join(sorted(bad))}")
+        if "grid" not in t or "block" not in t:
+            raise LaunchError(f"{where}: launch {i + 1} needs grid and block")
+        file = t.get("file")
+        if file is not None:
+            file = os.path.join(base_dir, file)
+        args = list(t.get("args", []))
+        used = {a: buffers[a] for a in args if isinstance(a, str) and a in buffers}
+        for a in args:
+            if isinstance(a, str) and a not in buffers:
+                raise LaunchError(f"{where}: launch {i + 1}: argument '{a}' names no [buffers.{a}] table")
+        out.append(
+            Launch(
+                kernel=t.get("kernel"),
+                grid=t["grid"],
+                block=t["block"],
+                args=args,
+                buffers=used,  # type: ignore[arg-type]
+                shared_bytes=int(t.get("shared_bytes", 0)),
+                file=file,
+            )
+        )
+    return out
+
+
+def _cli_value(text: str) -> Any:
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def launch_from_cli(spec: str) -> Launch:
+    """``grid=128 block=256 shared=0 kernel=NAME args=1,x,y buffer.x=float32:1024:arange``.
+
+    A buffer is ``dtype:count[:init]`` with init ``zeros``, ``ones``,
+    ``arange``, ``value=V`` or ``random=LOW..HIGH[@SEED]``.
+    """
+    fields: dict[str, str] = {}
+    buffers: dict[str, BufferSpec] = {}
+    for tok in shlex.split(spec):
+        if "=" not in tok:
+            raise LaunchError(f"--emulate: expected key=value, got {tok!r}")
+        k, v = tok.split("=", 1)
+        if k.startswith(("buffer.", "buf.")):
+            name = k.split(".", 1)[1]
+            parts = v.split(":")
+            if len(parts) < 2:
+                raise LaunchError(f"--emulate: buffer '{name}' must be dtype:count[:init]")
+            init: Any = "zeros"
+            if len(parts) > 2:
+                init = _cli_init(parts[2], name)
+            try:
+                count = int(parts[1], 0)
+            except ValueError:
+                raise LaunchError(f"--emulate: buffer '{name}': count {parts[1]!r} is not an integer") from None
+            buffers[name] = BufferSpec(name, parts[0], count, init)
+        elif k in ("grid", "block", "args", "kernel", "shared", "shared_bytes"):
+            fields[k] = v
+        else:
+            raise LaunchError(f"--emulate: unknown key {k!r} (grid, block, args, kernel, shared, buffer.NAME)")
+    if "grid" not in fields or "block" not in fields:
+        raise LaunchError("--emulate needs grid=... and block=...")
+    args = [_cli_value(a) for a in fields.get("args", "").split(",") if a != ""]
+    for a in args:
+        if isinstance(a, str) and a not in buffers:
+            raise LaunchError(f"--emulate: argument '{a}' names no buffer (add buffer.{a}=dtype:count)")
+    return Launch(
+        kernel=fields.get("kernel"),
+        grid=fields["grid"],
+        block=fields["block"],
+        args=args,
+        buffers=buffers,  # type: ignore[arg-type]
+        shared_bytes=int(fields.get("shared", fields.get("shared_bytes", "0")), 0),
+    )
+
+
+def _cli_init(text: str, name: str) -> Any:
+    if text in ("zeros", "ones", "arange"):
+        return text
+    if text.startswith("value="):
+        return {"value": _cli_value(text[6:])}
+    m = re.fullmatch(r"random=([-\d.e]+)\.\.([-\d.e]+)(?:@(\d+))?", text)
+    if m:
+        return {"random": {"low": _cli_value(m.group(1)), "high": _cli_value(m.group(2)), "seed": int(m.group(3) or 0)}}
+    raise LaunchError(f"--emulate: buffer '{name}': unknown init {text!r}")

@@ -1,0 +1,356 @@
+"""A kernel made ready for lowering: inlined, in SSA form, sliced, laid out.
+
+``KernelProgram`` gathers everything the code generator needs and nothing it
+has to recompute: block numbering and immediate post-dominators (reconvergence
+points), which instructions and block arguments are emulated (the slice, or
+everything in full mode), the frame slot of every emulated SSA value, the
+memory layout of the parameter, shared, constant and local state spaces, and
+a global number for every instruction (for counters and error messages).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, BlockArgument, SSAValue
+
+from hypa.passes.cfg import CFG
+from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
+from hypa.passes.inline import InlineError, inline_calls
+from hypa.passes.slice import FunctionSlice, compute_slices
+from hypa.passes.ssa import convert_function, register_types
+from hypa.ptxdialect import isa
+from hypa.ptxdialect.dialect import (
+    EntryValueOp,
+    FallthroughOp,
+    FuncOp,
+    InstructionOp,
+    RegType,
+    VarOp,
+)
+from hypa.ptxdialect.printer import instruction_text
+
+LANES = 32
+SLOT_ALIGN = 64
+
+
+class ProgramError(Exception):
+    """The kernel cannot be emulated (with a message that says why)."""
+
+
+def value_bits(v: SSAValue) -> int:
+    t = v.type
+    name = t.type_name if isinstance(t, RegType) else "b32"
+    if name == "pred":
+        return 1
+    if name == "cc":
+        return 32
+    return isa.TYPE_BITS.get("." + name, 32)
+
+
+def slot_bytes(bits: int) -> int:
+    """Bytes of a frame slot holding 32 lanes (a predicate is a 32-bit mask)."""
+    if bits == 1:
+        return 4
+    return LANES * max(bits, 8) // 8
+
+
+@dataclass
+class Variable:
+    name: str
+    space: str
+    offset: int
+    size: int
+    align: int
+    init: str | None
+    ptx_type: str
+
+
+@dataclass
+class KernelProgram:
+    module: ModuleOp
+    func: FuncOp
+    mode: str
+    cfg: CFG
+    ipdom: list[int]
+    emulated: set[InstructionOp]
+    emulated_args: set[BlockArgument]
+    slots: dict[SSAValue, int]
+    frame_bytes: int
+    instr_ids: dict[InstructionOp, int]
+    instructions: list[InstructionOp]
+    block_instrs: list[list[InstructionOp]]
+    barriers: list[InstructionOp]
+    pred_counters: dict[InstructionOp, int]
+    params: list[tuple[str, str, int, int]]  # name, type, offset, size
+    param_bytes: int
+    shared_vars: dict[str, Variable]
+    shared_static_bytes: int
+    const_vars: dict[str, Variable]
+    const_bytes: int
+    global_vars: dict[str, Variable]
+    local_vars: dict[str, Variable]
+    local_bytes: int
+    call_params: dict[str, Variable]
+    call_param_bytes: int
+    origins: list[tuple[str, int]]  # per block: (function, block index) it came from
+    slice_info: FunctionSlice | None = None
+    exact_predicates: bool = False
+    key: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.cfg)
+
+    def instruction_text(self, i: int) -> str:
+        return instruction_text(self.instructions[i])
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def _var_layout(ops: list[VarOp], start: int = 0) -> tuple[dict[str, Variable], int]:
+    out: dict[str, Variable] = {}
+    off = start
+    for v in ops:
+        size = v.size_bytes()
+        align = v.align or max(1, isa.TYPE_BITS.get(v.ptx_type, 8) // 8)
+        if size is None:
+            size = 0  # extern dynamic array: placed at the end (dynamic shared memory)
+        off = _align(off, align)
+        out[v.var_name] = Variable(v.var_name, v.space, off, size, align, v.init, v.ptx_type)
+        off += size
+    return out, off
+
+
+def find_kernel(module: ModuleOp, name: str | None) -> FuncOp:
+    kernels = [op for op in module.ops if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration]
+    if not kernels:
+        raise ProgramError("the module has no .entry kernel")
+    if name is None:
+        if len(kernels) > 1:
+            names = ", ".join(k.func_name for k in kernels)
+            raise ProgramError(f"the module has {len(kernels)} kernels ({names}); name one with kernel=")
+        return kernels[0]
+    for k in kernels:
+        if k.func_name == name:
+            return k
+    from .demangle import demangle
+
+    for k in kernels:
+        d = demangle(k.func_name)
+        if d == name or d.split("(")[0] == name:
+            return k
+    names = ", ".join(f"{k.func_name} ({demangle(k.func_name)})" for k in kernels)
+    raise ProgramError(f"no kernel named '{name}' (kernels: {names})")
+
+
+def prepare(
+    module: ModuleOp,
+    kernel: str | None,
+    mode: str = "slice",
+    exact_predicates: bool = False,
+    alias: str = "param",
+) -> KernelProgram:
+    """Prepare one kernel of a register-form (or SSA-form) module for lowering.
+
+    The module is cloned: the caller's IR is left untouched.
+    """
+    if mode not in ("slice", "full"):
+        raise ProgramError(f"mode must be 'slice' or 'full', not '{mode}'")
+    module = module.clone()
+    func = find_kernel(module, kernel)
+    try:
+        origins = inline_calls(module, func)
+    except InlineError as e:
+        raise ProgramError(str(e)) from None
+    # only the kernel matters from here on
+    for op in list(module.ops):
+        if isinstance(op, FuncOp) and op is not func:
+            op.detach()
+            op.erase(safe_erase=False)
+    convert_function(func)
+    cfg = CFG.of(func)
+    ipdom = immediate_post_dominators(len(cfg), cfg.succs, cfg.exits)
+
+    instructions: list[InstructionOp] = []
+    block_instrs: list[list[InstructionOp]] = []
+    for b in cfg.blocks:
+        bi = [op for op in b.ops if isinstance(op, InstructionOp)]
+        block_instrs.append(bi)
+        instructions.extend(bi)
+    instr_ids = {op: i for i, op in enumerate(instructions)}
+
+    slice_info: FunctionSlice | None = None
+    if mode == "slice":
+        slices = compute_slices(module, exact_predicates=exact_predicates, alias=alias)
+        slice_info = slices[func.func_name]
+        emulated = set(slice_info.ops)
+        emulated_args = {v for v in slice_info.values if isinstance(v, BlockArgument)}
+    else:
+        emulated = set(instructions)
+        emulated_args = {a for b in cfg.blocks for a in b.args}
+
+    barriers = [op for op in instructions if op in emulated and op.spec.name in ("bar", "barrier") and not _is_arrive(op)]
+
+    # frame slots: results of emulated instructions, emulated block arguments,
+    # entry values they read
+    slots: dict[SSAValue, int] = {}
+    off = 0
+
+    def give(v: SSAValue) -> None:
+        nonlocal off
+        if v in slots:
+            return
+        off = _align(off, SLOT_ALIGN)
+        slots[v] = off
+        off += slot_bytes(value_bits(v))
+
+    for b in cfg.blocks:
+        for a in b.args:
+            if a in emulated_args:
+                give(a)
+        for op in b.ops:
+            if isinstance(op, InstructionOp) and op in emulated:
+                for r in op.results:
+                    give(r)
+                for v in op.instruction_operands():
+                    if isinstance(v.owner, EntryValueOp):
+                        give(v)
+            elif isinstance(op, EntryValueOp):
+                pass
+    # edge operands of emulated block arguments must be computed too
+    for b in cfg.blocks:
+        term = b.last_op
+        if term is None:
+            continue
+        for k, s in enumerate(term.successors):
+            vals = _edge_values(term, k)
+            for a, v in zip(s.args, vals):
+                if a in emulated_args:
+                    if v not in slots:
+                        owner = v.owner
+                        if isinstance(owner, EntryValueOp):
+                            give(v)
+                        elif isinstance(v, BlockArgument) and v in emulated_args:
+                            pass
+                        elif isinstance(owner, InstructionOp) and owner not in emulated:
+                            raise ProgramError(
+                                f"internal error: slice misses {instruction_text(owner)} feeding a block argument"
+                            )
+    frame_bytes = _align(off, SLOT_ALIGN)
+
+    pred_counters: dict[InstructionOp, int] = {}
+    for op in instructions:
+        g = op.guard_pred
+        if g is None or op.spec.terminator:
+            continue
+        guard_v = op.operands[0]
+        computed = guard_v in slots or (isinstance(guard_v.owner, InstructionOp) and guard_v.owner in emulated)
+        if computed:
+            pred_counters[op] = len(pred_counters)
+
+    # memory layout
+    params = []
+    poff = 0
+    for _text, name, space, ptx_type, align, dims in func.params.data:
+        esize = max(1, isa.TYPE_BITS.get(ptx_type, 64) // 8)
+        size = esize
+        for d in dims:
+            size *= max(d, 0)
+        a = align or esize
+        poff = _align(poff, a)
+        params.append((name, ptx_type, poff, size))
+        poff += size
+    var_ops = [op for op in module.walk() if isinstance(op, VarOp)]
+    shared_ops = [v for v in var_ops if v.space == ".shared"]
+    shared_vars, shared_static = _var_layout([v for v in shared_ops if v.size_bytes() not in (None, 0)])
+    dyn = [v for v in shared_ops if v.size_bytes() in (None, 0)]
+    dyn_off = _align(shared_static, 16)
+    for v in dyn:
+        shared_vars[v.var_name] = Variable(v.var_name, ".shared", dyn_off, 0, v.align or 16, None, v.ptx_type)
+    const_vars, const_bytes = _var_layout([v for v in var_ops if v.space == ".const"])
+    global_vars, _ = _var_layout([v for v in var_ops if v.space == ".global"])
+    local_vars, local_bytes = _var_layout([v for v in var_ops if v.space == ".local"])
+    # .param variables declared inside bodies: call arguments and return values
+    call_params, call_param_bytes = _var_layout(
+        [v for v in var_ops if v.space == ".param" and v.parent_op() is not module]
+    )
+
+    prog = KernelProgram(
+        module=module,
+        func=func,
+        mode=mode,
+        cfg=cfg,
+        ipdom=ipdom,
+        emulated=emulated,
+        emulated_args=emulated_args,
+        slots=slots,
+        frame_bytes=frame_bytes,
+        instr_ids=instr_ids,
+        instructions=instructions,
+        block_instrs=block_instrs,
+        barriers=barriers,
+        pred_counters=pred_counters,
+        params=params,
+        param_bytes=poff,
+        shared_vars=shared_vars,
+        shared_static_bytes=dyn_off,
+        const_vars=const_vars,
+        const_bytes=const_bytes,
+        global_vars=global_vars,
+        local_vars=local_vars,
+        local_bytes=local_bytes,
+        call_params=call_params,
+        call_param_bytes=call_param_bytes,
+        origins=origins,
+        slice_info=slice_info,
+        exact_predicates=exact_predicates,
+    )
+    prog.key = _program_key(module, func, mode, exact_predicates, alias)
+    return prog
+
+
+def _is_arrive(op: InstructionOp) -> bool:
+    return ".arrive" in op.modifiers
+
+
+def _edge_values(term, k: int) -> list[SSAValue]:
+    if isinstance(term, FallthroughOp):
+        return list(term.operands)
+    if isinstance(term, InstructionOp):
+        return list(term.successor_operands(k))
+    return []
+
+
+def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str) -> str:
+    from hypa.ptxdialect.printer import module_to_ptx
+
+    h = hashlib.sha256()
+    h.update(module_to_ptx_safe(module).encode())
+    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}".encode())
+    return h.hexdigest()[:32]
+
+
+def module_to_ptx_safe(module: ModuleOp) -> str:
+    from xdsl.printer import Printer
+    import io
+
+    s = io.StringIO()
+    Printer(stream=s).print_op(module)
+    return s.getvalue()
+
+
+def reconvergence(prog: KernelProgram, block: int) -> int:
+    """Block where a divergent branch at the end of ``block`` reconverges (-1: exit)."""
+    r = prog.ipdom[block]
+    return -1 if r == VIRTUAL_EXIT else r
+
+
+def register_type_map(func: FuncOp) -> dict[tuple[str, int], str]:
+    return register_types(func)

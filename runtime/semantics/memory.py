@@ -1,0 +1,165 @@
+"""Loads, stores, atomics and reductions over the bounds-checked memory model.
+
+Atomics are serialized in lane order with real host atomics (``atomicrmw``,
+``cmpxchg``), so CTAs running in other processes on shared buffers see them.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..codegen import rule
+from . import floating as fp
+from .common import FLOAT_KIND, LANES, is_signed, type_bits, vec
+
+i1, i8, i32, i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+
+
+def _vec_width(e) -> int:
+    for m in e.mods:
+        if m in (".v2", ".v4", ".v8"):
+            return int(m[2:])
+    return 1
+
+
+def _elem_type(e) -> str:
+    for t in reversed(e.types):
+        return t
+    raise e.fail("needs a type")
+
+
+def _space(e, kind: str) -> str:
+    if kind in ("param", "cparam"):
+        return kind
+    sp = e.space()
+    if kind == "shared" and sp == "generic":
+        return "shared"
+    return sp
+
+
+@rule("ld", "ldu")
+def ld(e) -> None:
+    t = _elem_type(e)
+    n = _vec_width(e)
+    bits = type_bits(t)
+    kind, addr, _base = e.address(1)
+    space = _space(e, kind)
+    values = []
+    for k in range(n):
+        a = addr if k == 0 else e.b.add(addr, e.splat(k * bits // 8, i64))
+        values.append(e.load(space, a, bits, e.exec_mask, kind))
+    signed = is_signed(t)
+    if n == 1:
+        e.dst(0, values[0], signed)
+    else:
+        e.dst_elements(0, values, signed)
+
+
+@rule("st")
+def st(e) -> None:
+    t = _elem_type(e)
+    n = _vec_width(e)
+    bits = type_bits(t)
+    kind, addr, _base = e.address(0)
+    space = _space(e, kind)
+    vals = e.src_elements(1, bits) if n > 1 else [e.src(1, bits)]
+    for k, v in enumerate(vals):
+        a = addr if k == 0 else e.b.add(addr, e.splat(k * bits // 8, i64))
+        e.store(space, a, v, e.exec_mask, kind)
+
+
+@rule("prefetch", "prefetchu", "applypriority", "discard", "createpolicy")
+def prefetch(e) -> None:
+    """Cache hints: no effect on values (createpolicy yields an opaque policy)."""
+    if e.spec.name == "createpolicy":
+        e.dst(0, e.zeros(64))
+
+
+_RMW = {".add": "add", ".and": "and", ".or": "or", ".xor": "xor", ".exch": "xchg"}
+
+
+def _atomic(e, returns: bool) -> None:
+    b = e.b
+    t = _elem_type(e)
+    bits = type_bits(t)
+    op = next((m for m in e.mods if m in (".and", ".or", ".xor", ".cas", ".exch", ".add", ".inc", ".dec", ".min", ".max")), None)
+    if op is None:
+        raise e.fail("needs an atomic operation")
+    ai = 1 if returns else 0
+    kind, addr, _base = e.address(ai)
+    space = _space(e, kind)
+    ptrs = e.host_pointers(space, addr, bits // 8, e.exec_mask, kind)
+    val = e.src(ai + 1, bits, is_signed(t))
+    cmpv = e.src(ai + 2, bits) if op == ".cas" else None
+    is_float = t in FLOAT_KIND
+    ity = ir.IntType(bits)
+    result = ir.Constant(vec(ity), [0] * LANES)
+    res_slot = b.alloca(vec(ity))
+    b.store(result, res_slot)
+    for lane in range(LANES):
+        li = ir.Constant(i32, lane)
+        on = b.extract_element(e.exec_mask, li)
+        with b.if_then(on):
+            p = b.extract_element(ptrs, li)
+            v = b.extract_element(val, li)
+            old = _atomic_lane(e, op, t, p, v, None if cmpv is None else b.extract_element(cmpv, li), is_float, ity)
+            cur = b.load(res_slot, typ=vec(ity))
+            b.store(b.insert_element(cur, old, li), res_slot)
+    if returns:
+        e.dst(0, b.load(res_slot, typ=vec(ity)), is_signed(t))
+
+
+def _atomic_lane(e, op, t, p, v, c, is_float, ity):
+    b = e.b
+    bits = ity.width
+    order = "seq_cst"
+    if op == ".cas":
+        pair = b.cmpxchg(p, c, v, order, order)
+        return b.extract_value(pair, 0)
+    if op in _RMW and not (is_float and op == ".add"):
+        return b.atomic_rmw(_RMW[op], p, v, order)
+    if op in (".min", ".max") and not is_float:
+        name = ("min" if op == ".min" else "max") if is_signed(t) else ("umin" if op == ".min" else "umax")
+        return b.atomic_rmw(name, p, v, order)
+    # float add/min/max, inc, dec: compare-and-swap loop
+    fn = b.function
+    loop = fn.append_basic_block("cas_loop")
+    done = fn.append_basic_block("cas_done")
+    pre = b.block
+    old0 = b.load(p, typ=ity)
+    b.branch(loop)
+    b.position_at_end(loop)
+    old = b.phi(ity)
+    old.add_incoming(old0, pre)
+    if op == ".inc":
+        new = b.select(b.icmp_unsigned(">=", old, v), ir.Constant(ity, 0), b.add(old, ir.Constant(ity, 1)))
+    elif op == ".dec":
+        wrap = b.or_(b.icmp_unsigned("==", old, ir.Constant(ity, 0)), b.icmp_unsigned(">", old, v))
+        new = b.select(wrap, v, b.sub(old, ir.Constant(ity, 1)))
+    else:
+        ft = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}[bits]
+        if t == ".bf16":
+            raise e.fail("bf16 atomics are not emulated yet")
+        of, vf = b.bitcast(old, ft), b.bitcast(v, ft)
+        if op == ".add":
+            nf = b.fadd(of, vf)
+        else:
+            nf = b.call(e.wg.intrinsic(f"llvm.{'minnum' if op == '.min' else 'maxnum'}.{'f32' if bits == 32 else 'f64'}", ft, [ft, ft]), [of, vf])
+        new = b.bitcast(nf, ity)
+    pair = b.cmpxchg(p, old, new, "seq_cst", "seq_cst")
+    seen = b.extract_value(pair, 0)
+    ok = b.extract_value(pair, 1)
+    old.add_incoming(seen, b.block)
+    b.cbranch(ok, done, loop)
+    b.position_at_end(done)
+    return seen
+
+
+@rule("atom")
+def atom(e) -> None:
+    _atomic(e, True)
+
+
+@rule("red")
+def red(e) -> None:
+    _atomic(e, False)
