@@ -21,7 +21,7 @@ from hypa.passes.cfg import CFG
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
 from hypa.passes.inline import InlineError, inline_calls
 from hypa.passes.slice import FunctionSlice, compute_slices
-from hypa.passes.ssa import convert_function, register_types
+from hypa.passes.ssa import SSA_ATTR, convert_function, register_types
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import (
     EntryValueOp,
@@ -165,6 +165,11 @@ def prepare(
         raise ProgramError(f"mode must be 'slice' or 'full', not '{mode}'")
     module = module.clone()
     func = find_kernel(module, kernel)
+    if any(SSA_ATTR in op.attributes for op in module.ops):
+        # inlining works on register form: undo an earlier ptx-to-ssa
+        from hypa.passes.out_of_ssa import PTXOutOfSSA
+
+        PTXOutOfSSA().apply(Context(), module)
     try:
         origins = inline_calls(module, func)
     except InlineError as e:

@@ -1,0 +1,66 @@
+"""Command-line glue shared by ``hypa-opt --emulate`` and ``hypa profile``:
+building launches from options, running them, printing results."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ModuleOp
+
+from hypa.runtime.emulator import DEFAULT_STEP_BUDGET, EmulationError, Emulator, LaunchResult
+from hypa.runtime.launch import Launch, LaunchError, launch_from_cli, launches_from_toml
+from hypa.runtime.program import ProgramError
+from hypa.runtime.report import render
+
+
+def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = True) -> None:
+    g = p.add_argument_group("emulation")
+    if with_emulate:
+        g.add_argument("--emulate", nargs="?", const="", default=None, metavar="SPEC",
+                       help="emulate a launch and print its metrics instead of the IR; SPEC is "
+                            "'grid=N block=N args=a,b,... buffer.NAME=dtype:count[:init] kernel=NAME'")
+    g.add_argument("--launch", metavar="FILE", help="launches from a TOML file (DESIGN.md section 6)")
+    g.add_argument("--mode", choices=("slice", "full"), default="slice",
+                   help="emulate only the slice (default) or every instruction")
+    g.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
+    g.add_argument("--csv-columns", choices=("hypa-py", "hypa"), default="hypa-py",
+                   help="CSV column set: ours, or HyPA's (Kernel, Static, Dynamic, %% to execute)")
+    g.add_argument("--exact-predicates", action="store_true",
+                   help="also slice guard predicates so predicated-off counts are exact")
+    g.add_argument("--step-budget", type=int, default=DEFAULT_STEP_BUDGET, metavar="N",
+                   help="stop after N warp-instructions (runaway loops)")
+    g.add_argument("--kernel", default=None, help="kernel to launch (mangled or demangled name)")
+
+
+def launches_from_args(args: argparse.Namespace) -> list[Launch]:
+    launches: list[Launch] = []
+    if getattr(args, "launch", None):
+        launches.extend(launches_from_toml(args.launch))
+    spec = getattr(args, "emulate", None)
+    if spec:
+        launches.append(launch_from_cli(spec))
+    if not launches:
+        raise LaunchError("no launch given: use --emulate='grid=... block=... args=...' or --launch FILE")
+    for L in launches:
+        if L.kernel is None and getattr(args, "kernel", None):
+            L.kernel = args.kernel
+    return launches
+
+
+def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Namespace) -> list[LaunchResult]:
+    emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget)
+    return [emu.run(L) for L in launches]
+
+
+def emit(results: Sequence[LaunchResult], args: argparse.Namespace, out) -> None:
+    out.write(render(results, args.format, args.csv_columns))
+
+
+def fail(prog: str, msg: str) -> None:
+    print(f"{prog}: error: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+ERRORS = (LaunchError, EmulationError, ProgramError)
