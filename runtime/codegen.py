@@ -1020,10 +1020,24 @@ class WarpCodegen:
         cur_rpc = b.load(self.cur_rpc, typ=i32)
         cur_mask = b.load(self.cur_mask, typ=i32)
         if r >= 0:
-            self.push(r, cur_rpc, cur_mask)
+            # an entry already waiting at r (a loop that keeps diverging) needs no twin
+            need = b.icmp_signed("!=", cur_rpc, ir.Constant(i32, r))
+            with b.if_then(need):
+                self.push(r, cur_rpc, cur_mask)
             new_rpc = ir.Constant(i32, r)
         else:
             new_rpc = cur_rpc
+        # a path whose target is the reconvergence point just waits there
+        if fi == r:
+            b.store(new_rpc, self.cur_rpc)
+            b.store(tbits, self.cur_mask)
+            self.goto(ti)
+            return
+        if ti == r:
+            b.store(new_rpc, self.cur_rpc)
+            b.store(fbits, self.cur_mask)
+            self.goto(fi)
+            return
         self.push(fi, new_rpc, fbits)
         b.store(new_rpc, self.cur_rpc)
         b.store(tbits, self.cur_mask)
@@ -1250,4 +1264,4 @@ def build_module(prog: KernelProgram) -> ir.Module:
     return module
 
 #: bump when generated code changes meaning (part of the compiled-code cache key)
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"

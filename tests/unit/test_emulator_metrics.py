@@ -1,0 +1,188 @@
+"""Emulator metrics on kernels whose answer is worked out by hand, in slice and full mode."""
+
+import numpy as np
+import pytest
+
+from hypa.ptxdialect import parse_ptx
+from hypa.runtime.emulator import EmulationError, Emulator
+from hypa.runtime.launch import Launch, LaunchError
+
+HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
+
+IF_ELSE = HEAD + """
+.visible .entry div(.param .u64 div_out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 16;
+    @%p1 bra $L_then;
+    mul.lo.s32 %r2, %r1, 3;
+    bra.uni $L_join;
+$L_then:
+    mul.lo.s32 %r2, %r1, 5;
+$L_join:
+    ld.param.u64 %rd1, [div_out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+
+
+def run(text, mode, block=64, grid=1, n_out=64, kernel=None, **kw):
+    out = np.zeros(n_out, np.uint32)
+    emu = Emulator(parse_ptx(text), mode=mode, **kw)
+    r = emu.run(Launch(kernel=kernel, grid=grid, block=block, args=["out"], buffers={"out": out}))
+    return r
+
+
+@pytest.mark.parametrize("mode", ["full", "slice"])
+def test_divergent_if_else_on_64_threads(mode):
+    # Two warps.  bb0 (3 instructions): both warps, 64 threads.  The else
+    # block (2): warp 0 with lanes 16..31 and warp 1 whole: 2 warps, 48
+    # threads.  The then block (1): warp 0 lanes 0..15: 1 warp, 16 threads.
+    # The join (5): both warps reconverged, 64 threads.
+    r = run(IF_ELSE, mode)
+    m = r.metrics.values
+    assert m["inst_executed"] == 3 * 2 + 2 * 2 + 1 * 1 + 5 * 2 == 21
+    assert m["thread_inst_executed"] == 3 * 64 + 2 * 48 + 1 * 16 + 5 * 64 == 624
+    # bra in bb0 twice, bra.uni in the else block twice; only warp 0 diverges
+    assert m["branch"] == 4
+    assert m["divergent_branch"] == 1
+    assert m["branch_efficiency"] == 75.0
+    assert m["static_instructions"] == 11
+    assert m["static_estimate"] == 11 * 64
+    blocks = {b.name: (b.warps, b.threads, b.divergent) for b in r.metrics.blocks}
+    assert blocks == {"bb0": (2, 64, 1), "bb1": (2, 48, 0), "$L_then": (1, 16, 0), "$L_join": (2, 64, 0)}
+    if mode == "full":
+        tid = np.arange(64)
+        assert np.array_equal(r.buffers["out"], np.where(tid < 16, tid * 5, tid * 3))
+        assert m["executed_fraction"] == 1.0
+    else:
+        # the slice: mov, setp, bra -- 3 of the 624 thread instructions per ... 3*64
+        assert m["executed_fraction"] == pytest.approx(3 * 64 / 624)
+
+
+def test_negated_guard_gives_the_same_counts():
+    text = IF_ELSE.replace("setp.lt.u32 %p1, %r1, 16;\n    @%p1", "setp.ge.u32 %p1, %r1, 16;\n    @!%p1")
+    for mode in ("full", "slice"):
+        m = run(text, mode).metrics.values
+        assert (m["inst_executed"], m["thread_inst_executed"], m["divergent_branch"]) == (21, 624, 1)
+
+
+LOOP = HEAD + """
+.visible .entry loop(.param .u64 loop_out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 3;
+    mov.u32 %r3, 0;
+$L_loop:
+    add.s32 %r3, %r3, 1;
+    setp.le.s32 %p1, %r3, %r2;
+    @%p1 bra $L_loop;
+    ld.param.u64 %rd1, [loop_out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "slice"])
+def test_loop_with_lane_dependent_trip_count(mode):
+    # One warp; lane l iterates (l % 4) + 1 times.  The loop block runs with
+    # 32, 24, 16 and 8 lanes; the first three exits split the warp.
+    r = run(LOOP, mode, block=32, n_out=32)
+    m = r.metrics.values
+    assert m["inst_executed"] == 3 + 3 * 4 + 5 == 20
+    assert m["thread_inst_executed"] == 3 * 32 + 3 * (32 + 24 + 16 + 8) + 5 * 32 == 496
+    assert (m["branch"], m["divergent_branch"]) == (4, 3)
+    assert m["branch_efficiency"] == 25.0
+    if mode == "full":
+        assert np.array_equal(r.buffers["out"], np.arange(32) % 4 + 1)
+
+
+NESTED = HEAD + """
+.visible .entry nest(.param .u64 nest_out)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, 0;
+    setp.ge.u32 %p1, %r1, 16;
+    @%p1 bra $L_outer_else;
+    setp.ge.u32 %p2, %r1, 8;
+    @%p2 bra $L_inner_else;
+    mov.u32 %r2, 1;
+    bra.uni $L_inner_join;
+$L_inner_else:
+    mov.u32 %r2, 2;
+$L_inner_join:
+    add.s32 %r2, %r2, 10;
+    bra.uni $L_join;
+$L_outer_else:
+    mov.u32 %r2, 3;
+$L_join:
+    ld.param.u64 %rd1, [nest_out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "slice"])
+def test_nested_divergence(mode):
+    # One warp.  bb0 (4): 32 lanes, diverges (16/16).  bb1 inner test (2):
+    # lanes 0..15, diverges (8/8).  inner then (2): 8 lanes.  inner else (1):
+    # 8 lanes.  inner join (2): 16 lanes.  outer else (1): 16 lanes.
+    # join (5): 32 lanes.
+    r = run(NESTED, mode, block=32, n_out=32)
+    m = r.metrics.values
+    assert m["inst_executed"] == 4 + 2 + 2 + 1 + 2 + 1 + 5 == 17
+    assert m["thread_inst_executed"] == 4 * 32 + 2 * 16 + 2 * 8 + 1 * 8 + 2 * 16 + 1 * 16 + 5 * 32 == 392
+    # bra in bb0, bra in bb1, bra.uni after the inner then, bra.uni in the inner join
+    assert (m["branch"], m["divergent_branch"]) == (4, 2)
+    if mode == "full":
+        tid = np.arange(32)
+        assert np.array_equal(r.buffers["out"], np.where(tid < 8, 11, np.where(tid < 16, 12, 3)))
+
+
+def test_out_of_bounds_access_is_reported():
+    out = np.zeros(10, np.uint32)  # the kernel writes 64 elements
+    emu = Emulator(parse_ptx(IF_ELSE), mode="full")
+    with pytest.raises(EmulationError) as ei:
+        emu.run(Launch(grid=1, block=64, args=["out"], buffers={"out": out}))
+    msg = str(ei.value)
+    assert "out-of-bounds access at kernel div, CTA (0, 0, 0), thread (10, 0, 0)" in msg
+    assert "st.global.u32 [%rd3], %r2;" in msg
+    assert "buffer 'out' byte 40, which holds 40 bytes" in msg
+    assert not out.any() or out[:10].any()  # nothing written past the buffer
+
+
+def test_step_budget_stops_a_runaway_loop():
+    text = HEAD + """
+.visible .entry spin()
+{
+$L_top:
+    bra.uni $L_top;
+}
+"""
+    emu = Emulator(parse_ptx(text), mode="full", step_budget=10_000)
+    with pytest.raises(EmulationError, match=r"step budget of 10000 warp-instructions exhausted .* in block \$L_top"):
+        emu.run(Launch(grid=1, block=32, args=[]))
+
+
+def test_argument_count_is_checked():
+    emu = Emulator(parse_ptx(IF_ELSE), mode="slice")
+    with pytest.raises(LaunchError, match="takes 1 parameters"):
+        emu.run(Launch(grid=1, block=64, args=[]))
