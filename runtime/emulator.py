@@ -101,7 +101,7 @@ class Emulator:
             self._programs[key] = p
         return p
 
-    def run(self, launch: Launch) -> LaunchResult:
+    def run(self, launch: Launch, jobs: int = 1) -> LaunchResult:
         t_all = time.perf_counter()
         prog = self.program(launch.kernel)
         notes: list[str] = []
@@ -118,7 +118,13 @@ class Emulator:
             notes.append("compiled code from the cache")
         ctx, keep = self._setup(prog, launch, buffers)
         t0 = time.perf_counter()
-        rc = compiled.run_ctas(ctx.ctypes.data, 0, launch.num_ctas)
+        jobs = max(1, min(jobs, launch.num_ctas))
+        if jobs > 1:
+            from .parallel import run_forked
+
+            rc = run_forked(compiled.run_ctas, ctx, keep, launch.num_ctas, jobs)
+        else:
+            rc = compiled.run_ctas(ctx.ctypes.data, 0, launch.num_ctas)
         run_s = time.perf_counter() - t0
         if rc != abi.RC_EXIT:
             raise EmulationError(self._error_message(prog, launch, ctx, keep))

@@ -32,6 +32,7 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
     g.add_argument("--step-budget", type=int, default=DEFAULT_STEP_BUDGET, metavar="N",
                    help="stop after N warp-instructions (runaway loops)")
     g.add_argument("--kernel", default=None, help="kernel to launch (mangled or demangled name)")
+    g.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="spread CTAs over N processes")
 
 
 def launches_from_args(args: argparse.Namespace) -> list[Launch]:
@@ -51,7 +52,7 @@ def launches_from_args(args: argparse.Namespace) -> list[Launch]:
 
 def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Namespace) -> list[LaunchResult]:
     emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget)
-    return [emu.run(L) for L in launches]
+    return [emu.run(L, jobs=args.jobs) for L in launches]
 
 
 def emit(results: Sequence[LaunchResult], args: argparse.Namespace, out) -> None:
