@@ -262,7 +262,7 @@ class Emitter:
         self.write_def(v, value, signed)
 
     def write_def(self, v: SSAValue, value: ir.Value, signed: bool = False) -> None:
-        if v not in self.wg.prog.slots:
+        if v not in self.wg.prog.slots and v not in self.wg.prog.local_values:
             return  # not emulated (slice mode)
         bits = value_bits(v)
         if bits == 1:
@@ -411,6 +411,8 @@ class WarpCodegen:
         self.barrier_index: dict[InstructionOp, int] = {op: i for i, op in enumerate(prog.barriers)}
         self.active: ir.Value = None  # type: ignore[assignment]
         self._frame = self.b.gep(self.ws, [ir.Constant(i64, abi.WS_FRAME_BYTES_OFFSET)], source_etype=i8)
+        self._stable: dict[int, ir.Value] = {}
+        self.local_values: dict[SSAValue, ir.Value] = {}
 
     # -- helpers -------------------------------------------------------------------
 
@@ -425,9 +427,33 @@ class WarpCodegen:
             self._intrinsics[name] = f
         return f
 
+    #: context words that do not change while a warp runs: loaded once, at entry
+    STABLE_WORDS = frozenset([
+        abi.CTX_PARAM, abi.CTX_WIN_BASE, abi.CTX_WIN_SIZE, abi.CTX_WIN_STRIDE, abi.CTX_NWIN,
+        abi.CTX_SHARED, abi.CTX_SHARED_SIZE, abi.CTX_LOCAL, abi.CTX_LOCAL_SIZE, abi.CTX_CONST,
+        abi.CTX_CONST_SIZE, abi.CTX_CPARAM, abi.CTX_CPARAM_SIZE, abi.CTX_NTID, abi.CTX_NTID + 1,
+        abi.CTX_NTID + 2, abi.CTX_NCTAID, abi.CTX_NCTAID + 1, abi.CTX_NCTAID + 2, abi.CTX_CTAID,
+        abi.CTX_CTAID + 1, abi.CTX_CTAID + 2, abi.CTX_COUNTERS, abi.CTX_BUDGET, abi.CTX_NWARPS,
+        abi.CTX_NTHREADS, abi.CTX_DYN_SHARED, abi.CTX_SMCOUNT,
+    ])
+
     def ctx_word(self, index: int) -> ir.Value:
+        v = self._stable.get(index)
+        if v is not None:
+            return v
         p = self.b.gep(self.ctx, [ir.Constant(i64, index)], source_etype=i64)
         return self.b.load(p, typ=i64)
+
+    def load_stable_words(self) -> None:
+        for index in sorted(self.STABLE_WORDS):
+            p = self.b.gep(self.ctx, [ir.Constant(i64, index)], source_etype=i64)
+            self._stable[index] = self.b.load(p, typ=i64)
+
+    def ret(self, code: int) -> None:
+        """Leave warp_run: publish the step count, return ``code``."""
+        b = self.b
+        self.set_ctx_word(abi.CTX_STEPS, b.load(self.steps, typ=i64))
+        b.ret(ir.Constant(i32, code))
 
     def ctx_ptr(self, index: int) -> ir.Value:
         return self.b.inttoptr(self.ctx_word(index), ptr)
@@ -474,6 +500,9 @@ class WarpCodegen:
         return self.b.gep(self._frame, [ir.Constant(i64, off)], source_etype=i8)
 
     def read(self, v: SSAValue) -> ir.Value:
+        lv = self.local_values.get(v)
+        if lv is not None:
+            return lv
         bits = value_bits(v)
         p = self.slot_ptr(v)
         if bits == 1:
@@ -483,6 +512,15 @@ class WarpCodegen:
     def write(self, v: SSAValue, value: ir.Value, mask: ir.Value) -> None:
         """Store ``value`` in the lanes of ``mask``; other lanes keep their value."""
         bits = value_bits(v)
+        if v in self.prog.local_values:
+            # used only later in this block, by the same lanes: no frame slot
+            if bits == 1 and value.type != MASK:
+                value = self.b.icmp_unsigned("!=", value, ir.Constant(value.type, [0] * LANES))
+            elif bits != 1 and value.type.element.width != max(bits, 8):  # type: ignore[attr-defined]
+                vt = ivec(max(bits, 8))
+                value = self.b.zext(value, vt) if value.type.element.width < vt.element.width else self.b.trunc(value, vt)  # type: ignore[attr-defined]
+            self.local_values[v] = value
+            return
         p = self.slot_ptr(v)
         if bits == 1:
             old = self.i32_to_mask(self.b.load(p, typ=i32, align=4))
@@ -492,8 +530,8 @@ class WarpCodegen:
         vt = ivec(max(bits, 8))
         if value.type != vt:
             value = self.b.zext(value, vt) if value.type.element.width < vt.element.width else self.b.trunc(value, vt)  # type: ignore[attr-defined]
-        old = self.b.load(p, typ=vt, align=64)
-        self.b.store(self.b.select(mask, value, old), p, align=64)
+        st = self.intrinsic(f"llvm.masked.store.v32i{vt.element.width}.p0", ir.VoidType(), [vt, ptr, MASK])
+        self.b.call(st, [value, p, mask])
 
     # -- lanes and special registers ----------------------------------------------
 
@@ -617,7 +655,7 @@ class WarpCodegen:
             if addr is not None:
                 a = b.extract_element(addr, lane)
                 self.set_ctx_word(abi.CTX_ERR_ADDR, a if a.type == i64 else b.zext(a, i64))
-            b.ret(ir.Constant(i32, abi.RC_ERROR))
+            self.ret(abi.RC_ERROR)
 
     def translate(self, e: Emitter, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str) -> ir.Value:
         """Host pointers for ``nbytes`` at each lane's ``addr`` (i64 lanes), checked."""
@@ -732,44 +770,13 @@ class WarpCodegen:
             self.set_ctx_word(abi.CTX_ERR_CODE, ir.Constant(i64, abi.ERR_STACK_OVERFLOW))
             self.set_ctx_word(abi.CTX_ERR_BLOCK, ir.Constant(i64, self.cur_block))
             self.set_ctx_word(abi.CTX_ERR_WARP, b.zext(self.warp, i64))
-            b.ret(ir.Constant(i32, abi.RC_ERROR))
+            self.ret(abi.RC_ERROR)
         base = b.add(ir.Constant(i64, abi.WS_STACK), b.mul(top, ir.Constant(i64, 3)))
         pcv = ir.Constant(i64, pc) if isinstance(pc, int) else b.sext(pc, i64)
         self.set_ws_word(base, pcv)
         self.set_ws_word(b.add(base, ir.Constant(i64, 1)), b.sext(rpc, i64))
         self.set_ws_word(b.add(base, ir.Constant(i64, 2)), b.zext(mask, i64))
         self.set_ws_word(abi.WS_TOP, b.add(top, ir.Constant(i64, 1)))
-
-    def build_pop(self) -> None:
-        """pop: take the next SIMT entry (skipping empty ones) or finish the warp."""
-        b = self.b
-        b.position_at_end(self.pop_bb)
-        top = self.ws_word(abi.WS_TOP)
-        empty = b.icmp_signed("<=", top, ir.Constant(i64, 0))
-        with b.if_then(empty):
-            self.set_ws_word(abi.WS_MASK, ir.Constant(i64, 0))
-            b.ret(ir.Constant(i32, abi.RC_EXIT))
-        ntop = b.sub(top, ir.Constant(i64, 1))
-        self.set_ws_word(abi.WS_TOP, ntop)
-        base = b.add(ir.Constant(i64, abi.WS_STACK), b.mul(ntop, ir.Constant(i64, 3)))
-        pc = b.trunc(self.ws_word(base), i32)
-        rpc = b.trunc(self.ws_word(b.add(base, ir.Constant(i64, 1))), i32)
-        mask = b.trunc(self.ws_word(b.add(base, ir.Constant(i64, 2))), i32)
-        exited = b.trunc(self.ws_word(abi.WS_EXITED), i32)
-        mask = b.and_(mask, b.not_(exited))
-        b.store(mask, self.cur_mask)
-        b.store(rpc, self.cur_rpc)
-        isempty = b.icmp_unsigned("==", mask, ir.Constant(i32, 0))
-        b.cbranch(isempty, self.pop_bb, self.dispatch_bb)
-        self.pop_pc = pc
-        # dispatch: switch on the popped pc
-        b.position_at_end(self.dispatch_bb)
-        phi = b.phi(i32)
-        phi.add_incoming(pc, b.block if False else self._pop_tail())
-        self._dispatch_phi = phi
-
-    def _pop_tail(self) -> ir.Block:
-        return self._pop_tail_block
 
     def exit_lanes(self, lanes: ir.Value) -> None:
         """Lanes in ``lanes`` (i32 mask) leave the kernel: drop them everywhere."""
@@ -783,7 +790,11 @@ class WarpCodegen:
         prog = self.prog
         b = self.b
         self.load_state()
+        self.load_stable_words()
+        self.steps = b.alloca(i64, name="steps")
+        b.store(self.ctx_word(abi.CTX_STEPS), self.steps)
         self.setup_lanes()
+        self.loop_heads = _retreating_targets(prog.cfg)
         n = prog.num_blocks
         for i in range(n):
             self.block_bbs.append(self.fn.append_basic_block(f"b{i}"))
@@ -812,7 +823,7 @@ class WarpCodegen:
         take_bb = self.fn.append_basic_block("pop_take")
         b.cbranch(empty, done_bb, take_bb)
         b.position_at_end(done_bb)
-        b.ret(ir.Constant(i32, abi.RC_EXIT))
+        self.ret(abi.RC_EXIT)
         b.position_at_end(take_bb)
         ntop = b.sub(top, ir.Constant(i64, 1))
         self.set_ws_word(abi.WS_TOP, ntop)
@@ -846,16 +857,18 @@ class WarpCodegen:
         self.cur_block = bi
         b.position_at_end(self.block_bbs[bi])
         self.active = self.i32_to_mask(b.load(self.cur_mask, typ=i32))
-        # step budget
+        self.local_values = {}
+        # step budget: counted in every block, checked where loops close
         ninstr = len(prog.block_instrs[bi])
-        steps = b.add(self.ctx_word(abi.CTX_STEPS), ir.Constant(i64, ninstr))
-        self.set_ctx_word(abi.CTX_STEPS, steps)
-        over = b.icmp_unsigned(">", steps, self.ctx_word(abi.CTX_BUDGET))
-        with b.if_then(over, likely=False):
-            self.set_ctx_word(abi.CTX_ERR_CODE, ir.Constant(i64, abi.ERR_STEP_BUDGET))
-            self.set_ctx_word(abi.CTX_ERR_BLOCK, ir.Constant(i64, bi))
-            self.set_ctx_word(abi.CTX_ERR_WARP, b.zext(self.warp, i64))
-            b.ret(ir.Constant(i32, abi.RC_ERROR))
+        steps = b.add(b.load(self.steps, typ=i64), ir.Constant(i64, ninstr))
+        b.store(steps, self.steps)
+        if bi in self.loop_heads:
+            over = b.icmp_unsigned(">", steps, self.ctx_word(abi.CTX_BUDGET))
+            with b.if_then(over, likely=False):
+                self.set_ctx_word(abi.CTX_ERR_CODE, ir.Constant(i64, abi.ERR_STEP_BUDGET))
+                self.set_ctx_word(abi.CTX_ERR_BLOCK, ir.Constant(i64, bi))
+                self.set_ctx_word(abi.CTX_ERR_WARP, b.zext(self.warp, i64))
+                self.ret(abi.RC_ERROR)
         self.counter_add(abi.BLOCK_COUNTERS * bi, ir.Constant(i64, 1))
         self.counter_add(abi.BLOCK_COUNTERS * bi + 1, self.popcount(self.active))
         block = prog.cfg.blocks[bi]
@@ -898,8 +911,9 @@ class WarpCodegen:
         self.set_ws_word(abi.WS_MASK, b.zext(b.load(self.cur_mask, typ=i32), i64))
         self.set_ws_word(abi.WS_RPC, b.sext(b.load(self.cur_rpc, typ=i32), i64))
         self.set_ws_word(abi.WS_RESUME, ir.Constant(i64, k + 1))
-        b.ret(ir.Constant(i32, abi.RC_BARRIER))
+        self.ret(abi.RC_BARRIER)
         b.position_at_end(self.resume_bbs[k])
+        self.local_values = {}
         b.store(b.trunc(self.ws_word(abi.WS_MASK), i32), self.cur_mask)
         b.store(b.trunc(self.ws_word(abi.WS_RPC), i32), self.cur_rpc)
         self.set_ws_word(abi.WS_RESUME, ir.Constant(i64, 0))
@@ -1253,6 +1267,33 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     return fn
 
 
+def _retreating_targets(cfg) -> set[int]:
+    """Targets of retreating edges (every cycle has one): where the step budget is checked."""
+    n = len(cfg)
+    state = [0] * n
+    out: set[int] = set()
+    if not n:
+        return out
+    stack = [(0, 0)]
+    state[0] = 1
+    while stack:
+        b, k = stack[-1]
+        if k < len(cfg.succs[b]):
+            stack[-1] = (b, k + 1)
+            s = cfg.succs[b][k]
+            if state[s] == 0:
+                state[s] = 1
+                stack.append((s, 0))
+            elif state[s] == 1:
+                out.add(s)
+        else:
+            state[b] = 2
+            stack.pop()
+    # blocks unreachable from the entry are checked too
+    out.update(i for i in range(n) if state[i] == 0)
+    return out
+
+
 def build_module(prog: KernelProgram) -> ir.Module:
     import llvmlite.binding as llvm
 
@@ -1264,4 +1305,4 @@ def build_module(prog: KernelProgram) -> ir.Module:
     return module
 
 #: bump when generated code changes meaning (part of the compiled-code cache key)
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"

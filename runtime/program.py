@@ -79,6 +79,7 @@ class KernelProgram:
     emulated: set[InstructionOp]
     emulated_args: set[BlockArgument]
     slots: dict[SSAValue, int]
+    local_values: set[SSAValue]
     frame_bytes: int
     instr_ids: dict[InstructionOp, int]
     instructions: list[InstructionOp]
@@ -203,8 +204,9 @@ def prepare(
 
     barriers = [op for op in instructions if op in emulated and op.spec.name in ("bar", "barrier") and not _is_arrive(op)]
 
+    local_values = _block_local_values(cfg, emulated, set(barriers))
     # frame slots: results of emulated instructions, emulated block arguments,
-    # entry values they read
+    # entry values they read (values used only later in their own block need none)
     slots: dict[SSAValue, int] = {}
     off = 0
 
@@ -223,7 +225,8 @@ def prepare(
         for op in b.ops:
             if isinstance(op, InstructionOp) and op in emulated:
                 for r in op.results:
-                    give(r)
+                    if r not in local_values:
+                        give(r)
                 for v in op.instruction_operands():
                     if isinstance(v.owner, EntryValueOp):
                         give(v)
@@ -296,6 +299,7 @@ def prepare(
         emulated=emulated,
         emulated_args=emulated_args,
         slots=slots,
+        local_values=local_values,
         frame_bytes=frame_bytes,
         instr_ids=instr_ids,
         instructions=instructions,
@@ -319,6 +323,40 @@ def prepare(
     )
     prog.key = _program_key(module, func, mode, exact_predicates, alias)
     return prog
+
+
+def _block_local_values(cfg: CFG, emulated: set[InstructionOp], barriers: set[InstructionOp]) -> set[SSAValue]:
+    """Results used only by later emulated instructions of their own block, with no
+    barrier in between: they live in LLVM registers, never in the warp frame."""
+    out: set[SSAValue] = set()
+    for b in cfg.blocks:
+        pos: dict[InstructionOp, int] = {}
+        bar_pos: list[int] = []
+        for i, op in enumerate(b.ops):
+            if isinstance(op, InstructionOp):
+                pos[op] = i
+                if op in barriers:
+                    bar_pos.append(i)
+        for op, i in pos.items():
+            if op not in emulated or op in barriers:
+                continue
+            for r in op.results:
+                ok = True
+                for use in r.uses:
+                    user = use.operation
+                    j = pos.get(user)  # type: ignore[arg-type]
+                    if j is None or j <= i or user not in emulated:
+                        ok = False
+                        break
+                    if use.index >= len(user.instruction_operands()):  # type: ignore[union-attr]
+                        ok = False  # passed along an edge
+                        break
+                    if any(i < k <= j for k in bar_pos):
+                        ok = False
+                        break
+                if ok:
+                    out.add(r)
+    return out
 
 
 def _is_arrive(op: InstructionOp) -> bool:

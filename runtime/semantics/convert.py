@@ -1,4 +1,9 @@
-"""Data movement and conversion: mov, cvt, cvta, and the 16-bit pack/unpack forms."""
+"""Data movement and conversion: mov, cvta, isspacep, cvt (every type pair) and cvt.pack.
+
+Every conversion to a floating-point format rounds on integers through
+``floating.round_pack`` (one rounding, any mode, subnormals, overflow by mode,
+``.satfinite``), so f64 -> f16 is not rounded twice and no libcalls appear.
+"""
 
 from __future__ import annotations
 
@@ -81,6 +86,12 @@ def isspacep(e) -> None:
 # ---------------------------------------------------------------------------
 
 _IRND = {".rni": "rint", ".rzi": "trunc", ".rmi": "floor", ".rpi": "ceil"}
+_FP8 = {".e4m3x2": "e4m3", ".e5m2x2": "e5m2"}
+_CVT_FLOAT = {".f16": "f16", ".bf16": "bf16", ".f32": "f32", ".f64": "f64"}
+
+
+def _irnd(e) -> str | None:
+    return next((_IRND[m] for m in e.mods if m in _IRND), None)
 
 
 @rule("cvt")
@@ -88,26 +99,111 @@ def cvt(e) -> None:
     if len(e.types) < 2:
         raise e.fail("cvt needs a destination and a source type")
     dt, st = e.types[0], e.types[1]
-    b = e.b
     if dt in (".f16x2", ".bf16x2") and st == ".f32":
-        # cvt.rn.f16x2.f32 d, a, b: a goes to the upper half
-        mode = fp.rounding(e)
-        conv = fp.f32_to_f16_bits if dt == ".f16x2" else fp.f32_to_bf16_bits
-        hi = conv(e, e.src_float(1, "f32"), mode)
-        lo = conv(e, e.src_float(2, "f32"), mode)
-        e.dst(0, fp.pack(e, lo, hi))
-        return
-    dfl, sfl = dt in FLOAT_KIND or dt == ".tf32", st in FLOAT_KIND
-    sat = ".sat" in e.mods
-    if not dfl and not sfl:
-        _cvt_int_int(e, dt, st, sat)
-    elif dfl and not sfl:
-        _cvt_int_to_float(e, dt, st)
-    elif not dfl and sfl:
-        _cvt_float_to_int(e, dt, st)
+        _cvt_pair_to_16(e, dt)
+    elif dt in _FP8:
+        _cvt_to_fp8(e, dt, st)
+    elif dt == ".f16x2" and st in _FP8:
+        _cvt_from_fp8(e, st)
+    elif dt == ".tf32":
+        _cvt_to_tf32(e)
     else:
-        _cvt_float_float(e, dt, st)
-    del b
+        dfl, sfl = dt in _CVT_FLOAT, st in _CVT_FLOAT
+        if not dfl and not sfl:
+            _cvt_int_int(e, dt, st, ".sat" in e.mods)
+        elif dfl and not sfl:
+            _cvt_int_to_float(e, dt, st)
+        elif not dfl and sfl:
+            _cvt_float_to_int(e, dt, st)
+        else:
+            _cvt_float_float(e, dt, st)
+
+
+def _finish(e, bits, fmt, *, relu=False, sat=False, ftz=False):
+    """Destination modifiers on a float encoding."""
+    if ftz:
+        bits = fp.flush_bits(e, bits, fmt)
+    if relu:
+        bits = fp.relu_bits(e, bits, fmt)
+    if sat:
+        bits = fp.sat_bits(e, bits, fmt)
+    return bits
+
+
+def _round_parts(e, p, fmt, mode, satfinite=False, rbits=None):
+    """A float's parts rounded to ``fmt`` (specials: inf, NaN -> canonical)."""
+    r = fp.round_pack(e, p.neg, p.M, p.E, fmt, mode, satfinite, rbits)
+    r = fp._fit(e, r, fmt.width)
+    return fp.special_bits(e, fmt, p.neg, p.inf, p.nan, r, satfinite)
+
+
+def _cvt_pair_to_16(e, dt: str) -> None:
+    """cvt.frnd{.relu}{.satfinite}.f16x2/bf16x2.f32 d, a, b: a to the upper half."""
+    kind = dt[1:-2]
+    fmt = fp.FMTS[kind]
+    mode = fp.rounding(e)
+    m = e.mods
+    outs = []
+    rb = e.src(3, 32) if mode == "rs" else None
+    for k, shift in ((1, 16), (2, 0)):
+        p = fp.unpack(e, e.src(k, 32), fp.FMTS["f32"])
+        rbits = None
+        if rb is not None:
+            part = e.b.and_(e.b.lshr(rb, e.splat(shift, i32)), e.splat(0xFFFF if kind == "bf16" else 0x1FFF, i32))
+            rbits = e.b.zext(part, vec(i64))
+        r = _round_parts(e, p, fmt, mode, ".satfinite" in m, rbits)
+        outs.append(_finish(e, r, fmt, relu=".relu" in m))
+    e.dst(0, fp.pack_parts(e, [outs[1], outs[0]]))
+
+
+def _cvt_to_fp8(e, dt: str, st: str) -> None:
+    """cvt.rn.satfinite{.relu}.e4m3x2/e5m2x2.{f32 (a, b) | f16x2 (a)}: a (the
+    upper half) to the upper byte."""
+    fmt = fp.FMTS[_FP8[dt]]
+    m = e.mods
+    if st == ".f32":
+        srcs = [fp.unpack(e, e.src(k, 32), fp.FMTS["f32"]) for k in (2, 1)]  # low byte from b
+    else:
+        lo, hi = fp.src_parts(e, 1, "f16", 2)
+        srcs = [fp.unpack(e, h, fp.FMTS["f16"]) for h in (lo, hi)]
+    outs = []
+    for p in srcs:
+        r = _round_parts(e, p, fmt, "rn", satfinite=True)
+        outs.append(_finish(e, r, fmt, relu=".relu" in m))
+    e.dst(0, fp.pack_parts(e, outs))
+
+
+def _cvt_from_fp8(e, st: str) -> None:
+    """cvt.rn{.relu}.f16x2.e4m3x2/e5m2x2 d, a: exact; the upper byte to the upper half."""
+    sfmt = fp.FMTS[_FP8[st]]
+    f16 = fp.FMTS["f16"]
+    a = e.src(1, 16)
+    outs = []
+    for shift in (0, 8):
+        byte = e.b.trunc(e.b.lshr(a, e.splat(shift, i16)), vec(ir.IntType(8)))
+        p = fp.unpack(e, byte, sfmt)
+        r = _round_parts(e, p, f16, "rn")
+        outs.append(_finish(e, r, f16, relu=".relu" in e.mods))
+    e.dst(0, fp.pack_parts(e, outs))
+
+
+def _cvt_to_tf32(e) -> None:
+    """cvt.rna{.satfinite}.tf32.f32 and cvt.rn/rz{.satfinite}{.relu}.tf32.f32:
+    10 mantissa bits kept in an f32 encoding whose low 13 bits are zero."""
+    b = e.b
+    m = e.mods
+    tf = fp.FMTS["tf32"]
+    p = fp.unpack(e, e.src(1, 32), fp.FMTS["f32"])
+    mode = fp.rounding(e, "rna")
+    sf = ".satfinite" in m
+    r = fp.round_pack(e, p.neg, p.M, p.E, tf, mode, sf)
+    r = b.trunc(b.shl(r, e.splat(13, i64)), vec(i32))
+    f32 = fp.FMTS["f32"]
+    sign = b.select(p.neg, e.splat(0x80000000, i32), e.splat(0, i32))
+    inf = e.splat((tf.max_enc << 13) if sf else 0x7F800000, i32)
+    r = b.select(p.inf, b.or_(sign, inf), r)
+    r = b.select(p.nan, e.splat(fp.CANON_NAN["f32"], i32), r)
+    e.dst(0, _finish(e, r, f32, relu=".relu" in m))
 
 
 def _cvt_int_int(e, dt: str, st: str, sat: bool) -> None:
@@ -131,80 +227,102 @@ def _cvt_int_int(e, dt: str, st: str, sat: bool) -> None:
 
 
 def _cvt_int_to_float(e, dt: str, st: str) -> None:
+    """Integer -> float, rounded once by the rounding modifier (default .rn)."""
     b = e.b
     sb = type_bits(st)
     x = e.src(1, sb, is_signed(st))
-    mode = fp.rounding(e)
-    kind = FLOAT_KIND.get(dt, "f32")
-    if kind == "f64":
-        r = b.sitofp(x, fp.F64V) if is_signed(st) else b.uitofp(x, fp.F64V)
-        fp.fdst(e, 0, r, "f64")
-        return
-    if mode == "rn" or sb <= 16:
-        r = b.sitofp(x, fp.F32V) if is_signed(st) else b.uitofp(x, fp.F32V)
+    x64 = b.sext(x, vec(i64)) if is_signed(st) else b.zext(x, vec(i64))
+    if is_signed(st):
+        neg = b.icmp_signed("<", x64, e.splat(0, i64))
+        mag = b.select(neg, b.sub(e.splat(0, i64), x64), x64)  # |INT64_MIN| = 2**63 as unsigned
     else:
-        # directed rounding: exact in f64 for 32-bit sources; use the error term for 64-bit
-        r64 = b.sitofp(x, fp.F64V) if is_signed(st) else b.uitofp(x, fp.F64V)
-        err = None
-        if sb == 64:
-            back = b.fptosi(r64, x.type) if is_signed(st) else b.fptoui(r64, x.type)
-            diff = b.sub(x, back)
-            err = b.sitofp(diff, fp.F64V)
-        r = fp.directed_to_f32(e, r64, err, mode)
-    if kind in ("f16", "bf16"):
-        conv = fp.f32_to_f16_bits if kind == "f16" else fp.f32_to_bf16_bits
-        e.dst(0, conv(e, r, mode))
-        return
-    fp.fdst(e, 0, r, "f32")
+        neg = e.splat(0, i1)
+        mag = x64
+    fmt = fp.FMTS[_CVT_FLOAT[dt]]
+    r = fp.encode(e, neg, mag, e.splat(0, i64), fmt, fp.rounding(e))
+    e.dst(0, _finish(e, r, fmt, sat=".sat" in e.mods))
 
 
 def _cvt_float_to_int(e, dt: str, st: str) -> None:
+    """Float -> integer: rounded to an integral value (.rni/.rzi/.rmi/.rpi),
+    clamped to the destination range; NaN gives 0, or the sign-bit pattern
+    when the source is .f64 or the destination is 64-bit (PTX ISA)."""
     b = e.b
-    kind = FLOAT_KIND[st]
-    x = e.src_float(1, kind)
+    kind = _CVT_FLOAT[st]
+    fmt = fp.FMTS[kind]
+    bits = e.src(1, fmt.width)
     if ".ftz" in e.mods and kind == "f32":
-        x = fp.flush(e, x)
-    rnd = next((m for m in e.mods if m in _IRND), ".rzi")
-    vt = "v32f64" if x.type == fp.F64V else "v32f32"
-    r = e.call(f"llvm.{_IRND[rnd]}.{vt}", x.type, [x])
+        bits = fp.flush_bits(e, bits, fmt)
+    x = b.bitcast(bits, fp.F64V) if kind == "f64" else fp.to_f32(e, bits, kind)
+    vt = "v32f64" if kind == "f64" else "v32f32"
+    r = e.call(f"llvm.{_irnd(e) or 'trunc'}.{vt}", x.type, [x])
     db = type_bits(dt)
-    # saturating conversion (NaN -> 0), which is what PTX float-to-int does
     name = f"llvm.fpto{'s' if is_signed(dt) else 'u'}i.sat.v32i{db}.{vt}"
-    e.dst(0, e.call(name, vec(ir.IntType(db)), [r]), is_signed(dt))
+    out = e.call(name, vec(ir.IntType(db)), [r])
+    if kind == "f64" or db == 64:
+        isnan = b.fcmp_unordered("uno", x, x)
+        out = b.select(isnan, e.splat(1 << (db - 1), ir.IntType(db)), out)
+    e.dst(0, out, is_signed(dt))
 
 
 def _cvt_float_float(e, dt: str, st: str) -> None:
     b = e.b
-    sk = FLOAT_KIND[st]
-    dk = "f32" if dt == ".tf32" else FLOAT_KIND[dt]
-    x = e.src_float(1, sk)
-    mode = fp.rounding(e)
-    irnd = next((m for m in e.mods if m in _IRND), None)
-    if ".ftz" in e.mods and sk == "f32":
-        x = fp.flush(e, x)
+    sk, dk = _CVT_FLOAT[st], _CVT_FLOAT[dt]
+    sfmt, dfmt = fp.FMTS[sk], fp.FMTS[dk]
+    m = e.mods
+    ftz_in = ".ftz" in m and sk == "f32"
+    ftz_out = ".ftz" in m and dk == "f32"
+    bits = e.src(1, sfmt.width)
+    if ftz_in:
+        bits = fp.flush_bits(e, bits, sfmt)
+    irnd = _irnd(e)
     if irnd is not None:
-        vt = "v32f64" if x.type == fp.F64V else "v32f32"
-        x = e.call(f"llvm.{_IRND[irnd]}.{vt}", x.type, [x])
+        # same-size conversion rounding to an integral value
+        x = b.bitcast(bits, fp.F64V) if sk == "f64" else b.fpext(fp.to_f32(e, bits, sk), fp.F64V)
+        x = e.call(f"llvm.{irnd}.v32f64", fp.F64V, [x])
+        p = fp.unpack(e, b.bitcast(x, vec(i64)), fp.FMTS["f64"])
+        mode = "rn"
+    else:
+        p = fp.unpack(e, bits, sfmt)
+        mode = fp.rounding(e)
+    r = _round_parts(e, p, dfmt, mode, ".satfinite" in m)
     if dk == "f64":
-        if x.type != fp.F64V:
-            x = b.fpext(x, fp.F64V)
-        fp.fdst(e, 0, x, "f64")
-        return
-    if x.type == fp.F64V:
-        if dk == "f32":
-            x = fp.f64_to_f32(e, x, mode)
-        else:
-            x = b.fptrunc(x, fp.F32V)  # f64 -> f16/bf16: rounded twice (nearest)
-    if dk in ("f16", "bf16"):
-        conv = fp.f32_to_f16_bits if dk == "f16" else fp.f32_to_bf16_bits
-        if ".sat" in e.mods:
-            x = fp.saturate(e, x)
-        e.dst(0, conv(e, x, mode))
-        return
-    if dt == ".tf32":
-        # cvt.rna.tf32.f32: keep 10 mantissa bits, rounding half away from zero
-        bits = b.bitcast(x, vec(i32))
-        r = b.and_(b.add(bits, e.splat(0x1000, i32)), e.splat(0xFFFFE000, i32))
-        e.dst(0, r)
-        return
-    fp.fdst(e, 0, x, "f32")
+        # a NaN keeps its payload (quietened) in double precision
+        payload = b.shl(b.zext(b.and_(bits, e.splat((1 << sfmt.mbits) - 1, ir.IntType(sfmt.width))), vec(i64)),
+                        e.splat(52 - sfmt.mbits, i64))
+        sign = b.select(p.neg, e.splat(1 << 63, i64), e.splat(0, i64))
+        nanv = b.or_(b.or_(sign, e.splat(0x7FF8000000000000, i64)), payload)
+        r = b.select(p.nan, nanv, r)
+    e.dst(0, _finish(e, r, dfmt, relu=".relu" in m, sat=".sat" in m, ftz=ftz_out))
+
+
+# ---------------------------------------------------------------------------
+# cvt.pack
+# ---------------------------------------------------------------------------
+
+_PACK_RANGE = {
+    ".u16": (0, 0xFFFF, 16), ".s16": (-0x8000, 0x7FFF, 16), ".u8": (0, 0xFF, 8), ".s8": (-0x80, 0x7F, 8),
+    ".u4": (0, 15, 4), ".s4": (-8, 7, 4), ".u2": (0, 3, 2), ".s2": (-2, 1, 2),
+}
+
+
+@rule("cvt.pack")
+def cvt_pack(e) -> None:
+    """cvt.pack.sat.ctype.s32{.b32} d, a, b{, c}: a and b clamped to ctype, b in
+    the low bits, a above it, then (8/4/2-bit types) the low bits of c."""
+    b = e.b
+    ct = e.types[0]
+    lo, hi, size = _PACK_RANGE[ct]
+    mask = (1 << size) - 1
+
+    def clamp(k: int) -> ir.Value:
+        x = e.src(k, 32, True)
+        x = e.call("llvm.smax.v32i32", vec(i32), [x, e.splat(lo, i32)])
+        x = e.call("llvm.smin.v32i32", vec(i32), [x, e.splat(hi, i32)])
+        return b.and_(x, e.splat(mask, i32))
+
+    ta, tb = clamp(1), clamp(2)
+    d = b.or_(tb, b.shl(ta, e.splat(size, i32)))
+    if size < 16 and len(e.args) > 3:
+        d = b.or_(d, b.shl(e.src(3, 32), e.splat(2 * size, i32)))
+    e.dst(0, d)

@@ -1,5 +1,19 @@
 """Integer, logic, comparison and selection semantics (and the arithmetic
-entries shared with floating point, which dispatch on the type modifier)."""
+entries shared with floating point, which dispatch on the type modifier).
+
+Where the PTX ISA leaves a result unspecified, or where the GPU departs from
+the ISA's text, the lowering follows what an H100/H200 returns (checked with
+``tests/unit/test_semantics_int.py --gpu``):
+
+* integer division by zero gives all ones (``div`` and ``rem``, every type);
+  ``INT_MIN / -1`` wraps to ``INT_MIN`` (``rem``: 0);
+* the carry flag ``CC.CF`` is a true carry: ``sub.cc``/``subc`` compute
+  ``a + ~b + (1 or CF)`` and leave NOT borrow in it (consistent chains give the
+  ISA's results; chains mixing ``add`` and ``sub`` see the hardware's flag);
+* ``bfe``/``bfi`` on 64-bit types take position and length as full 32-bit
+  values (the ISA reduces them to 0..255, as the 32-bit forms do);
+* ``fns`` returns 0 for an offset of INT_MIN and 0xffffffff for a base past 31.
+"""
 
 from __future__ import annotations
 
@@ -20,16 +34,21 @@ def _int_operands(e, n: int, bits: int, signed: bool) -> list[ir.Value]:
     return [e.src(k, bits, signed) for k in range(1, n + 1)]
 
 
-def _packed16(e, fn) -> None:
-    """.u16x2/.s16x2: apply ``fn`` to each 16-bit half."""
+PACKED = {".u16x2": (16, False), ".s16x2": (16, True), ".u8x4": (8, False), ".s8x4": (8, True)}
+
+
+def _packed(e, fn) -> None:
+    """.u16x2/.s16x2/.u8x4/.s8x4: apply ``fn`` to each element (as ``<32 x iW>``)."""
     b = e.b
+    width, _signed = PACKED[op_type(e)]
     ins = [e.src(k, 32) for k in range(1, len(e.args))]
-    i16 = ir.IntType(16)
-    halves = []
-    for sh in (0, 16):
-        parts = [b.trunc(b.lshr(x, e.splat(sh, i32)), vec(i16)) for x in ins]
-        halves.append(b.zext(fn(*parts), vec(i32)))
-    e.dst(0, b.or_(halves[0], b.shl(halves[1], e.splat(16, i32))))
+    ety = vec(_ity(width))
+    out = None
+    for sh in range(0, 32, width):
+        parts = [b.trunc(b.lshr(x, e.splat(sh, i32)), ety) if sh else b.trunc(x, ety) for x in ins]
+        r = b.zext(fn(*parts), vec(i32))
+        out = r if out is None else b.or_(out, b.shl(r, e.splat(sh, i32)))
+    e.dst(0, out)
 
 
 # ---------------------------------------------------------------------------
@@ -54,8 +73,12 @@ def sub(e) -> None:
 def _add_sub(e, op: str) -> None:
     t = op_type(e)
     b = e.b
-    if t in (".u16x2", ".s16x2"):
-        _packed16(e, lambda x, y: getattr(b, op)(x, y))
+    if t in PACKED:
+        if ".sat" in e.mods:
+            name = f"llvm.{'s' if PACKED[t][1] else 'u'}{op}.sat.v32i{PACKED[t][0]}"
+            _packed(e, lambda x, y: e.call(name, x.type, [x, y]))
+        else:
+            _packed(e, lambda x, y: getattr(b, op)(x, y))
         return
     bits = type_bits(t)
     x, y = _int_operands(e, 2, bits, is_signed(t))
@@ -70,20 +93,23 @@ def _add_sub(e, op: str) -> None:
 
 
 def _carry(e, op: str, x: ir.Value, y: ir.Value, bits: int) -> None:
-    """add.cc / addc / sub.cc / subc: the carry flag is a 32-bit lane value (0/1)."""
+    """add.cc / addc / sub.cc / subc / mad.cc / madc.
+
+    The carry flag is a 32-bit lane value (0/1) holding a true carry, as the
+    hardware keeps it: subtraction is ``x + ~y + 1`` (``sub.cc``) or
+    ``x + ~y + CF`` (``subc``), and its carry-out is NOT the borrow.
+    """
     b = e.b
     wide = vec(_ity(bits + 1))
+    if op == "sub":
+        y = b.not_(y)
     xw, yw = b.zext(x, wide), b.zext(y, wide)
     if e.cc_in is not None:
         cin = b.zext(b.trunc(e.wg.read(e.cc_in), vec(i1)), wide)
     else:
-        cin = ir.Constant(wide, [0] * LANES)
-    if op == "add":
-        r = b.add(b.add(xw, yw), cin)
-        carry = b.trunc(b.lshr(r, ir.Constant(wide, [bits] * LANES)), vec(i1))
-    else:
-        r = b.sub(b.sub(xw, yw), cin)
-        carry = b.trunc(b.lshr(r, ir.Constant(wide, [bits] * LANES)), vec(i1))  # borrow
+        cin = ir.Constant(wide, [1 if op == "sub" else 0] * LANES)
+    r = b.add(b.add(xw, yw), cin)
+    carry = b.trunc(b.lshr(r, ir.Constant(wide, [bits] * LANES)), vec(i1))
     e.dst(0, b.trunc(r, vec(_ity(bits))))
     if e.cc_out is not None:
         e.write_def(e.cc_out, b.zext(carry, vec(i32)))
@@ -181,7 +207,11 @@ def mul24(e) -> None:
     else:
         r = b.trunc(p, vec(i32))
     if e.spec.name == "mad24":
-        r = b.add(r, e.src(3, 32, signed))
+        c = e.src(3, 32, signed)
+        if ".sat" in e.mods:  # mad24.hi.sat.s32: saturate the addition
+            r = e.call("llvm.sadd.sat.v32i32", r.type, [r, c])
+        else:
+            r = b.add(r, c)
     e.dst(0, r)
 
 
@@ -217,18 +247,15 @@ def div(e) -> None:
     yz = b.icmp_unsigned("==", y, zero)
     safe = b.select(yz, one, y)
     if signed:
-        # INT_MIN / -1 overflows in LLVM: PTX gives INT_MIN
+        # INT_MIN / -1 overflows in LLVM: the GPU gives INT_MIN (x / 1 = x)
         minv = ir.Constant(vt, [1 << (bits - 1)] * LANES)
         ov = b.and_(b.icmp_unsigned("==", x, minv), b.icmp_signed("==", y, ir.Constant(vt, [-1] * LANES)))
         safe = b.select(ov, one, safe)
         q = b.sdiv(x, safe)
-        # division by zero: -1 for positive or zero dividends, 1 for negative (hardware)
-        neg = b.icmp_signed("<", x, zero)
-        q = b.select(yz, b.select(neg, one, ir.Constant(vt, [-1] * LANES)), q)
     else:
         q = b.udiv(x, safe)
-        q = b.select(yz, ir.Constant(vt, [-1] * LANES), q)
-    e.dst(0, q)
+    # division by zero: all ones, whatever the type and the dividend (GPU)
+    e.dst(0, b.select(yz, ir.Constant(vt, [-1] * LANES), q))
 
 
 @rule("rem")
@@ -250,7 +277,8 @@ def rem(e) -> None:
         r = b.select(ov, zero, r)
     else:
         r = b.urem(x, safe)
-    e.dst(0, b.select(yz, x, r))
+    # remainder by zero: all ones, whatever the type and the dividend (GPU)
+    e.dst(0, b.select(yz, ir.Constant(vt, [-1] * LANES), r))
 
 
 @rule("abs")
@@ -258,14 +286,12 @@ def abs_(e) -> None:
     if fp.is_float_op(e):
         return fp.float_abs(e)
     t = op_type(e)
-    b = e.b
-    if t == ".s16x2":
-        _packed16(e, lambda x: e.call("llvm.abs.v32i16", x.type, [x, ir.Constant(i1, 0)]))
+    if t in PACKED:
+        _packed(e, lambda x: e.call(f"llvm.abs.v32i{PACKED[t][0]}", x.type, [x, ir.Constant(i1, 0)]))
         return
     bits = type_bits(t)
     x = e.src(1, bits, True)
     e.dst(0, e.call(f"llvm.abs.v32i{bits}", x.type, [x, ir.Constant(i1, 0)]))
-    del b
 
 
 @rule("neg")
@@ -273,6 +299,9 @@ def neg(e) -> None:
     if fp.is_float_op(e):
         return fp.float_neg(e)
     t = op_type(e)
+    if t in PACKED:
+        _packed(e, lambda x: e.b.neg(x))
+        return
     bits = type_bits(t)
     x = e.src(1, bits, True)
     e.dst(0, e.b.neg(x))
@@ -280,19 +309,22 @@ def neg(e) -> None:
 
 def _int_minmax(e, is_max: bool) -> None:
     t = op_type(e)
-    b = e.b
-    signed = is_signed(t) or t.startswith(".s")
+    signed = is_signed(t)
     prefix = ("s" if signed else "u") + ("max" if is_max else "min")
-    if t in (".u16x2", ".s16x2"):
-        _packed16(e, lambda x, y: e.call(f"llvm.{prefix}.v32i16", x.type, [x, y]))
+    relu = ".relu" in e.mods
+
+    def fn(x, y):
+        w = x.type.element.width
+        r = e.call(f"llvm.{prefix}.v32i{w}", x.type, [x, y])
+        if relu:  # .relu: negative results become 0
+            r = e.call(f"llvm.smax.v32i{w}", x.type, [r, ir.Constant(x.type, [0] * LANES)])
+        return r
+
+    if t in PACKED:
+        _packed(e, fn)
         return
     bits = type_bits(t)
-    x, y = _int_operands(e, 2, bits, signed)
-    r = e.call(f"llvm.{prefix}.v32i{bits}", x.type, [x, y])
-    if ".relu" in e.mods:
-        r = e.call(f"llvm.smax.v32i{bits}", x.type, [r, ir.Constant(x.type, [0] * LANES)])
-    e.dst(0, r)
-    del b
+    e.dst(0, fn(*_int_operands(e, 2, bits, signed)))
 
 
 @rule("min")
@@ -368,6 +400,8 @@ def _cmp_op(e) -> str:
 
 @rule("setp")
 def setp(e) -> None:
+    if fp.is_float_compare(e):
+        return fp.float_setp(e)
     t = e.types[-1]
     b = e.b
     cmpop = _cmp_op(e)
@@ -383,16 +417,18 @@ def setp(e) -> None:
         e.dst_pair(0, lo, hi)
         return
     x, y = _cmp_operands(e, t, (1, 2))
-    r = compare(e, cmpop, x, y, t)
-    r = _bool_combine(e, r, 3)
+    t_ = compare(e, cmpop, x, y, t)
+    # p = BoolOp(t, c); q = BoolOp(!t, c)
     if e.args[0][0] == "pair":
-        e.dst_pair(0, r, b.not_(r))
+        e.dst_pair(0, _bool_combine(e, t_, 3), _bool_combine(e, b.not_(t_), 3))
     else:
-        e.dst(0, r)
+        e.dst(0, _bool_combine(e, t_, 3))
 
 
 @rule("set")
 def set_(e) -> None:
+    if fp.is_float_compare(e):
+        return fp.float_set(e)
     dtype, stype = e.types[0], e.types[-1]
     b = e.b
     x, y = _cmp_operands(e, stype, (1, 2))
@@ -415,6 +451,8 @@ def selp(e) -> None:
 
 @rule("slct")
 def slct(e) -> None:
+    if e.types and e.types[-1] == ".f32":
+        return fp.float_slct(e)
     dtype, ctype = e.types[0], e.types[-1]
     b = e.b
     bits = type_bits(dtype)
@@ -506,9 +544,14 @@ def lop3(e) -> None:
         for bit, v in ((4, a), (2, c), (1, d)):
             term = b.and_(term, v if idx & bit else b.not_(v))
         acc = b.or_(acc, term)
-    e.dst(0, acc)
-    if len(e.args) > 5 and e.args[0][0] == "pair":
-        pass
+    if e.args[0][0] == "pair":
+        # lop3.BoolOp d|p, a, b, c, immLut, q: p = (d != 0) BoolOp q
+        nz = b.icmp_unsigned("!=", acc, zero)
+        q = e.src_pred(5)
+        p = b.or_(nz, q) if ".or" in e.mods else b.and_(nz, q)
+        e.dst_pair(0, acc, p)
+    else:
+        e.dst(0, acc)
 
 
 @rule("shf")
@@ -529,14 +572,35 @@ def shf(e) -> None:
     e.dst(0, r)
 
 
+def _prmt_code(*selections: tuple[int, int, int, int]) -> list[int]:
+    """Generic-mode selector codes (byte k of the result from source byte sel[k])."""
+    return [sum(s << (4 * k) for k, s in enumerate(sel)) for sel in selections]
+
+
+#: the ISA's table of prmt modes: result bytes (b0, b1, b2, b3) for c[1:0] = 0..3
+PRMT_MODES = {
+    ".f4e": _prmt_code((0, 1, 2, 3), (1, 2, 3, 4), (2, 3, 4, 5), (3, 4, 5, 6)),
+    ".b4e": _prmt_code((0, 7, 6, 5), (1, 0, 7, 6), (2, 1, 0, 7), (3, 2, 1, 0)),
+    ".rc8": _prmt_code((0, 0, 0, 0), (1, 1, 1, 1), (2, 2, 2, 2), (3, 3, 3, 3)),
+    ".ecl": _prmt_code((0, 1, 2, 3), (1, 1, 2, 3), (2, 2, 2, 3), (3, 3, 3, 3)),
+    ".ecr": _prmt_code((0, 0, 0, 0), (0, 1, 1, 1), (0, 1, 2, 2), (0, 1, 2, 3)),
+    ".rc16": _prmt_code((0, 1, 0, 1), (2, 3, 2, 3), (0, 1, 0, 1), (2, 3, 2, 3)),
+}
+
+
 @rule("prmt")
 def prmt(e) -> None:
     b = e.b
     a, c = e.src(1, 32), e.src(2, 32)
     sel = e.src(3, 32)
-    mode = next((m for m in e.mods if m in (".f4e", ".b4e", ".rc8", ".ecl", ".ecr", ".rc16")), None)
+    mode = next((m for m in e.mods if m in PRMT_MODES), None)
     if mode is not None:
-        raise e.fail(f"prmt{mode} is not emulated yet")
+        # c[1:0] picks one of four fixed byte selections (never sign-replicating)
+        ctl = b.and_(sel, e.splat(3, i32))
+        codes = PRMT_MODES[mode]
+        sel = e.splat(codes[3], i32)
+        for k in (2, 1, 0):
+            sel = b.select(b.icmp_unsigned("==", ctl, e.splat(k, i32)), e.splat(codes[k], i32), sel)
     bytes8 = b.or_(b.zext(a, vec(i64)), b.shl(b.zext(c, vec(i64)), e.splat(32, i64)))
     out = e.splat(0, i32)
     for k in range(4):
@@ -593,30 +657,47 @@ def bfind(e) -> None:
     e.dst(0, b.select(none, e.splat(0xFFFFFFFF, i32), pos))
 
 
+def _field_operand(e, k: int, bits: int) -> ir.Value:
+    """A bfe/bfi position or length: the ISA reduces it to 0..255 (``& 0xff``);
+    the 64-bit forms on the GPU use the whole 32-bit value."""
+    v = e.src(k, 32)
+    return e.b.and_(v, e.splat(0xFF, i32)) if bits == 32 else v
+
+
+def _low_mask(e, n: ir.Value, bits: int) -> ir.Value:
+    """``(1 << n) - 1`` as ``<32 x i{bits}>`` for a 32-bit ``n`` (all ones when n >= bits)."""
+    b = e.b
+    vt = vec(_ity(bits))
+    full = b.icmp_unsigned(">=", n, e.splat(bits, i32))
+    nw = e.fit(b.select(full, e.splat(0, i32), n), bits, False)
+    m = b.sub(b.shl(ir.Constant(vt, [1] * LANES), nw), ir.Constant(vt, [1] * LANES))
+    return b.select(full, ir.Constant(vt, [-1] * LANES), m)
+
+
 @rule("bfe")
 def bfe(e) -> None:
     t = op_type(e)
     bits = type_bits(t)
     b = e.b
     x = e.src(1, bits)
-    pos = b.and_(e.src(2, 32), e.splat(0xFF, i32))
-    ln = b.and_(e.src(3, 32), e.splat(0xFF, i32))
+    pos = _field_operand(e, 2, bits)
+    ln = _field_operand(e, 3, bits)
     vt = x.type
-    posw, lnw = e.fit(pos, bits, False), e.fit(ln, bits, False)
-    shifted = b.lshr(x, b.select(b.icmp_unsigned(">=", pos, e.splat(bits, i32)), ir.Constant(vt, [bits - 1] * LANES), posw))
-    shifted = b.select(b.icmp_unsigned(">=", pos, e.splat(bits, i32)), ir.Constant(vt, [0] * LANES), shifted)
-    full = b.icmp_unsigned(">=", ln, e.splat(bits, i32))
-    mask = b.sub(b.shl(ir.Constant(vt, [1] * LANES), b.select(full, ir.Constant(vt, [0] * LANES), lnw)), ir.Constant(vt, [1] * LANES))
-    mask = b.select(full, ir.Constant(vt, [-1] * LANES), mask)
+    # field bits that lie inside the source: L = min(len, bits - pos), 0 past the msb
+    inside = b.icmp_unsigned("<", pos, e.splat(bits, i32))
+    avail = b.sub(e.splat(bits, i32), b.select(inside, pos, e.splat(bits, i32)))
+    length = e.call("llvm.umin.v32i32", ln.type, [ln, avail])
+    mask = _low_mask(e, length, bits)
+    shifted = b.lshr(x, e.fit(b.select(inside, pos, e.splat(0, i32)), bits, False))
     r = b.and_(shifted, mask)
     if is_signed(t):
-        # sign bit: bit min(pos + len - 1, bits - 1) of x; len 0 gives 0
-        top = b.sub(b.add(pos, ln), e.splat(1, i32))
-        top = e.call("llvm.umin.v32i32", top.type, [top, e.splat(bits - 1, i32)])
-        sbit = b.trunc(b.lshr(x, e.fit(top, bits, False)), ir.VectorType(i1, LANES))
-        zero_len = b.icmp_unsigned("==", ln, e.splat(0, i32))
-        sbit = b.and_(sbit, b.not_(zero_len))
+        # the rest is the sign bit of the field: bit min(pos + len - 1, msb); 0 for len 0
+        top = b.sub(b.add(b.zext(pos, vec(i64)), b.zext(ln, vec(i64))), e.splat(1, i64))
+        top = e.call("llvm.umin.v32i64", top.type, [top, e.splat(bits - 1, i64)])
+        sbit = b.trunc(b.lshr(x, e.fit(b.trunc(top, vec(i32)), bits, False)), vec(i1))
+        sbit = b.and_(sbit, b.icmp_unsigned("!=", ln, e.splat(0, i32)))
         r = b.select(sbit, b.or_(r, b.not_(mask)), r)
+    del vt
     e.dst(0, r)
 
 
@@ -626,18 +707,50 @@ def bfi(e) -> None:
     bits = type_bits(t)
     b = e.b
     a, c = e.src(1, bits), e.src(2, bits)
-    pos = b.and_(e.src(3, 32), e.splat(0xFF, i32))
-    ln = b.and_(e.src(4, 32), e.splat(0xFF, i32))
-    vt = a.type
+    pos = _field_operand(e, 3, bits)
+    ln = _field_operand(e, 4, bits)
     big = b.icmp_unsigned(">=", pos, e.splat(bits, i32))
-    full = b.icmp_unsigned(">=", ln, e.splat(bits, i32))
-    lnw = e.fit(b.select(full, e.splat(0, i32), ln), bits, False)
-    field = b.sub(b.shl(ir.Constant(vt, [1] * LANES), lnw), ir.Constant(vt, [1] * LANES))
-    field = b.select(full, ir.Constant(vt, [-1] * LANES), field)
+    field = _low_mask(e, ln, bits)
     posw = e.fit(b.select(big, e.splat(0, i32), pos), bits, False)
-    m = b.shl(field, posw)
+    m = b.shl(field, posw)  # bits shifted past the msb are dropped
     r = b.or_(b.and_(c, b.not_(m)), b.and_(b.shl(a, posw), m))
     e.dst(0, b.select(big, c, r))
+
+
+@rule("fns")
+def fns(e) -> None:
+    """fns.b32 d, mask, base, offset: the |offset|-th set bit of ``mask`` counted
+    from bit ``base`` upward (offset > 0) or downward (offset < 0); offset 0
+    tests bit ``base`` itself.  0xffffffff when there is none."""
+    b = e.b
+    mask, base, off = e.src(1, 32), e.src(2, 32), e.src(3, 32)
+    zero, ones = e.splat(0, i32), e.splat(0xFFFFFFFF, i32)
+    in_range = b.icmp_unsigned("<", base, e.splat(32, i32))
+    bs = b.and_(base, e.splat(31, i32))
+    up = b.icmp_signed(">", off, zero)
+    n = b.select(up, off, b.neg(off))  # |offset| as an unsigned value
+    above = b.shl(ones, bs)  # bits base..31
+    below = b.lshr(ones, b.sub(e.splat(31, i32), bs))  # bits 0..base
+    m = b.and_(mask, b.select(up, above, below))
+    cnt = e.call("llvm.ctpop.v32i32", m.type, [m])
+    found = b.icmp_unsigned("<=", n, cnt)
+    # rank of the wanted bit among the set bits of m, counted from bit 0 (1-based)
+    rank = b.select(up, n, b.add(b.sub(cnt, n), e.splat(1, i32)))
+    pos = zero
+    for w in (16, 8, 4, 2, 1):  # binary search on the population of the low half
+        low = b.and_(b.lshr(m, pos), e.splat((1 << w) - 1, i32))
+        c = e.call("llvm.ctpop.v32i32", low.type, [low])
+        go = b.icmp_unsigned(">", rank, c)
+        rank = b.select(go, b.sub(rank, c), rank)
+        pos = b.select(go, b.add(pos, e.splat(w, i32)), pos)
+    r = b.select(found, pos, ones)
+    # offset 0: bit base itself
+    hit = b.trunc(b.lshr(mask, bs), vec(i1))
+    r = b.select(b.icmp_unsigned("==", off, zero), b.select(hit, bs, ones), r)
+    r = b.select(in_range, r, ones)
+    # offset INT_MIN: the GPU returns 0 whatever the mask and base
+    r = b.select(b.icmp_unsigned("==", off, e.splat(0x80000000, i32)), zero, r)
+    e.dst(0, r)
 
 
 @rule("dp4a", "dp2a")

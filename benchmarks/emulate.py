@@ -1,0 +1,111 @@
+"""Emulator throughput: full mode thread-instructions/s, slice vs full speedup, compile time.
+
+    python benchmarks/emulate.py [--iters 2000] [--threads 65536]
+
+The kernel is compute-bound: each thread runs a loop whose body is 24
+independent fma.rn.f32 plus the loop control (add, setp, bra): the slice is
+the 3 control instructions (about 11% of the body), so slice mode emulates
+about a tenth of what full mode does.  Also reports peak RSS for a launch of
+1M threads of a memory-bound kernel (saxpy).  Figures are ratios measured in
+one run on this machine; nothing here asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+
+import numpy as np
+
+from hypa.ptxdialect import parse_ptx
+from hypa.runtime.emulator import Emulator
+from hypa.runtime.launch import Launch
+
+FMAS = 24
+
+
+def compute_kernel() -> str:
+    regs = "\n".join(f"\tmov.f32 %f{k}, 0f3F800000;" for k in range(FMAS))
+    body = "\n".join(f"\tfma.rn.f32 %f{k}, %f{k}, %f{FMAS}, %f{FMAS + 1};" for k in range(FMAS))
+    sums = "\n".join(f"\tadd.f32 %f{FMAS + 2}, %f{FMAS + 2}, %f{k};" for k in range(FMAS))
+    return f""".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry spin(.param .u32 spin_iters, .param .u64 spin_out)
+{{
+\t.reg .pred %p<2>;
+\t.reg .b32 %r<6>;
+\t.reg .f32 %f<{FMAS + 3}>;
+\t.reg .b64 %rd<4>;
+\tld.param.u32 %r1, [spin_iters];
+\tmov.u32 %r2, 0;
+\tmov.f32 %f{FMAS}, 0f3F7FF000;
+\tmov.f32 %f{FMAS + 1}, 0f3A800000;
+\tmov.f32 %f{FMAS + 2}, 0f00000000;
+{regs}
+$L_loop:
+{body}
+\tadd.s32 %r2, %r2, 1;
+\tsetp.lt.s32 %p1, %r2, %r1;
+\t@%p1 bra $L_loop;
+{sums}
+\tmov.u32 %r3, %ctaid.x;
+\tmov.u32 %r4, %ntid.x;
+\tmov.u32 %r5, %tid.x;
+\tmad.lo.s32 %r3, %r3, %r4, %r5;
+\tld.param.u64 %rd1, [spin_out];
+\tmul.wide.u32 %rd2, %r3, 4;
+\tadd.s64 %rd3, %rd1, %rd2;
+\tst.global.f32 [%rd3], %f{FMAS + 2};
+\tret;
+}}
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--threads", type=int, default=65536)
+    a = ap.parse_args()
+    os.environ.setdefault("HYPA_NO_CACHE", "1")
+    m = parse_ptx(compute_kernel())
+    block = 256
+    grid = a.threads // block
+    res = {}
+    for mode in ("full", "slice"):
+        out = np.zeros(a.threads, np.float32)
+        emu = Emulator(m, mode=mode)
+        L = Launch(kernel="spin", grid=grid, block=block, args=[a.iters, "out"], buffers={"out": out})
+        t0 = time.perf_counter()
+        r = emu.run(L)  # includes compilation
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        r = emu.run(L)
+        second = time.perf_counter() - t0
+        res[mode] = (r, first, second)
+        ti = r.metrics["thread_inst_executed"]
+        print(f"{mode:>5}: {ti:.3e} thread-instructions in {second:.3f} s "
+              f"({ti / second:.3e} /s; emulated {r.metrics['executed_fraction'] * ti / second:.3e} /s), "
+              f"compile+first run {first:.3f} s, compile {r.compile_ms / 1000:.3f} s")
+    full, slc = res["full"], res["slice"]
+    assert full[0].metrics.values == {**slc[0].metrics.values, "executed_fraction": full[0].metrics["executed_fraction"]}
+    print(f"slice fraction (static): {3}/{FMAS * 2 + 3 + 12} ; executed fraction {slc[0].metrics['executed_fraction']:.3f}")
+    print(f"slice vs full speedup (end to end, compiled): {full[2] / slc[2]:.1f}x")
+    # peak RSS for 1M threads of saxpy
+    saxpy = open(os.path.join(os.path.dirname(__file__), "..", "examples", "saxpy.ptx")).read()
+    n = 1 << 20
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, np.float32)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    r = Emulator(parse_ptx(saxpy), mode="slice").run(
+        Launch(grid=n // 256, block=256, args=[n, 2.0, "x", "y"], buffers={"x": x, "y": y}))
+    dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"saxpy 1M threads (slice): {dt:.3f} s, peak RSS {after / 1024:.0f} MiB (grew {max(0, after - before) / 1024:.0f} MiB; buffers 8 MiB)")
+
+
+if __name__ == "__main__":
+    main()
