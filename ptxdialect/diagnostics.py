@@ -70,3 +70,19 @@ class PTXError(Exception):
 
 class PTXSyntaxError(PTXError):
     """The input is not PTX we can read."""
+
+
+def decode_source(data: bytes, filename: str = "<stdin>", line_offset: int = 0) -> str:
+    """PTX bytes as text; invalid UTF-8 is a ``PTXSyntaxError`` at the bad byte.
+
+    PTX is ASCII; UTF-8 is accepted so comments and ``.file`` names may hold
+    any character (the lexer still rejects non-ASCII characters elsewhere).
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        good = data[: e.start].decode("utf-8")
+        src = SourceFile(good + "\ufffd", filename, line_offset)
+        raise PTXSyntaxError(
+            src, len(good), f"invalid UTF-8 byte 0x{data[e.start]:02x}: the input is not a text file"
+        ) from None

@@ -10,7 +10,24 @@ An entry names an instruction as the PTX ISA writes it before its modifiers
 (``add``, ``cp.async.bulk.tensor``, ``mbarrier.try_wait``).  A statement's
 opcode token is resolved to the longest entry that is a dot-separated prefix of
 it; the remaining dot-separated parts are its modifiers and must each be in the
-entry's modifier set (or match one of its patterns).
+entry's modifier set (or match one of its patterns).  A modifier token never
+contains a dot: ``min.xorsign.abs.f32`` has the modifiers ``.xorsign``,
+``.abs`` and ``.f32``.
+
+Two instructions glue a ``::`` qualifier straight onto their last name part
+(``tcgen05.fence::before_thread_sync``, ``tcgen05.wait::ld``): there the entry
+is ``tcgen05.fence`` / ``tcgen05.wait`` and the first modifier is the
+``::``-suffix itself (``"::before_thread_sync"``).
+
+The table covers PTX ISA 9.0 as ``ptxas`` of CUDA 13.0 accepts it (the
+``tests/filecheck/Dialect/ptx/isa_*.ptx`` files assemble one statement of every
+entry), plus the instructions and qualifiers that PTX ISA 9.1 and 9.2 add
+(``multimem.cp.async.bulk``, ``add.sat.u16x2``, ``.u8x4`` ...) and 9.3
+(``clmad``, ``multimem.st.async``/``red.async``, ``mbarrier.check_layout``,
+the ``fabric.*`` family, ``.phase_type``/``.layout`` qualifiers).  Entries
+newer than 9.0 carry ``since`` and are read and printed without assembling
+them here.  Not covered: PTX 9.4's ``spcompress``/``spdecompress`` and
+``applypriority.async.bulk*`` and the mbarrier report-operand forms.
 """
 
 from __future__ import annotations
@@ -31,10 +48,14 @@ FP32_TYPES = frozenset(".f32 .f32x2 .tf32".split())
 FP64_TYPES = frozenset([".f64"])
 FP8_TYPES = frozenset(
     ".e4m3 .e5m2 .e2m3 .e3m2 .e2m1 .e4m3x2 .e5m2x2 .e2m3x2 .e3m2x2 .e2m1x2 "
-    ".e4m3x4 .e5m2x4 .e2m3x4 .e3m2x4 .e2m1x4 .ue8m0 .ue8m0x2 .ue4m3".split()
+    ".e4m3x4 .e5m2x4 .e2m3x4 .e3m2x4 .e2m1x4 .ue8m0 .ue8m0x2 .ue4m3 .s2f6x2".split()
 )
 FLOAT_TYPES = FP16_TYPES | FP32_TYPES | FP64_TYPES | FP8_TYPES
+#: types a register, variable or parameter can be declared with
 ALL_TYPES = INT_TYPES | FLOAT_TYPES | frozenset([".pred"])
+#: types that only appear as instruction type modifiers (sub-byte MMA operands,
+#: packed 8-bit SIMD, the opaque 1024-bit tensor-map object)
+INSTR_ONLY_TYPES = frozenset(".b1 .u2 .s2 .u4 .s4 .u8x4 .s8x4 .b1024".split())
 PACKED_TYPES = frozenset(".f16x2 .bf16x2 .f32x2".split())
 
 #: bit width of each register/value type (packed types by their whole width)
@@ -46,7 +67,9 @@ TYPE_BITS = {
     ".e4m3": 8, ".e5m2": 8, ".e2m3": 8, ".e3m2": 8, ".e2m1": 8, ".ue8m0": 8,
     ".ue4m3": 8, ".e4m3x2": 16, ".e5m2x2": 16, ".e2m3x2": 16, ".e3m2x2": 16,
     ".e2m1x2": 8, ".ue8m0x2": 16, ".e4m3x4": 32, ".e5m2x4": 32, ".e2m3x4": 32,
-    ".e3m2x4": 32, ".e2m1x4": 16,
+    ".e3m2x4": 32, ".e2m1x4": 16, ".s2f6x2": 16,
+    ".b1": 1, ".u2": 2, ".s2": 2, ".u4": 4, ".s4": 4, ".u8x4": 32, ".s8x4": 32,
+    ".b1024": 1024,
 }
 
 STATE_SPACES = (".global", ".shared", ".local", ".param", ".const")
@@ -62,7 +85,7 @@ _SREG_SCALAR = (
     "globaltimer_hi total_smem_size aggr_smem_size dynamic_smem_size "
     "reserved_smem_offset_begin reserved_smem_offset_end reserved_smem_offset_cap "
     "reserved_smem_offset_0 reserved_smem_offset_1 cluster_ctarank cluster_nctarank "
-    "is_explicit_cluster current_graph_exec"
+    "is_explicit_cluster current_graph_exec perctamemoryoffset perctamemorysize"
 ).split()
 
 SPECIAL_REGISTERS: frozenset[str] = frozenset(
@@ -100,11 +123,15 @@ class Instr:
     ``bar.sync`` does not).  ``inout``: the first operand is also read
     (``wgmma`` accumulators).  ``cc_use``: reads the carry flag (``addc``); any
     entry with ``.cc`` among its modifiers writes it when ``.cc`` is given.
+    ``arity``: the least and most operands, counting a vector ``{..}``, an
+    address or bracketed list ``[..]`` and a pair ``p|q`` as one operand each
+    (``None``: any number, ``call``).
     ``flops``: FLOPs per lane on floating-point types (packed types count
     twice); ``special``: counted in ``flop_count_special`` on floating-point
-    types.  ``status``: ``"full"`` when operand roles, modifiers and category are
-    described; ``"parse"`` when the entry only lets the statement be read and
-    printed (its modifiers are checked against a permissive set).
+    types.  ``terminator``: ends a basic block.  ``since``: the PTX ISA version
+    that introduced the entry (blank: before 8.0).  ``status``: ``"full"`` when
+    operand roles, modifiers and category are described; ``"parse"`` when the
+    entry only lets the statement be read and printed.
     """
 
     name: str
@@ -145,7 +172,9 @@ def _expand(spec: str) -> frozenset[str]:
         if tok.startswith("@"):
             out |= GROUPS[tok[1:]]
         else:
-            out.add(tok if tok.startswith(".") else "." + tok)
+            out.add(tok if tok.startswith((".", "::")) else "." + tok)
+    for tok in out:
+        assert tok.startswith("::") or "." not in tok[1:], f"modifier {tok!r} contains a dot"
     return frozenset(out)
 
 
@@ -156,29 +185,64 @@ def _group(name: str, spec: str) -> None:
     GROUPS[name] = _expand(spec)
 
 
+# types
 _group("ityp", ".u16 .u32 .u64 .s16 .s32 .s64")
 _group("btyp", ".b16 .b32 .b64")
 _group("ityp8", "@ityp .u8 .s8")
 _group("btyp8", "@btyp .b8")
-_group("ftyp", ".f16 .f16x2 .bf16 .bf16x2 .f32 .f32x2 .f64")
+_group("i32_64", ".u32 .s32 .u64 .s64")
+_group("h", ".f16 .f16x2 .bf16 .bf16x2")
+_group("ftyp", "@h .f32 .f32x2 .f64")
+_group("f8", ".e4m3 .e5m2")
+_group("f8f6f4", ".e4m3 .e5m2 .e3m2 .e2m3 .e2m1")
+_group("simd8", ".u8x4 .s8x4")  # PTX 9.2 packed bytes
+_group("memtyp", "@ityp8 @btyp8 .b128 .f32 .f64")
+# rounding and comparison
 _group("rnd", ".rn .rz .rm .rp")
 _group("irnd", ".rni .rzi .rmi .rpi")
 _group("cmp", ".eq .ne .lt .le .gt .ge .lo .ls .hi .hs .equ .neu .ltu .leu .gtu .geu .num .nan")
 _group("boolop", ".and .or .xor")
-_group("space", ".global .shared .shared::cta .shared::cluster .local .param .param::entry .param::func .const")
+# memory
 _group("scope", ".cta .cluster .gpu .sys")
-_group("sem", ".relaxed .acquire .release .acq_rel .weak .volatile .mmio")
-_group("cop", ".ca .cg .cs .lu .cv .wb .wt .nc")
-_group(
-    "cache",
-    ".L1::evict_normal .L1::evict_unchanged .L1::evict_first .L1::evict_last .L1::no_allocate "
-    ".L2::evict_normal .L2::evict_first .L2::evict_last .L2::cache_hint .L2::64B .L2::128B "
-    ".L2::256B .L2::evict_unchanged",
-)
+_group("space", ".global .shared .shared::cta .shared::cluster .local .param .param::entry .param::func .const")
+_group("atomspace", ".global .shared .shared::cta .shared::cluster")
+_group("cvtaspace", ".const .global .local .shared .shared::cta .shared::cluster .param .param::entry")
+_group("evict1", ".L1::evict_normal .L1::evict_unchanged .L1::evict_first .L1::evict_last .L1::no_allocate")
+_group("evict2", ".L2::evict_normal .L2::evict_first .L2::evict_last")
+_group("prefsize", ".L2::64B .L2::128B .L2::256B")
+_group("hint", ".L2::cache_hint")
 _group("vec", ".v2 .v4 .v8")
-_group("ldtyp", "@ityp8 @btyp8 .b128 .f16 .f16x2 .bf16 .bf16x2 .f32 .f64 .pred")
 _group("atomop", ".and .or .xor .cas .exch .add .inc .dec .min .max")
-_group("cvttyp", "@ityp8 .f16 .bf16 .f32 .f64 .tf32 .f16x2 .bf16x2 .e4m3x2 .e5m2x2 .e2m3x2 .e3m2x2 .e2m1x2 .e4m3x4 .e5m2x4 .e2m3x4 .e3m2x4 .e2m1x4 .ue8m0x2")
+_group("redop", ".and .or .xor .add .inc .dec .min .max")
+_group("mbar_tx", ".mbarrier::complete_tx::bytes")
+_group("cta_group", ".cta_group::1 .cta_group::2")
+_group("phase", ".phase_type::primary .phase_type::conditional")  # PTX 9.3
+_group("tdim", ".1d .2d .3d .4d .5d")
+_group("load_mode", ".tile .tile::gather4 .tile::scatter4 .im2col .im2col::w .im2col::w::128 .im2col_no_offs")
+# conversion
+_group(
+    "cvttyp",
+    "@ityp8 .f16 .bf16 .f32 .f64 .tf32 .f16x2 .bf16x2 .e4m3x2 .e5m2x2 .e2m3x2 .e3m2x2 "
+    ".e2m1x2 .e4m3x4 .e5m2x4 .e2m3x4 .e3m2x4 .e2m1x4 .ue8m0x2 .s2f6x2",
+)
+# video
+_group("vtyp", ".u32 .s32")
+_group("vcmp", ".eq .ne .lt .le .gt .ge")
+_group("vop2", ".add .min .max")
+# texture and surface
+_group("tgeom", ".1d .2d .3d .a1d .a2d .cube .acube .2dms .a2dms")
+_group("sgeom", ".1d .2d .3d .a1d .a2d")
+_group("oob", ".trap .clamp .zero")
+# matrix
+_group("mtyp", "@h .f32 .f64 .tf32 @f8f6f4 .u8 .s8 .u4 .s4 .b1 .s32")
+
+# open families matched by pattern (over the token without its leading dot)
+_SHAPE = r"m\d+n\d+k\d+"
+_KIND = r"kind::\w+"
+_SCALE_VEC = r"scale_vec::\d+X"
+_TC_SHAPE = r"\d+x\d+b(?:x2)?"  # tcgen05 data-movement shapes .16x64b, .16x32bx2
+_TC_NUM = r"x\d+"  # tcgen05 repeat counts .x1 ... .x128
+_COLLECTOR = r"collector::\w+::\w+"
 
 
 def _entry(
@@ -189,26 +253,29 @@ def _entry(
     return Instr(name=name, kind=kind, mods=_expand(mods), patterns=patterns, _pattern_re=pat, **kw)  # type: ignore[arg-type]
 
 
-_SHAPE = r"m\d+n\d+k\d+"
+def _video(names: str, mods: str, arity: tuple[int, int]) -> list[Instr]:
+    # Byte/half-word selectors on operands (``%r1.b0``, ``d.h10``) and vmad's
+    # negated operands (``-%r2``) are operand syntax, not opcode modifiers; the
+    # operand parser does not read them yet, hence status "parse".
+    return [_entry(n, "arith", mods, arity=arity, status="parse") for n in names.split()]
+
 
 INSTRUCTIONS: tuple[Instr, ...] = (
     # --- integer arithmetic -------------------------------------------------
-    _entry("add", "arith", "@ityp @btyp .u16x2 .s16x2 .sat .cc @ftyp @rnd .ftz", arity=(3, 3), flops=1),
-    _entry("sub", "arith", "@ityp @btyp .u16x2 .s16x2 .sat .cc @ftyp @rnd .ftz", arity=(3, 3), flops=1),
-    _entry("addc", "arith", ".cc .u32 .s32 .u64 .s64 .b32 .b64", arity=(3, 3), cc_use=True),
-    _entry("subc", "arith", ".cc .u32 .s32 .u64 .s64 .b32 .b64", arity=(3, 3), cc_use=True),
+    _entry("add", "arith", "@ityp .u16x2 .s16x2 @simd8 .sat .cc @ftyp @rnd .ftz", arity=(3, 3), flops=1),
+    _entry("sub", "arith", "@ityp @simd8 .sat .cc @ftyp @rnd .ftz", arity=(3, 3), flops=1),
     _entry("mul", "arith", "@ityp .lo .hi .wide @ftyp @rnd .ftz .sat", arity=(3, 3), flops=1),
-    _entry("mad", "arith", "@ityp .lo .hi .wide .sat .cc @ftyp @rnd .ftz", arity=(4, 4), flops=2),
-    _entry("madc", "arith", "@ityp .lo .hi .cc", arity=(4, 4), cc_use=True),
+    _entry("mad", "arith", "@ityp .lo .hi .wide .sat .cc .f32 .f64 @rnd .ftz", arity=(4, 4), flops=2),
+    _entry("clmad", "arith", ".lo .hi .u64 .b64", arity=(4, 4), since="9.3", status="parse"),
     _entry("mul24", "arith", ".hi .lo .u32 .s32", arity=(3, 3)),
     _entry("mad24", "arith", ".hi .lo .sat .u32 .s32", arity=(4, 4)),
     _entry("sad", "arith", "@ityp", arity=(4, 4)),
-    _entry("div", "arith", "@ityp @ftyp @rnd .full .approx .ftz", arity=(3, 3), special=True),
+    _entry("div", "arith", "@ityp .f32 .f64 @rnd .full .approx .ftz", arity=(3, 3), special=True),
     _entry("rem", "arith", "@ityp", arity=(3, 3)),
-    _entry("abs", "arith", "@ityp .s16x2 @ftyp .ftz .relu", arity=(2, 2)),
-    _entry("neg", "arith", "@ityp @ftyp .ftz", arity=(2, 2)),
-    _entry("min", "arith", "@ityp @btyp .u16x2 .s16x2 .relu @ftyp .ftz .NaN .xorsign.abs .abs .xorsign", arity=(3, 4)),
-    _entry("max", "arith", "@ityp @btyp .u16x2 .s16x2 .relu @ftyp .ftz .NaN .xorsign.abs .abs .xorsign", arity=(3, 4)),
+    _entry("abs", "arith", ".s16 .s32 .s64 .f32 .f64 @h .ftz", arity=(2, 2)),
+    _entry("neg", "arith", ".s16 .s32 .s64 @simd8 .f32 .f64 @h .ftz", arity=(2, 2)),
+    _entry("min", "arith", "@ityp .u16x2 .s16x2 @simd8 .relu .f32 .f64 @h .ftz .NaN .xorsign .abs", arity=(3, 4)),
+    _entry("max", "arith", "@ityp .u16x2 .s16x2 @simd8 .relu .f32 .f64 @h .ftz .NaN .xorsign .abs", arity=(3, 4)),
     _entry("popc", "logic", ".b32 .b64", arity=(2, 2)),
     _entry("clz", "logic", ".b32 .b64", arity=(2, 2)),
     _entry("bfind", "logic", ".shiftamt .u32 .u64 .s32 .s64", arity=(2, 2)),
@@ -220,21 +287,25 @@ INSTRUCTIONS: tuple[Instr, ...] = (
     _entry("bmsk", "logic", ".clamp .wrap .b32", arity=(3, 3)),
     _entry("dp4a", "arith", ".u32 .s32", arity=(4, 4)),
     _entry("dp2a", "arith", ".lo .hi .u32 .s32", arity=(4, 4)),
+    # --- extended precision (add.cc / sub.cc / mad.cc are add/sub/mad + .cc) ---
+    _entry("addc", "arith", ".cc @i32_64", arity=(3, 3), cc_use=True),
+    _entry("subc", "arith", ".cc @i32_64", arity=(3, 3), cc_use=True),
+    _entry("madc", "arith", ".lo .hi .cc @i32_64", arity=(4, 4), cc_use=True),
     # --- floating point -----------------------------------------------------
-    _entry("fma", "arith", "@rnd .ftz .sat .relu .oob .oob.relu @ftyp .f32.f16 .f32.bf16", arity=(4, 4), flops=2),
+    _entry("testp", "arith", ".finite .infinite .number .notanumber .normal .subnormal .f32 .f64", arity=(2, 2)),
+    _entry("copysign", "arith", ".f32 .f64", arity=(3, 3)),
+    _entry("fma", "arith", "@rnd .ftz .sat .relu .oob @ftyp", arity=(4, 4), flops=2),
     _entry("rcp", "sfu", ".approx .ftz @rnd .f32 .f64", arity=(2, 2), special=True),
     _entry("sqrt", "sfu", ".approx .ftz @rnd .f32 .f64", arity=(2, 2), special=True),
     _entry("rsqrt", "sfu", ".approx .ftz .f32 .f64", arity=(2, 2), special=True),
     _entry("sin", "sfu", ".approx .ftz .f32", arity=(2, 2), special=True),
     _entry("cos", "sfu", ".approx .ftz .f32", arity=(2, 2), special=True),
     _entry("lg2", "sfu", ".approx .ftz .f32", arity=(2, 2), special=True),
-    _entry("ex2", "sfu", ".approx .ftz .atype .f32 .f16 .f16x2 .bf16 .bf16x2", arity=(2, 2), special=True),
-    _entry("tanh", "sfu", ".approx .f32 .f16 .f16x2 .bf16 .bf16x2", arity=(2, 2), special=True),
-    _entry("copysign", "arith", ".f32 .f64", arity=(3, 3)),
-    _entry("testp", "arith", ".finite .infinite .number .notanumber .normal .subnormal .f32 .f64", arity=(2, 2)),
+    _entry("ex2", "sfu", ".approx .ftz .f32 @h", arity=(2, 2), special=True),
+    _entry("tanh", "sfu", ".approx .f32 @h", arity=(2, 2), special=True),
     # --- comparison and selection -------------------------------------------
-    _entry("setp", "arith", "@cmp @boolop .ftz @ityp @btyp @ftyp", arity=(3, 4)),
-    _entry("set", "arith", "@cmp @boolop .ftz .u32 .s32 .f32 @ityp @btyp @ftyp", arity=(3, 4)),
+    _entry("setp", "arith", "@cmp @boolop .ftz @ityp @btyp .f32 .f64 @h", arity=(3, 4)),
+    _entry("set", "arith", "@cmp @boolop .ftz @ityp @btyp .f32 .f64 @h", arity=(3, 4)),
     _entry("selp", "arith", "@ityp @btyp .f32 .f64", arity=(4, 4)),
     _entry("slct", "arith", ".ftz @ityp @btyp .f32 .f64", arity=(4, 4)),
     # --- logic and shift ----------------------------------------------------
@@ -247,66 +318,312 @@ INSTRUCTIONS: tuple[Instr, ...] = (
     _entry("shf", "logic", ".l .r .clamp .wrap .b32", arity=(4, 4)),
     _entry("shl", "logic", "@btyp", arity=(3, 3)),
     _entry("shr", "logic", "@btyp @ityp", arity=(3, 3)),
-    _entry("prmt", "logic", ".b32 .f4e .b4e .rc8 .ecl .ecr .rc16", arity=(4, 4)),
     # --- data movement ------------------------------------------------------
-    _entry("mov", "move", ".pred @ityp @btyp .b128 .f32 .f64 .f16 .f16x2 .bf16 .bf16x2 .u8 .s8 .b8", arity=(2, 2)),
-    _entry("ld", "mem", "@space @sem @scope @cop @cache @vec @ldtyp .unified", arity=(2, 3)),
-    _entry("ldu", "mem", ".global @vec @ldtyp", arity=(2, 2)),
-    _entry("st", "mem", "@space @sem @scope @cop @cache @vec @ldtyp", defs=0, arity=(2, 3)),
-    _entry("prefetch", "mem", ".global .local .L1 .L2 .L2::evict_last .L2::evict_normal .tensormap .const .param", defs=0, arity=(1, 1)),
+    _entry("mov", "move", ".pred @ityp @btyp .b128 .f32 .f64", arity=(2, 2)),
+    _entry("shfl", "warp", ".up .down .bfly .idx .b32", arity=(4, 4)),
+    _entry("shfl.sync", "warp", ".up .down .bfly .idx .b32", arity=(5, 5)),
+    _entry("prmt", "logic", ".b32 .f4e .b4e .rc8 .ecl .ecr .rc16", arity=(4, 4)),
+    _entry(
+        "ld", "mem",
+        "@space .weak .volatile .relaxed .acquire .mmio @scope .ca .cg .cs .lu .cv .nc "
+        "@evict1 @evict2 @hint @prefsize @vec @memtyp",
+        arity=(2, 3),
+    ),
+    _entry("ldu", "mem", ".global .v2 .v4 @memtyp", arity=(2, 2)),
+    _entry(
+        "st", "mem",
+        "@space .weak .volatile .relaxed .release .mmio @scope .wb .cg .cs .wt "
+        "@evict1 @evict2 @hint @vec @memtyp",
+        defs=0, arity=(2, 3),
+    ),
+    _entry(
+        "st.async", "mem",
+        ".weak .release .mmio .cluster .gpu .sys .shared::cluster .global @mbar_tx .v2 .v4 @memtyp",
+        defs=0, arity=(2, 3), since="8.1",
+    ),
+    _entry("st.bulk", "mem", ".weak .shared::cta", defs=0, arity=(3, 3), since="8.6"),
+    _entry(
+        "multimem.ld_reduce", "mem",
+        ".weak .relaxed .acquire @scope .global .min .max .add .and .or .xor .acc::f32 .acc::f16 "
+        "@vec @ityp .b32 .b64 .f32 .f64 @h @f8 .e4m3x2 .e5m2x2 .e4m3x4 .e5m2x4",
+        arity=(2, 2), since="8.1", status="parse",
+    ),
+    _entry(
+        "multimem.st", "mem",
+        ".weak .relaxed .release @scope .global @vec @ityp .b32 .b64 .f32 .f64 @h "
+        "@f8 .e4m3x2 .e5m2x2 .e4m3x4 .e5m2x4",
+        defs=0, arity=(2, 2), since="8.1", status="parse",
+    ),
+    _entry(
+        "multimem.red", "atomic",
+        ".relaxed .release @scope .global .min .max .add .and .or .xor @vec @ityp .b32 .b64 .f32 .f64 @h",
+        defs=0, arity=(2, 2), since="8.1", status="parse",
+    ),
+    _entry(
+        "multimem.st.async", "mem", ".release @scope .global @ityp8 @btyp8 .f32 .f64 @h",
+        defs=0, arity=(2, 2), since="9.3", status="parse",
+    ),
+    _entry(
+        "multimem.red.async", "atomic", ".release @scope .global .add .min .max @ityp .b32 .b64",
+        defs=0, arity=(2, 2), since="9.3", status="parse",
+    ),
+    _entry(
+        "multimem.cp.async.bulk", "mem", ".weak .relaxed @scope .global .shared::cta .bulk_group .cp_mask .b128",
+        defs=0, arity=(3, 4), since="9.1", status="parse",
+    ),
+    _entry(
+        "multimem.cp.reduce.async.bulk", "mem",
+        ".relaxed @scope .global .shared::cta .bulk_group @redop .noftz .f16 .bf16 .b32 .u32 .s32 .b64 .u64 .s64 .f32 .f64",
+        defs=0, arity=(3, 3), since="9.1", status="parse",
+    ),
+    _entry(
+        "prefetch", "mem", ".global .local .const .param .L1 .L2 .L2::evict_last .L2::evict_normal .tensormap",
+        defs=0, arity=(1, 1),
+    ),
     _entry("prefetchu", "mem", ".L1", defs=0, arity=(1, 1)),
-    _entry("cvta", "move", ".to .global .shared .shared::cta .shared::cluster .local .const .param .param::entry .u32 .u64", arity=(2, 2)),
+    _entry("applypriority", "mem", ".global .L2::evict_normal", defs=0, arity=(2, 2)),
+    _entry("discard", "mem", ".global .L2", defs=0, arity=(2, 2)),
+    _entry(
+        "createpolicy", "misc",
+        ".range .fractional .cvt .global .L2 .L2::evict_last .L2::evict_normal .L2::evict_first "
+        ".L2::evict_unchanged .b64",
+        arity=(1, 4),
+    ),
+    _entry("isspacep", "move", "@cvtaspace", arity=(2, 2)),
+    _entry("cvta", "move", ".to @cvtaspace .u32 .u64", arity=(2, 2)),
     _entry("cvt", "convert", "@irnd @rnd .rna .rs .ftz .sat .relu .satfinite @cvttyp", arity=(2, 4)),
-    _entry("isspacep", "move", ".global .shared .shared::cta .shared::cluster .local .const .param .param::entry", arity=(2, 2)),
-    _entry("istypep", "move", ".texref .samplerref .surfref", arity=(2, 2)),
-    _entry("alloca", "move", ".u32 .u64 .local", arity=(2, 3)),
-    _entry("stacksave", "move", ".u32 .u64", arity=(1, 1)),
-    _entry("stackrestore", "move", ".u32 .u64", defs=0, arity=(1, 1)),
-    _entry("mapa", "move", ".shared::cluster .u32 .u64", arity=(3, 3)),
-    _entry("getctarank", "move", ".shared::cluster .u32 .u64", arity=(2, 2)),
-    # --- atomics and reductions ---------------------------------------------
-    _entry("atom", "atomic", "@space @sem @scope @atomop .noftz .L2::cache_hint @vec @btyp .b128 @ityp .f16 .f16x2 .bf16 .bf16x2 .f32 .f64", arity=(3, 5)),
-    _entry("red", "atomic", "@space @sem @scope @atomop .noftz .L2::cache_hint @vec @btyp @ityp .f16 .f16x2 .bf16 .bf16x2 .f32 .f64", defs=0, arity=(2, 3)),
+    _entry("cvt.pack", "convert", ".sat .u16 .s16 .u8 .s8 .u4 .s4 .u2 .s2 .s32 .b32", arity=(3, 4)),
+    _entry("mapa", "move", ".shared::cluster .u32 .u64", arity=(3, 3), since="7.8"),
+    _entry("getctarank", "move", ".shared::cluster .u32 .u64", arity=(2, 2), since="7.8"),
+    # --- asynchronous copies ------------------------------------------------
+    _entry("cp.async", "mem", ".ca .cg .shared .shared::cta .global @hint @prefsize", defs=0, arity=(3, 5)),
+    _entry("cp.async.commit_group", "sync", "", defs=0, arity=(0, 0)),
+    _entry("cp.async.wait_group", "sync", "", defs=0, arity=(1, 1)),
+    _entry("cp.async.wait_all", "sync", "", defs=0, arity=(0, 0)),
+    _entry(
+        "cp.async.bulk", "mem",
+        ".shared::cta .shared::cluster .global @mbar_tx .bulk_group .multicast::cluster @hint .cp_mask "
+        ".ignore_oob .weak .relaxed @scope .b128",
+        defs=0, arity=(3, 7), since="8.0",
+    ),
+    _entry(
+        "cp.reduce.async.bulk", "mem",
+        ".shared::cta .shared::cluster .global @mbar_tx .bulk_group @hint @redop .noftz .relaxed @scope "
+        ".f16 .bf16 .b32 .u32 .s32 .b64 .u64 .s64 .f32 .f64",
+        defs=0, arity=(3, 5), since="8.0",
+    ),
+    _entry("cp.async.bulk.prefetch", "mem", ".L2 .global @hint", defs=0, arity=(2, 3), since="8.0"),
+    _entry(
+        "cp.async.bulk.tensor", "mem",
+        "@tdim .shared::cta .shared::cluster .global @load_mode @mbar_tx .bulk_group .multicast::cluster @cta_group @hint",
+        defs=0, arity=(2, 6), since="8.0",
+    ),
+    _entry(
+        "cp.reduce.async.bulk.tensor", "mem",
+        "@tdim .global .shared::cta @redop .tile .im2col_no_offs .bulk_group @hint",
+        defs=0, arity=(2, 3), since="8.0",
+    ),
+    _entry(
+        "cp.async.bulk.prefetch.tensor", "mem", "@tdim .L2 .global @load_mode @hint",
+        defs=0, arity=(1, 3), since="8.0",
+    ),
+    _entry("cp.async.bulk.commit_group", "sync", "", defs=0, arity=(0, 0), since="8.0"),
+    _entry("cp.async.bulk.wait_group", "sync", ".read", defs=0, arity=(1, 1), since="8.0"),
+    # --- tensor maps --------------------------------------------------------
+    _entry(
+        "tensormap.replace", "mem",
+        ".tile .global_address .rank .box_dim .global_dim .global_stride .element_stride .elemtype "
+        ".interleave_layout .swizzle_mode .swizzle_atomicity .fill_mode .global .shared::cta .b1024 .b32 .b64",
+        defs=0, arity=(2, 3), since="8.3", status="parse",
+    ),
+    _entry(
+        "tensormap.cp_fenceproxy", "sync",
+        ".global .shared::cta .tensormap::generic .release @scope .sync .aligned",
+        defs=0, arity=(3, 3), since="8.3", status="parse",
+    ),
+    # --- texture and surface ------------------------------------------------
+    _entry("tex", "texture", ".base .level .grad @tgeom .v4 .v2 .u32 .s32 .f16 .f32 .f16x2", arity=(2, 6), status="parse"),
+    _entry("tld4", "texture", ".r .g .b .a .2d .a2d .cube .acube .v4 .u32 .s32 .f32", arity=(2, 4), status="parse"),
+    _entry(
+        "txq", "texture",
+        ".level .width .height .depth .channel_data_type .channel_order .normalized_coords .array_size "
+        ".num_mipmap_levels .num_samples .force_unnormalized_coords .filter_mode .addr_mode_0 .addr_mode_1 "
+        ".addr_mode_2 .b32",
+        arity=(2, 3), status="parse",
+    ),
+    _entry("istypep", "texture", ".texref .samplerref .surfref", arity=(2, 2)),
+    _entry("suld", "texture", ".b @sgeom .ca .cg .cs .cv .v2 .v4 @btyp8 @oob", arity=(2, 2), status="parse"),
+    _entry("sust", "texture", ".b .p @sgeom .wb .cg .cs .wt .v2 .v4 @btyp8 @oob", defs=0, arity=(2, 2), status="parse"),
+    _entry(
+        "sured", "texture", ".b .p .add .min .max .and .or .1d .2d .3d .u32 .u64 .s32 .s64 .b32 .b64 @oob",
+        defs=0, arity=(2, 2), status="parse",
+    ),
+    _entry(
+        "suq", "texture", ".width .height .depth .channel_data_type .channel_order .array_size .memory_layout .b32",
+        arity=(2, 2), status="parse",
+    ),
     # --- control flow -------------------------------------------------------
     _entry("bra", "control", ".uni", defs=0, arity=(1, 1), terminator=True),
     _entry("brx.idx", "control", ".uni", defs=0, arity=(2, 2), terminator=True),
     _entry("call", "call", ".uni", defs=0),
     _entry("ret", "control", ".uni", defs=0, arity=(0, 0), terminator=True),
     _entry("exit", "control", "", defs=0, arity=(0, 0), terminator=True),
-    _entry("trap", "control", "", defs=0, arity=(0, 0), terminator=True),
-    _entry("brkpt", "misc", "", defs=0, arity=(0, 0)),
-    _entry("nanosleep", "misc", ".u32", defs=0, arity=(1, 1)),
-    _entry("pmevent", "misc", ".mask", defs=0, arity=(1, 1)),
-    # --- synchronisation ----------------------------------------------------
-    _entry("bar", "sync", ".cta .sync .arrive .red .popc .and .or .u32 .pred .aligned", defs=0, defs_with=((".red", 1),), arity=(1, 4)),
-    _entry("barrier", "sync", ".cta .sync .arrive .red .popc .and .or .u32 .pred .aligned", defs=0, defs_with=((".red", 1),), arity=(1, 4)),
-    _entry("barrier.cluster", "sync", ".arrive .wait .relaxed .aligned .acquire .release", defs=0, arity=(0, 0)),
+    # --- synchronisation and communication ----------------------------------
+    _entry("bar", "sync", ".cta .sync .arrive .red .popc .and .or .u32 .pred", defs=0, defs_with=((".red", 1),), arity=(1, 4)),
+    _entry(
+        "barrier", "sync", ".cta .sync .arrive .red .popc .and .or .u32 .pred .aligned",
+        defs=0, defs_with=((".red", 1),), arity=(1, 4),
+    ),
     _entry("bar.warp.sync", "sync", "", defs=0, arity=(1, 1)),
-    _entry("membar", "sync", ".cta .gl .sys .proxy.alias .proxy", defs=0, arity=(0, 0)),
-    _entry("fence", "sync", "@sem .sc .acq_rel @scope .proxy .alias .async .async.global .async.shared::cta .async.shared::cluster .tensormap::generic .op_restrict .mbarrier_init .sync_restrict::shared::cluster .sync_restrict::shared::cta .proxy.tensormap::generic .global .shared::cta .shared::cluster", patterns=(r"proxy.*",), defs=0, arity=(0, 2)),
-    _entry("mbarrier.init", "sync", ".shared .shared::cta .b64", defs=0, arity=(2, 2)),
-    _entry("mbarrier.inval", "sync", ".shared .shared::cta .b64", defs=0, arity=(1, 1)),
-    _entry("mbarrier.expect_tx", "sync", "@sem @scope .shared .shared::cta .shared::cluster .b64", defs=0, arity=(2, 2)),
-    _entry("mbarrier.complete_tx", "sync", "@sem @scope .shared .shared::cta .shared::cluster .b64", defs=0, arity=(2, 2)),
-    _entry("mbarrier.arrive", "sync", "@sem @scope .shared .shared::cta .shared::cluster .noComplete .expect_tx .b64", arity=(2, 3)),
-    _entry("mbarrier.arrive_drop", "sync", "@sem @scope .shared .shared::cta .shared::cluster .noComplete .expect_tx .b64", arity=(2, 3)),
-    _entry("mbarrier.test_wait", "sync", "@sem @scope .parity .shared .shared::cta .b64", arity=(3, 3)),
-    _entry("mbarrier.try_wait", "sync", "@sem @scope .parity .shared .shared::cta .b64", arity=(3, 4)),
-    _entry("mbarrier.pending_count", "sync", ".b64", arity=(2, 2)),
-    _entry("cp.async", "mem", ".ca .cg .shared .shared::cta .global .L2::cache_hint .L2::64B .L2::128B .L2::256B", defs=0, arity=(3, 5)),
-    _entry("cp.async.commit_group", "sync", "", defs=0, arity=(0, 0)),
-    _entry("cp.async.wait_group", "sync", "", defs=0, arity=(1, 1)),
-    _entry("cp.async.wait_all", "sync", "", defs=0, arity=(0, 0)),
-    _entry("cp.async.mbarrier.arrive", "sync", ".noinc .shared .shared::cta .b64", defs=0, arity=(1, 1)),
-    _entry("elect.sync", "warp", "", arity=(2, 2)),
-    # --- warp-level ---------------------------------------------------------
-    _entry("shfl", "warp", ".up .down .bfly .idx .b32", arity=(4, 4)),
-    _entry("shfl.sync", "warp", ".up .down .bfly .idx .b32", arity=(5, 5)),
+    _entry("barrier.cluster", "sync", ".arrive .wait .relaxed .release .acquire .aligned", defs=0, arity=(0, 0), since="7.8"),
+    _entry("membar", "sync", ".cta .gl .sys .proxy .alias .async .global .shared::cta .shared::cluster", defs=0, arity=(0, 0)),
+    _entry(
+        "fence", "sync",
+        ".sc .acq_rel .acquire .release @scope .sync_restrict::shared::cluster .sync_restrict::shared::cta "
+        ".op_restrict .mbarrier_init .proxy .alias .async .global .shared::cta .shared::cluster "
+        ".tensormap::generic .async::generic .fabric::generic .generic::fabric .fabric::fabric",
+        defs=0, arity=(0, 2),
+    ),
+    _entry(
+        "atom", "atomic",
+        "@atomspace .relaxed .acquire .release .acq_rel @scope @atomop .noftz @hint .v2 .v4 .v8 "
+        "@btyp .b128 .u32 .u64 .s32 .s64 .f32 .f64 @h",
+        arity=(3, 5),
+    ),
+    _entry(
+        "red", "atomic",
+        "@atomspace .relaxed .release @scope @redop .noftz @hint .v2 .v4 .v8 "
+        ".b32 .b64 .u32 .u64 .s32 .s64 .f32 .f64 @h",
+        defs=0, arity=(2, 3),
+    ),
+    _entry(
+        "red.async", "atomic",
+        ".relaxed .release .mmio @scope .shared::cluster .global @mbar_tx @redop .u32 .s32 .b32 .u64 .s64",
+        defs=0, arity=(2, 3), since="8.1",
+    ),
     _entry("vote", "warp", ".all .any .uni .ballot .pred .b32", arity=(2, 2)),
     _entry("vote.sync", "warp", ".all .any .uni .ballot .pred .b32", arity=(3, 3)),
     _entry("match", "warp", ".any .all .sync .b32 .b64", arity=(3, 3)),
-    _entry("redux.sync", "warp", ".add .min .max .and .or .xor .u32 .s32 .b32 .f32 .abs .NaN", arity=(3, 3)),
     _entry("activemask", "warp", ".b32", arity=(1, 1)),
+    _entry("redux.sync", "warp", ".add .min .max .and .or .xor .u32 .s32 .b32 .f32 .abs .NaN", arity=(3, 3)),
+    _entry("griddepcontrol", "sync", ".launch_dependents .wait", defs=0, arity=(0, 0), since="7.8"),
+    _entry("elect.sync", "warp", "", arity=(2, 2), since="8.0"),
+    _entry("mbarrier.init", "sync", ".shared .shared::cta .b64 .layout::v0 .layout::v1", defs=0, arity=(2, 2)),
+    _entry("mbarrier.inval", "sync", ".shared .shared::cta .b64", defs=0, arity=(1, 1)),
+    _entry(
+        "mbarrier.expect_tx", "sync", ".relaxed .cta .cluster .shared .shared::cta .shared::cluster .b64",
+        defs=0, arity=(2, 2), since="8.0",
+    ),
+    _entry(
+        "mbarrier.complete_tx", "sync", ".relaxed .cta .cluster .shared .shared::cta .shared::cluster .b64",
+        defs=0, arity=(2, 2), since="8.0",
+    ),
+    _entry(
+        "mbarrier.arrive", "sync",
+        ".release .relaxed .cta .cluster .shared .shared::cta .shared::cluster .expect_tx .noComplete .b64",
+        arity=(2, 3),
+    ),
+    _entry(
+        "mbarrier.arrive_drop", "sync",
+        ".release .relaxed .cta .cluster .shared .shared::cta .shared::cluster .expect_tx .noComplete .b64",
+        arity=(2, 3),
+    ),
+    _entry("mbarrier.test_wait", "sync", ".parity .acquire .relaxed .cta .cluster .shared .shared::cta .b64 @phase", arity=(3, 3)),
+    _entry("mbarrier.try_wait", "sync", ".parity .acquire .relaxed .cta .cluster .shared .shared::cta .b64 @phase", arity=(3, 4)),
+    _entry("mbarrier.pending_count", "sync", ".b64 .layout::v0 .layout::v1", arity=(2, 2)),
+    _entry("mbarrier.check_layout", "sync", ".layout::v0 .layout::v1 .shared::cta .b64", arity=(2, 2), since="9.3", status="parse"),
+    _entry("cp.async.mbarrier.arrive", "sync", ".noinc .shared .shared::cta .b64", defs=0, arity=(1, 1)),
+    _entry(
+        "clusterlaunchcontrol.try_cancel", "misc",
+        ".async .shared::cta @mbar_tx .multicast::cluster::all .b128",
+        defs=0, arity=(2, 2), since="8.6",
+    ),
+    _entry(
+        "clusterlaunchcontrol.query_cancel", "misc",
+        ".is_canceled .pred .b128 .get_first_ctaid .get_first_ctaid::x .get_first_ctaid::y .get_first_ctaid::z .v4 .b32",
+        arity=(2, 2), since="8.6",
+    ),
+    # --- warp-level matrix --------------------------------------------------
+    _entry("wmma.load", "matrix", ".a .b .c .sync .aligned .row .col .global .shared .shared::cta @mtyp", patterns=(_SHAPE,), arity=(2, 3)),
+    _entry("wmma.store", "matrix", ".d .sync .aligned .row .col .global .shared .shared::cta .f16 .f32 .s32 .f64", patterns=(_SHAPE,), defs=0, arity=(2, 3)),
+    _entry("wmma.mma", "matrix", ".sync .aligned .row .col @mtyp .satfinite @rnd .xor .and .popc", patterns=(_SHAPE,), arity=(4, 4)),
+    _entry(
+        "mma", "matrix",
+        ".sp .sp::ordered_metadata .sync .aligned .row .col @mtyp .satfinite .xor .and .popc .block_scale .ue8m0 .ue4m3",
+        patterns=(_SHAPE, _KIND, _SCALE_VEC), arity=(4, 10),
+    ),
+    _entry("ldmatrix", "matrix", ".sync .aligned .m8n8 .m16n16 .m8n16 .x1 .x2 .x4 .trans .shared .shared::cta .b16 .b8 .b8x16 .b6x16_p32 .b4x16_p64", arity=(2, 2)),
+    _entry("stmatrix", "matrix", ".sync .aligned .m8n8 .m16n8 .x1 .x2 .x4 .trans .shared .shared::cta .b16 .b8", defs=0, arity=(2, 2), since="7.8"),
+    _entry("movmatrix", "matrix", ".sync .aligned .m8n8 .trans .b16", arity=(2, 2), since="7.8"),
+    # --- warpgroup-level matrix (sm_90a) ------------------------------------
+    _entry(
+        "wgmma.mma_async", "matrix", ".sp .sync .aligned @mtyp .satfinite .and .popc",
+        patterns=(_SHAPE,), inout=True, arity=(4, 10), since="8.0",
+    ),
+    _entry("wgmma.fence", "sync", ".sync .aligned", defs=0, arity=(0, 0), since="8.0"),
+    _entry("wgmma.commit_group", "sync", ".sync .aligned", defs=0, arity=(0, 0), since="8.0"),
+    _entry("wgmma.wait_group", "sync", ".sync .aligned", defs=0, arity=(1, 1), since="8.0"),
+    # --- TensorCore 5th generation (sm_100a) --------------------------------
+    _entry("tcgen05.alloc", "matrix", "@cta_group .sync .aligned .shared::cta .b32", defs=0, arity=(2, 2), since="8.6", status="parse"),
+    _entry("tcgen05.dealloc", "matrix", "@cta_group .sync .aligned .b32", defs=0, arity=(2, 2), since="8.6", status="parse"),
+    _entry("tcgen05.relinquish_alloc_permit", "matrix", "@cta_group .sync .aligned", defs=0, arity=(0, 0), since="8.6", status="parse"),
+    _entry(
+        "tcgen05.ld", "matrix", ".sync .aligned .pack::16b .b32 .red .min .max .abs .NaN .f32 .u32 .s32",
+        patterns=(_TC_SHAPE, _TC_NUM), defs_with=((".red", 2),), arity=(2, 4), since="8.6", status="parse",
+    ),
+    _entry(
+        "tcgen05.st", "matrix", ".sync .aligned .unpack::16b .b32",
+        patterns=(_TC_SHAPE, _TC_NUM), defs=0, arity=(2, 3), since="8.6", status="parse",
+    ),
+    _entry("tcgen05.wait", "sync", "::ld ::st .sync .aligned", defs=0, arity=(0, 0), since="8.6", status="parse"),
+    _entry(
+        "tcgen05.cp", "matrix", "@cta_group .warpx2::02_13 .warpx2::01_23 .warpx4 .b8x16 .b6x16_p32 .b4x16_p64",
+        patterns=(_TC_SHAPE,), defs=0, arity=(2, 2), since="8.6", status="parse",
+    ),
+    _entry("tcgen05.shift", "matrix", "@cta_group .down", defs=0, arity=(1, 1), since="8.6", status="parse"),
+    _entry(
+        "tcgen05.mma", "matrix", "@cta_group .ws .sp .block_scale .block16 .block32 .ashift",
+        patterns=(_KIND, _SCALE_VEC, _COLLECTOR), defs=0, arity=(5, 8), since="8.6", status="parse",
+    ),
+    _entry(
+        "tcgen05.commit", "sync", "@cta_group .mbarrier::arrive::one .shared::cluster .multicast::cluster .b64",
+        defs=0, arity=(1, 2), since="8.6", status="parse",
+    ),
+    _entry("tcgen05.fence", "sync", "::before_thread_sync ::after_thread_sync", defs=0, arity=(0, 0), since="8.6", status="parse"),
+    # --- fabric (PTX 9.3) ----------------------------------------------------
+    *(
+        _entry(
+            n, "mem",
+            ".async .multimem .shared::cta .mbarrier::complete_tx::bytes .mbarrier::complete_tx::16B "
+            ".mbarrier::report::fabric .counted::bytes .cp_mask .relaxed .sys .b128" + extra,
+            defs=0, arity=(4, 5), since="9.3", status="parse",
+        )
+        for n, extra in (
+            ("fabric.try_get", ""), ("fabric.try_put", ""),
+            ("fabric.try_red", " @redop @ityp .b32 .b64 .f32 .f64 @h"),
+            ("fabric.try_pullred", " .sync @redop @ityp .b32 .b64 .f32 .f64 @h @f8"),
+        )
+    ),
+    _entry("fabric.submit", "sync", ".op_restrict::fetching", defs=0, arity=(0, 0), since="9.3", status="parse"),
+    _entry("fabric.wait", "sync", ".sync_restrict::reads", defs=0, arity=(0, 0), since="9.3", status="parse"),
+    # --- stack manipulation -------------------------------------------------
+    _entry("stacksave", "move", ".u32 .u64", arity=(1, 1)),
+    _entry("stackrestore", "move", ".u32 .u64", defs=0, arity=(1, 1)),
+    _entry("alloca", "move", ".u32 .u64", arity=(2, 3)),
+    # --- video (scalar, 2-way and 4-way SIMD) -------------------------------
+    *_video("vadd vsub vabsdiff vmin vmax", "@vtyp .sat @vop2", (3, 4)),
+    *_video("vshl vshr", "@vtyp .sat .clamp .wrap @vop2", (3, 4)),
+    *_video("vmad", "@vtyp .po .sat .shr7 .shr15", (4, 4)),
+    *_video("vset", "@vtyp @vcmp @vop2", (3, 4)),
+    *_video("vadd2 vsub2 vavrg2 vabsdiff2 vmin2 vmax2", "@vtyp .sat .add", (4, 4)),
+    *_video("vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4", "@vtyp .sat .add", (4, 4)),
+    *_video("vset2 vset4", "@vtyp @vcmp .add", (4, 4)),
+    # --- miscellaneous ------------------------------------------------------
+    _entry("brkpt", "misc", "", defs=0, arity=(0, 0)),
+    _entry("nanosleep", "misc", ".u32", defs=0, arity=(1, 1)),
+    _entry("pmevent", "misc", ".mask", defs=0, arity=(1, 1)),
+    _entry("trap", "control", "", defs=0, arity=(0, 0), terminator=True),
+    _entry("setmaxnreg", "misc", ".inc .dec .sync .aligned .u32", defs=0, arity=(1, 1), since="8.0"),
 )
 
 
@@ -328,10 +645,21 @@ class UnknownModifier(Exception):
         self.modifier = modifier
 
 
+def _check_mods(instr: Instr, mods: tuple[str, ...]) -> tuple[Instr, tuple[str, ...]]:
+    for m in mods:
+        if not instr.accepts_modifier(m):
+            raise UnknownModifier(instr, m)
+    return instr, mods
+
+
 @lru_cache(maxsize=65536)
 def resolve_opcode(token: str) -> tuple[Instr, tuple[str, ...]]:
     """Split an opcode token into its ISA entry and its modifiers.
 
+    The entry is the longest one whose name is a dot-separated prefix of
+    ``token`` (``red.async.relaxed...`` is ``red.async``, ``red.add...`` is
+    ``red``); an entry's last part may also carry a ``::`` qualifier
+    (``tcgen05.wait::ld`` is ``tcgen05.wait`` with the modifier ``::ld``).
     Raises ``UnknownOpcode`` or ``UnknownModifier`` (the first modifier that
     the entry does not accept).
     """
@@ -339,11 +667,13 @@ def resolve_opcode(token: str) -> tuple[Instr, tuple[str, ...]]:
     for n in range(min(_MAX_PARTS, len(parts)), 0, -1):
         instr = INSTRUCTIONS_BY_NAME.get(".".join(parts[:n]))
         if instr is not None:
-            mods = tuple("." + p for p in parts[n:])
-            for m in mods:
-                if not instr.accepts_modifier(m):
-                    raise UnknownModifier(instr, m)
-            return instr, mods
+            return _check_mods(instr, tuple("." + p for p in parts[n:]))
+        last = parts[n - 1]
+        if "::" in last and n > 1:
+            head, tail = last.split("::", 1)
+            instr = INSTRUCTIONS_BY_NAME.get(".".join(parts[: n - 1] + [head]))
+            if instr is not None:
+                return _check_mods(instr, ("::" + tail,) + tuple("." + p for p in parts[n:]))
     raise UnknownOpcode(parts[0])
 
 
@@ -351,10 +681,12 @@ def resolve_opcode(token: str) -> tuple[Instr, tuple[str, ...]]:
 # Facts derived from an entry and a statement's modifiers
 # ---------------------------------------------------------------------------
 
+_TYPE_TOKENS = ALL_TYPES | INSTR_ONLY_TYPES
+
 
 def type_modifiers(mods: tuple[str, ...]) -> tuple[str, ...]:
     """The type modifiers among ``mods``, in order (``cvt.f32.s32`` -> f32, s32)."""
-    return tuple(m for m in mods if m in ALL_TYPES)
+    return tuple(m for m in mods if m in _TYPE_TOKENS)
 
 
 @lru_cache(maxsize=65536)
@@ -396,7 +728,8 @@ def flop_weights(instr: Instr, mods: tuple[str, ...]) -> tuple[str, int]:
     """``(counter, weight)``: which FLOP counter a statement adds to per lane.
 
     ``counter`` is ``"sp"``, ``"dp"``, ``"hp"``, ``"special"`` or ``""`` (not a
-    FLOP).  Packed two-element types count twice.
+    FLOP).  Packed two-element types count twice.  The first type modifier
+    decides (the destination type: ``fma.rn.f32.f16`` is single precision).
     """
     types = type_modifiers(mods)
     if not types or not (instr.flops or instr.special):
@@ -424,3 +757,8 @@ def parse_only_entries() -> list[str]:
 
 def fully_described_entries() -> list[str]:
     return sorted(i.name for i in INSTRUCTIONS if i.status == "full")
+
+
+def coverage_rows() -> list[tuple[str, str, str]]:
+    """``(entry, kind, status)`` for every entry, in table order (for the README)."""
+    return [(i.name, i.kind, i.status) for i in INSTRUCTIONS]

@@ -1,22 +1,36 @@
 """PTX text -> ``ptx`` dialect in register form.
 
-A recursive-descent parser over the token list of ``lexer.py``.  It builds one
+A recursive-descent parser over the tokens of ``lexer.py``.  It builds one
 operation per statement, splits bodies into blocks at labels and after every
 terminator (``bra``, ``brx.idx``, ``ret``, ``exit``, ``trap``), makes
 fall-through edges explicit, resolves registers against their (possibly
 nested) declarations, and validates opcodes and modifiers against the ISA
-table.  Errors are ``PTXSyntaxError`` with file, line and column.
+table.  Errors are ``PTXSyntaxError`` with file, line and column and say what
+was expected and what was found.
+
+Speed.  Tokens are lexed lazily into a small buffer that is emptied at every
+statement boundary.  Inside a function body, the common one-line statements
+(instructions, labels, ``.loc``) first go through a *fast path*: one regular
+expression splits the statement, operand texts are looked up in a per-body
+cache (``"%r5"``, ``" [%rd3+4]"`` -> operand tuple), and a miss parses just
+that operand with the token parser.  The fast path never reports an error:
+whenever something does not match or resolve it backs out and the token
+parser reads the statement, so both paths build the same IR and give the same
+diagnostics (``tests/unit/test_fastpath.py`` checks it).  Operations are made
+with ``new_op`` and linked into their blocks directly.
 """
 
 from __future__ import annotations
 
+import gc
 import re
+from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, Region
+from xdsl.dialects.builtin import UNKNOWN_LOC, ArrayAttr, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, Region, Use
 
 from . import isa
-from .diagnostics import PTXSyntaxError, SourceFile
+from .diagnostics import PTXError, PTXSyntaxError, SourceFile
 from .dialect import (
     INSTRUCTION_OPS,
     AddressSizeOp,
@@ -38,7 +52,8 @@ from .dialect import (
     new_op,
     string_attr,
 )
-from .lexer import EOF, NAME, NUM, PUNCT, STR, tokenize
+from .lexer import _ERROR_KINDS, EOF, NAME, NUM, PUNCT, STR, lex_error, match_token
+from .operands import parse_int_immediate
 
 LINKAGE = frozenset([".extern", ".visible", ".weak", ".common"])
 VAR_SPACES = frozenset([".global", ".const", ".shared", ".local", ".param", ".tex"])
@@ -49,8 +64,16 @@ PERF_DIRECTIVES = frozenset(
 )
 LABEL_DIRECTIVES = frozenset([".branchtargets", ".calltargets", ".callprototype"])
 _OPAQUE_TYPES = frozenset([".texref", ".samplerref", ".surfref"])
+_VECTORS = frozenset([".v2", ".v4", ".v8"])
+#: directives a body may hold but module level may not, and the reverse
+_BODY_ONLY = frozenset([".reg", ".loc"]) | LABEL_DIRECTIVES
+_MODULE_ONLY = frozenset([".version", ".target", ".address_size", ".section", ".entry", ".func", ".alias"])
+_TARGET_RE = re.compile(r"(?:sm|compute)_\d+[af]?|debug|map_f64_to_f32|texmode_unified|texmode_independent")
+_VERSION_RE = re.compile(r"\d+\.\d+")
 
 Tok = tuple[str, str, int]
+
+_EOF_TOK: Tok = (EOF, "", 0)
 
 
 def _join(tokens: list[Tok]) -> str:
@@ -66,6 +89,85 @@ def _join(tokens: list[Tok]) -> str:
         out.append(text)
         prev = text
     return "".join(out)
+
+
+def _fast_str(s: str) -> StringAttr:
+    """A ``StringAttr`` without the verifier call (the value is a plain str)."""
+    a = object.__new__(StringAttr)
+    object.__setattr__(a, "data", s)
+    return a
+
+
+# ---------------------------------------------------------------------------
+# Fast path: one regular expression per common one-line statement
+# ---------------------------------------------------------------------------
+
+_FAST_RE = re.compile(
+    r"""
+    [ \t\r\n]*(?://[^\n]*[ \t\r\n]*)*
+    (?:
+      (?P<ins>(?:@(?P<neg>!?)(?P<g>%?[A-Za-z_$][\w$]*)[ \t]+)?
+        (?P<op>[a-z][\w$]*(?:(?:\.|::)[\w$]+)*)
+        (?:\s+(?P<args>[^;"/\s][^;"/]*)?)?;)
+     |(?P<lbl>[$A-Za-z_][\w$]*)[ \t]*:(?!:)
+        (?!\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*\.(?:branchtargets|calltargets|callprototype)(?![\w$]))
+     |\.loc[ \t]+(?P<loc>[^\n;/]*)
+     |\.param[ \t]+(?:\.align[ \t]+(?P<palign>[0-9]+)[ \t]+)?(?P<ptype>\.[a-z][\w]*)[ \t]+
+        (?P<pname>[A-Za-z_$][\w$]*)(?:\[(?P<pdim>[0-9]+)\])?[ \t]*(?P<pdecl>;)
+    )
+    """,
+    re.X | re.S | re.A,
+)
+_fast_match = _FAST_RE.match
+_LOC3_RE = re.compile(r"\s*(\d+)\s+(\d+)\s+(\d+)\s*")
+_LOC_INLINED_RE = re.compile(
+    r"\s*(\d+)\s+(\d+)\s+(\d+)\s*,\s*function_name\s+([$A-Za-z_][\w$]*)\s*,"
+    r"\s*inlined_at\s+(\d+)\s+(\d+)\s+(\d+)\s*",
+    re.A,
+)
+
+
+_NAME = r"[A-Za-z_$%][\w$]*(?:(?:\.|::)[\w$]+)*"
+_INT = r"(?:0[xX][0-9a-fA-F]+[uU]?|0[bB][01]+[uU]?|[0-9]+[uU]?)(?![\w$.])"
+_NUM = (
+    r"(?:0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+[uU]?|0[bB][01]+[uU]?"
+    r"|[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|[0-9]+[uU]?)(?![\w$.])"
+)
+#: the operand shapes the fast path classifies without tokens (anything else
+#: goes to the token parser); groups: name [| name2] [+off], number, !name,
+#: [base+off], {vector}
+_OPERAND_RE = re.compile(
+    rf"""\s*(?:
+      (?P<n>{_NAME})(?:\s*\|\s*(?P<n2>{_NAME})|\s*\+\s*(?P<sneg>-?)\s*(?P<soff>{_INT})|\s*-\s*(?P<smin>{_INT}))?
+     |(?P<ineg>-?)\s*(?P<num>{_NUM})
+     |!\s*(?P<nn>{_NAME})
+     |\[\s*(?P<an>{_NAME})\s*(?:\+\s*(?P<aneg>-?)\s*(?P<aoff>{_INT})|-\s*(?P<amin>{_INT}))?\s*\]
+     |\{{(?P<vec>[^{{}}]*)\}}
+     |\((?P<paren>[^()]*)\)
+    )\s*""",
+    re.X | re.A,
+)
+_operand_match = _OPERAND_RE.fullmatch
+
+
+def _split_operands(a: str) -> list[str] | None:
+    """``a.split(",")`` keeping ``{..}`` vectors and ``(..)`` lists whole
+    (``None``: unbalanced).
+
+    The parts joined with ``","`` give ``a`` back, so each part's offset is the
+    running sum of the lengths before it."""
+    parts: list[str] = []
+    cur = ""
+    depth = 0
+    for r in a.split(","):
+        depth += r.count("{") + r.count("(") - r.count("}") - r.count(")")
+        cur = cur + "," + r if cur else r
+        if depth < 0:
+            return None
+        if depth == 0:
+            parts.append(cur)
+            cur = ""
+    return None if depth else parts
 
 
 class _Scopes:
@@ -101,6 +203,26 @@ class _Scopes:
         if count:
             self.cache = {}
 
+    def declared_here(self, name: str, count: int) -> bool:
+        """True when ``name`` (or a register of the range ``name<count>``)
+        is already declared in the innermost scope."""
+        _, singles, ranges = self.stack[-1]
+        if count:
+            if name in ranges:
+                return True
+            return any(
+                n[len(name):].isdigit() and n.startswith(name) and int(n[len(name):]) < count
+                and (n[len(name):] == "0" or not n[len(name):].startswith("0"))
+                for n in singles
+            )
+        if name in singles:
+            return True
+        stem = name.rstrip("0123456789")
+        digits = name[len(stem):]
+        if digits and stem in ranges:
+            return int(digits) < ranges[stem][0] and (digits == "0" or not digits.startswith("0"))
+        return False
+
     def lookup(self, name: str) -> tuple[int, str] | None:
         """``(scope id, type)`` of the declaration ``name`` refers to."""
         hit = self.cache.get(name, False)
@@ -124,49 +246,105 @@ class _Scopes:
 
 
 class PTXParser:
-    def __init__(self, text: str, filename: str = "<stdin>", line_offset: int = 0):
+    def __init__(self, text: str, filename: str = "<stdin>", line_offset: int = 0, fast: bool = True):
         self.src = SourceFile(text, filename, line_offset)
-        self.toks = tokenize(self.src)
+        self.text = text
+        # lazily lexed tokens of the current statement: toks[i] is the next one
+        self.toks: list[Tok] = []
         self.i = 0
+        self.pos = 0  # where lexing continues
+        self.prev_end = 0  # end offset of the last consumed token
         self.scopes = _Scopes()
+        self.fast = fast
+        self._opcodes: dict[str, tuple] = {}
+        # Operand cache of the fast path: operand text -> node, '@' + name ->
+        # guard register.  One layer per open scope (innermost is
+        # ``_operand_cache``); ``_shadow`` holds the names declared in nested
+        # scopes, which outer layers must not answer for.
+        self._operand_cache: dict[str, tuple] = {}
+        self._layers: list[dict[str, tuple]] = []
+        self._shadow: list[str] = []
+        self._shadow_marks: list[int] = []
+        self._loc_cache: dict[str, StringAttr] = {}
+        self._defined_funcs: dict[str, Tok] = {}
 
     # -- token helpers -------------------------------------------------------
 
+    def _lex(self) -> Tok:
+        m = match_token(self.text, self.pos)
+        kind = m.lastgroup
+        if kind == "eof":
+            tok: Tok = (EOF, "", len(self.text))
+        else:
+            text = m.group(kind)  # type: ignore[arg-type]
+            if kind in _ERROR_KINDS:
+                raise lex_error(self.src, kind, text, m.start(kind))  # type: ignore[arg-type]
+            self.pos = end = m.end()
+            tok = (kind, text, end - len(text))  # type: ignore[assignment]
+        self.toks.append(tok)
+        return tok
+
+    def _sync(self) -> None:
+        """At a statement boundary: drop the token buffer, un-reading any
+        lookahead (lexing is a pure function of the position)."""
+        toks = self.toks
+        if toks:
+            if self.i < len(toks):
+                self.pos = toks[self.i][2]
+            self.toks = []
+            self.i = 0
+
     def error(self, message: str, tok: Tok | None = None) -> PTXSyntaxError:
-        t = tok if tok is not None else self.toks[self.i]
+        t = tok if tok is not None else self.peek()
         return PTXSyntaxError(self.src, t[2], message)
 
+    def error_at(self, offset: int, message: str) -> PTXSyntaxError:
+        return PTXSyntaxError(self.src, offset, message)
+
     def peek(self, k: int = 0) -> Tok:
-        return self.toks[min(self.i + k, len(self.toks) - 1)]
+        j = self.i + k
+        toks = self.toks
+        while len(toks) <= j:
+            if toks and toks[-1][0] == EOF:
+                return toks[-1]
+            self._lex()
+        return toks[j]
 
     def advance(self) -> Tok:
-        t = self.toks[self.i]
+        t = self.peek()
         if t[0] != EOF:
             self.i += 1
+            self.prev_end = t[2] + len(t[1])
         return t
 
     def at(self, text: str) -> bool:
-        return self.toks[self.i][1] == text and self.toks[self.i][0] != STR
+        t = self.peek()
+        return t[1] == text and t[0] != STR
 
     def accept(self, text: str) -> bool:
         if self.at(text):
-            self.i += 1
+            self.advance()
             return True
         return False
 
     def expect(self, text: str, what: str | None = None) -> Tok:
-        t = self.toks[self.i]
+        t = self.peek()
         if t[1] != text or t[0] == STR:
             raise self.error(f"expected {what or repr(text)}, found {self._describe(t)}")
-        self.i += 1
-        return t
+        return self.advance()
 
     def expect_kind(self, kind: str, what: str) -> Tok:
-        t = self.toks[self.i]
+        t = self.peek()
         if t[0] != kind:
             raise self.error(f"expected {what}, found {self._describe(t)}")
-        self.i += 1
-        return t
+        return self.advance()
+
+    def expect_name(self, what: str) -> Tok:
+        """A name that is not a directive keyword (no leading dot)."""
+        t = self.peek()
+        if t[0] != NAME or t[1].startswith("."):
+            raise self.error(f"expected {what}, found {self._describe(t)}")
+        return self.advance()
 
     @staticmethod
     def _describe(t: Tok) -> str:
@@ -174,18 +352,19 @@ class PTXParser:
 
     def _int(self, what: str) -> int:
         neg = self.accept("-")
-        t = self.expect_kind(NUM, what)
+        t = self.peek()
+        if t[0] != NUM:
+            raise self.error(f"expected {what}, found {self._describe(t)}")
         try:
-            from .operands import parse_int_immediate
-
             v = parse_int_immediate(t[1])
         except ValueError:
             raise self.error(f"expected {what}, found {t[1]!r}", t) from None
+        self.advance()
         return -v if neg else v
 
     def _same_line(self, a: Tok, b: Tok) -> bool:
         end = a[2] + len(a[1])
-        return self.src.text.find("\n", end, b[2]) < 0
+        return self.text.find("\n", end, b[2]) < 0
 
     def _rest_of_line(self, start: Tok) -> list[Tok]:
         """Tokens after ``start`` up to the end of its line (``.loc``, ``.file``)."""
@@ -199,48 +378,63 @@ class PTXParser:
     def _until(self, *stops: str) -> list[Tok]:
         """Tokens up to (not including) one of ``stops`` at bracket depth 0."""
         out: list[Tok] = []
-        depth = 0
+        opened: list[Tok] = []
         while True:
             t = self.peek()
             if t[0] == EOF:
-                raise self.error(f"expected {' or '.join(repr(s) for s in stops)} before end of file")
+                if opened:
+                    o = opened[-1]
+                    raise self.error(f"expected '{_CLOSER[o[1]]}' to close the {o[1]!r} opened here before end of file", o)
+                raise self.error_at(self.prev_end, f"expected {' or '.join(repr(s) for s in stops)} before end of file")
             if t[0] == PUNCT:
-                if depth == 0 and t[1] in stops:
+                if not opened and t[1] in stops:
                     return out
                 if t[1] in "{[(":
-                    depth += 1
+                    opened.append(t)
                 elif t[1] in "}])":
-                    depth -= 1
-                    if depth < 0:
-                        raise self.error(f"unbalanced {t[1]!r}")
+                    if not opened:
+                        raise self.error(f"unmatched {t[1]!r}")
+                    o = opened.pop()
+                    if _CLOSER[o[1]] != t[1]:
+                        raise self.error(f"expected {_CLOSER[o[1]]!r} to close the {o[1]!r} at column {self.src.location(o[2])[1]}, found {t[1]!r}")
             out.append(self.advance())
 
     # -- module --------------------------------------------------------------
 
     def parse_module(self) -> ModuleOp:
         ops: list[Operation] = []
-        if self.peek()[1] != ".version":
-            raise self.error(f"expected '.version' at the start of a PTX module, found {self._describe(self.peek())}")
-        while self.peek()[0] != EOF:
+        t = self.peek()
+        if t[1] != ".version" or t[0] != NAME:
+            raise self.error(f"expected '.version' at the start of a PTX module, found {self._describe(t)}")
+        while True:
+            self._sync()
             t = self.peek()
-            if t[0] != NAME:
+            kind, d = t[0], t[1]
+            if kind == EOF:
+                break
+            if kind != NAME:
+                if d == "}":
+                    raise self.error("unmatched '}' at module level")
                 raise self.error(f"expected a directive, found {self._describe(t)}")
-            d = t[1]
             if d == ".version":
                 self.advance()
-                v = self.expect_kind(NUM, "a version number such as 8.5")
+                v = self.peek()
+                if v[0] != NUM or not _VERSION_RE.fullmatch(v[1]):
+                    raise self.error(f"expected a version number such as 8.5 after '.version', found {self._describe(v)}")
+                self.advance()
                 ops.append(new_op(VersionOp, {"version": StringAttr(v[1])}))
             elif d == ".target":
                 self.advance()
-                names = [self.expect_kind(NAME, "a target name such as sm_90")[1]]
+                names = [self._target_name()]
                 while self.accept(","):
-                    names.append(self.expect_kind(NAME, "a target name")[1])
+                    names.append(self._target_name())
                 ops.append(new_op(TargetOp, {"targets": ArrayAttr([StringAttr(n) for n in names])}))
             elif d == ".address_size":
                 self.advance()
-                n = self._int("32 or 64")
+                n_tok = self.peek()
+                n = self._int("an address size (32 or 64)")
                 if n not in (32, 64):
-                    raise self.error(f"address size must be 32 or 64, not {n}", t)
+                    raise self.error(f"address size must be 32 or 64, found {n}", n_tok)
                 ops.append(new_op(AddressSizeOp, {"size": IntAttr(n)}))
             elif d == ".file":
                 self.advance()
@@ -254,33 +448,57 @@ class PTXParser:
                 ops.append(self._raw(d, toks))
             elif d in LINKAGE or d in (".entry", ".func") or d in VAR_SPACES:
                 ops.extend(self._declaration(module_level=True))
+            elif not d.startswith("."):
+                raise self.error(
+                    f"expected a directive, found {d!r} (instructions and labels belong inside a "
+                    "'.entry' or '.func' body)"
+                )
+            elif d in _BODY_ONLY:
+                raise self.error(f"directive {d!r} is only allowed inside a function body")
+            elif d in PERF_DIRECTIVES:
+                raise self.error(f"directive {d!r} is only allowed after a function signature")
             else:
-                raise self.error(f"unknown or misplaced directive {d!r} at module level")
-        module = ModuleOp(ops)
-        return module
+                raise self.error(f"unknown directive {d!r}")
+        return ModuleOp(ops)
+
+    def _target_name(self) -> str:
+        t = self.peek()
+        if t[0] != NAME or not _TARGET_RE.fullmatch(t[1]):
+            raise self.error(
+                f"expected a target such as sm_90 (sm_NN, compute_NN, debug, map_f64_to_f32, "
+                f"texmode_unified, texmode_independent), found {self._describe(t)}"
+            )
+        return self.advance()[1]
 
     def _raw(self, directive: str, toks: list[Tok]) -> Operation:
         return new_op(RawDirectiveOp, {"directive": string_attr(directive), "text": StringAttr(_join(toks))})
 
     def _section(self) -> Operation:
-        start = self.advance()
-        name = self.expect_kind(NAME, "a section name such as .debug_info")
-        open_tok = self.expect("{")
+        self.advance()
+        name = self.peek()
+        if name[0] != NAME or not name[1].startswith("."):
+            raise self.error(f"expected a section name such as .debug_info, found {self._describe(name)}")
+        self.advance()
+        open_tok = self.expect("{", "'{' after the section name")
+        self._sync()
         depth = 1
-        while depth:
-            t = self.advance()
-            if t[0] == EOF:
-                raise self.error("unterminated '.section' (missing '}')", open_tok)
-            if t[0] == PUNCT:
-                if t[1] == "{":
-                    depth += 1
-                elif t[1] == "}":
-                    depth -= 1
-        close = self.toks[self.i - 1]
-        body = self.src.text[open_tok[2] + 1 : close[2]]
+        close = -1
+        for m in _SECTION_SCAN.finditer(self.text, open_tok[2] + 1):
+            c = m.group()
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    close = m.start()
+                    break
+        if close < 0:
+            raise self.error("unterminated '.section': no matching '}' before end of file", open_tok)
+        self.pos = close + 1
+        self.prev_end = close + 1
+        body = self.text[open_tok[2] + 1 : close]
         lines = [ln.strip() for ln in body.splitlines()]
         text = "\n".join(ln for ln in lines if ln and not ln.startswith("//"))
-        del start
         return new_op(
             RawDirectiveOp,
             {"directive": string_attr(".section"), "text": StringAttr(f"{name[1]}\n{{\n{text}\n}}")},
@@ -288,16 +506,16 @@ class PTXParser:
 
     def _declaration(self, module_level: bool) -> list[Operation]:
         linkage: list[str] = []
-        while self.peek()[1] in LINKAGE:
+        while self.peek()[1] in LINKAGE and self.peek()[0] == NAME:
             linkage.append(self.advance()[1])
         t = self.peek()
         if t[1] in (".entry", ".func"):
             if not module_level:
-                raise self.error(f"{t[1]!r} is not allowed inside a function body")
+                raise self.error(f"{t[1]!r} is not allowed inside a function body (is a '}}' missing before it?)")
             return [self._function(tuple(linkage))]
         if t[1] in VAR_SPACES:
             return self._variables(tuple(linkage))
-        raise self.error(f"expected '.entry', '.func' or a state space after linkage, found {self._describe(t)}")
+        raise self.error(f"expected '.entry', '.func' or a state space after {linkage[-1]!r}, found {self._describe(t)}")
 
     # -- variables and parameters -------------------------------------------
 
@@ -311,39 +529,43 @@ class PTXParser:
                 break
             self.advance()
             if t[1] == ".align":
-                quals.append((".align", self._int("an alignment")))
-            elif t[1] in (".v2", ".v4", ".v8"):
+                quals.append((".align", self._int("an alignment after '.align'")))
+            elif t[1] in _VECTORS:
                 quals.append((t[1],))
             elif t[1] == ".attribute":
-                self.expect("(")
+                self.expect("(", "'(' after '.attribute'")
                 inner = self._until(")")
                 self.expect(")")
                 quals.append((f".attribute({_join(inner)})",))
             elif t[1] in isa.ALL_TYPES or t[1] in _OPAQUE_TYPES:
+                if ptx_type is not None:
+                    raise self.error(f"second type {t[1]!r} in a variable declaration (already {ptx_type!r})", t)
                 ptx_type = t[1]
             elif t[1] in (".ptr", ".global", ".shared", ".const", ".local"):
                 quals.append((t[1],))
             else:
-                raise self.error(f"unexpected {t[1]!r} in a variable declaration", t)
+                raise self.error(f"unexpected {t[1]!r} in a {space} variable declaration", t)
         if ptx_type is None:
-            raise self.error("expected a type such as .b32 in the variable declaration")
+            raise self.error(f"expected a type such as .b32 in the {space} variable declaration, found {self._describe(self.peek())}")
         ops: list[Operation] = []
         while True:
-            name_tok = self.expect_kind(NAME, "a variable name")
+            name_tok = self.expect_name("a variable name")
             name = name_tok[1]
             dims: list[int] = []
             count = 0
             if self.accept("<"):
-                count = self._int("a register count")
-                self.expect(">")
+                count = self._count("a variable count")
+                self.expect(">", "'>' closing the variable count")
             while self.accept("["):
                 if self.accept("]"):
                     dims.append(-1)
                     continue
                 dims.append(self._int("an array size"))
-                self.expect("]")
+                self.expect("]", "']' closing the array size")
             init = None
             if self.accept("="):
+                if self.peek()[1] in (",", ";"):
+                    raise self.error(f"expected an initializer after '=', found {self._describe(self.peek())}")
                 init = _join(self._until(",", ";"))
             names = [f"{name}{i}" for i in range(count)] if count else [name]
             for n in names:
@@ -355,37 +577,75 @@ class PTXParser:
                 )
             if self.accept(","):
                 continue
-            self.expect(";", "';' after the variable declaration")
+            if not self.at(";"):
+                raise self.error_at(
+                    self.prev_end,
+                    f"expected ';' after the declaration of {name!r}, found {self._describe(self.peek())}",
+                )
+            self.advance()
             return ops
 
-    def _param_list(self) -> tuple:
+    def _count(self, what: str) -> int:
+        t = self.peek()
+        n = self._int(what)
+        if n <= 0:
+            raise self.error(f"{what} must be positive, found {n}", t)
+        return n
+
+    def _param_list(self, owner: str) -> tuple:
+        self.expect("(", f"'(' to open the parameter list of {owner!r}")
         params: list[tuple] = []
-        self.expect("(")
         if self.accept(")"):
             return ()
         while True:
-            start = self.i
-            space = self.peek()
-            if space[1] not in (".param", ".reg"):
-                raise self.error(f"expected '.param' or '.reg' in a parameter list, found {self._describe(space)}")
-            toks = self._until(",", ")")
-            decl = self.toks[start : self.i]
-            names = [t for t in toks[1:] if t[0] == NAME and not t[1].startswith(".")]
-            if not names:
-                raise self.error("expected a parameter name", self.peek())
-            types = [t[1] for t in toks if t[1] in isa.ALL_TYPES or t[1] in _OPAQUE_TYPES]
-            align = None
-            dims: list[int] = []
-            for k, t in enumerate(toks):
-                if t[1] == ".align" and k + 1 < len(toks):
-                    align = int(toks[k + 1][1], 0)
-                if t[1] == "[" and k + 1 < len(toks):
-                    nxt = toks[k + 1]
-                    dims.append(int(nxt[1], 0) if nxt[0] == NUM else -1)
-            params.append((_join(decl), names[0][1], space[1], types[0] if types else "", align, tuple(dims)))
+            params.append(self._param())
             if self.accept(")"):
                 return tuple(params)
-            self.expect(",")
+            t = self.peek()
+            if not self.at(","):
+                raise self.error(f"expected ',' or ')' after a parameter of {owner!r}, found {self._describe(t)}")
+            self.advance()
+
+    def _param(self) -> tuple:
+        space = self.peek()
+        if space[1] not in (".param", ".reg") or space[0] != NAME:
+            raise self.error(f"expected '.param' or '.reg' to begin a parameter, found {self._describe(space)}")
+        decl = [self.advance()]
+        ptx_type = ""
+        align = None
+        while True:
+            t = self.peek()
+            if t[0] != NAME or not t[1].startswith("."):
+                break
+            decl.append(self.advance())
+            q = t[1]
+            if q == ".align":
+                n = self.peek()
+                align = self._int("an alignment after '.align'")
+                decl.append(n)
+            elif q in isa.ALL_TYPES or q in _OPAQUE_TYPES:
+                if ptx_type:
+                    raise self.error(f"second type {q!r} in a parameter (already {ptx_type!r})", t)
+                ptx_type = q
+            elif q in (".ptr", ".global", ".shared", ".const", ".local") or q in _VECTORS:
+                pass
+            else:
+                raise self.error(f"unexpected {q!r} in a parameter declaration", t)
+        if not ptx_type:
+            raise self.error(f"expected a type such as .u64 in the parameter declaration, found {self._describe(self.peek())}")
+        name = self.expect_name("a parameter name")
+        decl.append(name)
+        dims: list[int] = []
+        while self.at("["):
+            decl.append(self.advance())
+            if self.at("]"):
+                dims.append(-1)
+            else:
+                n = self.peek()
+                dims.append(self._int("an array size"))
+                decl.append(n)
+            decl.append(self.expect("]", "']' closing the array size"))
+        return (_join(decl), name[1], space[1], ptx_type, align, tuple(dims))
 
     # -- functions -----------------------------------------------------------
 
@@ -393,11 +653,11 @@ class PTXParser:
         kind = self.advance()[1]
         ret_params = None
         if kind == ".func" and self.at("("):
-            ret_params = self._param_list()
-        name = self.expect_kind(NAME, "a function name")
+            ret_params = self._param_list("the return value")
+        name = self.expect_name(f"a function name after {kind!r}")
         params: tuple = ()
         if self.at("("):
-            params = self._param_list()
+            params = self._param_list(name[1])
         directives: list[tuple[str, str]] = []
         while True:
             t = self.peek()
@@ -407,7 +667,7 @@ class PTXParser:
                 while self.peek()[0] == NUM or self.at(","):
                     vals.append(self.advance())
                 directives.append((t[1], _join(vals)))
-            elif t[1] == ".pragma":
+            elif t[1] == ".pragma" and t[0] == NAME:
                 self.advance()
                 toks = self._until(";")
                 self.expect(";")
@@ -415,7 +675,7 @@ class PTXParser:
             else:
                 break
         props = {
-            "sym_name": StringAttr(name[1]),
+            "symbol": StringAttr(name[1]),
             "kind": string_attr(kind),
             "linkage": TupleAttr.fast(linkage),
             "params": TupleAttr.fast(params),
@@ -426,109 +686,455 @@ class PTXParser:
         if self.accept(";"):
             return new_func(props, Region())
         if not self.at("{"):
-            raise self.error(f"expected '{{' or ';' after the signature of {name[1]!r}, found {self._describe(self.peek())}")
-        region = self._body()
+            t = self.peek()
+            what = "a performance directive, '{' or ';'" if t[0] == NAME and t[1].startswith(".") else "'{' or ';'"
+            raise self.error(f"expected {what} after the signature of {name[1]!r}, found {self._describe(t)}")
+        prev = self._defined_funcs.get(name[1])
+        if prev is not None:
+            line = self.src.location(prev[2])[0]
+            raise self.error(f"function {name[1]!r} is defined twice (first definition at line {line})", name)
+        self._defined_funcs[name[1]] = name
+        region = self._body(name)
         return new_func(props, region)
 
     # -- bodies --------------------------------------------------------------
 
-    def _body(self) -> Region:
-        self.expect("{")
+    def _body(self, fname: Tok) -> Region:
+        open_tok = self.expect("{")
         self.scopes = _Scopes()
         self.scopes.push()
+        self._operand_cache = {}
+        self._layers = []
+        self._shadow = []
+        self._shadow_marks = []
         depth = 1
         blocks: list[list[Operation]] = [[]]
         labels: dict[str, int] = {}
         label_tok: dict[str, Tok] = {}
         open_block = True
-        # (op, token, block index) of terminators whose successors wait for labels
-        branches: list[tuple[Operation, Tok, int]] = []
+        # (op, offset of the statement, block index) of terminators whose
+        # successors wait for labels
+        branches: list[tuple[Operation, int, int]] = []
         tables: dict[str, tuple[str, ...]] = {}
         ops = blocks[0]
-
-        def start_block() -> list[Operation]:
-            blocks.append([])
-            return blocks[-1]
+        text = self.text
+        fast = self.fast
+        scope_opens: list[Tok] = []
+        fast_match = _fast_match
+        opcodes = self._opcodes
+        new_obj = object.__new__
+        set_attr = object.__setattr__
+        unknown_loc = UNKNOWN_LOC
 
         while True:
+            # statement boundary: drop the token buffer (un-reading lookahead)
+            if self.toks:
+                if self.i < len(self.toks):
+                    self.pos = self.toks[self.i][2]
+                self.toks = []
+                self.i = 0
+            if fast:
+                # the fast path: one match per statement while statements are
+                # plain one-liners; anything else falls through to the token
+                # parser for one statement
+                pos = self.pos
+                cache = self._operand_cache
+                while True:
+                    m = fast_match(text, pos)
+                    if m is None:
+                        break
+                    g = m.lastgroup
+                    if g == "ins":
+                        opc, a, gname = m.group("op", "args", "g")
+                        entry = opcodes.get(opc)
+                        if entry is None:
+                            entry = self._opcode_entry(opc)
+                            if entry is None:
+                                break
+                        if a:
+                            args = self._fast_args(a, m, cache)
+                            if args is None:
+                                break
+                        else:
+                            args = ()
+                        cls, mods, lo, hi, term = entry
+                        if not lo <= len(args) <= hi:
+                            break
+                        aa = new_obj(ArgsAttr)
+                        set_attr(aa, "data", args)
+                        props = {"mods": mods, "args": aa}
+                        if gname is not None:
+                            reg = cache.get("@" + gname)
+                            if reg is None:
+                                reg = self._fast_guard(gname, m)
+                                if reg is None:
+                                    break
+                            ga = new_obj(GuardAttr)
+                            set_attr(ga, "data", (reg, m.group("neg") == "!"))
+                            props["guard"] = ga
+                        op = cls.__new__(cls)
+                        op.properties = props
+                        op.attributes = {}
+                        op.location = unknown_loc
+                        if not open_block:
+                            ops = []
+                            blocks.append(ops)
+                            open_block = True
+                        ops.append(op)
+                        if term:
+                            branches.append((op, m.start("ins"), len(blocks) - 1))
+                            open_block = False
+                        pos = m.end()
+                    elif g == "lbl":
+                        name = m.group("lbl")
+                        if name in labels:
+                            break
+                        if open_block:
+                            ops.append(None)  # type: ignore[arg-type]  # placeholder for the fall-through
+                        ops = []
+                        blocks.append(ops)
+                        open_block = True
+                        labels[name] = len(blocks) - 1
+                        label_tok[name] = (NAME, name, m.start("lbl"))
+                        ops.append(new_op(LabelOp, {"label": _fast_str(name)}))
+                        pos = m.end()
+                    elif g == "pdecl":
+                        op = self._fast_param(m)
+                        if op is None:
+                            break
+                        if not open_block:
+                            ops = []
+                            blocks.append(ops)
+                            open_block = True
+                        ops.append(op)
+                        pos = m.end()
+                    else:
+                        op = self._fast_loc(m)
+                        if op is None:
+                            break
+                        if not open_block:
+                            ops = []
+                            blocks.append(ops)
+                            open_block = True
+                        ops.append(op)
+                        pos = m.end()
+                if pos != self.pos:
+                    self.pos = self.prev_end = pos
+            # the token parser
             t = self.peek()
-            kind, text = t[0], t[1]
+            kind, ttext = t[0], t[1]
             if kind == EOF:
-                raise self.error("unexpected end of file: missing '}' at the end of the function body")
-            if kind == PUNCT and text == "}":
+                o = scope_opens[-1] if scope_opens else open_tok
+                where = "nested scope" if scope_opens else f"body of {fname[1]!r}"
+                raise self.error_at(
+                    self.prev_end,
+                    f"expected '}}' before end of file to close the {where} opened at line {self.src.location(o[2])[0]}",
+                )
+            if kind == PUNCT and ttext == "}":
                 self.advance()
                 depth -= 1
                 if depth == 0:
                     break
+                scope_opens.pop()
                 self.scopes.pop()
+                self._operand_cache = self._layers.pop()
+                del self._shadow[self._shadow_marks.pop():]
                 if not open_block:
-                    ops = start_block()
+                    ops = []
+                    blocks.append(ops)
                     open_block = True
                 ops.append(new_op(ScopeEndOp, {}))
                 continue
-            if kind == PUNCT and text == "{":
-                self.advance()
+            if kind == PUNCT and ttext == "{":
+                scope_opens.append(self.advance())
                 depth += 1
                 self.scopes.push()
+                self._layers.append(self._operand_cache)
+                self._operand_cache = {}
+                self._shadow_marks.append(len(self._shadow))
                 if not open_block:
-                    ops = start_block()
+                    ops = []
+                    blocks.append(ops)
                     open_block = True
                 ops.append(new_op(ScopeBeginOp, {}))
                 continue
-            if kind == NAME and self.peek(1)[1] == ":" and self.peek(1)[0] == PUNCT:
+            if kind == NAME and not ttext.startswith(".") and self.peek(1)[1] == ":" and self.peek(1)[0] == PUNCT:
                 # a label, or a labelled table directive
                 self.advance()
                 self.advance()
                 nxt = self.peek()
-                if nxt[1] in LABEL_DIRECTIVES:
+                if nxt[1] in LABEL_DIRECTIVES and nxt[0] == NAME:
                     self.advance()
                     toks = self._until(";")
                     self.expect(";")
                     if not open_block:
-                        ops = start_block()
+                        ops = []
+                        blocks.append(ops)
                         open_block = True
                     if nxt[1] == ".branchtargets":
                         names = tuple(x[1] for x in toks if x[0] == NAME)
-                        tables[text] = names
+                        if not names:
+                            raise self.error("expected at least one label after '.branchtargets'", nxt)
+                        if ttext in tables:
+                            raise self.error(f"branch table {ttext!r} is defined twice", t)
+                        tables[ttext] = names
+                        label_tok.setdefault(ttext, t)
                         ops.append(
-                            new_op(BranchTargetsOp, {"label": StringAttr(text), "target_labels": TupleAttr.fast(names)})
+                            new_op(BranchTargetsOp, {"label": StringAttr(ttext), "target_labels": TupleAttr.fast(names)})
                         )
                     else:
                         ops.append(self._raw(nxt[1], [t, (PUNCT, ":", t[2])] + toks))
                     continue
-                if text in labels:
-                    raise self.error(f"label {text!r} is defined twice", t)
+                if ttext in labels:
+                    line = self.src.location(label_tok[ttext][2])[0]
+                    raise self.error(f"label {ttext!r} is defined twice (first definition at line {line})", t)
                 if open_block:
                     ops.append(None)  # type: ignore[arg-type]  # placeholder for the fall-through
-                ops = start_block()
+                ops = []
+                blocks.append(ops)
                 open_block = True
-                labels[text] = len(blocks) - 1
-                label_tok[text] = t
-                ops.append(new_op(LabelOp, {"label": StringAttr(text)}))
+                labels[ttext] = len(blocks) - 1
+                label_tok[ttext] = t
+                ops.append(new_op(LabelOp, {"label": _fast_str(ttext)}))
                 continue
-            if kind == NAME and text.startswith("."):
+            if kind == NAME and ttext.startswith("."):
                 if not open_block:
-                    ops = start_block()
+                    ops = []
+                    blocks.append(ops)
                     open_block = True
                 ops.extend(self._body_directive())
                 continue
             # an instruction
             op, is_term = self._instruction()
             if not open_block:
-                ops = start_block()
+                ops = []
+                blocks.append(ops)
                 open_block = True
             ops.append(op)
             if is_term:
-                branches.append((op, t, len(blocks) - 1))
+                branches.append((op, t[2], len(blocks) - 1))
                 open_block = False
         self.scopes.pop()
         return self._assemble(blocks, labels, branches, tables, open_block)
+
+    def _opcode_entry(self, opc: str) -> tuple | None:
+        """Fast-path facts about an opcode token (None: let the token parser
+        report it)."""
+        try:
+            instr, _ = isa.resolve_opcode(opc)
+        except (isa.UnknownOpcode, isa.UnknownModifier):
+            return None
+        lo, hi = instr.arity if instr.arity is not None else (0, 1 << 30)
+        entry = self._opcodes[opc] = (
+            INSTRUCTION_OPS[instr.name], string_attr(opc[len(instr.name):]), lo, hi, instr.terminator
+        )
+        return entry
+
+    def _fast_args(self, a: str, m: re.Match[str], cache: dict[str, tuple]) -> tuple | None:
+        """Operand nodes of the operand text ``a`` of the statement ``m``."""
+        a = a.rstrip()
+        if "{" in a or "(" in a:
+            parts = _split_operands(a)
+            if parts is None:
+                return None
+        else:
+            parts = a.split(",")
+        get = cache.get
+        args = [get(p.strip()) for p in parts]
+        if all(args):
+            return tuple(args)
+        for k, node in enumerate(args):
+            if node is not None:
+                continue
+            p = parts[k]
+            key = p.strip()
+            if self._layers:
+                node = self._outer_get(key)
+            if node is None:
+                node = self._classify(key)
+                if node is None:
+                    off = m.start("args") + sum(len(q) + 1 for q in parts[:k])
+                    node = self._sub_operand(off, off + len(p))
+                    if node is None:
+                        return None
+            cache[key] = args[k] = node
+        return tuple(args)
+
+    def _fast_guard(self, gname: str, m: re.Match[str]) -> tuple | None:
+        key = "@" + gname
+        reg = self._outer_get(key) if self._layers else None
+        if reg is None:
+            try:
+                reg = self._guard_register((NAME, gname, m.start("g")))
+            except PTXError:
+                return None
+        self._operand_cache[key] = reg
+        return reg
+
+    def _outer_get(self, key: str) -> tuple | None:
+        """A cached node from an enclosing scope's layer, unless ``key``
+        mentions a name a nested scope declared (it may be shadowed)."""
+        for n in self._shadow:
+            if n in key:
+                return None
+        for layer in reversed(self._layers):
+            node = layer.get(key)
+            if node is not None:
+                return node
+        return None
+
+    def _declared(self, names: list[tuple[str, int]], ptx_type: str, scope: int) -> None:
+        """Keep the operand cache right after a register declaration, and
+        pre-fill it with the declared registers (most operands are plain
+        registers, so most lookups then hit)."""
+        cache = self._operand_cache
+        stems = [n for n, _ in names]
+        if self._layers:
+            self._shadow.extend(stems)
+            stale = True
+        else:
+            # at function level a declaration can only change what a cached
+            # text means if that text used the name as a symbol before
+            stale = any(not n.startswith("%") for n in stems)
+        if stale and cache:
+            for k in [k for k in cache if any(n in k for n in stems)]:
+                del cache[k]
+        pred = ptx_type == ".pred"
+        for name, count in names:
+            if count > 65536:
+                continue  # resolved on demand instead
+            for n in [f"{name}{i}" for i in range(count)] if count else [name]:
+                node = ("reg", n, scope)
+                cache[n] = node
+                if pred:
+                    cache["@" + n] = node
+
+    def _name_node(self, name: str) -> tuple | None:
+        """What ``_primary`` makes of a lone name (None: an error there)."""
+        node = self._operand_cache.get(name)
+        if node is not None:
+            return node
+        if name == "_":
+            return ("sink",)
+        found = self.scopes.lookup(name)
+        if found is not None:
+            return ("reg", name, found[0])
+        if name in isa.SPECIAL_REGISTERS:
+            return ("sreg", name)
+        if name.startswith("%"):
+            return None
+        return ("sym", name, 0)
+
+    def _classify(self, p: str) -> tuple | None:
+        """The operand node of text ``p`` for the common shapes, as the token
+        parser would build it; None when ``p`` needs the token parser."""
+        m = _operand_match(p)
+        if m is None:
+            return None
+        g = m.lastgroup
+        try:
+            if m.group("n") is not None:
+                node = self._name_node(m.group("n"))
+                if node is None:
+                    return None
+                n2 = m.group("n2")
+                if n2 is not None:
+                    node2 = self._name_node(n2)
+                    if node2 is None:
+                        return None
+                    return ("pair", node, node2)
+                if m.group("soff") is not None or m.group("smin") is not None:
+                    if node[0] != "sym":
+                        return None
+                    if m.group("soff") is not None:
+                        off = parse_int_immediate(m.group("soff"))
+                        off = -off if m.group("sneg") else off
+                    else:
+                        off = -parse_int_immediate(m.group("smin"))
+                    return ("sym", node[1], off)
+                return node
+            if m.group("num") is not None:
+                return ("imm", m.group("ineg") + m.group("num"))
+            if m.group("nn") is not None:
+                node = self._name_node(m.group("nn"))
+                return None if node is None else ("not", node)
+            if m.group("an") is not None:
+                base = self._name_node(m.group("an"))
+                if base is None or base[0] not in ("reg", "sym"):
+                    return None
+                off = 0
+                if m.group("aoff") is not None:
+                    off = parse_int_immediate(m.group("aoff"))
+                    off = -off if m.group("aneg") else off
+                elif m.group("amin") is not None:
+                    off = -parse_int_immediate(m.group("amin"))
+                return ("addr", base, off, "")
+            if g == "vec" or g == "paren":
+                inner = m.group(g)
+                if g == "paren" and not inner.strip():
+                    return ("paren", ())
+                items = []
+                for q in inner.split(","):
+                    node = self._classify(q)
+                    if node is None or node[0] not in ("reg", "sreg", "imm", "sym", "sink"):
+                        return None
+                    items.append(node)
+                return (g, tuple(items))
+        except ValueError:
+            return None
+        return None
+
+    def _sub_operand(self, start: int, end: int) -> tuple | None:
+        """Parse the one operand in ``text[start:end]`` with the token parser;
+        None if that is not exactly one well-formed operand."""
+        saved = self.toks, self.i, self.pos, self.prev_end
+        self.toks, self.i, self.pos = [], 0, start
+        try:
+            node = self._operand()
+            ok = self.prev_end <= end and self.peek()[2] >= end
+        except PTXError:
+            return None
+        finally:
+            self.toks, self.i, self.pos, self.prev_end = saved
+        return node if ok else None
+
+    def _fast_param(self, m: re.Match[str]) -> Operation | None:
+        """``.param [.align N] .type name[[N]];`` in a body (call sequences)."""
+        ptx_type = m.group("ptype")
+        if ptx_type not in isa.ALL_TYPES and ptx_type not in _OPAQUE_TYPES:
+            return None
+        align, dim = m.group("palign", "pdim")
+        quals = ((".align", parse_int_immediate(align)),) if align is not None else ()
+        dims = (parse_int_immediate(dim),) if dim is not None else ()
+        if dim is not None and (dims[0] == 0 and dim != "0"):
+            return None
+        return new_op(VarOp, {"decl": TupleAttr.fast(((), ".param", quals, ptx_type, m.group("pname"), dims, None))})
+
+    def _fast_loc(self, m: re.Match[str]) -> Operation | None:
+        raw = m.group("loc")
+        end = m.end()
+        text = self.text
+        if end < len(text) and text[end] != "\n" and not text.startswith("//", end):
+            return None
+        attr = self._loc_cache.get(raw)
+        if attr is None:
+            mm = _LOC3_RE.fullmatch(raw)
+            if mm is not None:
+                norm = " ".join(mm.groups())
+            else:
+                mm = _LOC_INLINED_RE.fullmatch(raw)
+                if mm is None:
+                    return None
+                a, b, c, fn, x, y, z = mm.groups()
+                norm = f"{a} {b} {c}, function_name {fn}, inlined_at {x} {y} {z}"
+            attr = self._loc_cache[raw] = _fast_str(norm)
+        return new_op(RawDirectiveOp, {"directive": string_attr(".loc"), "text": attr})
 
     def _assemble(
         self,
         blocks: list[list[Operation]],
         labels: dict[str, int],
-        branches: list[tuple[Operation, Tok, int]],
+        branches: list[tuple[Operation, int, int]],
         tables: dict[str, tuple[str, ...]],
         last_open: bool,
     ) -> Region:
@@ -542,35 +1148,44 @@ class PTXParser:
         xblocks = [Block() for _ in blocks]
         for label, bi in labels.items():
             # xDSL drops a trailing "_<digits>" from name hints; keep it visible
-            xblocks[bi].name_hint = _block_hint(label)
+            hint = _block_hint(label)
+            if _VALID_NAME(hint):
+                xblocks[bi]._name = hint  # what the name_hint setter stores, without its checks
         for bi, ops in enumerate(blocks):
             if ops and ops[-1] is None:
-                ops[-1] = new_op(FallthroughOp, {}, [xblocks[bi + 1]])
-            assert ops and _is_term(ops[-1]), "every block ends in a terminator"
-        for op, tok, bi in branches:
+                ft = new_op(FallthroughOp, {})
+                _set_successors(ft, (xblocks[bi + 1],))
+                ops[-1] = ft
+            assert ops and type(ops[-1]) in _TERMINATORS, "every block ends in a terminator"
+        for op, off, bi in branches:
             succs: list[Block] = []
             name = op.name
             if name == "ptx.bra":
                 target = op.properties["args"].data[0]  # type: ignore[union-attr]
                 if target[0] != "sym":
-                    raise self.error("'bra' expects a label", tok)
+                    raise self.error_at(off, "'bra' expects a label as its operand")
                 if target[1] not in labels:
-                    raise self.error(f"branch to undefined label {target[1]!r}", tok)
+                    if target[1] in tables:
+                        raise self.error_at(off, f"'bra' to branch table {target[1]!r}: use 'brx.idx' to branch through a table")
+                    raise self.error_at(off, f"branch to undefined label {target[1]!r}")
                 succs.append(xblocks[labels[target[1]]])
             elif name == "ptx.brx.idx":
                 table = op.properties["args"].data[1]  # type: ignore[union-attr]
                 if table[0] != "sym" or table[1] not in tables:
-                    raise self.error("'brx.idx' expects a '.branchtargets' label as its second operand", tok)
+                    what = repr(table[1]) if table[0] == "sym" else "its second operand"
+                    raise self.error_at(
+                        off, f"'brx.idx' needs a '.branchtargets' table as its second operand; {what} is not one"
+                    )
                 for lbl in tables[table[1]]:
                     if lbl not in labels:
-                        raise self.error(f"branch table {table[1]!r} names undefined label {lbl!r}", tok)
+                        raise self.error_at(off, f"branch table {table[1]!r} names undefined label {lbl!r}")
                     succs.append(xblocks[labels[lbl]])
             if op.properties.get("guard") is not None:
                 succs.append(xblocks[bi + 1])
             if succs:
-                op.successors = succs
+                _set_successors(op, succs)
         for xb, ops in zip(xblocks, blocks):
-            xb.add_ops(ops)
+            _link_ops(xb, ops)
         return Region(xblocks)
 
     def _body_directive(self) -> list[Operation]:
@@ -588,7 +1203,13 @@ class PTXParser:
             toks = self._until(";")
             self.expect(";")
             return [self._raw(d, toks)]
-        raise self.error(f"unknown or misplaced directive {d!r} in a function body")
+        if d in (".entry", ".func"):
+            raise self.error(f"{d!r} is not allowed inside a function body (is a '}}' missing before it?)")
+        if d in LABEL_DIRECTIVES:
+            raise self.error(f"{d!r} needs a label: 'name: {d} ...;'")
+        if d in _MODULE_ONLY or d in PERF_DIRECTIVES:
+            raise self.error(f"directive {d!r} is not allowed inside a function body")
+        raise self.error(f"unknown directive {d!r}")
 
     def _reg_decl(self) -> Operation:
         self.advance()
@@ -597,25 +1218,34 @@ class PTXParser:
         while self.peek()[0] == NAME and self.peek()[1].startswith("."):
             q = self.advance()
             if q[1] in isa.ALL_TYPES:
+                if ptx_type is not None:
+                    raise self.error(f"second type {q[1]!r} in a register declaration (already {ptx_type!r})", q)
                 ptx_type = q[1]
-            elif q[1] in (".v2", ".v4", ".v8"):
+            elif q[1] in _VECTORS:
                 quals.append(q[1])
             else:
-                raise self.error(f"unexpected {q[1]!r} in a register declaration", q)
+                raise self.error(f"unexpected {q[1]!r} in a register declaration (expected a type such as .b32)", q)
         if ptx_type is None:
-            raise self.error("expected a register type such as .b32 or .pred")
+            raise self.error(f"expected a register type such as .b32 or .pred, found {self._describe(self.peek())}")
         names: list[tuple[str, int]] = []
         while True:
-            n = self.expect_kind(NAME, "a register name")
+            n = self.expect_name("a register name")
             count = 0
             if self.accept("<"):
-                count = self._int("a register count")
-                self.expect(">")
+                count = self._count("a register count")
+                self.expect(">", "'>' closing the register count")
+            if self.scopes.declared_here(n[1], count):
+                raise self.error(f"register {n[1]!r} is declared twice in the same scope", n)
             names.append((n[1], count))
             self.scopes.declare(n[1], count, ptx_type)
             if not self.accept(","):
                 break
-        self.expect(";", "';' after the register declaration")
+        if not self.at(";"):
+            raise self.error_at(
+                self.prev_end, f"expected ';' after the register declaration, found {self._describe(self.peek())}"
+            )
+        self.advance()
+        self._declared(names, ptx_type, self.scopes.current)
         props = {
             "ptx_type": string_attr(ptx_type),
             "names": TupleAttr.fast(tuple(names)),
@@ -629,10 +1259,14 @@ class PTXParser:
 
     def _instruction(self) -> tuple[Operation, bool]:
         guard = None
-        if self.accept("@"):
+        if self.at("@"):
+            self.advance()
             neg = self.accept("!")
-            g = self.expect_kind(NAME, "a guard predicate after '@'")
-            guard = (self._register(g), neg)
+            g = self.peek()
+            if g[0] != NAME or g[1].startswith("."):
+                raise self.error(f"expected a predicate register after '@', found {self._describe(g)}")
+            self.advance()
+            guard = (self._guard_register(g), neg)
         t = self.peek()
         if t[0] != NAME or t[1].startswith("."):
             raise self.error(f"expected an instruction, found {self._describe(t)}")
@@ -642,15 +1276,30 @@ class PTXParser:
         except isa.UnknownOpcode as e:
             raise self.error(f"unknown opcode {e.args[0]!r}", t) from None
         except isa.UnknownModifier as e:
-            raise self.error(f"unknown modifier {e.modifier!r} for '{e.instr.name}'", t) from None
+            mm = re.compile(re.escape(e.modifier) + r"(?=\.|::|$)").search(t[1], len(e.instr.name))
+            off = t[2] + (mm.start() if mm else 0)
+            raise self.error_at(off, f"unknown modifier {e.modifier!r} for '{e.instr.name}'") from None
         args: list[tuple] = []
+        nxt = self.peek()
+        if nxt[1] != ";" and (
+            nxt[0] == EOF or (instr.arity is not None and instr.arity[1] == 0)
+            or (nxt[0] == PUNCT and nxt[1] in "{}") or (nxt[0] == NAME and nxt[1].startswith("."))
+        ):
+            # no operand can start here: the ';' is missing
+            raise self.error_at(self.prev_end, f"expected ';' after the '{t[1]}' instruction, found {self._describe(nxt)}")
         if not self.at(";"):
             while True:
                 args.append(self._operand())
-                if not self.accept(","):
+                if not self.at(","):
                     break
+                self.advance()
         if not self.at(";"):
-            raise self.error(f"expected ',' or ';' after an operand of '{t[1]}', found {self._describe(self.peek())}")
+            nxt = self.peek()
+            if nxt[0] != EOF and self._same_line(self.toks[self.i - 1], nxt) and args:
+                raise self.error(
+                    f"expected ',' or ';' after operand {len(args)} of '{t[1]}', found {self._describe(nxt)}"
+                )
+            raise self.error_at(self.prev_end, f"expected ';' after the '{t[1]}' instruction, found {self._describe(nxt)}")
         self.advance()
         if instr.arity is not None:
             lo, hi = instr.arity
@@ -661,6 +1310,17 @@ class PTXParser:
         if guard is not None:
             props["guard"] = GuardAttr.fast(guard)
         return new_op(INSTRUCTION_OPS[instr.name], props), instr.terminator
+
+    def _guard_register(self, tok: Tok) -> tuple:
+        name = tok[1]
+        found = self.scopes.lookup(name)
+        if found is not None:
+            if found[1] and found[1] != ".pred":
+                raise self.error(f"guard {name!r} must be a .pred register, but it is declared {found[1]}", tok)
+            return ("reg", name, found[0])
+        if name.startswith("%"):
+            raise self.error(f"use of undeclared register {name!r} as a guard", tok)
+        raise self.error(f"expected a predicate register after '@', found {name!r}", tok)
 
     def _register(self, tok: Tok) -> tuple:
         name = tok[1]
@@ -689,10 +1349,10 @@ class PTXParser:
                 return ("not", self._primary())
             if text == "{":
                 self.advance()
-                return ("vec", tuple(self._items("}")))
+                return ("vec", tuple(self._items("}", t)))
             if text == "(":
                 self.advance()
-                return ("paren", () if self.accept(")") else tuple(self._items(")")))
+                return ("paren", () if self.accept(")") else tuple(self._items(")", t)))
             if text == "[":
                 return self._address()
             if text == "-":
@@ -721,17 +1381,27 @@ class PTXParser:
                 sign = -1 if self.advance()[1] == "-" else 1
                 off = sign * self._int("an offset")
             return ("sym", text, off)
+        elif kind == NAME:
+            raise self.error(f"expected an operand, found {text!r} (a directive or type name)")
         raise self.error(f"expected an operand, found {self._describe(t)}")
 
-    def _items(self, close: str) -> list[tuple]:
+    def _items(self, close: str, open_tok: Tok) -> list[tuple]:
         items = [self._operand()]
         while self.accept(","):
             items.append(self._operand())
-        self.expect(close, f"',' or {close!r}")
+        t = self.peek()
+        if t[1] != close or t[0] == STR:
+            raise self.error(
+                f"expected ',' or {close!r} to close the {open_tok[1]!r} at column "
+                f"{self.src.location(open_tok[2])[1]}, found {self._describe(t)}"
+            )
+        self.advance()
         return items
 
     def _address(self) -> tuple:
         open_tok = self.advance()
+        if self.at("]"):
+            raise self.error("expected an address inside '[ ]', found ']'")
         first = self._operand()
         if self.at(","):
             items = [first]
@@ -743,40 +1413,92 @@ class PTXParser:
         if first[0] == "sym":
             off = first[2]
             first = ("sym", first[1], 0)
-        if self.at("+") or self.at("-"):
-            sign = -1 if self.advance()[1] == "-" else 1
-            off += sign * self._int("an address offset")
         if first[0] not in ("reg", "sym", "imm"):
             raise self.error("expected a register, variable or immediate address inside '[ ]'", open_tok)
-        self.expect("]", "']' closing the address")
+        if self.at("+") or self.at("-"):
+            sign = -1 if self.advance()[1] == "-" else 1
+            off += sign * self._int("an integer offset after '+' in the address")
+        t = self.peek()
+        if t[1] != "]" or t[0] == STR:
+            if t[1] in ("+", "-", "*") and t[0] == PUNCT:
+                raise self.error(f"expected ']' closing the address, found {t[1]!r} (an address is base, base+offset or base-offset)")
+            raise self.error(f"expected ']' closing the address, found {self._describe(t)}")
+        self.advance()
         suffix = ""
         if self.peek()[1] == ".unified":
             suffix = self.advance()[1]
         return ("addr", first, off, suffix)
 
 
+_CLOSER = {"{": "}", "[": "]", "(": ")"}
+_SECTION_SCAN = re.compile(r'[{}]|"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def _link_ops(block: Block, ops: list[Operation]) -> None:
+    """Append freshly created, unattached ``ops`` to an empty ``block``.
+
+    The same links ``Block.add_ops`` makes, without its per-op checks (the
+    ops are new, so they have no parent and cannot contain the block)."""
+    prev = None
+    for op in ops:
+        op.parent = block
+        if prev is not None:
+            op._prev_op = prev
+            prev._next_op = op
+        prev = op
+    if ops:
+        block._first_op = ops[0]
+        block._last_op = prev
+
+
+def _set_successors(op: Operation, blocks: Sequence[Block]) -> None:
+    """``op.successors = blocks`` for an op that has none yet: the same
+    successor tuple and block use lists the setter makes, minus its
+    generic bookkeeping."""
+    uses = []
+    for i, b in enumerate(blocks):
+        use = Use(op, i)
+        b.add_use(use)
+        uses.append(use)
+    op._successors = tuple(blocks)
+    op._successor_uses = tuple(uses)
+
+
 def _block_hint(label: str) -> str:
-    return re.sub(r"_(\d+)$", r".\1", label)
+    """``$L__BB0_12`` -> ``$L__BB0.12`` (xDSL strips a ``_<digits>`` suffix)."""
+    stem, sep, digits = label.rpartition("_")
+    return f"{stem}.{digits}" if sep and digits.isdigit() else label
 
 
-def _is_term(op: Operation) -> bool:
-    from xdsl.traits import IsTerminator
+#: a valid xDSL block name (xdsl.ir.core's pattern for name hints)
+_VALID_NAME = re.compile(r"[A-Za-z_$.-][\w$.-]*", re.A).fullmatch
+_TERMINATORS = frozenset(
+    [FallthroughOp, ImplicitReturnOp] + [c for c in INSTRUCTION_OPS.values() if c.ISA.terminator]
+)
 
-    return op.has_trait(IsTerminator)
 
+def parse_ptx(text: str, filename: str = "<stdin>", line_offset: int = 0, *, fast: bool = True) -> ModuleOp:
+    """Parse PTX source into a ``builtin.module`` of ``ptx`` operations (register form).
 
-def parse_ptx(text: str, filename: str = "<stdin>", line_offset: int = 0) -> ModuleOp:
-    """Parse PTX source into a ``builtin.module`` of ``ptx`` operations (register form)."""
-    return PTXParser(text, filename, line_offset).parse_module()
+    ``fast=False`` reads every statement with the token parser (tests compare
+    the two)."""
+    # The IR is one big live object graph: the cyclic GC would traverse it
+    # again and again while it grows (quadratic time) and find nothing to free.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return PTXParser(text, filename, line_offset, fast=fast).parse_module()
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def parse_ptx_file(path: str) -> ModuleOp:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return parse_ptx(f.read(), path)
+    from .diagnostics import decode_source
 
-
-class _FreeScopes(_Scopes):
-    """Scopes for operand text in the MLIR form: registers are marked there."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return parse_ptx(decode_source(data, path), path)
 
 
 def parse_operand_text(text: str) -> tuple:

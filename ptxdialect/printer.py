@@ -17,6 +17,7 @@ from xdsl.ir import Operation
 from .dialect import (
     AddressSizeOp,
     BranchTargetsOp,
+    EntryValueOp,
     FallthroughOp,
     FuncOp,
     ImplicitReturnOp,
@@ -142,7 +143,7 @@ class PTXPrinter:
                 if isinstance(op, LabelOp):
                     self.w(f"{op.label.data}:\n")
                     continue
-                if isinstance(op, (FallthroughOp, ImplicitReturnOp)):
+                if isinstance(op, (FallthroughOp, ImplicitReturnOp, EntryValueOp)):
                     continue
                 if isinstance(op, ScopeEndOp):
                     depth -= 1
