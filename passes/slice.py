@@ -166,20 +166,10 @@ class _Bases:
             return UNKNOWN
         addr = op.operands_ast[i]
         syms = frozenset("var:" + s for s in iter_syms(addr) if s in self.variables)
-        # SSA operands for registers inside the address
-        uses, _defs = op.register_roles()
-        ins = op.instruction_operands()
-        regs_in_addr = {id(r) for r in _regs(addr)}
-        vals = [v for r, v in zip(uses, ins) if id(r) in regs_in_addr]
+        vals = op.arg_operands(i)  # SSA operands for registers inside the address
         if not vals and not syms:
             return UNKNOWN
         return self._join([syms, *(self.of_value(v) for v in vals)])
-
-
-def _regs(a):
-    from hypa.ptxdialect.operands import iter_regs
-
-    return list(iter_regs(a))
 
 
 def _incoming(arg: BlockArgument) -> list[SSAValue]:

@@ -292,6 +292,21 @@ class InstructionOp(IRDLOperation):
     def category(self) -> str:
         return isa.category(self.spec, self.modifiers)
 
+    def arg_operands(self, k: int) -> list[SSAValue]:
+        """SSA form: the operands standing for registers read inside textual operand ``k``."""
+        args = self.operands_ast
+        dpos = _def_positions(self.spec, self.modifiers, args)
+        ops = self.instruction_operands()
+        i = 1 if self.guard_pred is not None else 0
+        for j, a in enumerate(args):
+            n = sum(1 for _ in iter_regs(a))
+            is_use = j not in dpos or self.spec.inout
+            if j == k:
+                return list(ops[i : i + n]) if is_use else []
+            if is_use:
+                i += n
+        return []
+
     def successor_operands(self, index: int) -> Sequence[SSAValue]:
         """SSA form: the block arguments passed to successor ``index``."""
         sizes = self.succ_sizes.data if self.succ_sizes is not None else ()
