@@ -3,6 +3,7 @@
     hypa-opt kernel.ptx                 # print the IR (register form)
     hypa-opt kernel.ptx -t ptx          # print PTX again
     hypa-opt -p ptx-to-ssa kernel.ptx   # run a pipeline
+    cat kernel.ptx | hypa-opt -t ptx    # stdin: PTX is recognised by its leading directive
     hypa-opt --slice-branches --emulate='grid=4 block=256 args=...' kernel.ptx
 
 Every registered pass is also a flag (``--slice-branches``,
@@ -11,13 +12,20 @@ Every registered pass is also a flag (``--slice-branches``,
 emulator on the result and print metrics instead of IR.
 
 Everything ``xdsl-opt`` offers (``-p``, ``-o``, ``--split-input-file``,
-``--print-op-generic`` ...) works the same way.  Errors in the input are
-reported as ``file:line:col: error: ...`` with exit code 1.
+``--parsing-diagnostics``, ``--print-op-generic`` ...) works the same way.
+Errors in the input are reported as ``file:line:col: error: ...`` with the
+offending line and a caret, and exit code 1; a missing or unreadable input
+is a one-line error with exit code 1.  An unexpected failure inside hypa is
+reported as an internal error with exit code 2 (``HYPA_TRACEBACK=1`` shows
+the Python traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -29,6 +37,13 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from hypa.ptxdialect.diagnostics import PTXError
 
 from .emulate_cli import ERRORS, add_emulation_arguments, emit, launches_from_args, run_launches
+
+#: the first thing in a PTX text, comments and blank space aside, is a directive
+_PTX_START = re.compile(rb"\A(?:\s+|//[^\n]*|/\*.*?\*/)*\.[A-Za-z_]", re.S)
+
+
+class InputError(Exception):
+    """An input file that cannot be read at all (missing, a directory ...)."""
 
 
 class _PassFlag(argparse.Action):
@@ -43,7 +58,11 @@ class _PassFlag(argparse.Action):
         namespace.pass_flags = flags
 
 
-_LISTED = {"ptx-build-cfg", "ptx-to-ssa", "ptx-out-of-ssa", "slice-branches", "count-instructions", "print-cfg-dot", "instrument-block-counters"}
+#: passes listed in --help (every registered pass is accepted as a flag)
+_LISTED = {
+    "ptx-build-cfg", "ptx-to-ssa", "ptx-out-of-ssa", "slice-branches", "count-instructions",
+    "print-cfg-dot", "instrument-block-counters",
+}
 
 
 class HypaOptMain(xDSLOptMain):
@@ -59,7 +78,7 @@ class HypaOptMain(xDSLOptMain):
         g = arg_parser.add_argument_group("passes (as flags, applied in command-line order)")
         for name in sorted(self.available_passes):
             g.add_argument(f"--{name}", dest=name, nargs="?", const="", action=_PassFlag, metavar="OPTIONS",
-                           help=argparse.SUPPRESS if name not in _LISTED else f"run the {name} pass")
+                           help=f"run the {name} pass" if name in _LISTED else argparse.SUPPRESS)
 
     def setup_pipeline(self) -> None:
         flags = getattr(self.args, "pass_flags", None) or []
@@ -70,17 +89,55 @@ class HypaOptMain(xDSLOptMain):
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
 
-        def parse_ptx_chunk(io: IO[bytes]) -> ModuleOp:
+        def parse_ptx_chunk(stream: IO[bytes]) -> ModuleOp:
+            from hypa.ptxdialect.diagnostics import decode_source
             from hypa.ptxdialect.parser import parse_ptx
 
-            text = io.read().decode("utf-8", errors="replace")
-            return parse_ptx(text, self.get_input_name(), getattr(self, "_chunk_offset", 0))
+            name = self.get_input_name()
+            offset = getattr(self, "_chunk_offset", 0)
+            text = decode_source(stream.read(), name, offset)
+            return parse_ptx(text, name, offset)
 
         self.available_frontends["ptx"] = parse_ptx_chunk
 
+    def get_input_name(self) -> str:
+        return self.args.input_file or "<stdin>"
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        path = self.args.input_file
+        if path is None:
+            data = sys.stdin.buffer.read()
+            kind = "ptx" if _PTX_START.match(data) else "mlir"
+            return io.BytesIO(data), kind
+        if os.path.isdir(path):
+            raise InputError(f"cannot read '{path}': it is a directory, not a PTX or MLIR file")
+        try:
+            f = open(path, "rb")
+        except FileNotFoundError:
+            raise InputError(f"cannot open '{path}': no such file") from None
+        except OSError as e:
+            raise InputError(f"cannot open '{path}': {e.strerror}") from None
+        return f, os.path.splitext(path)[1].lstrip(".")
+
+    def prepare_output(self) -> IO[str]:
+        path = self.args.output_file
+        if path is None:
+            return sys.stdout
+        try:
+            return open(path, "w")
+        except OSError as e:
+            raise InputError(f"cannot write '{path}': {e.strerror}") from None
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         self._chunk_offset = start_offset
-        return super().parse_chunk(chunk, file_extension, start_offset)
+        try:
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        except PTXError as e:
+            if self.args.parsing_diagnostics:
+                # like xdsl-opt: report this chunk's error and go on
+                print(e.render())
+                return None
+            raise
 
     def run(self) -> None:
         try:
@@ -89,20 +146,26 @@ class HypaOptMain(xDSLOptMain):
             else:
                 super().run()
         except PTXError as e:
-            print(e, file=sys.stderr)
-            sys.exit(1)
-        except (ParseError, VerifyException, DiagnosticException, PassFailedException) as e:
-            print(f"{self.get_input_name()}: error: {e}", file=sys.stderr)
-            sys.exit(1)
-        except FileNotFoundError as e:
-            print(f"hypa-opt: error: {e.strerror}: '{e.filename}'", file=sys.stderr)
-            sys.exit(1)
+            _fail(e.render())
+        except ParseError as e:
+            note = ""
+            if self.args.input_file is None and not self.args.frontend:
+                note = (
+                    "\nnote: <stdin> was read as MLIR; PTX must start with a directive such as "
+                    "'.version' (or pass -f ptx)"
+                )
+            _fail(_render_parse_error(e) + note)
+        except (VerifyException, DiagnosticException, PassFailedException) as e:
+            _fail(f"{self.get_input_name()}: error: {e}")
+        except InputError as e:
+            _fail(f"hypa-opt: error: {e}")
         except ERRORS as e:
-            print(f"hypa-opt: error: {e}", file=sys.stderr)
-            sys.exit(1)
+            _fail(f"hypa-opt: error: {e}")
         except ValueError as e:
-            print(f"hypa-opt: error: {e}", file=sys.stderr)
-            sys.exit(1)
+            # xDSL's own input errors (unknown file extension, bad pipeline ...)
+            hint = " (choose a front end with -f ptx or -f mlir)" if "file extension" in str(e) else ""
+            _fail(f"hypa-opt: error: {e}{hint}")
+
 
     def run_emulation(self) -> None:
         """Parse, run the pipeline, emulate the launches, print metrics."""
@@ -111,10 +174,9 @@ class HypaOptMain(xDSLOptMain):
         chunk, offset = chunks[0]
         module = self.parse_chunk(chunk, ext, offset)
         chunk.close()
-        assert module is not None
+        if module is None:
+            return
         self.apply_passes(module)
-        if "slice-branches" in (self.args.passes or "") and self.args.mode != "slice":
-            print("hypa-opt: note: --slice-branches with --mode=full: the slice is marked but every instruction is emulated", file=sys.stderr)
         results = run_launches(module, launches, self.args)
         out = self.prepare_output()
         try:
@@ -124,14 +186,51 @@ class HypaOptMain(xDSLOptMain):
                 out.close()
 
 
+def _render_parse_error(e: ParseError) -> str:
+    """An MLIR parse error as ``file:line:col: error: msg`` plus its context."""
+    try:
+        loc = e.span.get_location()
+        context = e.span.print_with_context().split("\n", 1)[1].rstrip("\n")
+        return f"{loc.file}:{loc.line}:{loc.col}: error: {e.msg}\n{context}"
+    except Exception:  # pragma: no cover - an unusual span: fall back to xDSL's text
+        return f"error: {e}"
+
+
+def _fail(message: str, code: int = 1) -> None:
+    print(message, file=sys.stderr)
+    sys.exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     try:
-        HypaOptMain(args=argv).run()
-    except FileNotFoundError as e:
-        print(f"hypa-opt: error: {e.strerror}: '{e.filename}'", file=sys.stderr)
-        sys.exit(1)
+        try:
+            tool = HypaOptMain(args=argv)
+        except ValueError as e:  # a bad pass pipeline or target spec
+            _fail(f"hypa-opt: error: {e}")
+        tool.run()
+    except InputError as e:
+        _fail(f"hypa-opt: error: {e}")
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:
+        # the reader went away (``hypa-opt big.ptx | head``): stop quietly
+        try:
+            sys.stdout = open(os.devnull, "w")
+        finally:
+            sys.exit(141)
+    except OSError as e:
+        where = f" '{e.filename}'" if getattr(e, "filename", None) else ""
+        _fail(f"hypa-opt: error:{where} {e.strerror or e}")
+    except SystemExit:
+        raise
+    except Exception as e:  # a bug in hypa, not in the input
+        if os.environ.get("HYPA_TRACEBACK"):
+            raise
+        _fail(
+            f"hypa-opt: internal error: {type(e).__name__}: {e}\n"
+            "(this is a bug in hypa; set HYPA_TRACEBACK=1 to see where it happened)",
+            2,
+        )
 
 
 if __name__ == "__main__":
