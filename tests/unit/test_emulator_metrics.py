@@ -186,3 +186,18 @@ def test_argument_count_is_checked():
     emu = Emulator(parse_ptx(IF_ELSE), mode="slice")
     with pytest.raises(LaunchError, match="takes 1 parameters"):
         emu.run(Launch(grid=1, block=64, args=[]))
+
+
+def test_forked_workers_give_the_same_counts_and_outputs():
+    # 8 CTAs of 64 threads over 3 processes: counters are summed, buffers shared
+    out1 = np.zeros(64 * 8, np.uint32)
+    out3 = np.zeros(64 * 8, np.uint32)
+    text = IF_ELSE.replace("mov.u32 %r1, %tid.x;", "mov.u32 %r1, %tid.x;\n    mov.u32 %r3, %ctaid.x;\n    mad.lo.s32 %r1, %r3, 64, %r1;")
+    emu = Emulator(parse_ptx(text), mode="full")
+    r1 = emu.run(Launch(grid=8, block=64, args=["out"], buffers={"out": out1}))
+    r3 = emu.run(Launch(grid=8, block=64, args=["out"], buffers={"out": out3}), jobs=3)
+    assert r1.metrics.values == r3.metrics.values
+    assert [b.as_dict() for b in r1.metrics.blocks] == [b.as_dict() for b in r3.metrics.blocks]
+    assert np.array_equal(r1.buffers["out"], r3.buffers["out"])
+    i = np.arange(64 * 8)
+    assert np.array_equal(r3.buffers["out"], np.where(i < 16, i * 5, i * 3))
