@@ -882,6 +882,13 @@ class WarpCodegen:
 
     def gen_instruction(self, op: InstructionOp) -> None:
         prog = self.prog
+        k = prog.pred_counters.get(op)
+        if k is not None:
+            # lanes whose guard is true (counted whether or not the op is emulated)
+            g = op.guard_pred
+            gv = self.read(op.operands[0])
+            lanes = self.b.and_(self.active, self.b.not_(gv) if g[1] else gv)
+            self.counter_add(abi.BLOCK_COUNTERS * prog.num_blocks + k, self.popcount(lanes))
         if op in prog.barriers:
             self.gen_barrier(op)
             return
@@ -890,9 +897,6 @@ class WarpCodegen:
         name = op.spec.name
         fn = RULES.get(name)
         e = Emitter(self, op)
-        if op in prog.pred_counters and e.guard is not None:
-            slot = abi.BLOCK_COUNTERS * prog.num_blocks + prog.pred_counters[op]
-            self.counter_add(slot, self.popcount(e.exec_mask))
         if name == "call":
             return  # inlined (or an external function the emulator skips)
         if fn is None:
@@ -1305,4 +1309,4 @@ def build_module(prog: KernelProgram) -> ir.Module:
     return module
 
 #: bump when generated code changes meaning (part of the compiled-code cache key)
-CODEGEN_VERSION = "3"
+CODEGEN_VERSION = "4"

@@ -201,3 +201,47 @@ def test_forked_workers_give_the_same_counts_and_outputs():
     assert np.array_equal(r1.buffers["out"], r3.buffers["out"])
     i = np.arange(64 * 8)
     assert np.array_equal(r3.buffers["out"], np.where(i < 16, i * 5, i * 3))
+
+
+PRED = HEAD + """
+.visible .entry pred(.param .u64 pred_out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<3>;
+    .reg .f32 %f<3>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [pred_out];
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 8;
+    mov.f32 %f1, 0f3F800000;
+    @%p1 add.f32 %f1, %f1, %f1;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.f32 [%rd3], %f1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode,exact", [("full", False), ("slice", True)])
+def test_guarded_instruction_counts_true_lanes_exactly(mode, exact):
+    # 32 threads, 10 instructions; the guarded add runs on 8 lanes only:
+    # 9 * 32 + 8 lanes with a true guard, 8 single-precision FLOPs
+    out = np.zeros(32, np.float32)
+    r = Emulator(parse_ptx(PRED), mode=mode, exact_predicates=exact).run(
+        Launch(grid=1, block=32, args=["out"], buffers={"out": out}))
+    m = r.metrics
+    assert m["thread_inst_executed"] == 10 * 32
+    assert m["not_predicated_off_thread_inst_executed"] == 9 * 32 + 8
+    assert m["flop_count_sp"] == 8
+    assert not m.predicates_estimated
+    if mode == "full":
+        assert np.array_equal(r.buffers["out"], np.where(np.arange(32) < 8, 2.0, 1.0).astype(np.float32))
+
+
+def test_without_exact_predicates_guarded_lanes_are_estimated():
+    out = np.zeros(32, np.float32)
+    r = Emulator(parse_ptx(PRED), mode="slice").run(Launch(grid=1, block=32, args=["out"], buffers={"out": out}))
+    assert r.metrics.predicates_estimated
+    assert r.metrics["not_predicated_off_thread_inst_executed"] == 10 * 32  # every active lane assumed true
+    assert any("estimated" in n for n in r.notes)
