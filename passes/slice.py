@@ -22,6 +22,9 @@ reads the parameter.
 Options: ``exact-predicates`` also slices the guard of every guarded
 instruction (so ``not_predicated_off_thread_inst_executed`` is exact);
 ``keep=a,b`` adds every instruction of the named ISA entries as roots;
+``memory-addresses`` also slices the address of every global, shared and
+generic memory access (for memory-divergence metrics; the accesses themselves
+are not emulated unless needed, members are marked ``hypa.address``);
 ``dot-file=F`` writes the dependence graph of the slice as Graphviz.
 
 Slice members carry the attribute ``hypa.slice``; the function records
@@ -211,10 +214,14 @@ class FunctionSlice:
     memory_edges: list[tuple[InstructionOp, InstructionOp]] = field(default_factory=list)
     roots: list[InstructionOp] = field(default_factory=list)
     needs_return_params: bool = False
+    #: memory instructions whose address (only) is computed: ``memory-addresses``
+    address_ops: set[InstructionOp] = field(default_factory=set)
 
 
 class _Slicer:
-    def __init__(self, module: ModuleOp, exact_predicates: bool, keep: set[str], alias: str):
+    def __init__(self, module: ModuleOp, exact_predicates: bool, keep: set[str], alias: str,
+                 memory_addresses: bool = False):
+        self.memory_addresses = memory_addresses
         self.module = module
         self.exact = exact_predicates
         self.keep = keep
@@ -267,6 +274,13 @@ class _Slicer:
                 fs.roots.append(op)
             elif self.exact and g is not None:
                 work_vals.append(op.operands[0])
+            if self.memory_addresses and is_tracked_memory(op):
+                ai = _address_operand_index(op)
+                if ai is not None:
+                    fs.address_ops.add(op)
+                    work_vals.extend(op.arg_operands(ai))
+                    if g is not None:
+                        work_vals.append(op.operands[0])
             if fs.needs_return_params and name == "st" and isa.state_space(op.spec, op.modifiers) == "param":
                 syms = set(iter_syms(op.operands_ast[0]))
                 if syms & {p[1] for p in (f.ret_params.data if f.ret_params is not None else ())}:
@@ -355,8 +369,18 @@ def _call_arg_symbols(call: InstructionOp) -> set[str]:
     return out
 
 
+def is_tracked_memory(op: InstructionOp) -> bool:
+    """Global, shared or generic loads, stores and atomics: what memory metrics count."""
+    r, w = memory_effect(op)
+    if not (r or w) or op.spec.name.startswith(("mbarrier", "tcgen05", "cp.async.bulk", "cp.reduce")):
+        return False
+    sp = isa.state_space(op.spec, op.modifiers)
+    return sp in ("global", "shared", "generic") or op.spec.name == "cp.async"
+
+
 def compute_slices(
-    module: ModuleOp, exact_predicates: bool = False, keep: Iterable[str] = (), alias: str = "param"
+    module: ModuleOp, exact_predicates: bool = False, keep: Iterable[str] = (), alias: str = "param",
+    memory_addresses: bool = False,
 ) -> dict[str, FunctionSlice]:
     """Slice every function of an SSA-form module (converting it first if needed)."""
     if alias not in ("param", "space"):
@@ -368,7 +392,7 @@ def compute_slices(
     for f in module.ops:
         if isinstance(f, FuncOp) and not is_ssa(f):
             to_ssa(f)
-    return _Slicer(module, exact_predicates, keep, alias).run()
+    return _Slicer(module, exact_predicates, keep, alias, memory_addresses).run()
 
 
 def mark_slices(slices: dict[str, FunctionSlice], alias: str) -> None:
@@ -379,6 +403,8 @@ def mark_slices(slices: dict[str, FunctionSlice], alias: str) -> None:
                     op.attributes[SLICE_ATTR] = UnitAttr()
                 else:
                     op.attributes.pop(SLICE_ATTR, None)
+                if op in fs.address_ops and op not in fs.ops:
+                    op.attributes["hypa.address"] = UnitAttr()
         fs.func.attributes["hypa.slice_size"] = IntAttr(len(fs.ops))
         if alias == "param" and fs.func.is_kernel:
             ptr_params = [n for n, _t in _pointer_params(fs.func)]
@@ -440,10 +466,11 @@ class SliceBranches(ModulePass):
     keep: str = ""
     alias: str = "param"
     dot_file: str = ""
+    memory_addresses: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         keep = [k for k in self.keep.split(",") if k] if self.keep else []
-        slices = compute_slices(op, self.exact_predicates, keep, self.alias)
+        slices = compute_slices(op, self.exact_predicates, keep, self.alias, self.memory_addresses)
         mark_slices(slices, self.alias)
         if self.dot_file:
             with open(self.dot_file, "w") as f:

@@ -98,3 +98,6 @@ ERR_BAD_WINDOW = 8
 # -- counters ---------------------------------------------------------------------
 # per block: warp executions, thread executions, divergent branches
 BLOCK_COUNTERS = 3
+# per tracked memory instruction (memory metrics): requests, 32-byte sectors,
+# 128-byte lines, shared-memory wavefronts, ideal wavefronts
+MEM_COUNTERS = 5

@@ -889,6 +889,9 @@ class WarpCodegen:
             gv = self.read(op.operands[0])
             lanes = self.b.and_(self.active, self.b.not_(gv) if g[1] else gv)
             self.counter_add(abi.BLOCK_COUNTERS * prog.num_blocks + k, self.popcount(lanes))
+        m = prog.mem_ops.get(op)
+        if m is not None:
+            self.gen_memory_metrics(op, m)
         if op in prog.barriers:
             self.gen_barrier(op)
             return
@@ -902,6 +905,128 @@ class WarpCodegen:
         if fn is None:
             raise LoweringError(f"'{op.opcode}' has no emulator semantics yet")
         fn(e)
+
+    def gen_memory_metrics(self, op: InstructionOp, slot: int) -> None:
+        """Requests, sectors and lines (global) or wavefronts (shared) of one warp-level access."""
+        from hypa.passes.slice import _address_operand_index
+
+        prog = self.prog
+        b = self.b
+        e = Emitter(self, op)
+        name = op.spec.name
+        if name == "cp.async":
+            ai = 1
+            nbytes = _imm_or(e, 2, 16)
+        else:
+            ai = _address_operand_index(op)
+            if ai is None:
+                return
+            t = e.types[-1] if e.types else ".b32"
+            width = next((int(m[2:]) for m in e.mods if m in (".v2", ".v4", ".v8")), 1)
+            nbytes = max(1, isa.TYPE_BITS.get(t, 32) // 8) * width
+        kind, addr, _base = e.address(ai)
+        if kind in ("param", "cparam"):
+            return
+        space = "global" if name == "cp.async" else e.space()
+        mask = e.exec_mask
+        bits = self.mask_to_i32(mask)
+        base = (abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters) + abi.MEM_COUNTERS * slot)
+        any_active = b.icmp_unsigned("!=", bits, ir.Constant(i32, 0))
+        self.counter_add(base, b.zext(any_active, i64))
+        if space == "generic":
+            # classify by the window of the first active lane
+            lane0 = b.call(self.intrinsic("llvm.cttz.i32", i32, [i32, i1]), [bits, ir.Constant(i1, 0)])
+            a0 = b.extract_element(addr, b.and_(lane0, ir.Constant(i32, 31)))
+            is_shared = b.icmp_unsigned("==", b.lshr(a0, ir.Constant(i64, abi.WINDOW_SHIFT)), ir.Constant(i64, abi.WIN_SHARED))
+        else:
+            is_shared = ir.Constant(i1, 1 if space.startswith("shared") else 0)
+        distinct = self.helper_distinct()
+        waves = self.helper_wavefronts()
+        sectors = b.call(distinct, [b.lshr(addr, self.splat(5, i64)), bits])
+        lines = b.call(distinct, [b.lshr(addr, self.splat(7, i64)), bits])
+        shift = max(0, nbytes.bit_length() - 1)
+        off = b.and_(addr, self.splat(0xFFFFFFFF, i64))
+        chunks = b.lshr(off, self.splat(shift, i64))
+        words = b.lshr(off, self.splat(2, i64))
+        wv = b.call(waves, [chunks, words, bits, ir.Constant(i32, max(1, nbytes // 4))])
+        uniq = b.call(distinct, [chunks, bits])
+        ideal = b.udiv(b.add(b.mul(uniq, ir.Constant(i32, nbytes)), ir.Constant(i32, 127)), ir.Constant(i32, 128))
+        ideal = b.select(any_active, b.select(b.icmp_unsigned("<", ideal, ir.Constant(i32, 1)), ir.Constant(i32, 1), ideal), ir.Constant(i32, 0))
+        zero = ir.Constant(i32, 0)
+        self.counter_add(base + 1, b.zext(b.select(is_shared, zero, sectors), i64))
+        self.counter_add(base + 2, b.zext(b.select(is_shared, zero, lines), i64))
+        self.counter_add(base + 3, b.zext(b.select(is_shared, wv, zero), i64))
+        self.counter_add(base + 4, b.zext(b.select(is_shared, ideal, zero), i64))
+
+    def helper_distinct(self) -> ir.Function:
+        """``i32 hypa_distinct(<32 x i64> v, i32 mask)``: distinct values among the masked lanes."""
+        f = self.module.globals.get("hypa_distinct")
+        if f is not None:
+            return f  # type: ignore[return-value]
+        f = ir.Function(self.module, ir.FunctionType(i32, [ivec(64), i32]), "hypa_distinct")
+        f.linkage = "internal"
+        v, mask = f.args
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        cnt = b.alloca(i32)
+        b.store(ir.Constant(i32, 0), cnt)
+        loop = _Loop(f, b, ir.Constant(i32, 0), ir.Constant(i32, LANES), "i")
+        i = loop.i
+        on = b.trunc(b.lshr(mask, i), i1)
+        with b.if_then(on):
+            vi = b.extract_element(v, i)
+            splat = b.shuffle_vector(b.insert_element(ir.Constant(ivec(64), None), vi, ir.Constant(i32, 0)),
+                                     ir.Constant(ivec(64), None), ir.Constant(ivec(32), [0] * LANES))
+            eq = b.bitcast(b.icmp_unsigned("==", v, splat), i32)
+            below = b.sub(b.shl(ir.Constant(i32, 1), i), ir.Constant(i32, 1))
+            earlier = b.and_(b.and_(eq, mask), below)
+            first = b.icmp_unsigned("==", earlier, ir.Constant(i32, 0))
+            b.store(b.add(b.load(cnt, typ=i32), b.zext(first, i32)), cnt)
+        loop.close()
+        b.ret(b.load(cnt, typ=i32))
+        return f
+
+    def helper_wavefronts(self) -> ir.Function:
+        """``i32 hypa_wavefronts(<32 x i64> chunk, <32 x i64> word, i32 mask, i32 words)``:
+        shared-memory wavefronts of a warp access: the most distinct 4-byte words any of
+        the 32 banks must deliver (lanes reading the same chunk share it)."""
+        f = self.module.globals.get("hypa_wavefronts")
+        if f is not None:
+            return f  # type: ignore[return-value]
+        f = ir.Function(self.module, ir.FunctionType(i32, [ivec(64), ivec(64), i32, i32]), "hypa_wavefronts")
+        f.linkage = "internal"
+        chunk, word, mask, nwords = f.args
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        counts = b.alloca(i32, size=ir.Constant(i32, LANES))
+
+        def slot(k):
+            return b.gep(counts, [k if isinstance(k, ir.Value) else ir.Constant(i32, k)], source_etype=i32)
+
+        for k in range(LANES):
+            b.store(ir.Constant(i32, 0), slot(k))
+        loop = _Loop(f, b, ir.Constant(i32, 0), ir.Constant(i32, LANES), "i")
+        i = loop.i
+        on = b.trunc(b.lshr(mask, i), i1)
+        with b.if_then(on):
+            ci = b.extract_element(chunk, i)
+            splat = b.shuffle_vector(b.insert_element(ir.Constant(ivec(64), None), ci, ir.Constant(i32, 0)),
+                                     ir.Constant(ivec(64), None), ir.Constant(ivec(32), [0] * LANES))
+            eq = b.bitcast(b.icmp_unsigned("==", chunk, splat), i32)
+            below = b.sub(b.shl(ir.Constant(i32, 1), i), ir.Constant(i32, 1))
+            first = b.icmp_unsigned("==", b.and_(b.and_(eq, mask), below), ir.Constant(i32, 0))
+            with b.if_then(first):
+                w0 = b.trunc(b.extract_element(word, i), i32)
+                inner = _Loop(f, b, ir.Constant(i32, 0), nwords, "j")
+                bank = b.and_(b.add(w0, inner.i), ir.Constant(i32, 31))
+                p = slot(bank)
+                b.store(b.add(b.load(p, typ=i32), ir.Constant(i32, 1)), p)
+                inner.close()
+        loop.close()
+        mx = ir.Constant(i32, 0)
+        for k in range(LANES):
+            c = b.load(slot(k), typ=i32)
+            mx = b.select(b.icmp_unsigned(">", c, mx), c, mx)
+        b.ret(mx)
+        return f
 
     def gen_barrier(self, op: InstructionOp) -> None:
         """Suspend the warp here; the scheduler resumes it when the barrier releases."""
@@ -1271,6 +1396,14 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     return fn
 
 
+def _imm_or(e: Emitter, k: int, default: int) -> int:
+    from hypa.ptxdialect.operands import parse_int_immediate
+
+    if k < len(e.args) and e.args[k][0] == "imm":
+        return parse_int_immediate(e.args[k][1])
+    return default
+
+
 def _retreating_targets(cfg) -> set[int]:
     """Targets of retreating edges (every cycle has one): where the step budget is checked."""
     n = len(cfg)
@@ -1309,4 +1442,4 @@ def build_module(prog: KernelProgram) -> ir.Module:
     return module
 
 #: bump when generated code changes meaning (part of the compiled-code cache key)
-CODEGEN_VERSION = "4"
+CODEGEN_VERSION = "5"

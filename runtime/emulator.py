@@ -45,6 +45,8 @@ class LaunchResult:
     duration_ms: float
     compile_ms: float
     notes: list[str] = field(default_factory=list)
+    #: module-level ``.global`` variables after the launch, by name (raw bytes)
+    globals: dict[str, np.ndarray] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block), "mode": self.mode}
@@ -53,6 +55,10 @@ class LaunchResult:
         d["duration_ms"] = self.duration_ms
         d["predicates_estimated"] = self.metrics.predicates_estimated
         d["blocks"] = [b.as_dict() for b in self.metrics.blocks]
+        d["instruction_mix"] = self.metrics.instruction_mix()
+        if self.metrics.memory is not None:
+            d["memory"] = self.metrics.memory
+            d["memory_instructions"] = [m.as_dict() for m in self.metrics.memory_instructions]
         if self.notes:
             d["notes"] = list(self.notes)
         return d
@@ -85,7 +91,9 @@ class Emulator:
         exact_predicates: bool = False,
         step_budget: int = DEFAULT_STEP_BUDGET,
         alias: str = "param",
+        memory_metrics: bool = False,
     ):
+        self.memory_metrics = memory_metrics
         self.module = module
         self.mode = mode
         self.exact_predicates = exact_predicates
@@ -94,10 +102,10 @@ class Emulator:
         self._programs: dict[tuple, KernelProgram] = {}
 
     def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
-        key = (kernel, self.mode, self.exact_predicates, alias or self.alias)
+        key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics)
         p = self._programs.get(key)
         if p is None:
-            p = prepare(self.module, kernel, self.mode, self.exact_predicates, alias or self.alias)
+            p = prepare(self.module, kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics)
             self._programs[key] = p
         return p
 
@@ -153,6 +161,7 @@ class Emulator:
             duration_ms=1000 * total,
             compile_ms=1000 * compiled.compile_seconds,
             notes=sorted(set(notes), key=notes.index),
+            globals=dict(keep["globals"]),
         )
 
     # -- helpers ----------------------------------------------------------------------
@@ -223,6 +232,10 @@ class Emulator:
                 param[off : off + size] = np.frombuffer(np.array(addr, np.uint64).tobytes()[:size], np.uint8)
             elif isinstance(a, (bytes, bytearray)):
                 param[off : off + min(size, len(a))] = np.frombuffer(bytes(a[:size]), np.uint8)
+            elif isinstance(a, (int, np.integer)) and ptx_type in (".b8", ".u8", ".s8") and size > 1:
+                # a by-value aggregate (``.param .b8 p[4]``, e.g. a __half2): the integer's
+                # little-endian bytes
+                param[off : off + size] = np.frombuffer((int(a) % (1 << (8 * size))).to_bytes(size, "little"), np.uint8)
             else:
                 dt = _SCALAR_DTYPES.get(ptx_type)
                 if dt is None:
@@ -249,7 +262,7 @@ class Emulator:
             const[var.offset : var.offset + var.size] = data[: var.size]
         ws_stride = _align_up(abi.WS_FRAME_BYTES_OFFSET + prog.frame_bytes, 64)
         ws = _aligned_zeros(nwarps * ws_stride)
-        ncount = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters) + 1
+        ncount = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters) + abi.MEM_COUNTERS * len(prog.mem_ops) + 1
         counters = np.zeros(ncount, np.int64)
         for name, arr, word in (("shared", shared, abi.WIN_SHARED), ("local", local, abi.WIN_LOCAL), ("const", const, abi.WIN_CONST), ("param", param, abi.WIN_PARAM), ("cparam", cparam, abi.WIN_CPARAM)):
             win_base[word] = arr.ctypes.data

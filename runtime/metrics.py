@@ -47,12 +47,52 @@ class BlockMetrics:
 
 
 @dataclass
+class MemoryInstructionMetrics:
+    """One warp-level memory instruction: what it asked of the memory system."""
+
+    instruction: str
+    block: str
+    space: str
+    requests: int
+    sectors: int
+    lines: int
+    wavefronts: int
+    ideal_wavefronts: int
+
+    def as_dict(self) -> dict:
+        d = {"instruction": self.instruction, "block": self.block, "space": self.space, "requests": self.requests}
+        if self.space == "shared":
+            d["wavefronts"] = self.wavefronts
+            d["bank_conflicts"] = self.wavefronts - self.ideal_wavefronts
+        else:
+            d["sectors"] = self.sectors
+            d["lines"] = self.lines
+            d["sectors_per_request"] = self.sectors / self.requests if self.requests else 0.0
+        return d
+
+
+@dataclass
 class Metrics:
     values: dict[str, float]
     blocks: list[BlockMetrics]
     opcodes: Counter = field(default_factory=Counter)
     categories: Counter = field(default_factory=Counter)
     predicates_estimated: bool = False
+    thread_opcodes: Counter = field(default_factory=Counter)
+    thread_categories: Counter = field(default_factory=Counter)
+    memory: dict | None = None
+    memory_instructions: list[MemoryInstructionMetrics] = field(default_factory=list)
+
+    def instruction_mix(self, top: int | None = None) -> dict:
+        """Dynamic instruction mix: warp- and thread-level counts by full opcode and by category."""
+        ops = sorted(self.opcodes.items(), key=lambda kv: (-kv[1], kv[0]))
+        if top is not None:
+            ops = ops[:top]
+        return {
+            "opcodes": {k: {"warp": v, "thread": self.thread_opcodes[k]} for k, v in ops},
+            "categories": {k: {"warp": self.categories[k], "thread": self.thread_categories[k]}
+                           for k in isa.CATEGORIES if self.categories[k]},
+        }
 
     def __getitem__(self, k: str) -> float:
         return self.values[k]
@@ -68,6 +108,8 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
     estimated = False
     opcodes: Counter = Counter()
     categories: Counter = Counter()
+    thread_opcodes: Counter = Counter()
+    thread_categories: Counter = Counter()
     per_origin: dict[tuple[str, int], BlockMetrics] = {}
     for bi in range(nb):
         warps = int(counters[abi.BLOCK_COUNTERS * bi])
@@ -91,8 +133,11 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
             if counter:
                 flops[counter] += weight * lanes_true
             if warps:
+                cat = isa.category(op.spec, op.modifiers)
                 opcodes[op.opcode] += warps
-                categories[isa.category(op.spec, op.modifiers)] += warps
+                categories[cat] += warps
+                thread_opcodes[op.opcode] += thr
+                thread_categories[cat] += thr
         term = prog.cfg.blocks[bi].last_op
         if isinstance(term, InstructionOp) and term.spec.name in ("bra", "brx.idx"):
             branch += warps
@@ -123,4 +168,47 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
     vals["branch_efficiency"] = 100.0 * (branch - divergent) / branch if branch else 100.0
     vals["executed_fraction"] = emulated_thread_inst / thread_inst if thread_inst else 0.0
     blocks = sorted(per_origin.values(), key=lambda m: (m.function != prog.func.func_name, m.function, m.block))
-    return Metrics(vals, blocks, opcodes, categories, estimated)
+    mem_list, mem_totals = _memory(prog, counters)
+    return Metrics(vals, blocks, opcodes, categories, estimated, thread_opcodes, thread_categories,
+                   mem_totals, mem_list)
+
+
+def _memory(prog: KernelProgram, counters) -> tuple[list[MemoryInstructionMetrics], dict | None]:
+    if not prog.mem_ops:
+        return [], None
+    from hypa.ptxdialect.printer import instruction_text
+
+    base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
+    out: list[MemoryInstructionMetrics] = []
+    tot = Counter()
+    for op, slot in prog.mem_ops.items():
+        c = [int(counters[base + abi.MEM_COUNTERS * slot + k]) for k in range(abi.MEM_COUNTERS)]
+        sp = isa.state_space(op.spec, op.modifiers) or "generic"
+        if op.spec.name == "cp.async":
+            sp = "global"
+        kind = "shared" if (sp.startswith("shared") or (sp == "generic" and c[3])) else "global"
+        bi = prog.cfg.index[op.parent]
+        out.append(MemoryInstructionMetrics(instruction_text(op), prog.cfg.name(bi), kind, *c))
+        reads, writes = _rw(op)
+        d = "ld" if reads and not writes else ("st" if writes and not reads else "atom")
+        tot[f"{kind}_{d}_requests"] += c[0]
+        if kind == "global":
+            tot[f"global_{d}_sectors"] += c[1]
+            tot[f"global_{d}_lines"] += c[2]
+        else:
+            tot[f"shared_{d}_wavefronts"] += c[3]
+            tot[f"shared_{d}_bank_conflicts"] += c[3] - c[4]
+    totals: dict = dict(sorted(tot.items()))
+    for d in ("ld", "st", "atom"):
+        r = totals.get(f"global_{d}_requests", 0)
+        if r:
+            totals[f"global_{d}_sectors_per_request"] = totals.get(f"global_{d}_sectors", 0) / r
+    return out, totals
+
+
+def _rw(op: InstructionOp) -> tuple[bool, bool]:
+    from hypa.passes.slice import memory_effect
+
+    if op.spec.name == "cp.async":
+        return True, False
+    return memory_effect(op)

@@ -86,6 +86,7 @@ class KernelProgram:
     block_instrs: list[list[InstructionOp]]
     barriers: list[InstructionOp]
     pred_counters: dict[InstructionOp, int]
+    mem_ops: dict[InstructionOp, int]
     params: list[tuple[str, str, int, int]]  # name, type, offset, size
     param_bytes: int
     shared_vars: dict[str, Variable]
@@ -157,6 +158,7 @@ def prepare(
     mode: str = "slice",
     exact_predicates: bool = False,
     alias: str = "param",
+    memory_metrics: bool = False,
 ) -> KernelProgram:
     """Prepare one kernel of a register-form (or SSA-form) module for lowering.
 
@@ -194,7 +196,7 @@ def prepare(
 
     slice_info: FunctionSlice | None = None
     if mode == "slice":
-        slices = compute_slices(module, exact_predicates=exact_predicates, alias=alias)
+        slices = compute_slices(module, exact_predicates=exact_predicates, alias=alias, memory_addresses=memory_metrics)
         slice_info = slices[func.func_name]
         emulated = set(slice_info.ops)
         emulated_args = {v for v in slice_info.values if isinstance(v, BlockArgument)}
@@ -204,7 +206,15 @@ def prepare(
 
     barriers = [op for op in instructions if op in emulated and op.spec.name in ("bar", "barrier") and not _is_arrive(op)]
 
-    local_values = _block_local_values(cfg, emulated, set(barriers))
+    mem_ops: dict[InstructionOp, int] = {}
+    if memory_metrics:
+        from hypa.passes.slice import is_tracked_memory
+
+        for op in instructions:
+            if is_tracked_memory(op) and (op in emulated or (slice_info is not None and op in slice_info.address_ops)):
+                mem_ops[op] = len(mem_ops)
+    address_users = {op for op in mem_ops if op not in emulated}
+    local_values = _block_local_values(cfg, emulated | address_users, set(barriers))
     # frame slots: results of emulated instructions, emulated block arguments,
     # entry values they read (values used only later in their own block need none)
     slots: dict[SSAValue, int] = {}
@@ -230,8 +240,10 @@ def prepare(
                 for v in op.instruction_operands():
                     if isinstance(v.owner, EntryValueOp):
                         give(v)
-            elif isinstance(op, EntryValueOp):
-                pass
+            elif isinstance(op, InstructionOp) and op in address_users:
+                for v in op.instruction_operands():
+                    if isinstance(v.owner, EntryValueOp):
+                        give(v)
     # edge operands of emulated block arguments must be computed too
     for b in cfg.blocks:
         term = b.last_op
@@ -306,6 +318,7 @@ def prepare(
         block_instrs=block_instrs,
         barriers=barriers,
         pred_counters=pred_counters,
+        mem_ops=mem_ops,
         params=params,
         param_bytes=poff,
         shared_vars=shared_vars,
@@ -321,7 +334,7 @@ def prepare(
         slice_info=slice_info,
         exact_predicates=exact_predicates,
     )
-    prog.key = _program_key(module, func, mode, exact_predicates, alias)
+    prog.key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics)
     return prog
 
 
@@ -371,12 +384,10 @@ def _edge_values(term, k: int) -> list[SSAValue]:
     return []
 
 
-def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str) -> str:
-    from hypa.ptxdialect.printer import module_to_ptx
-
+def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool) -> str:
     h = hashlib.sha256()
     h.update(module_to_ptx_safe(module).encode())
-    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}".encode())
+    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}".encode())
     return h.hexdigest()[:32]
 
 

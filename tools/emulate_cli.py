@@ -33,6 +33,8 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
                    help="stop after N warp-instructions (runaway loops)")
     g.add_argument("--kernel", default=None, help="kernel to launch (mangled or demangled name)")
     g.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="spread CTAs over N processes")
+    g.add_argument("--memory-metrics", action="store_true",
+                   help="also slice memory addresses: sectors/lines per request (global), bank conflicts (shared)")
 
 
 def launches_from_args(args: argparse.Namespace) -> list[Launch]:
@@ -51,7 +53,8 @@ def launches_from_args(args: argparse.Namespace) -> list[Launch]:
 
 
 def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Namespace) -> list[LaunchResult]:
-    emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget)
+    emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget,
+                   memory_metrics=getattr(args, "memory_metrics", False))
     return [emu.run(L, jobs=args.jobs) for L in launches]
 
 

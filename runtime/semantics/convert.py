@@ -189,21 +189,39 @@ def _cvt_from_fp8(e, st: str) -> None:
 
 def _cvt_to_tf32(e) -> None:
     """cvt.rna{.satfinite}.tf32.f32 and cvt.rn/rz{.satfinite}{.relu}.tf32.f32:
-    10 mantissa bits kept in an f32 encoding whose low 13 bits are zero."""
+    10 mantissa bits kept in an f32 encoding whose low 13 bits are zero.
+
+    As an H100 does it: ``.rna`` is the bit operation (a + 0x1000) & ~0x1fff
+    on every input (a NaN with a small payload becomes infinity);
+    ``.rna.satfinite`` rounds finite values (overflow to the largest tf32) and
+    maps an infinity or NaN a to (a & ~0x1fff) - 0x2000 in magnitude;
+    ``.rn``/``.rz`` give 0x7fffe000 for NaN."""
     b = e.b
     m = e.mods
     tf = fp.FMTS["tf32"]
-    p = fp.unpack(e, e.src(1, 32), fp.FMTS["f32"])
+    a = e.src(1, 32)
+    p = fp.unpack(e, a, fp.FMTS["f32"])
     mode = fp.rounding(e, "rna")
     sf = ".satfinite" in m
+    f32 = fp.FMTS["f32"]
+    if mode == "rna" and not sf:
+        e.dst(0, b.and_(b.add(a, e.splat(0x1000, i32)), e.splat(0xFFFFE000, i32)))
+        return
     r = fp.round_pack(e, p.neg, p.M, p.E, tf, mode, sf)
     r = b.trunc(b.shl(r, e.splat(13, i64)), vec(i32))
-    f32 = fp.FMTS["f32"]
     sign = b.select(p.neg, e.splat(0x80000000, i32), e.splat(0, i32))
-    inf = e.splat((tf.max_enc << 13) if sf else 0x7F800000, i32)
-    r = b.select(p.inf, b.or_(sign, inf), r)
-    r = b.select(p.nan, e.splat(fp.CANON_NAN["f32"], i32), r)
-    e.dst(0, _finish(e, r, f32, relu=".relu" in m))
+    special = b.or_(p.inf, p.nan)
+    if mode == "rna":
+        mag = b.sub(b.and_(a, e.splat(0x7FFFE000, i32)), e.splat(0x2000, i32))
+        r = b.select(special, b.or_(sign, mag), r)
+    else:
+        inf = e.splat((tf.max_enc << 13) if sf else 0x7F800000, i32)
+        r = b.select(p.inf, b.or_(sign, inf), r)
+        r = b.select(p.nan, e.splat(0x7FFFE000, i32), r)
+    r = _finish(e, r, f32, relu=".relu" in m)
+    if ".relu" in m:  # the relu NaN is the tf32 one
+        r = b.select(p.nan, e.splat(0x7FFFE000, i32), r)
+    e.dst(0, r)
 
 
 def _cvt_int_int(e, dt: str, st: str, sat: bool) -> None:
@@ -270,7 +288,8 @@ def _cvt_float_float(e, dt: str, st: str) -> None:
     sk, dk = _CVT_FLOAT[st], _CVT_FLOAT[dt]
     sfmt, dfmt = fp.FMTS[sk], fp.FMTS[dk]
     m = e.mods
-    ftz_in = ".ftz" in m and sk == "f32"
+    # .ftz flushes f32 inputs and results; an H100 ignores it on cvt.f16.f32
+    ftz_in = ".ftz" in m and sk == "f32" and dk != "f16"
     ftz_out = ".ftz" in m and dk == "f32"
     bits = e.src(1, sfmt.width)
     if ftz_in:
@@ -286,13 +305,22 @@ def _cvt_float_float(e, dt: str, st: str) -> None:
         p = fp.unpack(e, bits, sfmt)
         mode = fp.rounding(e)
     r = _round_parts(e, p, dfmt, mode, ".satfinite" in m)
-    if dk == "f64":
-        # a NaN keeps its payload (quietened) in double precision
-        payload = b.shl(b.zext(b.and_(bits, e.splat((1 << sfmt.mbits) - 1, ir.IntType(sfmt.width))), vec(i64)),
-                        e.splat(52 - sfmt.mbits, i64))
-        sign = b.select(p.neg, e.splat(1 << 63, i64), e.splat(0, i64))
-        nanv = b.or_(b.or_(sign, e.splat(0x7FF8000000000000, i64)), payload)
-        r = b.select(p.nan, nanv, r)
+    # NaNs (H100): to f64 the payload is kept (quietened) -- after an f32
+    # canonicalisation under .ftz; from f64 the sign and the top payload bits
+    # are kept (quietened); bf16 -> f32 is a plain shift; other conversions
+    # give the canonical NaN.
+    if dk == "f64" or sk == "f64" or (sk, dk) == ("bf16", "f32"):
+        src = bits
+        if ftz_in:
+            src = b.select(p.nan, e.splat(fp.CANON_NAN["f32"], i32), src)
+        mant = b.zext(b.and_(src, e.splat((1 << sfmt.mbits) - 1, ir.IntType(sfmt.width))), vec(i64))
+        shift = dfmt.mbits - sfmt.mbits
+        mant = b.shl(mant, e.splat(shift, i64)) if shift >= 0 else b.lshr(mant, e.splat(-shift, i64))
+        neg = fp.unpack(e, src, sfmt).neg
+        sign = b.select(neg, e.splat(dfmt.sign_bit, i64), e.splat(0, i64))
+        quiet = 0 if (sk, dk) == ("bf16", "f32") else 1 << (dfmt.mbits - 1)
+        nanv = b.or_(b.or_(sign, e.splat(dfmt.inf_enc | quiet, i64)), mant)
+        r = b.select(p.nan, fp._fit(e, nanv, dfmt.width), r)
     e.dst(0, _finish(e, r, dfmt, relu=".relu" in m, sat=".sat" in m, ftz=ftz_out))
 
 

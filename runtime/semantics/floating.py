@@ -100,7 +100,7 @@ FMTS = {
 
 #: canonical NaN of each format (what PTX returns for NaN results)
 CANON_NAN = {
-    "f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF, "f64": 0x7FFFFFFFFFFFFFFF,
+    "f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF, "f64": 0xFFF8000000000000,
     "e4m3": 0x7F, "e5m2": 0x7F, "f64h": 0x7FFFFFFF,
 }
 #: quiet bit of each format's NaNs
@@ -190,19 +190,22 @@ def unpack(e, bits: ir.Value, fmt: Fmt) -> Parts:
     return Parts(neg, M, E, zero, inf, nan, bits)
 
 
-def round_pack(e, neg, M, E, fmt: Fmt, mode: str, satfinite: bool = False, rbits=None) -> ir.Value:
+def round_pack(e, neg, M, E, fmt: Fmt, mode: str, satfinite: bool = False, rbits=None, ftz: bool = False) -> ir.Value:
     """Round |value| = M * 2**E (M: <32 x i64>, unsigned; E: <32 x i64>) to
     ``fmt`` by ``mode`` (rn, rna, rz, rm, rp, rs) and return the encoding
     with the sign ``neg`` as ``<32 x i64>``.  Subnormal results, overflow
     (infinity or the largest finite value, by mode) and ``satfinite`` are
     handled; M = 0 gives a signed zero.  For ``rs`` (stochastic rounding)
-    ``rbits`` holds random bits aligned to the discarded bits."""
+    ``rbits`` holds random bits aligned to the discarded bits.  With ``ftz``
+    the value is rounded with an unbounded exponent and flushed to a signed
+    zero when that is below the smallest normal number (what an H100 does:
+    0x0400 * 0x3bff in f16 gives 0, 0x0401 * 0x3bfe gives 0x0400)."""
     b = e.b
     C = lambda v: K(e, v, 64)  # noqa: E731
     lz = e.call("llvm.ctlz.v32i64", ivt(64), [M, ir.Constant(i1, 0)])
     n = b.sub(C(63), lz)  # position of the leading bit (-1 for zero)
     te = b.add(b.add(n, E), C(fmt.bias))  # biased exponent of the leading bit
-    extra = _smax(e, b.sub(C(1), te), C(0))
+    extra = C(0) if ftz else _smax(e, b.sub(C(1), te), C(0))
     shift = b.add(b.sub(n, C(fmt.mbits)), extra)
     lsh = _smax(e, b.sub(C(0), shift), C(0))
     rsh = _smax(e, shift, C(0))
@@ -243,7 +246,7 @@ def round_pack(e, neg, M, E, fmt: Fmt, mode: str, satfinite: bool = False, rbits
     ovf = b.icmp_unsigned(">", enc, C(fmt.max_enc))
     if satfinite or not fmt.ieee:
         ovf_val = C(fmt.max_enc)
-    elif mode in ("rn", "rna"):
+    elif mode in ("rn", "rna", "rs"):
         ovf_val = C(fmt.inf_enc)
     elif mode == "rz":
         ovf_val = C(fmt.max_enc)
@@ -251,13 +254,16 @@ def round_pack(e, neg, M, E, fmt: Fmt, mode: str, satfinite: bool = False, rbits
         away = neg if mode == "rm" else b.not_(neg)
         ovf_val = _sel(e, away, C(fmt.inf_enc), C(fmt.max_enc))
     enc = _sel(e, ovf, ovf_val, enc)
+    if ftz:
+        carry = b.lshr(q, C(fmt.mbits + 1))
+        enc = _sel(e, b.icmp_signed("<", b.add(te, carry), C(1)), C(0), enc)
     enc = _sel(e, _eq(e, M, 0), C(0), enc)
     return b.or_(enc, _sel(e, neg, C(fmt.sign_bit), C(0)))
 
 
-def encode(e, neg, M, E, fmt: Fmt, mode: str, satfinite: bool = False) -> ir.Value:
+def encode(e, neg, M, E, fmt: Fmt, mode: str, satfinite: bool = False, ftz: bool = False) -> ir.Value:
     """``round_pack`` narrowed to the format's register width."""
-    r = round_pack(e, neg, M, E, fmt, mode, satfinite)
+    r = round_pack(e, neg, M, E, fmt, mode, satfinite, ftz=ftz)
     return _fit(e, r, fmt.width)
 
 
@@ -283,7 +289,7 @@ def exact_from_pair(e, hi: ir.Value, lo: ir.Value) -> tuple[ir.Value, ir.Value, 
     hb = b.bitcast(hi, ivt(64))
     lb = b.bitcast(lo, ivt(64))
     p = unpack(e, hb, FMTS["f64"])
-    lo_nz = b.fcmp_unordered("une", lo, ir.Constant(F64V, [0.0] * LANES))
+    lo_nz = b.fcmp_ordered("one", lo, ir.Constant(F64V, [0.0] * LANES))
     same = b.icmp_signed(">=", b.xor(hb, lb), K(e, 0, 64))
     adj = _sel(e, lo_nz, _sel(e, same, K(e, 1, 64), K(e, -1, 64)), K(e, 0, 64))
     M = b.add(b.shl(p.M, K(e, 2, 64)), adj)
@@ -357,6 +363,8 @@ def f64_to_f32(e, x: ir.Value, mode: str = "rn") -> ir.Value:
 
 def is_nan_bits(e, bits, fmt: Fmt):
     mag = e.b.and_(bits, K(e, fmt.sign_bit - 1, fmt.width))
+    if not fmt.ieee:  # e4m3: only S.1111.111
+        return _eq(e, mag, fmt.max_enc + 1)
     return e.b.icmp_unsigned(">", mag, K(e, fmt.inf_enc, fmt.width))
 
 
@@ -411,8 +419,9 @@ def canonical_nan(e, x: ir.Value, kind: str = "f32") -> ir.Value:
 
 
 def f64_nan_result(e, inputs: list[ir.Value], r: ir.Value) -> ir.Value:
-    """f64 NaN results: the first NaN operand, quietened; other NaNs (invalid
-    operations) become the canonical NaN."""
+    """f64 NaN results: the first NaN among ``inputs`` (given in priority
+    order), quietened; NaNs of invalid operations become 0xFFF8000000000000
+    (both as an H100 does)."""
     fmt = FMTS["f64"]
     b = e.b
     out = _sel(e, is_nan_bits(e, r, fmt), K(e, CANON_NAN["f64"], 64), r)
@@ -560,7 +569,7 @@ def _zero_sign(e, mode: str, pair, neg):
     return b.and_(_eq(e, x, 1 << 63), _eq(e, y, 1 << 63))
 
 
-def narrow_arith(e, op: str, xs: list[ir.Value], kind: str, mode: str) -> ir.Value:
+def narrow_arith(e, op: str, xs: list[ir.Value], kind: str, mode: str, ftz: bool = False) -> ir.Value:
     """``op`` on f32 lanes holding f16/bf16/f32 values, rounded once to ``kind``
     by ``mode``.  Returns the encoding (NaN canonical)."""
     b = e.b
@@ -570,8 +579,21 @@ def narrow_arith(e, op: str, xs: list[ir.Value], kind: str, mode: str) -> ir.Val
     neg, M, E = exact_from_pair(e, hi, lo)
     p = unpack(e, b.bitcast(hi, ivt(64)), FMTS["f64"])
     neg = _sel(e, p.zero, _zero_sign(e, mode, pair, neg), neg)
-    r = encode(e, neg, M, E, fmt, mode)
+    r = encode(e, neg, M, E, fmt, mode, ftz=ftz)
     return special_bits(e, fmt, p.neg, p.inf, p.nan, r)
+
+
+def _tiny_f32(e, op: str, xs: list[ir.Value]):
+    """For .ftz with round-to-nearest f32: the exact result rounded to 24 bits
+    with an unbounded exponent (Veltkamp split of its f64 value) is below
+    2**-126.  Only decides lanes whose IEEE result is the smallest normal."""
+    b = e.b
+    xs64 = [b.fpext(x, F64V) for x in xs]
+    hi, lo, _pair = _exact64(e, op, xs64)
+    c = b.fmul(hi, ir.Constant(F64V, [float(2**29 + 1)] * LANES))
+    r24 = b.fsub(c, b.fsub(c, hi))
+    a = e.call("llvm.fabs.v32f64", F64V, [r24])
+    return b.fcmp_ordered("<", a, ir.Constant(F64V, [2.0**-126] * LANES))
 
 
 # ---------------------------------------------------------------------------
@@ -691,7 +713,17 @@ def _f64_directed(e, op: str, bits: list[ir.Value], mode: str) -> ir.Value:
         zsum = _sel(e, ps[2].zero, _sel(e, zs, K(e, 1 << 63, 64), K(e, 0, 64)), bits[2])
         rnb = _sel(e, pz, zsum, rnb)
     out = _sel(e, use, res, rnb)
-    return f64_nan_result(e, bits, out)
+    return f64_nan_result(e, _nan_order(op, bits), out)
+
+
+def _nan_order(op: str, bits: list[ir.Value]) -> list[ir.Value]:
+    """Which NaN operand an f64 result carries (H100): the second one of
+    add/sub/mul (and b, c, a of fma), the first one of div."""
+    if op in ("add", "sub", "mul"):
+        return [bits[1], bits[0]]
+    if op == "fma":
+        return [bits[1], bits[2], bits[0]]
+    return list(bits)
 
 
 def _i128_shift(e, v, s):
@@ -754,12 +786,16 @@ def _post(e, bits, fmt: Fmt, kind: str):
     return bits
 
 
+#: the OOB-NaN that tensor loads fill with (0x7ff7/0xfff7 for f16 and bf16 on an H100)
+OOB_NAN = 0x7FF7
+
+
 def _oob(e, parts: list[ir.Value], fmt: Fmt):
-    """.oob: an operand equal to the OOB-NaN forces +0 (taken as the canonical NaN)."""
+    """.oob: an operand equal to the OOB-NaN (either sign) forces +0."""
     b = e.b
     hit = _bool_splat(e, False)
     for p in parts:
-        hit = b.or_(hit, _eq(e, p, CANON_NAN[fmt.name]))
+        hit = b.or_(hit, _eq(e, b.and_(p, K(e, 0x7FFF, 16)), OOB_NAN))
     return hit
 
 
@@ -776,7 +812,7 @@ def arith_element(e, op: str, parts: list[ir.Value], kind: str, mode: str, src_k
         xs = [b.bitcast(p, F64V) for p in parts]
         if mode == "rn":
             r = _f64_rn(e, op, xs)
-            r = f64_nan_result(e, parts, b.bitcast(r, ivt(64)))
+            r = f64_nan_result(e, _nan_order(op, parts), b.bitcast(r, ivt(64)))
         else:
             r = _f64_directed(e, op, parts, mode)
         return r
@@ -784,8 +820,11 @@ def arith_element(e, op: str, parts: list[ir.Value], kind: str, mode: str, src_k
     if kind == "f32" and mode == "rn":
         r = b.bitcast(_f32_rn(e, op, xs), ivt(32))
         r = canon_bits(e, r, fmt)
+        if ftz:
+            minn = _eq(e, b.and_(r, K(e, 0x7FFFFFFF, 32)), 0x00800000)
+            r = _sel(e, b.and_(minn, _tiny_f32(e, op, xs)), b.and_(r, K(e, 0x80000000, 32)), r)
     else:
-        r = narrow_arith(e, op, xs, kind, mode)
+        r = narrow_arith(e, op, xs, kind, mode, ftz)
     r = _post(e, r, fmt, kind)
     if ".oob" in m:
         r = _sel(e, _oob(e, parts, fmt), K(e, 0, fmt.width), r)
@@ -904,28 +943,32 @@ def _div_approx(e, a, c, full: bool):
 
 
 def _sign_op(e, how: str) -> None:
+    """neg/abs on the sign bit.  NaN inputs (PTX: unspecified for f32/f16/bf16,
+    passed through for f64) give what an H100 gives: the canonical NaN, and
+    for f64 the input NaN quietened with its sign unchanged."""
     kind, n = layout(e)
     fmt = FMTS[kind]
+    b = e.b
     ftz = ".ftz" in e.mods and _ftz_kinds(kind)
     out = []
     for p in src_parts(e, 1, kind, n):
         if ftz:
             p = flush_bits(e, p, fmt)
         if how == "neg":
-            p = e.b.xor(p, K(e, fmt.sign_bit, fmt.width))
+            r = b.xor(p, K(e, fmt.sign_bit, fmt.width))
         else:
-            p = e.b.and_(p, K(e, fmt.sign_bit - 1, fmt.width))
-        out.append(p)
+            r = b.and_(p, K(e, fmt.sign_bit - 1, fmt.width))
+        isn = is_nan_bits(e, p, fmt)
+        nanv = b.or_(p, K(e, QUIET["f64"], 64)) if kind == "f64" else K(e, CANON_NAN[kind], fmt.width)
+        out.append(_sel(e, isn, nanv, r))
     e.dst(0, pack_parts(e, out))
 
 
 def float_neg(e) -> None:
-    """neg: flips the sign bit (NaN payloads kept)."""
     _sign_op(e, "neg")
 
 
 def float_abs(e) -> None:
-    """abs: clears the sign bit (NaN payloads kept)."""
     _sign_op(e, "abs")
 
 

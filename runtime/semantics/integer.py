@@ -524,32 +524,53 @@ def shift(e) -> None:
     e.dst(0, r)
 
 
+def lop3_anf(lut: int) -> list[int]:
+    """The algebraic normal form of a lop3 truth table: the monomials (subsets of
+    {a: 4, b: 2, c: 1}, 0 for the constant 1) whose XOR is the function.  Bit
+    ``4a + 2b + c`` of ``lut`` is the function's value (the ISA's 0xF0/0xCC/0xAA)."""
+    coef = [(lut >> i) & 1 for i in range(8)]
+    for v in (1, 2, 4):  # Moebius transform
+        for s in range(8):
+            if s & v:
+                coef[s] ^= coef[s ^ v]
+    return [s for s in range(8) if coef[s]]
+
+
 @rule("lop3")
 def lop3(e) -> None:
     b = e.b
-    a, c, d = (e.src(k, 32) for k in (1, 2, 3))
+    srcs = {4: e.src(1, 32), 2: e.src(2, 32), 1: e.src(3, 32)}
     node = e.args[4]
     if node[0] != "imm":
         raise e.fail("lop3 needs an immediate truth table")
     from hypa.ptxdialect.operands import parse_int_immediate
 
-    lut = parse_int_immediate(node[1]) & 0xFF
     zero = e.splat(0, i32)
-    acc = zero
-    for idx in range(8):
-        if not (lut >> idx) & 1:
+    terms: list[ir.Value] = []
+    invert = False
+    products: dict[int, ir.Value] = dict(srcs)
+    for s in lop3_anf(parse_int_immediate(node[1]) & 0xFF):
+        if s == 0:
+            invert = True
             continue
-        # bit idx of the LUT is the output for a = bit 2, b = bit 1, c = bit 0 of idx
-        term = e.splat(0xFFFFFFFF, i32)
-        for bit, v in ((4, a), (2, c), (1, d)):
-            term = b.and_(term, v if idx & bit else b.not_(v))
-        acc = b.or_(acc, term)
+        if s not in products:
+            vs = [srcs[v] for v in (4, 2, 1) if s & v]
+            p = vs[0]
+            for v in vs[1:]:
+                p = b.and_(p, v)
+            products[s] = p
+        terms.append(products[s])
+    acc = terms[0] if terms else zero
+    for t in terms[1:]:
+        acc = b.xor(acc, t)
+    if invert:
+        acc = b.not_(acc)
     if e.args[0][0] == "pair":
         # lop3.BoolOp d|p, a, b, c, immLut, q: p = (d != 0) BoolOp q
         nz = b.icmp_unsigned("!=", acc, zero)
         q = e.src_pred(5)
-        p = b.or_(nz, q) if ".or" in e.mods else b.and_(nz, q)
-        e.dst_pair(0, acc, p)
+        pr = b.or_(nz, q) if ".or" in e.mods else b.and_(nz, q)
+        e.dst_pair(0, acc, pr)
     else:
         e.dst(0, acc)
 

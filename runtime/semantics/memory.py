@@ -15,6 +15,17 @@ from .common import FLOAT_KIND, LANES, is_signed, type_bits, vec
 i1, i8, i32, i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 
 
+def entry_alloca(e, ty: ir.Type) -> ir.Value:
+    """Stack space in the warp function's entry block.  An ``alloca`` where the
+    instruction is would run every time the instruction does, and the stack
+    only shrinks when the warp function returns (at a barrier or the exit): a
+    loop in the kernel would grow it without bound."""
+    entry = e.b.function.entry_basic_block
+    eb = ir.IRBuilder(entry)
+    eb.position_at_start(entry)
+    return eb.alloca(ty)
+
+
 def _vec_width(e) -> int:
     for m in e.mods:
         if m in (".v2", ".v4", ".v8"):
@@ -94,7 +105,7 @@ def _atomic(e, returns: bool) -> None:
     is_float = t in FLOAT_KIND
     ity = ir.IntType(bits)
     result = ir.Constant(vec(ity), [0] * LANES)
-    res_slot = b.alloca(vec(ity))
+    res_slot = entry_alloca(e, vec(ity))
     b.store(result, res_slot)
     for lane in range(LANES):
         li = ir.Constant(i32, lane)
@@ -114,7 +125,8 @@ def _atomic_lane(e, op, t, p, v, c, is_float, ity):
     bits = ity.width
     order = "seq_cst"
     if op == ".cas":
-        pair = b.cmpxchg(p, c, v, order, order)
+        # atom.cas d, [a], b, c: d = *a; *a = (*a == b) ? c : *a
+        pair = b.cmpxchg(p, v, c, order, order)
         return b.extract_value(pair, 0)
     if op in _RMW and not (is_float and op == ".add"):
         return b.atomic_rmw(_RMW[op], p, v, order)
@@ -163,3 +175,64 @@ def atom(e) -> None:
 @rule("red")
 def red(e) -> None:
     _atomic(e, False)
+
+
+def _is_predicate_operand(e, k: int) -> bool:
+    node = e.operand_node(k)
+    if node[0] == "not":
+        return True
+    if node[0] != "reg":
+        return False
+    from ..program import value_bits
+
+    return value_bits(e.slot_of[k][0][1]) == 1
+
+
+@rule("cp.async")
+def cp_async(e) -> None:
+    """``cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size | ignore-src}{, policy}``.
+
+    The copy happens when the instruction issues: ``cp.async.wait_group`` /
+    ``wait_all`` then have nothing left to wait for in a sequential emulator (a
+    kernel that reads the destination before waiting reads the new data, which
+    real hardware may or may not show).  Bytes past ``src-size`` (all of them when
+    ``ignore-src`` is true) are zero-filled.
+    """
+    from hypa.ptxdialect.operands import parse_int_immediate
+
+    b = e.b
+    dkind, dst, _ = e.address(0)
+    skind, src, _ = e.address(1)
+    node = e.operand_node(2)
+    if node[0] != "imm":
+        raise e.fail("cp-size must be an immediate (4, 8 or 16)")
+    cp = parse_int_immediate(node[1])
+    if cp not in (4, 8, 16):
+        raise e.fail(f"cp-size must be 4, 8 or 16, not {cp}")
+    nops = len(e.args)
+    if any("cache_hint" in m for m in e.mods):
+        nops -= 1  # the last operand is the cache policy
+    src_size = None  # i32 lanes, or None: all cp bytes
+    if nops > 3:
+        if _is_predicate_operand(e, 3):
+            ignore = e.src_pred(3)
+            src_size = b.select(ignore, e.splat(0, i32), e.splat(cp, i32))
+        else:
+            sn = e.operand_node(3)
+            if not (sn[0] == "imm" and parse_int_immediate(sn[1]) >= cp):
+                src_size = e.src(3, 32)
+    mask = e.exec_mask
+    dspace = "shared"
+    if src_size is None:
+        for w in range(cp // 4):
+            sa = src if w == 0 else b.add(src, e.splat(4 * w, i64))
+            da = dst if w == 0 else b.add(dst, e.splat(4 * w, i64))
+            v = e.load("global", sa, 32, mask, skind)
+            e.store(dspace, da, v, mask, dkind)
+        return
+    for k in range(cp):
+        sa = src if k == 0 else b.add(src, e.splat(k, i64))
+        da = dst if k == 0 else b.add(dst, e.splat(k, i64))
+        present = b.and_(mask, b.icmp_unsigned("<", e.splat(k, i32), src_size))
+        v = e.load("global", sa, 8, present, skind)  # zero where not present
+        e.store(dspace, da, v, mask, dkind)

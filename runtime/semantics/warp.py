@@ -6,6 +6,7 @@ from llvmlite import ir
 
 from ..codegen import MASK, rule
 from .common import LANES, is_signed, type_bits, vec
+from .memory import entry_alloca
 
 i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 
@@ -21,7 +22,7 @@ def _membermask(e, k: int) -> ir.Value:
 def _permute(e, v: ir.Value, idx: ir.Value) -> ir.Value:
     """``out[l] = v[idx[l]]`` for 32 lanes (via a stack buffer)."""
     b = e.b
-    buf = b.alloca(v.type)
+    buf = entry_alloca(e, v.type)
     b.store(v, buf)
     elem = v.type.element
     ptrs = e.wg.vector_pointers(buf, b.zext(idx, vec(i64)), elem.width // 8)
@@ -141,3 +142,349 @@ def elect(e) -> None:
     lead = e.call("llvm.cttz.i32", i32, [bits, ir.Constant(i1, 1)])
     is_lead = b.and_(b.icmp_unsigned("==", e.wg.lane_ids, e.wg.splat_value(lead)), members)
     e.dst_pair(0, e.wg.splat_value(lead), is_lead)
+
+
+# ---------------------------------------------------------------------------
+# WMMA: wmma.load / wmma.mma / wmma.store
+# ---------------------------------------------------------------------------
+#
+# The PTX ISA leaves the distribution of matrix elements over the lanes'
+# fragments unspecified ("architecture dependent"), so a program can only rely
+# on load, mma and store agreeing with each other (and on element-wise
+# operations on fragments).  The emulator's layout: a fragment of F elements
+# per lane holds, in lane l, element j, the matrix element at row-major index
+# (l * F + j) mod (rows * cols); when 32 * F exceeds the matrix (f16 A and B
+# fragments of m16n16k16 hold every element twice) the elements repeat.
+# wmma.mma computes D = A * B + C with one rounding per multiply-add, in f32
+# (f16, bf16, tf32 inputs; products of f16/bf16 are exact in f32), f64, or
+# integers (s8/u8 -> s32, .satfinite clamps).  Hardware accumulation order
+# and rounding are unspecified: float results agree to rounding.
+
+import re as _re
+
+_WMMA_ELEM_BITS = {".f16": 16, ".bf16": 16, ".tf32": 32, ".f32": 32, ".s32": 32, ".s8": 8, ".u8": 8, ".f64": 64}
+
+
+def _wmma_shape(e) -> tuple[int, int, int]:
+    for m in e.mods:
+        g = _re.fullmatch(r"\.m(\d+)n(\d+)k(\d+)", m)
+        if g:
+            return int(g.group(1)), int(g.group(2)), int(g.group(3))
+    raise e.fail("needs a shape (.m16n16k16, ...)")
+
+
+def _wmma_dims(which: str, shape: tuple[int, int, int]) -> tuple[int, int]:
+    m, n, k = shape
+    return {"a": (m, k), "b": (k, n)}.get(which, (m, n))
+
+
+def _wmma_type(e, t: str) -> int:
+    bits = _WMMA_ELEM_BITS.get(t)
+    if bits is None:
+        raise e.fail(f"{t} fragments are not emulated (f16, bf16, tf32, f32, f64, s8, u8, s32 are)")
+    return bits
+
+
+def _wmma_space(e) -> str:
+    for m in e.mods:
+        if m.startswith(".shared"):
+            return "shared"
+        if m == ".global":
+            return "global"
+    return "generic"
+
+
+def _frag_elements(nregs: int, ebits: int) -> tuple[int, int, int]:
+    """(register bits, elements per register, elements per lane)."""
+    rbits = 64 if ebits == 64 else 32
+    per = max(1, rbits // ebits)
+    return rbits, per, nregs * per
+
+
+def _frag_coords(which: str, rows: int, cols: int, col_major: bool, F: int, lane: int, j: int) -> tuple[int, int]:
+    """(row, column) of element j of lane's fragment.  A and B fragments follow the
+    layout they were loaded with (wmma.mma names the same layouts), so a lane's
+    consecutive elements are consecutive in memory; C and D fragments are
+    row-major whatever the layout of wmma.load.c / wmma.store.d."""
+    idx = (lane * F + j) % (rows * cols)
+    if which in ("a", "b") and col_major:
+        return idx % rows, idx // rows
+    return idx // cols, idx % cols
+
+
+def _wmma_offsets(e, which, rows, cols, F, j, col_major: bool, stride: ir.Value) -> ir.Value:
+    """Element offsets (i64 lanes) in memory of fragment element j."""
+    rc = [_frag_coords(which, rows, cols, col_major, F, l, j) for l in range(LANES)]
+    r = ir.Constant(vec(i64), [x[0] for x in rc])
+    c = ir.Constant(vec(i64), [x[1] for x in rc])
+    b = e.b
+    return b.add(b.mul(c, stride), r) if col_major else b.add(b.mul(r, stride), c)
+
+
+def _contiguous(which, rows, cols, col_major: bool, F: int, per: int) -> bool:
+    """Whether each register's ``per`` elements are consecutive in memory."""
+    if per == 1:
+        return True
+    seg = rows if (col_major and which in ("a", "b")) else cols
+    if which not in ("a", "b") and col_major:
+        return False
+    return seg % per == 0 and F % per == 0
+
+
+def _wmma_stride(e, k: int, rows: int, cols: int, col_major: bool) -> ir.Value:
+    if k < len(e.args):
+        return e.src(k, 64, True) if e.args[k][0] != "imm" else e.splat(e.imm_bits(e.args[k][1], 64), i64)
+    return e.splat(rows if col_major else cols, i64)
+
+
+def _wmma_pointers(e, which: str, k_addr: int, k_stride: int, ebits: int, F: int, mask: ir.Value) -> list[ir.Value]:
+    """Host pointers (``<32 x ptr>``) of the F fragment elements of a wmma.load or
+    wmma.store, bounds-checked once per lane: its first and its last element."""
+    b = e.b
+    rows, cols = _wmma_dims(which, _wmma_shape(e))
+    col_major = ".col" in e.mods
+    kind, base, _ = e.address(k_addr)
+    space = kind if kind in ("param", "cparam", "shared") else _wmma_space(e)
+    stride = _wmma_stride(e, k_stride, rows, cols, col_major)
+    offs = [_wmma_offsets(e, which, rows, cols, F, j, col_major, stride) for j in range(F)]
+    lo, hi = offs[0], offs[0]
+    for o in offs[1:]:
+        lo = b.select(b.icmp_unsigned("<", o, lo), o, lo)
+        hi = b.select(b.icmp_unsigned(">", o, hi), o, hi)
+    esz = e.splat(ebits // 8, i64)
+    first = e.host_pointers(space, b.add(base, b.mul(lo, esz)), ebits // 8, mask, kind)
+    e.host_pointers(space, b.add(base, b.mul(hi, esz)), ebits // 8, mask, kind)
+    fi = b.ptrtoint(first, vec(i64))
+    return [b.inttoptr(b.add(fi, b.mul(b.sub(o, lo), esz)), ir.VectorType(ir.PointerType(), LANES)) for o in offs]
+
+
+def _masked_gather(e, ptrs: ir.Value, bits: int, mask: ir.Value) -> ir.Value:
+    vt = vec(ir.IntType(bits))
+    vptr = ir.VectorType(ir.PointerType(), LANES)
+    g = e.wg.intrinsic(f"llvm.masked.gather.v32i{bits}.v32p0", vt, [vptr, ir.VectorType(i1, LANES), vt])
+    return e.b.call(g, [ptrs, mask, ir.Constant(vt, [0] * LANES)])
+
+
+def _masked_scatter(e, value: ir.Value, ptrs: ir.Value, mask: ir.Value) -> None:
+    vt = value.type
+    vptr = ir.VectorType(ir.PointerType(), LANES)
+    s = e.wg.intrinsic(f"llvm.masked.scatter.v32i{vt.element.width}.v32p0", ir.VoidType(), [vt, vptr, ir.VectorType(i1, LANES)])
+    e.b.call(s, [value, ptrs, mask])
+
+
+def _which(e, default: str) -> str:
+    return next((m[1] for m in e.mods if m in (".a", ".b", ".c", ".d")), default)
+
+
+@rule("wmma.load")
+def wmma_load(e) -> None:
+    b = e.b
+    which = _which(e, "")
+    if which not in ("a", "b", "c"):
+        raise e.fail("needs .a, .b or .c")
+    ebits = _wmma_type(e, e.types[-1])
+    nregs = len(e.elements(0))
+    rbits, per, F = _frag_elements(nregs, ebits)
+    rows, cols = _wmma_dims(which, _wmma_shape(e))
+    ptrs = _wmma_pointers(e, which, 1, 2, ebits, F, e.exec_mask)
+    rty = ir.IntType(rbits)
+    whole = _contiguous(which, rows, cols, ".col" in e.mods, F, per)
+    regs = []
+    for r in range(nregs):
+        if whole:  # the register's elements in one load
+            regs.append(_masked_gather(e, ptrs[r * per], rbits, e.exec_mask))
+            continue
+        reg = None
+        for p in range(per):
+            v = b.zext(_masked_gather(e, ptrs[r * per + p], ebits, e.exec_mask), vec(rty))
+            if p:
+                v = b.shl(v, e.splat(p * ebits, rty))
+            reg = v if reg is None else b.or_(reg, v)
+        regs.append(reg)
+    e.dst_elements(0, regs)
+
+
+@rule("wmma.store")
+def wmma_store(e) -> None:
+    b = e.b
+    ebits = _wmma_type(e, e.types[-1])
+    nregs = len(e.elements(1))
+    rbits, per, F = _frag_elements(nregs, ebits)
+    rows, cols = _wmma_dims("d", _wmma_shape(e))
+    ptrs = _wmma_pointers(e, "d", 0, 2, ebits, F, e.exec_mask)
+    whole = _contiguous("d", rows, cols, ".col" in e.mods, F, per)
+    regs = e.src_elements(1, rbits)
+    for r in range(nregs):
+        if whole:
+            _masked_scatter(e, regs[r], ptrs[r * per], e.exec_mask)
+            continue
+        for p in range(per):
+            v = b.trunc(b.lshr(regs[r], e.splat(p * ebits, ir.IntType(rbits))), vec(ir.IntType(ebits)))
+            _masked_scatter(e, v, ptrs[r * per + p], e.exec_mask)
+
+
+def _frag_values(e, k: int, t: str, comp: ir.Type) -> tuple[list[ir.Value], int]:
+    """The elements of fragment operand k (type t) as ``comp`` lanes, and F."""
+    from . import floating as fp
+
+    b = e.b
+    ebits = _WMMA_ELEM_BITS[t]
+    nregs = len(e.elements(k))
+    rbits, per, F = _frag_elements(nregs, ebits)
+    out = []
+    for reg in e.src_elements(k, rbits):
+        for p in range(per):
+            v = reg
+            if ebits < rbits:
+                v = b.trunc(b.lshr(v, e.splat(p * ebits, ir.IntType(rbits))), vec(ir.IntType(ebits)))
+            if t == ".f16":
+                v = fp.f16_to_f32(e, v)
+            elif t == ".bf16":
+                v = fp.bf16_to_f32(e, v)
+            elif t == ".tf32":  # the low 13 bits of a tf32 operand are ignored
+                v = b.bitcast(b.and_(v, e.splat(0xFFFFE000, i32)), vec(ir.FloatType()))
+            elif t == ".f32":
+                v = b.bitcast(v, vec(ir.FloatType()))
+            elif t == ".f64":
+                v = b.bitcast(v, vec(ir.DoubleType()))
+            elif t in (".s8", ".s32"):
+                v = b.sext(v, vec(comp)) if ebits < comp.width else v
+            elif t == ".u8":
+                v = b.zext(v, vec(comp))
+            out.append(v)
+    return out, F
+
+
+def _scalar_loop(b: ir.IRBuilder, n: int, name: str):
+    """Open ``for i in range(n)`` (i64) at the builder; returns (i, close)."""
+    fn = b.function
+    head = fn.append_basic_block(name + "_head")
+    body = fn.append_basic_block(name + "_body")
+    done = fn.append_basic_block(name + "_done")
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(i64)
+    i.add_incoming(ir.Constant(i64, 0), pre)
+    b.cbranch(b.icmp_unsigned("<", i, ir.Constant(i64, n)), body, done)
+    b.position_at_end(body)
+
+    def close():
+        i.add_incoming(b.add(i, ir.Constant(i64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    return i, close
+
+
+@rule("wmma.mma")
+def wmma_mma(e) -> None:
+    b = e.b
+    for m in (".xor", ".and", ".popc"):
+        if m in e.mods:
+            raise e.fail("single-bit (.b1) wmma.mma is not emulated")
+    types = e.types
+    if len(types) == 2:
+        dt, at, bt, ct = types[0], ".f16", ".f16", types[1]
+    elif len(types) == 4:
+        dt, at, bt, ct = types
+    else:
+        raise e.fail("expects .dtype.ctype or .dtype.atype.btype.ctype")
+    for t in (dt, at, bt, ct):
+        _wmma_type(e, t)
+    m, n, k = _wmma_shape(e)
+    is_int = at in (".s8", ".u8")
+    comp = ir.IntType(64) if is_int else (ir.DoubleType() if at == ".f64" else ir.FloatType())
+    esz = 4 if isinstance(comp, ir.FloatType) else 8
+    av, fa = _frag_values(e, 1, at, comp)
+    bv, fb = _frag_values(e, 2, bt, comp)
+    cv, fc = _frag_values(e, 3, ct, comp)
+    layouts = [m_ == ".col" for m_ in e.mods if m_ in (".row", ".col")]
+    if len(layouts) != 2:
+        raise e.fail("needs the layouts of A and B (.row/.col twice)")
+    bufs = []
+    all_lanes = ir.Constant(ir.VectorType(i1, LANES), [1] * LANES)
+    vptr = ir.VectorType(ir.PointerType(), LANES)
+    vt = vec(comp)
+    tname = "i64" if is_int else ("f64" if isinstance(comp, ir.DoubleType) else "f32")
+    scatter = e.wg.intrinsic(f"llvm.masked.scatter.v32{tname}.v32p0", ir.VoidType(), [vt, vptr, ir.VectorType(i1, LANES)])
+    gather = e.wg.intrinsic(f"llvm.masked.gather.v32{tname}.v32p0", vt, [vptr, ir.VectorType(i1, LANES), vt])
+    # the fragments, row-major in a buffer each (the C buffer becomes D)
+    frags = (("a", av, fa, (m, k), layouts[0]), ("b", bv, fb, (k, n), layouts[1]), ("c", cv, fc, (m, n), False))
+    for which, vals, F, (rows, cols), col_major in frags:
+        buf = entry_alloca(e, ir.ArrayType(comp, rows * cols))
+        for j, v in enumerate(vals):
+            rc = [_frag_coords(which, rows, cols, col_major, F, l, j) for l in range(LANES)]
+            idx = ir.Constant(vec(i64), [r * cols + c for r, c in rc])
+            b.call(scatter, [v, e.wg.vector_pointers(buf, idx, esz), all_lanes])
+        bufs.append(buf)
+    abuf, bbuf, dbuf = bufs
+    # D = A * B + C, element by element
+    fn = b.function
+    cell, close_cell = _scalar_loop(b, m * n, "wmma_cell")
+    row = b.udiv(cell, ir.Constant(i64, n))
+    col = b.urem(cell, ir.Constant(i64, n))
+    dptr = b.gep(dbuf, [ir.Constant(i64, 0), cell])
+    acc0 = b.load(dptr, typ=comp)
+    pre = b.block
+    head, body, done = (fn.append_basic_block(f"wmma_k_{x}") for x in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    kk = b.phi(i64)
+    acc = b.phi(comp)
+    kk.add_incoming(ir.Constant(i64, 0), pre)
+    acc.add_incoming(acc0, pre)
+    b.cbranch(b.icmp_unsigned("<", kk, ir.Constant(i64, k)), body, done)
+    b.position_at_end(body)
+    x = b.load(b.gep(abuf, [ir.Constant(i64, 0), b.add(b.mul(row, ir.Constant(i64, k)), kk)]), typ=comp)
+    y = b.load(b.gep(bbuf, [ir.Constant(i64, 0), b.add(b.mul(kk, ir.Constant(i64, n)), col)]), typ=comp)
+    if is_int:
+        nxt = b.add(b.mul(x, y), acc)
+    else:
+        fname = "llvm.fma.f64" if isinstance(comp, ir.DoubleType) else "llvm.fma.f32"
+        nxt = b.call(e.wg.intrinsic(fname, comp, [comp, comp, comp]), [x, y, acc])
+    kk.add_incoming(b.add(kk, ir.Constant(i64, 1)), b.block)
+    acc.add_incoming(nxt, b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    b.store(acc, dptr)
+    close_cell()
+    dvals = []
+    ebits = _WMMA_ELEM_BITS[dt]
+    nregs = len(e.elements(0))
+    rbits, per, fd = _frag_elements(nregs, ebits)
+    for j in range(fd):
+        rc = [_frag_coords("d", m, n, False, fd, l, j) for l in range(LANES)]
+        idx = ir.Constant(vec(i64), [r * n + c for r, c in rc])
+        v = b.call(gather, [e.wg.vector_pointers(dbuf, idx, esz), all_lanes, ir.Constant(vt, None)])
+        dvals.append(_wmma_result(e, v, dt, ".satfinite" in e.mods))
+    regs = []
+    for r in range(nregs):
+        reg = None
+        for p in range(per):
+            v = dvals[r * per + p]
+            if ebits < rbits:
+                v = b.shl(b.zext(v, vec(ir.IntType(rbits))), e.splat(p * ebits, ir.IntType(rbits)))
+            reg = v if reg is None else b.or_(reg, v)
+        regs.append(reg)
+    e.dst_elements(0, regs)
+
+
+def _wmma_result(e, v: ir.Value, dt: str, satfinite: bool) -> ir.Value:
+    from . import floating as fp
+
+    b = e.b
+    if dt == ".s32":
+        if satfinite:
+            lo, hi = e.splat(-(1 << 31), i64), e.splat((1 << 31) - 1, i64)
+            v = b.select(b.icmp_signed("<", v, lo), lo, b.select(b.icmp_signed(">", v, hi), hi, v))
+        return b.trunc(v, vec(i32))
+    if dt == ".f64":
+        return b.bitcast(v, vec(i64))
+    if satfinite:
+        big = ir.Constant(vec(ir.FloatType()), [3.4028234663852886e38 if dt == ".f32" else 65504.0] * LANES)
+        neg = b.fneg(big)
+        v = b.select(b.fcmp_ordered(">", v, big), big, b.select(b.fcmp_ordered("<", v, neg), neg, v))
+    if dt == ".f16":
+        return fp.f32_to_f16_bits(e, v, "rn")
+    return b.bitcast(v, vec(i32))
