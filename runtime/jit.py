@@ -67,10 +67,27 @@ def _full_key(key: str) -> str:
     h.update(repr(llvm.llvm_version_info).encode())
     h.update(llvm.get_host_cpu_name().encode())
     h.update(llvm.get_host_cpu_features().flatten().encode())
-    from . import codegen
-
-    h.update(codegen.CODEGEN_VERSION.encode())
+    h.update(_sources_digest().encode())
     return h.hexdigest()[:40]
+
+
+_SOURCES: str | None = None
+
+
+def _sources_digest() -> str:
+    """A hash of the code generator and semantics sources: editing them invalidates the cache."""
+    global _SOURCES
+    if _SOURCES is None:
+        import glob
+
+        here = os.path.dirname(__file__)
+        h = hashlib.sha256()
+        for path in sorted([os.path.join(here, n) for n in ("codegen.py", "program.py", "abi.py")]
+                           + glob.glob(os.path.join(here, "semantics", "*.py"))):
+            with open(path, "rb") as f:
+                h.update(f.read())
+        _SOURCES = h.hexdigest()
+    return _SOURCES
 
 
 def compile_ir(key: str, build_ir) -> Compiled:

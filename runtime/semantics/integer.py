@@ -201,7 +201,8 @@ def mul24(e) -> None:
     else:
         m = e.splat(0xFFFFFF, i32)
         x, y = b.and_(x, m), b.and_(y, m)
-    p = b.mul(b.sext(x, vec(i64)) if signed else b.zext(x, vec(i64)), b.sext(y, vec(i64)) if signed else b.zext(y, vec(i64)))
+    ext = b.sext if signed else b.zext
+    p = b.mul(ext(x, vec(i64)), ext(y, vec(i64)))  # the 48-bit product
     if ".hi" in e.mods:
         r = b.trunc(b.lshr(p, e.splat(16, i64)), vec(i32))
     else:
