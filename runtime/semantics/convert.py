@@ -13,7 +13,7 @@ from hypa.runtime import abi
 
 from ..codegen import rule
 from . import floating as fp
-from .common import FLOAT_KIND, LANES, is_signed, type_bits, vec
+from .common import LANES, is_signed, type_bits, vec
 
 i1, i16, i32, i64 = ir.IntType(1), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 
@@ -191,11 +191,12 @@ def _cvt_to_tf32(e) -> None:
     """cvt.rna{.satfinite}.tf32.f32 and cvt.rn/rz{.satfinite}{.relu}.tf32.f32:
     10 mantissa bits kept in an f32 encoding whose low 13 bits are zero.
 
-    As an H100 does it: ``.rna`` is the bit operation (a + 0x1000) & ~0x1fff
-    on every input (a NaN with a small payload becomes infinity);
-    ``.rna.satfinite`` rounds finite values (overflow to the largest tf32) and
-    maps an infinity or NaN a to (a & ~0x1fff) - 0x2000 in magnitude;
-    ``.rn``/``.rz`` give 0x7fffe000 for NaN."""
+    As a Hopper GPU does it: ``.rna`` rounds finite values half away from zero
+    ((a + 0x1000) & ~0x1fff, overflowing to infinity) and truncates an
+    infinity or NaN (a & ~0x1fff: a NaN with a small payload becomes
+    infinity); ``.rna.satfinite`` rounds finite values (overflow to the
+    largest tf32) and maps an infinity or NaN to (a & ~0x1fff) - 0x2000 in
+    magnitude; ``.rn``/``.rz`` give 0x7fffe000 for NaN."""
     b = e.b
     m = e.mods
     tf = fp.FMTS["tf32"]
@@ -205,7 +206,8 @@ def _cvt_to_tf32(e) -> None:
     sf = ".satfinite" in m
     f32 = fp.FMTS["f32"]
     if mode == "rna" and not sf:
-        e.dst(0, b.and_(b.add(a, e.splat(0x1000, i32)), e.splat(0xFFFFE000, i32)))
+        rounded = b.and_(b.add(a, e.splat(0x1000, i32)), e.splat(0xFFFFE000, i32))
+        e.dst(0, b.select(b.or_(p.inf, p.nan), b.and_(a, e.splat(0xFFFFE000, i32)), rounded))
         return
     r = fp.round_pack(e, p.neg, p.M, p.E, tf, mode, sf)
     r = b.trunc(b.shl(r, e.splat(13, i64)), vec(i32))
@@ -257,7 +259,14 @@ def _cvt_int_to_float(e, dt: str, st: str) -> None:
         neg = e.splat(0, i1)
         mag = x64
     fmt = fp.FMTS[_CVT_FLOAT[dt]]
-    r = fp.encode(e, neg, mag, e.splat(0, i64), fmt, fp.rounding(e))
+    mode = fp.rounding(e)
+    if dt in (".f32", ".f64") and (mode == "rn" or sb < fmt.mbits + 1):
+        # LLVM's conversion rounds to nearest (and is exact for narrow integers)
+        ft = fp.F32V if dt == ".f32" else fp.F64V
+        r = b.sitofp(x, ft) if is_signed(st) else b.uitofp(x, ft)
+        r = b.bitcast(r, vec(ir.IntType(fmt.width)))
+    else:
+        r = fp.encode(e, neg, mag, e.splat(0, i64), fmt, mode)
     e.dst(0, _finish(e, r, fmt, sat=".sat" in e.mods))
 
 
@@ -288,13 +297,27 @@ def _cvt_float_float(e, dt: str, st: str) -> None:
     sk, dk = _CVT_FLOAT[st], _CVT_FLOAT[dt]
     sfmt, dfmt = fp.FMTS[sk], fp.FMTS[dk]
     m = e.mods
-    # .ftz flushes f32 inputs and results; an H100 ignores it on cvt.f16.f32
+    # .ftz flushes f32 inputs and results; a Hopper GPU ignores it on cvt.f16.f32
     ftz_in = ".ftz" in m and sk == "f32" and dk != "f16"
     ftz_out = ".ftz" in m and dk == "f32"
     bits = e.src(1, sfmt.width)
     if ftz_in:
         bits = fp.flush_bits(e, bits, sfmt)
     irnd = _irnd(e)
+    if irnd is None and ".relu" not in m and ".satfinite" not in m and (sk, dk) in (
+            ("f16", "f32"), ("f16", "f64"), ("bf16", "f32"), ("bf16", "f64"), ("f32", "f64")) and not ftz_in:
+        # widening: exact
+        x = fp.to_f32(e, bits, sk)
+        if dk == "f64":
+            x = b.fpext(x, fp.F64V)
+        r = b.bitcast(x, vec(ir.IntType(dfmt.width)))
+        if sk == "f16":  # f16 NaN -> the canonical NaN (f32), its payload (f64)
+            r = b.select(fp.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r) if dk == "f64" else \
+                b.select(fp.unpack(e, bits, sfmt).nan, e.splat(fp.CANON_NAN["f32"], i32), r)
+        elif dk == "f64":
+            r = b.select(fp.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r)
+        e.dst(0, _finish(e, r, dfmt, sat=".sat" in m, ftz=ftz_out))
+        return
     if irnd is not None:
         # same-size conversion rounding to an integral value
         x = b.bitcast(bits, fp.F64V) if sk == "f64" else b.fpext(fp.to_f32(e, bits, sk), fp.F64V)
@@ -305,7 +328,7 @@ def _cvt_float_float(e, dt: str, st: str) -> None:
         p = fp.unpack(e, bits, sfmt)
         mode = fp.rounding(e)
     r = _round_parts(e, p, dfmt, mode, ".satfinite" in m)
-    # NaNs (H100): to f64 the payload is kept (quietened) -- after an f32
+    # NaNs (Hopper GPU): to f64 the payload is kept (quietened) -- after an f32
     # canonicalisation under .ftz; from f64 the sign and the top payload bits
     # are kept (quietened); bf16 -> f32 is a plain shift; other conversions
     # give the canonical NaN.
@@ -313,15 +336,20 @@ def _cvt_float_float(e, dt: str, st: str) -> None:
         src = bits
         if ftz_in:
             src = b.select(p.nan, e.splat(fp.CANON_NAN["f32"], i32), src)
-        mant = b.zext(b.and_(src, e.splat((1 << sfmt.mbits) - 1, ir.IntType(sfmt.width))), vec(i64))
-        shift = dfmt.mbits - sfmt.mbits
-        mant = b.shl(mant, e.splat(shift, i64)) if shift >= 0 else b.lshr(mant, e.splat(-shift, i64))
-        neg = fp.unpack(e, src, sfmt).neg
-        sign = b.select(neg, e.splat(dfmt.sign_bit, i64), e.splat(0, i64))
-        quiet = 0 if (sk, dk) == ("bf16", "f32") else 1 << (dfmt.mbits - 1)
-        nanv = b.or_(b.or_(sign, e.splat(dfmt.inf_enc | quiet, i64)), mant)
-        r = b.select(p.nan, fp._fit(e, nanv, dfmt.width), r)
+        r = b.select(p.nan, _nan_convert(e, src, sfmt, dfmt, (sk, dk) == ("bf16", "f32")), r)
     e.dst(0, _finish(e, r, dfmt, relu=".relu" in m, sat=".sat" in m, ftz=ftz_out))
+
+
+def _nan_convert(e, src, sfmt, dfmt, raw: bool):
+    """A NaN converted keeping its sign and (top) payload bits, quietened unless ``raw``."""
+    b = e.b
+    mant = b.zext(b.and_(src, e.splat((1 << sfmt.mbits) - 1, ir.IntType(sfmt.width))), vec(i64))
+    shift = dfmt.mbits - sfmt.mbits
+    mant = b.shl(mant, e.splat(shift, i64)) if shift >= 0 else b.lshr(mant, e.splat(-shift, i64))
+    neg = fp.unpack(e, src, sfmt).neg
+    sign = b.select(neg, e.splat(dfmt.sign_bit, i64), e.splat(0, i64))
+    quiet = 0 if raw else 1 << (dfmt.mbits - 1)
+    return fp._fit(e, b.or_(b.or_(sign, e.splat(dfmt.inf_enc | quiet, i64)), mant), dfmt.width)
 
 
 # ---------------------------------------------------------------------------

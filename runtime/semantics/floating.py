@@ -22,10 +22,19 @@ How results are made exact:
   128-bit integer significand sum.
 * Round-to-nearest f32/f64 operations use LLVM's IEEE operations directly.
 
-NaN results: f32 and f16/bf16 arithmetic return the canonical NaN
-(``0x7FFFFFFF``/``0x7FFF``), f64 arithmetic propagates the payload of the
-first NaN operand (quietened) as the PTX ISA says double precision supports
-NaN payloads; an invalid operation on numbers gives ``0x7FFFFFFFFFFFFFFF``.
+Where the PTX ISA leaves a result unspecified the lowering does what a
+Hopper GPU (an H200, sm_90) does, checked bit for bit by
+``tests/unit/test_semantics_float.py --gpu``:
+
+* NaN results of f32/f16/bf16 arithmetic, neg and abs are the canonical NaN
+  (``0x7FFFFFFF``/``0x7FFF``); f64 arithmetic carries a NaN operand's payload,
+  quietened (add/sub/mul: the second operand's first, fma: b, c, a, div: a
+  first), neg/abs.f64 return a NaN quietened with its sign unchanged, and an
+  invalid f64 operation gives ``0xFFF8000000000000``;
+* ``.ftz`` flushes a result whose value rounded to the format's precision
+  with an unbounded exponent is below the smallest normal number;
+* ``.sat`` and ``.relu`` turn -0 into +0; ``fma.oob`` recognises the OOB-NaN
+  ``0x7FF7``/``0xFFF7``.
 """
 
 from __future__ import annotations
@@ -198,7 +207,7 @@ def round_pack(e, neg, M, E, fmt: Fmt, mode: str, satfinite: bool = False, rbits
     handled; M = 0 gives a signed zero.  For ``rs`` (stochastic rounding)
     ``rbits`` holds random bits aligned to the discarded bits.  With ``ftz``
     the value is rounded with an unbounded exponent and flushed to a signed
-    zero when that is below the smallest normal number (what an H100 does:
+    zero when that is below the smallest normal number (what a Hopper GPU does:
     0x0400 * 0x3bff in f16 gives 0, 0x0401 * 0x3bfe gives 0x0400)."""
     b = e.b
     C = lambda v: K(e, v, 64)  # noqa: E731
@@ -241,7 +250,8 @@ def round_pack(e, neg, M, E, fmt: Fmt, mode: str, satfinite: bool = False, rbits
     else:
         raise e.fail(f"unknown rounding mode {mode}")
     q = b.add(q, b.zext(inc, ivt(64)))
-    tef = _smin(e, _smax(e, te, C(1)), C(fmt.emax_field + 2))
+    # with ftz the significand is never denormalised: a carry out of te = 0 is 2**emin
+    tef = _smin(e, _smax(e, te, C(0 if ftz else 1)), C(fmt.emax_field + 2))
     enc = b.add(b.shl(b.sub(tef, C(1)), C(fmt.mbits)), q)
     ovf = b.icmp_unsigned(">", enc, C(fmt.max_enc))
     if satfinite or not fmt.ieee:
@@ -421,7 +431,7 @@ def canonical_nan(e, x: ir.Value, kind: str = "f32") -> ir.Value:
 def f64_nan_result(e, inputs: list[ir.Value], r: ir.Value) -> ir.Value:
     """f64 NaN results: the first NaN among ``inputs`` (given in priority
     order), quietened; NaNs of invalid operations become 0xFFF8000000000000
-    (both as an H100 does)."""
+    (both as a Hopper GPU does)."""
     fmt = FMTS["f64"]
     b = e.b
     out = _sel(e, is_nan_bits(e, r, fmt), K(e, CANON_NAN["f64"], 64), r)
@@ -717,7 +727,7 @@ def _f64_directed(e, op: str, bits: list[ir.Value], mode: str) -> ir.Value:
 
 
 def _nan_order(op: str, bits: list[ir.Value]) -> list[ir.Value]:
-    """Which NaN operand an f64 result carries (H100): the second one of
+    """Which NaN operand an f64 result carries (Hopper GPU): the second one of
     add/sub/mul (and b, c, a of fma), the first one of div."""
     if op in ("add", "sub", "mul"):
         return [bits[1], bits[0]]
@@ -786,7 +796,7 @@ def _post(e, bits, fmt: Fmt, kind: str):
     return bits
 
 
-#: the OOB-NaN that tensor loads fill with (0x7ff7/0xfff7 for f16 and bf16 on an H100)
+#: the OOB-NaN that tensor loads fill with (0x7ff7/0xfff7 for f16 and bf16 on a Hopper GPU)
 OOB_NAN = 0x7FF7
 
 
@@ -944,7 +954,7 @@ def _div_approx(e, a, c, full: bool):
 
 def _sign_op(e, how: str) -> None:
     """neg/abs on the sign bit.  NaN inputs (PTX: unspecified for f32/f16/bf16,
-    passed through for f64) give what an H100 gives: the canonical NaN, and
+    passed through for f64) give what a Hopper GPU gives: the canonical NaN, and
     for f64 the input NaN quietened with its sign unchanged."""
     kind, n = layout(e)
     fmt = FMTS[kind]
