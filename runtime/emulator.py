@@ -47,6 +47,13 @@ class LaunchResult:
     notes: list[str] = field(default_factory=list)
     #: module-level ``.global`` variables after the launch, by name (raw bytes)
     globals: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the raw counters the metrics come from (results of CTA ranges add up: ``Emulator.merge``)
+    counters: np.ndarray | None = None
+    #: the CTA range run, ``None`` for the whole grid
+    ctas: tuple[int, int] | None = None
+    #: with ``run(per_cta=True)``: each CTA's metric values (DESIGN.md section 5), in
+    #: linear CTA order from the first CTA run
+    per_cta: list[dict[str, float]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block), "mode": self.mode}
@@ -109,15 +116,27 @@ class Emulator:
             self._programs[key] = p
         return p
 
-    def run(self, launch: Launch, jobs: int = 1) -> LaunchResult:
-        t_all = time.perf_counter()
+    def program_for(self, launch: Launch, notes: list[str] | None = None) -> KernelProgram:
+        """The program a launch runs: re-sliced conservatively when it binds one buffer twice."""
         prog = self.program(launch.kernel)
-        notes: list[str] = []
-        buffers = launch.materialize_buffers()
         names_bound = [a for a in launch.args if isinstance(a, str)]
         if prog.mode == "slice" and self.alias == "param" and len(set(names_bound)) < len(names_bound):
             prog = self.program(launch.kernel, alias="space")
-            notes.append("two pointer parameters share a buffer: sliced without the distinct-buffer assumption")
+            if notes is not None:
+                notes.append("two pointer parameters share a buffer: sliced without the distinct-buffer assumption")
+        return prog
+
+    def run(self, launch: Launch, jobs: int = 1, per_cta: bool = False,
+            ctas: tuple[int, int] | None = None) -> LaunchResult:
+        """Emulate ``launch`` (only CTAs ``[first, last)`` with ``ctas``, linear ids).
+        ``per_cta`` runs CTAs one at a time and keeps each one's metrics."""
+        t_all = time.perf_counter()
+        notes: list[str] = []
+        prog = self.program_for(launch, notes)
+        buffers = launch.materialize_buffers()
+        first, last = (0, launch.num_ctas) if ctas is None else (int(ctas[0]), int(ctas[1]))
+        if not 0 <= first <= last <= launch.num_ctas:
+            raise LaunchError(f"CTA range [{first}, {last}) is outside the grid of {launch.num_ctas} CTAs")
         from .codegen import build_module
         from .jit import compile_ir
 
@@ -126,13 +145,17 @@ class Emulator:
             notes.append("compiled code from the cache")
         ctx, keep = self._setup(prog, launch, buffers)
         t0 = time.perf_counter()
-        jobs = max(1, min(jobs, launch.num_ctas))
+        jobs = max(1, min(jobs, last - first))
         if jobs > 1:
             from .parallel import run_forked
 
-            rc = run_forked(compiled.run_ctas, ctx, keep, launch.num_ctas, jobs)
+            rc = run_forked(compiled.run_ctas, ctx, keep, last, jobs, first=first, per_cta=per_cta)
+        elif per_cta:
+            from .parallel import run_each
+
+            rc = run_each(compiled.run_ctas, ctx, keep, first, last)
         else:
-            rc = compiled.run_ctas(ctx.ctypes.data, 0, launch.num_ctas)
+            rc = compiled.run_ctas(ctx.ctypes.data, first, last)
         run_s = time.perf_counter() - t0
         if rc != abi.RC_EXIT:
             raise EmulationError(self._error_message(prog, launch, ctx, keep))
@@ -162,6 +185,45 @@ class Emulator:
             compile_ms=1000 * compiled.compile_seconds,
             notes=sorted(set(notes), key=notes.index),
             globals=dict(keep["globals"]),
+            counters=counters.copy(),
+            ctas=None if ctas is None else (first, last),
+            per_cta=self._cta_values(prog, keep["cta_rows"], static, launch, names) if per_cta else None,
+        )
+
+    def _cta_values(self, prog: KernelProgram, rows: np.ndarray, static: int, launch: Launch, names) -> list[dict]:
+        """Metric values of each CTA from its counter row (identical rows computed once)."""
+        if len(rows) == 0:
+            return []
+        uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+        vals = [compute(prog, u, static, launch.threads_per_cta, names).values for u in uniq]
+        return [vals[i] for i in np.asarray(inverse).reshape(-1)]
+
+    def merge(self, launch: Launch, parts: list[LaunchResult]) -> LaunchResult:
+        """One launch's result from the results of CTA ranges that cover its grid
+        (``run(launch, ctas=...)``, e.g. on other machines): counters add up and the
+        metrics are computed from the sum, so they equal a run over the whole grid."""
+        parts = sorted(parts, key=lambda r: (r.ctas or (0, launch.num_ctas))[0])
+        covered = 0
+        for r in parts:
+            lo, hi = r.ctas or (0, launch.num_ctas)
+            if lo != covered or r.counters is None:
+                raise LaunchError(f"results to merge do not cover CTAs [0, {launch.num_ctas}) once each")
+            covered = hi
+        if covered != launch.num_ctas:
+            raise LaunchError(f"results to merge do not cover CTAs [0, {launch.num_ctas}) once each")
+        notes: list[str] = []
+        prog = self.program_for(launch, notes)
+        counters = np.sum([r.counters for r in parts], axis=0)
+        m = compute(prog, counters, self._static_instructions(launch.kernel), launch.threads, self._block_names(prog))
+        for r in parts:
+            notes.extend(r.notes)
+        per_cta = None
+        if all(r.per_cta is not None for r in parts):
+            per_cta = [v for r in parts for v in r.per_cta]  # type: ignore[union-attr]
+        return LaunchResult(
+            kernel=prog.func.func_name, grid=launch.grid, block=launch.block, mode=prog.mode, metrics=m,
+            buffers={}, duration_ms=sum(r.duration_ms for r in parts), compile_ms=max(r.compile_ms for r in parts),
+            notes=sorted(set(notes), key=notes.index), counters=counters, per_cta=per_cta,
         )
 
     # -- helpers ----------------------------------------------------------------------

@@ -101,3 +101,239 @@ def render(results: Sequence[LaunchResult], fmt: str, csv_columns: str = "hypa-p
     if fmt == "csv":
         return to_csv(results, csv_columns)
     return to_table(results)
+
+
+# -- batch profiles (``hypa profile``): one dict per launch, then writers --------------------
+
+#: metrics that add up over launches (the rest are ratios, recomputed)
+ADDITIVE = tuple(k for k in METRIC_NAMES if k not in ("branch_efficiency", "executed_fraction", "static_instructions"))
+
+
+def cta_coords(linear: int, grid: Sequence[int]) -> list[int]:
+    gx, gy = grid[0], grid[1]
+    return [linear % gx, (linear // gx) % gy, linear // (gx * gy)]
+
+
+def record_dict(rec, per_cta: bool = False) -> dict:
+    """The JSON object of one launch record: ``LaunchResult.as_dict()`` (kernel,
+    grid, block, every metric, blocks, instruction mix) plus where it came from,
+    which launch it reuses, and per-CTA values."""
+    r = rec.result
+    d: dict = {"launch": rec.index}
+    d.update(r.as_dict())
+    d["file"] = rec.source.path
+    d["member"] = rec.source.member
+    d["reused_from"] = rec.reused_from
+    if per_cta and r.per_cta is not None:
+        first = r.ctas[0] if r.ctas else 0
+        d["ctas"] = [{"cta": cta_coords(first + i, r.grid), **{k: v[k] for k in METRIC_NAMES}}
+                     for i, v in enumerate(r.per_cta)]
+    return d
+
+
+def static_dict(s) -> dict:
+    return {"file": s.source.path, "member": s.source.member, "kernel": s.kernel,
+            "static_instructions": s.static_instructions, "blocks": s.blocks,
+            "note": "no launch given: static counts only"}
+
+
+def profile_dicts(profile, per_cta: bool = False) -> list[dict]:
+    return [record_dict(r, per_cta) for r in profile.records if r.result is not None]
+
+
+def flops(d: dict) -> float:
+    return d["flop_count_sp"] + d["flop_count_dp"] + d["flop_count_hp"]
+
+
+def by_kernel(dicts: Sequence[dict]) -> list[dict]:
+    """Launches of the same kernel (same file) summed: additive metrics add up,
+    branch efficiency and executed fraction are recomputed from the sums."""
+    groups: dict[tuple, dict] = {}
+    for d in dicts:
+        key = (d.get("file"), d.get("member"), d["kernel"])
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"kernel": d["kernel"], "file": d.get("file"), "member": d.get("member"),
+                               "launches": 0, "reused": 0, "static_instructions": d["static_instructions"],
+                               **{k: 0 for k in ADDITIVE}, "_emulated": 0.0, "duration_ms": 0.0}
+        g["launches"] += 1
+        if d.get("reused_from") is not None:
+            g["reused"] += 1
+        else:
+            g["duration_ms"] += d.get("duration_ms", 0.0)
+        for k in ADDITIVE:
+            g[k] += d[k]
+        g["_emulated"] += d["executed_fraction"] * d["thread_inst_executed"]
+    out = []
+    for g in groups.values():
+        b, dv = g["branch"], g["divergent_branch"]
+        g["branch_efficiency"] = 100.0 * (b - dv) / b if b else 100.0
+        t = g["thread_inst_executed"]
+        g["executed_fraction"] = g.pop("_emulated") / t if t else 0.0
+        out.append(g)
+    return out
+
+
+def _num(v) -> str:
+    if isinstance(v, float) and not float(v).is_integer():
+        return f"{v:.4f}"
+    return str(int(v))
+
+
+def profile_json(profile, per_cta: bool = False, by: str = "launch") -> str:
+    dicts = profile_dicts(profile, per_cta)
+    if by == "kernel":
+        dicts = by_kernel(dicts)
+    return json.dumps(dicts, indent=2, default=_json_default) + "\n"
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    raise TypeError(f"not JSON: {type(o).__name__}")
+
+
+def profile_csv(profile, columns: str = "hypa-py", per_cta: bool = False, by: str = "launch") -> str:
+    dicts = profile_dicts(profile, per_cta)
+    s = io.StringIO()
+    w = csv.writer(s, lineterminator="\n")
+    if by == "kernel":
+        dicts = by_kernel(dicts)
+    if columns == "hypa":
+        w.writerow(HYPA_COLUMNS)
+        for d in dicts:
+            w.writerow([demangle(d["kernel"]), int(d["static_estimate"]), int(d["thread_inst_executed"]),
+                        f"{100 * d['executed_fraction']:.2f}"])
+        return s.getvalue()
+    if by == "kernel":
+        w.writerow(["kernel", "file", "launches", "reused", *METRIC_NAMES, "duration_ms"])
+        for d in dicts:
+            w.writerow([d["kernel"], _file(d), d["launches"], d["reused"], *(_num(d[k]) for k in METRIC_NAMES),
+                        f"{d['duration_ms']:.3f}"])
+        return s.getvalue()
+    if per_cta:
+        w.writerow(["launch", "kernel", "grid", "block", "cta_x", "cta_y", "cta_z", *METRIC_NAMES])
+        for d in dicts:
+            for c in d.get("ctas", []):
+                w.writerow([d["launch"], d["kernel"], _dims(d["grid"]), _dims(d["block"]), *c["cta"],
+                            *(_num(c[k]) for k in METRIC_NAMES)])
+        return s.getvalue()
+    w.writerow(["launch", "kernel", "file", "grid", "block", "mode", *METRIC_NAMES, "duration_ms", "reused_from"])
+    for d in dicts:
+        w.writerow([d["launch"], d["kernel"], _file(d), _dims(d["grid"]), _dims(d["block"]), d["mode"],
+                    *(_num(d[k]) for k in METRIC_NAMES), f"{d['duration_ms']:.3f}",
+                    "" if d.get("reused_from") is None else d["reused_from"]])
+    return s.getvalue()
+
+
+def _dims(v: Sequence[int]) -> str:
+    return "x".join(map(str, v))
+
+
+def _file(d: dict) -> str:
+    import os
+
+    f = os.path.basename(d.get("file") or "")
+    return f if not d.get("member") else f"{f}[{d['member']}]"
+
+
+def _short(name: str, width: int) -> str:
+    return name if len(name) <= width else name[: width - 1] + "~"
+
+
+def _ranges(ids: Sequence[int]) -> str:
+    out = []
+    start = prev = None
+    for i in ids:
+        if start is None:
+            start = prev = i
+        elif i == prev + 1:
+            prev = i
+        else:
+            out.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = i
+    if start is not None:
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ",".join(out)
+
+
+def summary_line(profile) -> str:
+    n = len(profile.records)
+    kernels = len({(r.source.label, r.kernel) for r in profile.records})
+    if n:
+        parts = [f"{n} launch{'es' if n != 1 else ''} of {kernels} kernel{'s' if kernels != 1 else ''}",
+                 f"{profile.analysed} analysed, {profile.reused} reused from identical launches"]
+    else:
+        parts = ["no launches"]
+    if profile.errors:
+        parts.append(f"{len(profile.errors)} failed")
+    if profile.static:
+        parts.append(f"{len(profile.static)} kernel{'s' if len(profile.static) != 1 else ''} counted statically")
+    return f"hypa profile: {'; '.join(parts)}; {profile.wall_s:.2f} s on {profile.where}"
+
+
+def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bool = False) -> str:
+    """The terminal summary: one row per launch (or per kernel), per-CTA groups,
+    statically counted kernels, and a closing line with what was reused."""
+    lines: list[str] = []
+    dicts = profile_dicts(profile, per_cta)
+    if blocks:
+        for r in profile.records:
+            if r.result is not None:
+                lines.append(f"launch {r.index} ({r.source.display})" + (f", same as launch {r.reused_from}" if r.reused_from is not None else ""))
+                lines.append(to_table([r.result]))
+    if dicts and by == "launch":
+        head = f"{'#':>4}  {'kernel':<36} {'grid':>11} {'block':>11} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8} {'ms':>9}"
+        lines.append(head)
+        for d in dicts:
+            reused = d.get("reused_from")
+            ms = f"= #{reused}" if reused is not None else f"{d['duration_ms']:.1f}"
+            lines.append(
+                f"{d['launch']:>4}  {_short(demangle(d['kernel']), 36):<36} {_dims(d['grid']):>11} {_dims(d['block']):>11} "
+                f"{int(d['inst_executed']):>14} {int(d['thread_inst_executed']):>14} {int(flops(d)):>12} "
+                f"{d['branch_efficiency']:>7.2f}% {100 * d['executed_fraction']:>7.2f}% {ms:>9}"
+            )
+    groups = by_kernel(dicts)
+    if groups and (by == "kernel" or any(g["launches"] > 1 for g in groups)):
+        if by == "launch":
+            lines.append("")
+            lines.append("per kernel:")
+        lines.append(f"{'kernel':<42} {'launches':>8} {'reused':>6} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8}")
+        for g in groups:
+            lines.append(
+                f"{_short(demangle(g['kernel']), 42):<42} {g['launches']:>8} {g['reused']:>6} {int(g['inst_executed']):>14} "
+                f"{int(g['thread_inst_executed']):>14} {int(flops(g)):>12} {g['branch_efficiency']:>7.2f}% "
+                f"{100 * g['executed_fraction']:>7.2f}%"
+            )
+    if per_cta:
+        for d in dicts:
+            ctas = d.get("ctas")
+            if not ctas:
+                continue
+            lines.append("")
+            lines.append(f"per CTA, launch {d['launch']} ({demangle(d['kernel'])}, grid {_dims(d['grid'])}): "
+                         f"CTAs with equal counts grouped, by linear id x + y*gx + z*gx*gy")
+            lines.append(f"  {'CTAs':<24} {'count':>6} {'inst_executed':>14} {'thread_inst':>12} {'flops':>10} {'branch':>8} {'divergent':>9} {'br.eff':>8}")
+            groups_c: dict[tuple, list[int]] = {}
+            for i, c in enumerate(ctas):
+                groups_c.setdefault(tuple(c[k] for k in METRIC_NAMES), []).append(i)
+            for vals, ids in sorted(groups_c.items(), key=lambda kv: kv[1][0]):
+                c = dict(zip(METRIC_NAMES, vals))
+                lines.append(f"  {_short(_ranges(ids), 24):<24} {len(ids):>6} {int(c['inst_executed']):>14} "
+                             f"{int(c['thread_inst_executed']):>12} {int(flops(c)):>10} {int(c['branch']):>8} "
+                             f"{int(c['divergent_branch']):>9} {c['branch_efficiency']:>7.2f}%")
+    for s in profile.static:
+        lines.append(f"kernel {s.kernel} ({s.source.display}): no launch given, counted statically: "
+                     f"{s.static_instructions} instructions")
+    for r in profile.records:
+        if r.error is not None and r.reused_from is None:
+            lines.append(f"launch {r.index} ({r.kernel or '?'} in {r.source.display}): error: {r.error}")
+    notes = sorted({n for r in profile.ok for n in r.result.notes if "from the cache" not in n})
+    for n in notes:
+        lines.append(f"note: {n}")
+    lines.append(summary_line(profile))
+    return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ from hypa.runtime.emulator import DEFAULT_STEP_BUDGET, EmulationError, Emulator,
 from hypa.runtime.launch import Launch, LaunchError, launch_from_cli, launches_from_toml
 from hypa.runtime.program import ProgramError
 from hypa.runtime.report import render
+from hypa.runtime.timing import TimingError, arch_argument
 
 
 def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = True) -> None:
@@ -35,6 +36,10 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
     g.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="spread CTAs over N processes")
     g.add_argument("--memory-metrics", action="store_true",
                    help="also slice memory addresses: sectors/lines per request (global), bank conflicts (shared)")
+    if with_emulate:
+        g.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH", type=arch_argument,
+                       help="also estimate the kernel's cycles and time on ARCH (sm_90 = H100 SXM5, the default; "
+                            "sm_80 = A100; or an arch .toml): runtime/timing.py")
 
 
 def launches_from_args(args: argparse.Namespace) -> list[Launch]:
@@ -55,11 +60,32 @@ def launches_from_args(args: argparse.Namespace) -> list[Launch]:
 def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Namespace) -> list[LaunchResult]:
     emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget,
                    memory_metrics=getattr(args, "memory_metrics", False))
-    return [emu.run(L, jobs=args.jobs) for L in launches]
+    results = [emu.run(L, jobs=args.jobs) for L in launches]
+    for L, r in zip(launches, results):
+        attach_estimate(r, emu, L, args)
+    return results
+
+
+def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: argparse.Namespace) -> None:
+    """With ``--estimate-time``: the timing estimate of ``result`` (``result.time_estimate``)."""
+    arch = getattr(args, "estimate_time", None)
+    if arch:
+        from hypa.runtime.timing import estimate_run
+
+        result.time_estimate = estimate_run(emu, launch, result, arch)  # type: ignore[attr-defined]
+
+
+def render_results(results: Sequence[LaunchResult], args: argparse.Namespace) -> str:
+    text = render(results, args.format, args.csv_columns)
+    if any(getattr(r, "time_estimate", None) is not None for r in results):
+        from hypa.runtime.timing import add_to_report
+
+        text = add_to_report(text, results, args.format)
+    return text
 
 
 def emit(results: Sequence[LaunchResult], args: argparse.Namespace, out) -> None:
-    out.write(render(results, args.format, args.csv_columns))
+    out.write(render_results(results, args))
 
 
 def fail(prog: str, msg: str) -> None:
@@ -67,4 +93,4 @@ def fail(prog: str, msg: str) -> None:
     sys.exit(1)
 
 
-ERRORS = (LaunchError, EmulationError, ProgramError)
+ERRORS = (LaunchError, EmulationError, ProgramError, TimingError)

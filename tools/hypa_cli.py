@@ -1,123 +1,190 @@
-"""``hypa``: profile many kernels.
+"""``hypa``: profile many kernels, and report on them.
 
-    hypa profile kernel.ptx --launch launches.toml --format csv -o profile.csv
+    hypa profile kernels/ --launch launches.toml --format csv -o profile.csv
     hypa profile --launch all.toml          # each [[launch]] names its PTX `file`
+    hypa profile workloads/resnet18         # a folder with launches.toml
+    hypa report kernels/*.ptx --launch launches.toml --cfg saxpy -o report.html
+    hypa report profile.json -o report.html # from `hypa profile --format json`
 
-Launches come from a TOML file (DESIGN.md section 6); a launch with ``file``
-runs on that file, one without runs on every given file that defines its
-kernel.  Kernels that no launch names are counted statically and the output
-says so.
+Inputs are files (``.ptx``, ``.cu``, fatbins, cubins, executables, shared
+libraries, object files), directories (searched recursively) and globs.
+Launches come from a TOML file (DESIGN.md section 6) or a directory's
+``launches.toml``; a launch with ``file`` runs on that file, one without runs
+on every given file that defines its kernel.  Kernels that no launch names are
+counted statically and the output says so.  Identical launches are analysed
+once.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 
 from hypa.ptxdialect.diagnostics import PTXError
+from hypa.runtime.inputs import InputError
 
 from .emulate_cli import ERRORS, add_emulation_arguments, fail
 
 
-def _parse_file(path: str, cache: dict):
-    from hypa.ptxdialect import parse_ptx_file
+def _add_batch_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="PTX, CUDA (.cu), fatbin/cubin/ELF files, directories (recursive) or globs")
+    add_emulation_arguments(p, with_emulate=False)
+    g = p.add_argument_group("inputs")
+    g.add_argument("--arch", default="sm_90", help="architecture for compiling .cu files with nvcc (default sm_90)")
+    g.add_argument("--nvcc-flags", default="", metavar="FLAGS", help="more nvcc options for .cu files, e.g. '-I include -DN=4'")
+    g.add_argument("--ptx-arch", default=None, metavar="ARCH",
+                   help="which PTX of a binary that embeds several (compute_80, sm_80 or 80); default: the newest")
+    g.add_argument("--no-cuobjdump", action="store_true",
+                   help="read embedded PTX with hypa's own fatbin reader even where cuobjdump is installed")
+    r = p.add_argument_group("running")
+    r.add_argument("--per-cta", action="store_true", help="also count each CTA on its own (per-CTA breakdown)")
+    r.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on a Dask cluster: a scheduler address (tcp://host:8786), or local[:N] for N local workers")
+    r.add_argument("--cta-chunk", type=int, default=0, metavar="N",
+                   help="with --scheduler or -j: cut launches of more than N CTAs into ranges of N CTAs")
+    r.add_argument("--no-dedup", action="store_true", help="analyse every launch, even identical ones")
+    r.add_argument("--fail-fast", action="store_true", help="stop at the first launch that fails")
+    r.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="show a progress bar (default: when stderr is a terminal)")
+    r.add_argument("--no-progress", dest="progress", action="store_false")
 
-    if path not in cache:
-        cache[path] = parse_ptx_file(path)
-    return cache[path]
+
+def _options(args: argparse.Namespace):
+    from hypa.runtime.batch import ProfileOptions
+    from hypa.runtime.inputs import InputOptions
+
+    if args.jobs < 1:
+        fail("hypa", "--jobs must be at least 1")
+    return ProfileOptions(
+        mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget,
+        memory_metrics=getattr(args, "memory_metrics", False), jobs=args.jobs, per_cta=args.per_cta,
+        scheduler=args.scheduler, cta_chunk=args.cta_chunk, dedup=not args.no_dedup, kernel=args.kernel,
+        fail_fast=args.fail_fast,
+        inputs=InputOptions(arch=args.arch, nvcc_flags=shlex.split(args.nvcc_flags), ptx_arch=args.ptx_arch,
+                            cuobjdump=False if args.no_cuobjdump else None),
+    )
+
+
+def _run(args: argparse.Namespace):
+    from hypa.runtime.batch import run_profile
+
+    return run_profile(args.inputs, [args.launch] if args.launch else None, _options(args), progress=args.progress)
+
+
+def _report_errors(profile) -> int:
+    bad = [r for r in profile.records if r.error is not None and r.reused_from is None]
+    for r in bad:
+        print(f"hypa: error: launch {r.index} ({r.kernel or '?'} in {r.source.display}): {r.error}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def profile(args: argparse.Namespace) -> int:
-    from hypa.passes.count import count_function
-    from hypa.ptxdialect.dialect import FuncOp
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.launch import launches_from_toml
-    from hypa.runtime.report import render
+    from hypa.runtime import report
 
-    files = [os.path.abspath(f) for f in args.files]
-    for f in files:
-        if not os.path.isfile(f):
-            fail("hypa", f"no such file: {f}")
-    launches = launches_from_toml(args.launch) if args.launch else []
-    if not files and not any(L.file for L in launches):
-        fail("hypa", "give PTX files, or a --launch TOML whose launches name their `file`")
-    modules: dict = {}
-    emulators: dict = {}
-    results = []
-    launched: set[tuple[str, str]] = set()
-    for L in launches:
-        targets = [os.path.abspath(L.file)] if L.file else files
-        ran = False
-        for f in targets:
-            m = _parse_file(f, modules)
-            kernels = [op for op in m.ops if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration]
-            if L.kernel is not None and not any(_matches(k.func_name, L.kernel) for k in kernels):
-                continue
-            emu = emulators.get(f)
-            if emu is None:
-                emu = emulators[f] = Emulator(m, mode=args.mode, exact_predicates=args.exact_predicates,
-                                              step_budget=args.step_budget)
-            r = emu.run(L, jobs=args.jobs)
-            results.append(r)
-            launched.add((f, r.kernel))
-            ran = True
-            if L.kernel is None:
-                break
-        if not ran:
-            fail("hypa", f"no file defines kernel '{L.kernel}'")
-    static_only = []
-    for f in files:
-        m = _parse_file(f, modules)
-        for op in m.ops:
-            if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration and (f, op.func_name) not in launched:
-                static_only.append((f, count_function(op)))
+    prof = _run(args)
+    if args.format == "json":
+        text = report.profile_json(prof, args.per_cta, args.by)
+    elif args.format == "csv":
+        text = report.profile_csv(prof, args.csv_columns, args.per_cta, args.by)
+    else:
+        text = report.profile_table(prof, args.by, args.per_cta, args.blocks)
     out = open(args.output, "w") if args.output else sys.stdout
     try:
-        if results:
-            out.write(render(results, args.format, args.csv_columns))
-        if static_only:
-            if args.format == "json":
-                import json
-
-                out.write(json.dumps([{"file": f, "kernel": c.name, "static_instructions": c.total.instructions,
-                                       "note": "no launch given: static counts only"} for f, c in static_only], indent=2) + "\n")
-            else:
-                stream = out if args.format == "table" else sys.stderr
-                for f, c in static_only:
-                    stream.write(f"kernel {c.name} ({os.path.basename(f)}): no launch given, counted statically: "
-                                 f"{c.total.instructions} instructions\n")
+        out.write(text)
     finally:
         if out is not sys.stdout:
             out.close()
-    return 0
+    if args.format != "table":
+        for s in prof.static:
+            print(f"kernel {s.kernel} ({s.source.display}): no launch given, counted statically: "
+                  f"{s.static_instructions} instructions", file=sys.stderr)
+    if args.format != "table" or args.output:
+        print(report.summary_line(prof), file=sys.stderr)
+    return _report_errors(prof)
 
 
-def _matches(mangled: str, name: str) -> bool:
-    from hypa.runtime.demangle import demangle
+def report_cmd(args: argparse.Namespace) -> int:
+    from hypa.runtime import html_report
 
-    d = demangle(mangled)
-    return name in (mangled, d, d.split("(")[0])
+    jsons = [f for f in args.inputs if f.endswith(".json")]
+    if jsons:
+        if len(jsons) != len(args.inputs) or args.launch:
+            fail("hypa", "give either profile JSON files or inputs to profile, not both")
+        dicts: list[dict] = []
+        for f in jsons:
+            with open(f) as fh:
+                try:
+                    data = json.load(fh)
+                except json.JSONDecodeError as e:
+                    fail("hypa", f"{f}: not JSON: {e}")
+            if not isinstance(data, list) or not all(isinstance(d, dict) and "kernel" in d and "blocks" in d for d in data):
+                fail("hypa", f"{f}: not a profile (a JSON list of launches from `hypa profile --format json`)")
+            dicts.extend(data)
+        page = html_report.build(dicts, static=[], summary=f"from {', '.join(jsons)}", cfg=args.cfg,
+                                 plots_dir=args.plots, title=args.title, input_options=_options(args).inputs)
+        errors = 0
+    else:
+        from hypa.runtime import report
+
+        prof = _run(args)
+        page = html_report.build(report.profile_dicts(prof, args.per_cta),
+                                 static=[report.static_dict(s) for s in prof.static],
+                                 summary=report.summary_line(prof), cfg=args.cfg, plots_dir=args.plots,
+                                 title=args.title, input_options=_options(args).inputs,
+                                 errors=[f"launch {r.index} ({r.kernel}): {r.error}" for r in prof.errors
+                                         if r.reused_from is None])
+        errors = _report_errors(prof)
+    with open(args.output, "w") as f:
+        f.write(page.html)
+    for n in page.notices:
+        print(f"hypa: note: {n}", file=sys.stderr)
+    print(f"hypa: wrote {args.output}" + (f" and {len(page.plot_files)} plots in {args.plots}" if page.plot_files else ""),
+          file=sys.stderr)
+    return errors
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
     sub = p.add_subparsers(dest="command", required=True)
-    pp = sub.add_parser("profile", help="emulate launches and report metrics")
-    pp.add_argument("files", nargs="*", help="PTX files")
-    pp.add_argument("-o", "--output", help="write the report here instead of stdout")
-    add_emulation_arguments(pp, with_emulate=False)
+    pp = sub.add_parser("profile", help="emulate launches and report metrics",
+                        description="Emulate launches of many kernels and report their metrics.")
+    _add_batch_arguments(pp)
+    o = pp.add_argument_group("output")
+    o.add_argument("-o", "--output", help="write the report here instead of stdout")
+    o.add_argument("--by", choices=("launch", "kernel"), default="launch",
+                   help="one row per launch (default) or per kernel (launches summed)")
+    o.add_argument("--blocks", action="store_true", help="table: every launch in full, with per-block counts")
+    rp = sub.add_parser("report", help="write an HTML report with plots and a CFG picture",
+                        description="Profile (or read a `hypa profile --format json` file) and write a "
+                                    "self-contained HTML page.")
+    _add_batch_arguments(rp)
+    for a in rp._actions:
+        if a.dest in ("format", "csv_columns"):
+            a.help = argparse.SUPPRESS
+    o = rp.add_argument_group("output")
+    o.add_argument("-o", "--output", default="hypa-report.html", help="the HTML page (default hypa-report.html)")
+    o.add_argument("--cfg", default=None, metavar="KERNEL",
+                   help="kernel whose CFG is drawn (default: the one with the most divergent branches; 'none': no CFG)")
+    o.add_argument("--plots", default=None, metavar="DIR", help="also write the plots as PNG files here")
+    o.add_argument("--title", default="hypa report", help="the page's title")
     args = p.parse_args(argv)
     try:
-        sys.exit(profile(args))
+        sys.exit(profile(args) if args.command == "profile" else report_cmd(args))
     except PTXError as e:
         print(e, file=sys.stderr)
         sys.exit(1)
-    except ERRORS as e:
+    except (*ERRORS, InputError) as e:
         fail("hypa", str(e))
     except OSError as e:
         fail("hypa", f"{e.strerror}: {e.filename}")
+    except KeyboardInterrupt:
+        print("hypa: interrupted", file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,13 @@ class HypaOptMain(xDSLOptMain):
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         self._chunk_offset = start_offset
         try:
+            if file_extension != "ptx":
+                # invalid UTF-8 is a located error for any front end
+                from hypa.ptxdialect.diagnostics import decode_source
+
+                data = chunk.read()
+                decode_source(data, self.get_input_name(), start_offset)
+                chunk = io.BytesIO(data)
             return super().parse_chunk(chunk, file_extension, start_offset)
         except PTXError as e:
             if self.args.parsing_diagnostics:

@@ -1,0 +1,479 @@
+"""Batch profiling: many inputs, many launches, one record per launch.
+
+``run_profile`` is what ``hypa profile`` and ``hypa report`` do:
+
+1. expand the inputs (files, directories, globs) and turn each into PTX
+   (``runtime/inputs.py``);
+2. read the launches (TOML files; a directory's ``launches.toml``) and match
+   each to the kernels it names (a launch with ``file`` runs on that file, one
+   without on every given file that defines its kernel);
+3. give every launch a key -- the kernel's PTX hash, the options, grid, block,
+   dynamic shared memory, scalar arguments, buffer sizes and aliasing, and the
+   contents of the buffers the emulated code can read -- so identical launches
+   are analysed once and the rest reuse the result (NVBit's sampling by unique
+   grid, made exact);
+4. run the unique launches here, on a local pool of forked processes, or on a
+   Dask cluster, optionally cut into CTA ranges whose counters are added up
+   (``Emulator.merge``), and put the results back in launch order.
+
+Kernels that no launch names are counted statically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hypa.ptxdialect.diagnostics import PTXError
+
+from .codegen import LoweringError
+from .emulator import DEFAULT_STEP_BUDGET, EmulationError, Emulator, LaunchResult
+from .inputs import InputError, InputOptions, Source, expand_inputs, load_sources
+from .launch import Launch, LaunchError, launches_from_toml
+from .program import ProgramError
+
+#: errors that end one launch (the others go on)
+LAUNCH_ERRORS = (LaunchError, EmulationError, ProgramError, InputError, PTXError, LoweringError)
+
+
+@dataclass
+class ProfileOptions:
+    mode: str = "slice"
+    exact_predicates: bool = False
+    step_budget: int = DEFAULT_STEP_BUDGET
+    memory_metrics: bool = False
+    jobs: int = 1
+    per_cta: bool = False
+    scheduler: str | None = None
+    cta_chunk: int = 0  # cut launches with more CTAs into ranges of this many (pool/Dask)
+    dedup: bool = True
+    kernel: str | None = None  # only kernels of this name
+    fail_fast: bool = False
+    inputs: InputOptions = field(default_factory=InputOptions)
+
+    def emulator_options(self) -> dict[str, Any]:
+        return {"mode": self.mode, "exact_predicates": self.exact_predicates, "step_budget": self.step_budget,
+                "memory_metrics": self.memory_metrics}
+
+
+@dataclass
+class LaunchRecord:
+    """One launch of one kernel: its result, or the launch it reuses, or an error."""
+
+    index: int
+    source: Source
+    launch: Launch
+    kernel: str | None = None
+    result: LaunchResult | None = None
+    reused_from: int | None = None
+    error: str | None = None
+    key: str | None = None
+
+
+@dataclass
+class StaticRecord:
+    source: Source
+    kernel: str
+    static_instructions: int
+    blocks: int
+
+
+@dataclass
+class Profile:
+    records: list[LaunchRecord]
+    static: list[StaticRecord]
+    sources: list[Source]
+    wall_s: float
+    where: str
+    launch_files: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> list[LaunchRecord]:
+        return [r for r in self.records if r.result is not None]
+
+    @property
+    def errors(self) -> list[LaunchRecord]:
+        return [r for r in self.records if r.error is not None]
+
+    @property
+    def reused(self) -> int:
+        return sum(1 for r in self.records if r.reused_from is not None and r.result is not None)
+
+    @property
+    def analysed(self) -> int:
+        return sum(1 for r in self.records if r.reused_from is None and r.result is not None)
+
+
+# -- the catalogue of inputs: sources, modules, emulators ----------------------------------
+
+
+class Catalog:
+    """Sources per input file, parsed modules and emulators per source (each made once)."""
+
+    def __init__(self, opts: ProfileOptions):
+        self.opts = opts
+        self._sources: dict[str, list[Source]] = {}
+        self._modules: dict[str, Any] = {}
+        self._emulators: dict[str, Emulator] = {}
+
+    def sources(self, path: str) -> list[Source]:
+        path = os.path.abspath(path)
+        if path not in self._sources:
+            self._sources[path] = load_sources(path, self.opts.inputs)
+        return self._sources[path]
+
+    def module(self, src: Source):
+        m = self._modules.get(src.label)
+        if m is None:
+            from hypa.ptxdialect import parse_ptx
+
+            m = self._modules[src.label] = parse_ptx(src.ptx, src.path if src.member is None else src.label)
+        return m
+
+    def kernels(self, src: Source) -> list[str]:
+        from hypa.ptxdialect.dialect import FuncOp
+
+        return [op.func_name for op in self.module(src).ops
+                if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration]
+
+    def emulator(self, src: Source) -> Emulator:
+        e = self._emulators.get(src.label)
+        if e is None:
+            e = self._emulators[src.label] = Emulator(self.module(src), **self.opts.emulator_options())
+        return e
+
+
+def kernel_matches(mangled: str, name: str) -> bool:
+    from .demangle import demangle
+
+    d = demangle(mangled)
+    return name in (mangled, d, d.split("(")[0])
+
+
+# -- launch keys ---------------------------------------------------------------------------------
+
+
+def source_hash(src: Source) -> str:
+    return hashlib.sha256(src.ptx.encode("utf-8", errors="replace")).hexdigest()
+
+
+def read_parameters(prog) -> set[str] | None:
+    """Kernel parameters whose buffers the emulated code may read (``None``: any).
+
+    The emulated instructions are the slice (or everything in full mode); a
+    buffer no emulated instruction reads cannot change the counts, so its
+    contents need not be part of a launch's key."""
+    from hypa.passes.slice import _Bases, memory_effect
+    from hypa.ptxdialect import isa
+
+    bases = _Bases(set(prog.func.param_names), set(prog.global_vars) | set(prog.shared_vars))
+    out: set[str] = set()
+    for op in prog.instructions:
+        if op not in prog.emulated:
+            continue
+        name = op.spec.name
+        if name.startswith(("tex", "tld4", "suld", "sust", "sured", "suq", "cp.")) or name == "txq":
+            return None  # textures, surfaces, bulk copies: not traced here
+        reads, _writes = memory_effect(op)
+        if not reads:
+            continue
+        if isa.state_space(op.spec, op.modifiers) not in ("global", "generic", None):
+            continue
+        roots = bases.of_access(op)
+        if not isinstance(roots, frozenset):
+            return None
+        for r in roots:
+            if r.startswith("param:"):
+                out.add(r[6:])
+    return out
+
+
+def _hash_array(h, arr: np.ndarray) -> None:
+    a = np.ascontiguousarray(arr)
+    h.update(f"{a.dtype.str}:{a.size}:".encode())
+    h.update(memoryview(a).cast("B"))
+
+
+def launch_key(src_hash: str, kernel: str, prog, launch: Launch, buffers: dict[str, np.ndarray],
+               opts: ProfileOptions) -> str:
+    """Equal keys mean equal results: same kernel code and options, grid, block,
+    dynamic shared memory, scalar arguments, buffer sizes and aliasing, and the
+    same contents in every buffer the emulated code may read."""
+    h = hashlib.sha256()
+    h.update(repr((src_hash, kernel, sorted(opts.emulator_options().items()), opts.per_cta,
+                   launch.grid, launch.block, launch.shared_bytes)).encode())
+    read = read_parameters(prog)
+    params = [p[0] for p in prog.params]
+    first_use: dict[Any, int] = {}
+    for i, a in enumerate(launch.args):
+        pname = params[i] if i < len(params) else None
+        if isinstance(a, str) or isinstance(a, np.ndarray):
+            arr = buffers[a] if isinstance(a, str) else a
+            ident = a if isinstance(a, str) else id(a)
+            h.update(f"|buf{i}:alias{first_use.setdefault(ident, i)}:{arr.dtype.str}:{arr.nbytes}".encode())
+            if read is None or pname in read:
+                _hash_array(h, arr)
+        elif isinstance(a, (bytes, bytearray)):
+            h.update(b"|bytes" + bytes(a))
+        else:
+            h.update(f"|{type(a).__name__}:{a!r}".encode())
+    return h.hexdigest()
+
+
+# -- progress -------------------------------------------------------------------------------------
+
+
+class Progress:
+    """tqdm's bar when tqdm is installed, else a one-line counter on stderr; silent
+    unless enabled (by default: when stderr is a terminal)."""
+
+    def __init__(self, total: int, desc: str, enabled: bool | None = None, stream=None):
+        self.stream = stream or sys.stderr
+        if enabled is None:
+            enabled = total > 1 and hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.enabled = enabled
+        self.total = total
+        self.n = 0
+        self.desc = desc
+        self._bar = None
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total, desc=desc, unit="launch", file=self.stream, leave=False)
+            except ImportError:
+                self._bar = None
+
+    def update(self, k: int = 1, what: str | None = None) -> None:
+        self.n += k
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            if what:
+                self._bar.set_postfix_str(what[:40], refresh=False)
+            self._bar.update(k)
+        else:
+            tail = f" {what[:40]}" if what else ""
+            self.stream.write(f"\r{self.desc}: {self.n}/{self.total}{tail}\x1b[K")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.close()
+        else:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+# -- running ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Unit:
+    """One piece of work: a unique launch, or a CTA range of one."""
+
+    record: int
+    ctas: tuple[int, int] | None
+
+
+def _strip(r: LaunchResult) -> LaunchResult:
+    """A result without the launch's memory (what travels back from workers)."""
+    r.buffers = {}
+    r.globals = {}
+    return r
+
+
+def run_profile(inputs: list[str], launch_files: list[str] | None, opts: ProfileOptions,
+                progress: bool | None = None, log=None) -> Profile:
+    t0 = time.perf_counter()
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    files, auto_tomls = expand_inputs(inputs)
+    tomls = list(launch_files or [])
+    if not tomls and auto_tomls:
+        tomls = auto_tomls
+        for t in auto_tomls:
+            log(f"hypa: launches from {os.path.relpath(t)}")
+    launches: list[Launch] = []
+    for t in tomls:
+        launches.extend(launches_from_toml(t))
+    if not files and not any(L.file for L in launches):
+        raise InputError("give PTX, CUDA or binary files (or directories), or a --launch TOML whose launches name their `file`")
+    cat = Catalog(opts)
+    given: list[Source] = []
+    for f in files:
+        given.extend(cat.sources(f))
+
+    # match launches to kernels
+    records: list[LaunchRecord] = []
+    launched: set[tuple[str, str]] = set()
+    for L in launches:
+        targets = cat.sources(L.file) if L.file else given
+        matched = False
+        for src in targets:
+            kernels = cat.kernels(src)
+            if L.kernel is not None:
+                names = [k for k in kernels if kernel_matches(k, L.kernel)]
+            else:
+                names = kernels[:1] if len(kernels) == 1 else []
+                if not names and kernels:
+                    raise LaunchError(f"{src.label} has {len(kernels)} kernels ({', '.join(kernels)}): "
+                                      f"the launch must name one with kernel =")
+            if not names:
+                continue
+            matched = True
+            k = names[0]
+            if opts.kernel is not None and not kernel_matches(k, opts.kernel):
+                break
+            launched.add((src.label, k))
+            records.append(LaunchRecord(len(records), src, dataclasses.replace(L, kernel=k), k))
+            if L.kernel is None or L.file:
+                break
+        if not matched:
+            where = os.path.relpath(L.file) if L.file else "the given files"
+            raise LaunchError(f"no kernel '{L.kernel}' in {where}" if L.kernel else f"no kernel in {where}")
+
+    static: list[StaticRecord] = []
+    from hypa.passes.count import count_function
+    from hypa.ptxdialect.dialect import FuncOp
+
+    for src in given:
+        for op in cat.module(src).ops:
+            if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration and (src.label, op.func_name) not in launched:
+                if opts.kernel is not None and not kernel_matches(op.func_name, opts.kernel):
+                    continue
+                c = count_function(op)
+                static.append(StaticRecord(src, op.func_name, c.total.instructions, len(c.blocks)))
+
+    # prepare: materialize buffers once, key, deduplicate
+    first_of: dict[str, int] = {}
+    todo: list[int] = []
+    for rec in records:
+        try:
+            emu = cat.emulator(rec.source)
+            prog = emu.program_for(rec.launch)
+            arrays = rec.launch.materialize_buffers()
+            rec.launch = dataclasses.replace(rec.launch, buffers=arrays)  # type: ignore[arg-type]
+            rec.key = launch_key(source_hash(rec.source), rec.kernel or "", prog, rec.launch, arrays, opts)
+        except LAUNCH_ERRORS as e:
+            rec.error = str(e)
+            if opts.fail_fast:
+                break
+            continue
+        if opts.dedup and rec.key in first_of:
+            rec.reused_from = first_of[rec.key]
+        else:
+            first_of[rec.key] = rec.index
+            todo.append(rec.index)
+
+    units: list[Unit] = []
+    split = opts.cta_chunk > 0 and (opts.scheduler or opts.jobs > 1)
+    for i in todo:
+        n = records[i].launch.num_ctas
+        if split and n > opts.cta_chunk:
+            units.extend(Unit(i, (a, min(a + opts.cta_chunk, n))) for a in range(0, n, opts.cta_chunk))
+        else:
+            units.append(Unit(i, None))
+
+    bar = Progress(len(units), "hypa", progress)
+    try:
+        if opts.scheduler:
+            from .distributed import run_units_dask
+
+            outcomes = run_units_dask(opts.scheduler, records, units, opts, bar)
+            where = f"Dask scheduler {opts.scheduler}"
+        elif opts.jobs > 1 and len(units) >= opts.jobs:
+            outcomes = _run_units_pool(cat, records, units, opts, bar)
+            where = f"local pool of {opts.jobs} processes"
+        else:
+            outcomes = _run_units_here(cat, records, units, opts, bar)
+            where = "this process" + (f" ({opts.jobs} CTA workers per launch)" if opts.jobs > 1 else "")
+    finally:
+        bar.close()
+
+    # gather: merge CTA ranges, then fill in reused launches
+    parts: dict[int, list[LaunchResult]] = {}
+    for u, out in zip(units, outcomes):
+        rec = records[u.record]
+        if isinstance(out, str):
+            rec.error = rec.error or out
+        elif out is not None:
+            parts.setdefault(u.record, []).append(out)
+    for i, ps in parts.items():
+        rec = records[i]
+        if rec.error is not None:
+            continue
+        if len(ps) == 1 and ps[0].ctas is None:
+            rec.result = ps[0]
+        else:
+            try:
+                rec.result = cat.emulator(rec.source).merge(rec.launch, ps)
+            except LAUNCH_ERRORS as e:
+                rec.error = str(e)
+    for rec in records:
+        if rec.reused_from is not None:
+            src = records[rec.reused_from]
+            rec.result, rec.error = src.result, src.error
+    return Profile(records, static, given, time.perf_counter() - t0, where, tomls)
+
+
+def _run_one(emu: Emulator, launch: Launch, ctas, per_cta: bool, jobs: int) -> LaunchResult | str:
+    try:
+        return emu.run(launch, jobs=jobs, per_cta=per_cta, ctas=ctas)
+    except LAUNCH_ERRORS as e:
+        return str(e)
+
+
+def _run_units_here(cat: Catalog, records, units, opts: ProfileOptions, bar: Progress) -> list:
+    out: list = []
+    failed = False
+    for u in units:
+        rec = records[u.record]
+        if failed:
+            out.append(None)
+            continue
+        r = _run_one(cat.emulator(rec.source), rec.launch, u.ctas, opts.per_cta, opts.jobs)
+        out.append(r)
+        bar.update(1, rec.kernel)
+        if isinstance(r, str) and opts.fail_fast:
+            failed = True
+    return out
+
+
+# forked pool workers read the work from here (set before the pool forks)
+_POOL: dict[str, Any] = {}
+
+
+def _pool_work(k: int):
+    cat, records, units, opts = _POOL["work"]
+    u = units[k]
+    rec = records[u.record]
+    r = _run_one(cat.emulator(rec.source), rec.launch, u.ctas, opts.per_cta, 1)
+    return k, (_strip(r) if isinstance(r, LaunchResult) else r)
+
+
+def _run_units_pool(cat: Catalog, records, units, opts: ProfileOptions, bar: Progress) -> list:
+    import multiprocessing as mp
+
+    # parse and slice in the parent, so forked workers inherit the programs
+    for u in units:
+        rec = records[u.record]
+        cat.emulator(rec.source).program_for(rec.launch)
+    _POOL["work"] = (cat, records, units, opts)
+    out: list = [None] * len(units)
+    try:
+        with mp.get_context("fork").Pool(opts.jobs) as pool:
+            for k, r in pool.imap_unordered(_pool_work, range(len(units))):
+                out[k] = r
+                bar.update(1, records[units[k].record].kernel)
+    finally:
+        _POOL.clear()
+    return out

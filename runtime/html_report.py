@@ -1,0 +1,439 @@
+"""``hypa report``: one self-contained HTML page (inline CSS, SVG and PNG as data
+URIs; nothing is fetched) with
+
+* the launches: grid, block, instructions, FLOPs, branch efficiency, executed
+  fraction, which launches reused an identical one's result;
+* per kernel: the dynamic instruction mix by category (bars drawn in CSS) and
+  the top opcodes;
+* plots drawn with matplotlib, when it is installed (the page says so when it
+  is not): instruction mix, FLOPs, branch efficiency and executed fraction per
+  kernel, top opcodes;
+* the CFG of one kernel drawn by Graphviz's ``dot`` (``passes/cfg_dot.py``),
+  blocks shaded by how many threads executed them and divergent branches
+  outlined in red; without ``dot`` a text CFG with the same counts.
+
+The page is built from the JSON objects ``hypa profile --format json`` writes
+(one per launch), so it can be made from a live run or from such a file.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import html
+import io
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+from .demangle import demangle
+from .report import by_kernel, flops
+
+#: one colour per instruction category (the order of ptxdialect.isa.CATEGORIES)
+CATEGORY_COLORS = {
+    "int": "#4e79a7", "fp16": "#f28e2b", "fp32": "#e15759", "fp64": "#76b7b2", "sfu": "#59a14f",
+    "convert": "#edc948", "move": "#b07aa1", "mem": "#ff9da7", "atomic": "#9c755f", "control": "#bab0ac",
+    "sync": "#86bcb6", "warp": "#d37295", "matrix": "#fabfd2", "texture": "#8cd17d", "misc": "#79706e",
+}
+
+CSS = """
+body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px 32px; color: #222; background: #fff; }
+h1 { font-size: 26px; margin-bottom: 4px; } h2 { font-size: 20px; margin-top: 32px; border-bottom: 2px solid #4e79a7; padding-bottom: 4px; }
+.sub { color: #666; margin-top: 0; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+th, td { padding: 4px 8px; border-bottom: 1px solid #ddd; text-align: right; white-space: nowrap; }
+td.wrap { white-space: normal; max-width: 260px; font-size: 12px; }
+th { background: #f0f4f8; } td.k, th.k { text-align: left; font-family: monospace; }
+tr.reused td { color: #888; }
+.notice { background: #fff4d6; border-left: 4px solid #edc948; padding: 8px 12px; margin: 12px 0; }
+.error { background: #fde2e2; border-left: 4px solid #e15759; padding: 8px 12px; margin: 12px 0; font-family: monospace; }
+.bar { display: flex; width: 220px; height: 14px; border: 1px solid #999; }
+.bar span { display: block; height: 100%; }
+.legend span { display: inline-block; margin-right: 12px; font-size: 12px; }
+.legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: middle; }
+.plot { max-width: 100%; margin: 8px 0; border: 1px solid #eee; }
+.cfg { overflow: auto; border: 1px solid #ddd; padding: 8px; background: #fafafa; }
+.cfg svg { max-width: 100%; height: auto; }
+pre { background: #f6f8fa; padding: 8px; font-size: 12px; overflow: auto; }
+.good { color: #2a7f2a; } .bad { color: #b22; }
+"""
+
+
+@dataclass
+class Page:
+    html: str
+    notices: list[str] = field(default_factory=list)
+    plot_files: list[str] = field(default_factory=list)
+
+
+def _e(s) -> str:
+    return html.escape(str(s))
+
+
+def _dims(v) -> str:
+    return "x".join(map(str, v))
+
+
+def _pct(x: float) -> str:
+    return f"{x:.2f}%"
+
+
+def _mix(d: dict) -> dict[str, int]:
+    """Thread-level instruction counts by category of one launch (or kernel)."""
+    cats = (d.get("instruction_mix") or {}).get("categories") or {}
+    return {k: int(v["thread"] if isinstance(v, dict) else v) for k, v in cats.items()}
+
+
+def _opcodes(d: dict) -> dict[str, int]:
+    ops = (d.get("instruction_mix") or {}).get("opcodes") or {}
+    return {k: int(v["thread"] if isinstance(v, dict) else v) for k, v in ops.items()}
+
+
+def _kernel_groups(dicts: list[dict]) -> list[dict]:
+    groups = by_kernel(dicts)
+    for g in groups:
+        mix: dict[str, int] = {}
+        ops: dict[str, int] = {}
+        for d in dicts:
+            if (d.get("file"), d.get("member"), d["kernel"]) == (g["file"], g["member"], g["kernel"]):
+                for k, v in _mix(d).items():
+                    mix[k] = mix.get(k, 0) + v
+                for k, v in _opcodes(d).items():
+                    ops[k] = ops.get(k, 0) + v
+        g["mix"] = mix
+        g["opcodes"] = ops
+    return groups
+
+
+def _bar(mix: dict[str, int]) -> str:
+    total = sum(mix.values())
+    if not total:
+        return '<div class="bar"></div>'
+    spans = "".join(
+        f'<span style="width:{100 * v / total:.3f}%;background:{CATEGORY_COLORS.get(k, "#999")}" title="{_e(k)}: {v} ({100 * v / total:.1f}%)"></span>'
+        for k, v in sorted(mix.items(), key=lambda kv: -kv[1]) if v
+    )
+    return f'<div class="bar">{spans}</div>'
+
+
+def _legend(cats) -> str:
+    return '<div class="legend">' + "".join(
+        f'<span><i style="background:{CATEGORY_COLORS.get(c, "#999")}"></i>{_e(c)}</span>' for c in cats) + "</div>"
+
+
+# -- plots -------------------------------------------------------------------------------------
+
+
+def _plots(groups: list[dict], plots_dir: str | None) -> tuple[list[tuple[str, str]], list[str], str | None]:
+    """[(title, data URI)], files written, and a notice when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return [], [], "matplotlib is not installed, so the page has no plots (pip install 'hypa[report]')"
+    if not groups:
+        return [], [], None
+    names = [_short(demangle(g["kernel"]).split("(")[0], 40) for g in groups]
+    n = len(groups)
+    height = max(2.5, 0.32 * n + 1.2)
+    out: list[tuple[str, str]] = []
+    files: list[str] = []
+
+    def emit(fig, title: str, fname: str) -> None:
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)
+        data = buf.getvalue()
+        out.append((title, "data:image/png;base64," + base64.b64encode(data).decode()))
+        if plots_dir:
+            os.makedirs(plots_dir, exist_ok=True)
+            p = os.path.join(plots_dir, fname)
+            with open(p, "wb") as f:
+                f.write(data)
+            files.append(p)
+
+    # instruction mix, normalized
+    cats = [c for c in CATEGORY_COLORS if any(g["mix"].get(c) for g in groups)]
+    fig, ax = plt.subplots(figsize=(10, height))
+    left = [0.0] * n
+    for c in cats:
+        vals = [100 * g["mix"].get(c, 0) / (sum(g["mix"].values()) or 1) for g in groups]
+        ax.barh(range(n), vals, left=left, color=CATEGORY_COLORS[c], label=c)
+        left = [a + b for a, b in zip(left, vals)]
+    ax.set_yticks(range(n), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("% of thread instructions executed")
+    ax.set_xlim(0, 100)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(cats), 8), fontsize=8, frameon=False)
+    emit(fig, "Instruction mix per kernel", "instruction_mix.png")
+
+    # FLOPs
+    if any(flops(g) + g["flop_count_special"] for g in groups):
+        fig, ax = plt.subplots(figsize=(10, height))
+        _flops_plot(ax, groups, names, n)
+        emit(fig, "FLOPs per kernel", "flops.png")
+
+    # branch efficiency and executed fraction
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, height), sharey=True)
+    a1.barh(range(n), [g["branch_efficiency"] for g in groups], color="#4e79a7")
+    a1.set_xlim(0, 100)
+    a1.set_xlabel("branch efficiency (%)")
+    a2.barh(range(n), [100 * g["executed_fraction"] for g in groups], color="#59a14f")
+    a2.set_xlim(0, 100)
+    a2.set_xlabel("executed fraction (% of thread instructions emulated)")
+    a1.set_yticks(range(n), names)
+    a1.invert_yaxis()
+    emit(fig, "Branch efficiency and executed fraction per kernel", "branches.png")
+
+    # top opcodes over everything
+    tot: dict[str, int] = {}
+    for g in groups:
+        for k, v in g["opcodes"].items():
+            tot[k] = tot.get(k, 0) + v
+    top = sorted(tot.items(), key=lambda kv: -kv[1])[:20]
+    if top:
+        fig, ax = plt.subplots(figsize=(10, max(2.5, 0.3 * len(top) + 1)))
+        ax.barh(range(len(top)), [v for _, v in top], color="#b07aa1")
+        ax.set_yticks(range(len(top)), [k for k, _ in top], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("thread instructions executed")
+        emit(fig, "Top opcodes (all kernels)", "opcodes.png")
+    return out, files, None
+
+
+def _flops_plot(ax, groups, names, n) -> None:
+    left = [0.0] * n
+    for key, label, color in (("flop_count_sp", "fp32", "#e15759"), ("flop_count_dp", "fp64", "#76b7b2"),
+                              ("flop_count_hp", "fp16", "#f28e2b"), ("flop_count_special", "special", "#59a14f")):
+        vals = [float(g[key]) for g in groups]
+        ax.barh(range(n), vals, left=left, color=color, label=label)
+        left = [a + b for a, b in zip(left, vals)]
+    ax.set_yticks(range(n), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("floating-point operations (all launches)")
+    ax.legend(fontsize=8)
+
+
+def _short(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "~"
+
+
+# -- the CFG -------------------------------------------------------------------------------------
+
+
+def _pick_cfg_kernel(dicts: list[dict], want: str | None) -> list[dict]:
+    """The launches whose counts go on the CFG: of kernel ``want``, or of the kernel
+    with the most divergent branches (then the most branches)."""
+    if want == "none" or not dicts:
+        return []
+    if want is not None:
+        from .batch import kernel_matches
+
+        hits = [d for d in dicts if kernel_matches(d["kernel"], want)]
+        if not hits:
+            raise ValueError(f"--cfg: no launched kernel named '{want}'")
+    else:
+        tot: dict[tuple, list[int]] = {}
+        for d in dicts:
+            t = tot.setdefault((d.get("file"), d.get("member"), d["kernel"]), [0, 0, 0])
+            t[0] += d["divergent_branch"]
+            t[1] += d["branch"]
+            t[2] += d["thread_inst_executed"]
+        best = max(tot, key=lambda k: tuple(tot[k]))
+        hits = [d for d in dicts if (d.get("file"), d.get("member"), d["kernel"]) == best]
+    first = hits[0]
+    return [d for d in hits if (d.get("file"), d.get("member"), d["kernel"]) ==
+            (first.get("file"), first.get("member"), first["kernel"])]
+
+
+def _module_for(d: dict, input_options):
+    from hypa.ptxdialect import parse_ptx
+
+    from .inputs import load_sources
+
+    path = d.get("file")
+    if not path or not os.path.exists(path):
+        raise FileNotFoundError(path or "(no file recorded)")
+    for s in load_sources(path, input_options):
+        if s.member == d.get("member") or d.get("member") is None:
+            return parse_ptx(s.ptx, s.label)
+    raise FileNotFoundError(f"{path}[{d.get('member')}]")
+
+
+def _block_totals(launches: list[dict], kernel: str) -> dict[int, dict[str, int]]:
+    tot: dict[int, dict[str, int]] = {}
+    for d in launches:
+        for b in d.get("blocks", []):
+            if b.get("function") != kernel:
+                continue
+            t = tot.setdefault(int(b["index"]), {"warps": 0, "threads": 0, "divergent": 0})
+            t["warps"] += int(b["warp_executions"])
+            t["threads"] += int(b["thread_executions"])
+            t["divergent"] += int(b["divergent_branches"])
+    return tot
+
+
+def attach_exec_counts(func, counts: dict[int, dict[str, int]]) -> None:
+    """Put per-block execution counts on the terminators as ``hypa.exec`` (what
+    ``print-cfg-dot`` shades blocks by)."""
+    from xdsl.dialects.builtin import DictionaryAttr, IntAttr
+
+    for i, block in enumerate(func.body.blocks):
+        c = counts.get(i)
+        term = block.last_op
+        if c is None or term is None:
+            continue
+        term.attributes["hypa.exec"] = DictionaryAttr({k: IntAttr(v) for k, v in c.items()})
+
+
+def _text_cfg(func, counts: dict[int, dict[str, int]]) -> str:
+    from hypa.passes.cfg import CFG
+
+    from hypa.ptxdialect.dialect import InstructionOp
+
+    cfg = CFG.of(func)
+    lines = [f"{'block':<24} {'instr':>6} {'warps':>10} {'threads':>12} {'divergent':>9}  successors"]
+    for i, b in enumerate(cfg.blocks):
+        c = counts.get(i, {})
+        n = sum(1 for op in b.ops if isinstance(op, InstructionOp))
+        succ = ", ".join(cfg.name(s) for s in cfg.succs[i]) or "(exit)"
+        mark = "  <- divergent" if c.get("divergent") else ""
+        lines.append(f"{cfg.name(i):<24} {n:>6} {c.get('warps', 0):>10} {c.get('threads', 0):>12} "
+                     f"{c.get('divergent', 0):>9}  {succ}{mark}")
+    return "\n".join(lines)
+
+
+def dot_svg(dot_text: str) -> str | None:
+    """Graphviz's SVG for ``dot_text``, or ``None`` when ``dot`` is not installed."""
+    dot = shutil.which("dot")
+    if dot is None:
+        return None
+    p = subprocess.run([dot, "-Tsvg"], input=dot_text, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError(f"dot failed: {p.stderr.strip()[:500]}")
+    svg = p.stdout
+    i = svg.find("<svg")
+    return svg[i:] if i >= 0 else svg
+
+
+def _cfg_section(dicts: list[dict], want: str | None, input_options, notices: list[str]) -> str:
+    try:
+        launches = _pick_cfg_kernel(dicts, want)
+    except ValueError as e:
+        notices.append(str(e))
+        return f'<div class="error">{_e(e)}</div>'
+    if not launches:
+        return ""
+    kernel = launches[0]["kernel"]
+    counts = _block_totals(launches, kernel)
+    head = (f"<h2>CFG of {_e(demangle(kernel))}</h2><p class=sub>Counts summed over {len(launches)} launch"
+            f"{'es' if len(launches) != 1 else ''}. Blocks are shaded by the threads that executed them (darker: more); "
+            f"blocks ending in a divergent branch are outlined in red and say how many times it diverged.</p>")
+    try:
+        module = _module_for(launches[0], input_options)
+    except Exception as e:  # noqa: BLE001 - whatever stops re-reading the PTX, the page shows the counts
+        rows = "\n".join(f"{i:>4} warps {c['warps']:>10} threads {c['threads']:>12} divergent {c['divergent']:>6}"
+                         for i, c in sorted(counts.items()))
+        notices.append(f"the CFG of {kernel} needs its PTX ({e}); showing block counts only")
+        return head + f'<div class="notice">The PTX is not at hand ({_e(e)}): block counts only.</div><pre>{_e(rows)}</pre>'
+    from hypa.passes.cfg_dot import function_dot
+    from hypa.ptxdialect.dialect import FuncOp
+
+    func = next(op for op in module.ops if isinstance(op, FuncOp) and op.func_name == kernel)
+    attach_exec_counts(func, counts)
+    svg = None
+    try:
+        svg = dot_svg(function_dot(func))
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        notices.append(str(e))
+    if svg is None:
+        msg = "Graphviz's dot is not installed (apt-get install graphviz), so the CFG is shown as text"
+        if not any("Graphviz" in n for n in notices):
+            notices.append(msg)
+        return head + f'<div class="notice">{_e(msg)}.</div><pre>{_e(_text_cfg(func, counts))}</pre>'
+    return head + f'<div class="cfg">{svg}</div>'
+
+
+# -- the page --------------------------------------------------------------------------------------
+
+
+def build(dicts: list[dict], static: list[dict] | None = None, summary: str = "", cfg: str | None = None,
+          plots_dir: str | None = None, title: str = "hypa report", input_options=None,
+          errors: list[str] | None = None) -> Page:
+    notices: list[str] = []
+    groups = _kernel_groups(dicts)
+    parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
+             f"<style>{CSS}</style></head><body>"]
+    when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    parts.append(f"<h1>{_e(title)}</h1><p class=sub>hypa, {when}. {_e(summary)}</p>")
+    reused = sum(1 for d in dicts if d.get("reused_from") is not None)
+    total_thr = sum(d["thread_inst_executed"] for d in dicts)
+    total_fl = sum(flops(d) for d in dicts)
+    emulated = sum(d["executed_fraction"] * d["thread_inst_executed"] for d in dicts)
+    parts.append(
+        f"<p><b>{len(dicts)}</b> launches of <b>{len(groups)}</b> kernels; <b>{reused}</b> reused the result of an "
+        f"identical launch. Thread instructions: <b>{total_thr:,}</b>; FLOPs: <b>{int(total_fl):,}</b>; "
+        f"executed fraction: <b>{100 * emulated / total_thr if total_thr else 0:.2f}%</b>.</p>")
+    for e in errors or []:
+        parts.append(f'<div class="error">{_e(e)}</div>')
+    plots, files, missing = _plots(groups, plots_dir)
+    if missing:
+        notices.append(missing)
+    cfg_html = _cfg_section(dicts, cfg, input_options, notices) if dicts else ""
+    for n in notices:
+        parts.append(f'<div class="notice">{_e(n)}</div>')
+
+    # per kernel
+    cats = [c for c in CATEGORY_COLORS if any(g["mix"].get(c) for g in groups)]
+    parts.append("<h2>Kernels</h2>")
+    parts.append(_legend(cats))
+    parts.append("<table><tr><th class=k>kernel</th><th>launches</th><th>reused</th><th>thread instructions</th>"
+                 "<th>FLOPs</th><th>branch eff.</th><th>executed</th><th class=k>instruction mix</th>"
+                 "<th class=k>top opcodes</th></tr>")
+    for g in sorted(groups, key=lambda g: -g["thread_inst_executed"]):
+        top = ", ".join(f"{k} {100 * v / (sum(g['opcodes'].values()) or 1):.0f}%"
+                        for k, v in sorted(g["opcodes"].items(), key=lambda kv: -kv[1])[:4])
+        eff = g["branch_efficiency"]
+        parts.append(
+            f"<tr><td class=k title='{_e(g['kernel'])}'>{_e(_short(demangle(g['kernel']), 48))}</td><td>{g['launches']}</td>"
+            f"<td>{g['reused']}</td><td>{int(g['thread_inst_executed']):,}</td><td>{int(flops(g)):,}</td>"
+            f"<td class={'good' if eff >= 99.99 else 'bad'}>{_pct(eff)}</td><td>{_pct(100 * g['executed_fraction'])}</td>"
+            f"<td class=k>{_bar(g['mix'])}</td><td class='k wrap'>{_e(top)}</td></tr>")
+    parts.append("</table>")
+
+    parts.append(cfg_html)
+
+    if plots:
+        parts.append("<h2>Plots</h2>")
+        for t, uri in plots:
+            parts.append(f"<h3>{_e(t)}</h3><img class=plot alt='{_e(t)}' src='{uri}'>")
+
+    # launches
+    parts.append("<h2>Launches</h2><table><tr><th>#</th><th class=k>kernel</th><th>grid</th><th>block</th>"
+                 "<th>warp instr.</th><th>thread instr.</th><th>FLOPs</th><th>branches</th><th>divergent</th>"
+                 "<th>branch eff.</th><th>executed</th><th>ms</th><th class=k>note</th></tr>")
+    for d in dicts:
+        r = d.get("reused_from")
+        note = f"same as #{r}" if r is not None else ""
+        ms = "" if r is not None else f"{d.get('duration_ms', 0):.1f}"
+        parts.append(
+            f"<tr class='{'reused' if r is not None else ''}'><td>{d.get('launch', '')}</td>"
+            f"<td class=k>{_e(_short(demangle(d['kernel']), 48))}</td><td>{_dims(d['grid'])}</td><td>{_dims(d['block'])}</td>"
+            f"<td>{int(d['inst_executed']):,}</td><td>{int(d['thread_inst_executed']):,}</td><td>{int(flops(d)):,}</td>"
+            f"<td>{int(d['branch']):,}</td><td>{int(d['divergent_branch']):,}</td><td>{_pct(d['branch_efficiency'])}</td>"
+            f"<td>{_pct(100 * d['executed_fraction'])}</td><td>{ms}</td>"
+            f"<td class=k>{_e(note)}</td></tr>")
+    parts.append("</table>")
+    if static:
+        parts.append("<h2>Kernels without a launch (static counts)</h2><table><tr><th class=k>kernel</th>"
+                     "<th class=k>file</th><th>instructions</th><th>blocks</th></tr>")
+        for s in static:
+            parts.append(f"<tr><td class=k>{_e(demangle(s['kernel']))}</td><td class=k>{_e(os.path.basename(s['file']))}</td>"
+                         f"<td>{s['static_instructions']}</td><td>{s['blocks']}</td></tr>")
+        parts.append("</table>")
+    parts.append("</body></html>\n")
+    return Page("".join(parts), notices, files)
