@@ -275,10 +275,11 @@ class _Slicer:
             elif self.exact and g is not None:
                 work_vals.append(op.operands[0])
             if self.memory_addresses and is_tracked_memory(op):
-                ai = _address_operand_index(op)
-                if ai is not None:
+                addrs = [k for k, a in enumerate(op.operands_ast) if a[0] in ("addr", "brk")]
+                if addrs:
                     fs.address_ops.add(op)
-                    work_vals.extend(op.arg_operands(ai))
+                    for k in addrs:
+                        work_vals.extend(op.arg_operands(k))
                     if g is not None:
                         work_vals.append(op.operands[0])
             if fs.needs_return_params and name == "st" and isa.state_space(op.spec, op.modifiers) == "param":

@@ -54,6 +54,8 @@ class LaunchResult:
     #: with ``run(per_cta=True)``: each CTA's metric values (DESIGN.md section 5), in
     #: linear CTA order from the first CTA run
     per_cta: list[dict[str, float]] | None = None
+    #: the prepared kernel the counts refer to (block numbering, slice, layout)
+    program: KernelProgram | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block), "mode": self.mode}
@@ -188,6 +190,7 @@ class Emulator:
             counters=counters.copy(),
             ctas=None if ctas is None else (first, last),
             per_cta=self._cta_values(prog, keep["cta_rows"], static, launch, names) if per_cta else None,
+            program=prog,
         )
 
     def _cta_values(self, prog: KernelProgram, rows: np.ndarray, static: int, launch: Launch, names) -> list[dict]:
@@ -224,6 +227,7 @@ class Emulator:
             kernel=prog.func.func_name, grid=launch.grid, block=launch.block, mode=prog.mode, metrics=m,
             buffers={}, duration_ms=sum(r.duration_ms for r in parts), compile_ms=max(r.compile_ms for r in parts),
             notes=sorted(set(notes), key=notes.index), counters=counters, per_cta=per_cta,
+            program=parts[0].program if parts else None,
         )
 
     # -- helpers ----------------------------------------------------------------------

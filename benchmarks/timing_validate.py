@@ -1,0 +1,186 @@
+"""Compare the timing estimate (runtime/timing.py) with measured kernel times.
+
+    python benchmarks/timing_validate.py benchmarks/gpu/results/kernel_times.h100.json
+    python benchmarks/timing_validate.py times.json --arch sm_90 --metric batched_us \\
+        --registers measured --overhead measured --json comparison.json
+
+The measurements come from benchmarks/gpu/time_kernels.py (CUDA events on the
+GPU).  Every timed launch is emulated here (slice mode, block counts only),
+estimated on ``--arch``, and compared:
+
+    error % = 100 * (estimate - measured) / measured
+
+printed per kernel with the estimate's bound, then the median and worst
+absolute error.  ``--overhead measured`` replaces the arch file's fixed
+launch overhead by the recorded empty-kernel time; ``--registers measured``
+takes occupancy from ptxas's register counts (recorded by time_kernels.py)
+instead of the SSA-liveness estimate.  The "kernel" columns compare the time
+above the launch overhead (estimate cycles / clock vs measured - empty
+kernel), which the overhead does not hide for short kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Row:
+    toml: str
+    launch_index: int
+    kernel: str
+    grid: list[int]
+    block: list[int]
+    measured_us: float
+    estimated_us: float
+    error_pct: float
+    bound: str
+    cycles: float
+    kernel_measured_us: float | None
+    kernel_estimated_us: float
+    kernel_error_pct: float | None
+    registers: int
+    registers_source: str
+
+
+def compare(data: dict, arch: str = "sm_90", metric: str = "median_us", registers: str = "estimated",
+            overhead: str = "arch", memory_metrics: bool = False, jobs: int = 1) -> tuple[list[Row], list[str]]:
+    """Estimate every measured launch of ``data`` (time_kernels.py's JSON)."""
+    from hypa.ptxdialect import parse_ptx_file
+    from hypa.runtime.demangle import demangle
+    from hypa.runtime.emulator import Emulator
+    from hypa.runtime.launch import launches_from_toml
+    from hypa.runtime.timing import estimate_run, load_arch
+
+    a = load_arch(arch)
+    empty = (data.get("empty_kernel") or {}).get(metric)
+    if overhead == "measured" and empty is None:
+        raise SystemExit(f"--overhead measured: the measurements hold no empty_kernel {metric}")
+    overhead_us = empty if overhead == "measured" else a.launch_overhead_us
+    rows: list[Row] = []
+    skipped: list[str] = []
+    launch_files: dict[str, list] = {}
+    emulators: dict[str, Emulator] = {}
+    for k in data.get("kernels", []):
+        where = f"{k.get('toml')}[{k.get('launch_index')}]"
+        if metric not in k:
+            skipped.append(f"{where}: {k.get('status', 'not timed')}")
+            continue
+        toml = str(ROOT / k["toml"])
+        if toml not in launch_files:
+            launch_files[toml] = launches_from_toml(toml)
+        L = launch_files[toml][k["launch_index"]]
+        try:
+            emu = emulators.get(L.file)
+            if emu is None:
+                emu = emulators[L.file] = Emulator(parse_ptx_file(L.file), memory_metrics=memory_metrics)
+            r = emu.run(L, jobs=jobs)
+            regs = k.get("num_regs") if registers == "measured" else None
+            est = estimate_run(emu, L, r, a, registers=regs)
+        except Exception as e:  # report and go on: one kernel must not stop the comparison
+            skipped.append(f"{where}: {type(e).__name__}: {e}")
+            continue
+        measured = float(k[metric])
+        estimated = est.cycles / a.clock_mhz + overhead_us
+        kern_est = est.cycles / a.clock_mhz
+        kern_meas = measured - empty if empty is not None else None
+        rows.append(Row(
+            toml=k["toml"], launch_index=k["launch_index"], kernel=demangle(est.kernel).split("(")[0],
+            grid=list(L.grid), block=list(L.block), measured_us=measured, estimated_us=estimated,
+            error_pct=100.0 * (estimated - measured) / measured, bound=est.bound, cycles=est.cycles,
+            kernel_measured_us=kern_meas, kernel_estimated_us=kern_est,
+            kernel_error_pct=(100.0 * (kern_est - kern_meas) / kern_meas) if kern_meas and kern_meas > 0.5 else None,
+            registers=est.occupancy.registers, registers_source=est.occupancy.registers_source,
+        ))
+    return rows, skipped
+
+
+def summarize(rows: list[Row]) -> dict:
+    def stats(errs: list[tuple[float, Row]]) -> dict:
+        if not errs:
+            return {"n": 0}
+        absolute = [abs(e) for e, _ in errs]
+        worst_e, worst_r = max(errs, key=lambda t: abs(t[0]))
+        return {
+            "n": len(errs), "median_abs_error_pct": statistics.median(absolute),
+            "mean_abs_error_pct": statistics.fmean(absolute), "worst_abs_error_pct": abs(worst_e),
+            "worst": f"{worst_r.kernel} {worst_r.toml}[{worst_r.launch_index}]",
+            "within_25_pct": sum(1 for x in absolute if x <= 25) / len(absolute),
+            "within_50_pct": sum(1 for x in absolute if x <= 50) / len(absolute),
+        }
+
+    return {"total": stats([(r.error_pct, r) for r in rows]),
+            "kernel": stats([(r.kernel_error_pct, r) for r in rows if r.kernel_error_pct is not None])}
+
+
+def render(rows: list[Row], summary: dict, skipped: list[str], arch: str, metric: str) -> str:
+    out = [f"timing estimate ({arch}) vs measured {metric}", ""]
+    out.append(f"{'kernel':<24} {'launch':<24} {'grid':>14} {'block':>11} {'meas us':>9} {'est us':>9}"
+               f" {'err %':>8} {'kern err %':>10}  bound")
+    for r in rows:
+        g = "x".join(map(str, r.grid))
+        b = "x".join(map(str, r.block))
+        ke = f"{r.kernel_error_pct:+10.1f}" if r.kernel_error_pct is not None else f"{'-':>10}"
+        launch = f"{Path(r.toml).name}[{r.launch_index}]"
+        out.append(f"{r.kernel[:24]:<24} {launch[-24:]:<24} {g:>14} {b:>11}"
+                   f" {r.measured_us:9.2f} {r.estimated_us:9.2f} {r.error_pct:+8.1f} {ke}  {r.bound}")
+    out.append("")
+    for key, title in (("total", "time (launch overhead included)"),
+                       ("kernel", "time above the launch overhead (kernels measured > 0.5 us above it)")):
+        s = summary[key]
+        if not s["n"]:
+            out.append(f"{title}: no kernels")
+            continue
+        out.append(f"{title}: {s['n']} kernels, median |error| {s['median_abs_error_pct']:.1f} %,"
+                   f" mean {s['mean_abs_error_pct']:.1f} %, worst {s['worst_abs_error_pct']:.1f} % ({s['worst']}),"
+                   f" within 25 %: {100 * s['within_25_pct']:.0f} %, within 50 %: {100 * s['within_50_pct']:.0f} %")
+    for s in skipped:
+        out.append(f"skipped: {s}")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("measurements", help="JSON written by benchmarks/gpu/time_kernels.py")
+    ap.add_argument("--arch", default="sm_90", help="architecture of the estimate (default sm_90)")
+    ap.add_argument("--metric", default="median_us", choices=("median_us", "mean_us", "min_us", "batched_us"))
+    ap.add_argument("--registers", default="estimated", choices=("estimated", "measured"),
+                    help="occupancy from the SSA-liveness estimate or from ptxas's recorded num_regs")
+    ap.add_argument("--overhead", default="arch", choices=("arch", "measured"),
+                    help="launch overhead from the arch file or the recorded empty kernel")
+    ap.add_argument("--memory-metrics", action="store_true", help="time memory instructions from measured sectors")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="emulate CTAs in N processes")
+    ap.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
+    ap.add_argument("--max-median-error", type=float, default=None, metavar="PCT",
+                    help="exit with status 1 when the median |error| exceeds PCT")
+    args = ap.parse_args(argv)
+    with open(args.measurements) as f:
+        data = json.load(f)
+    rows, skipped = compare(data, args.arch, args.metric, args.registers, args.overhead, args.memory_metrics, args.jobs)
+    summary = summarize(rows)
+    dev = data.get("device", {})
+    if dev:
+        print(f"measured on {dev.get('name', '?')} ({dev.get('sm_count', '?')} SMs, {dev.get('clock_mhz', '?')} MHz"
+              f" max clock), recorded {data.get('recorded', '?')}")
+    sys.stdout.write(render(rows, summary, skipped, args.arch, args.metric))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"arch": args.arch, "metric": args.metric, "rows": [asdict(r) for r in rows],
+                       "summary": summary, "skipped": skipped}, f, indent=2)
+            f.write("\n")
+    if args.max_median_error is not None and summary["total"]["n"]:
+        if summary["total"]["median_abs_error_pct"] > args.max_median_error:
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

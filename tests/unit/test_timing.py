@@ -1,0 +1,589 @@
+"""Timing estimate (runtime/timing.py): pipeline graphs, pairwise overlap, loops,
+occupancy, waves, bandwidth bounds, worked out by hand; and a smoke run over
+the project's launch files."""
+
+import glob
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from hypa.ptxdialect import parse_ptx, parse_ptx_file
+from hypa.runtime import abi
+from hypa.runtime import timing as T
+from hypa.runtime.emulator import Emulator
+from hypa.runtime.launch import BufferSpec, Launch, launches_from_toml
+from hypa.runtime.program import prepare
+
+HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def straight_line(body: list[str], extra_regs: str = "", directives: str = "") -> str:
+    """One kernel, one basic block: a prologue, ``body``, a store, ret."""
+    lines = "\n    ".join(body)
+    return HEAD + f"""
+.visible .entry k(.param .u64 k_out){directives}
+{{
+    .reg .f32 %f<600>;
+    .reg .b64 %rd<8>;
+    {extra_regs}
+    ld.param.u64 %rd1, [k_out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.f32 %f1, 0f3F800000;
+    mov.f32 %f2, 0f40000000;
+    {lines}
+    st.global.f32 [%rd2], %f1;
+    ret;
+}}
+"""
+
+
+def block0_latency(text: str, arch: str = "sm_90") -> float:
+    prog = prepare(parse_ptx(text), "k", "full")
+    assert prog.num_blocks == 1
+    return T.KernelTiming(prog, arch).block_latency(0)
+
+
+def independent(n: int, op: str = "add.f32") -> list[str]:
+    return [f"{op} %f{10 + i}, %f1, %f2;" for i in range(n)]
+
+
+def chain(n: int) -> list[str]:
+    return [f"add.f32 %f{11 + i}, %f{10 + i}, %f2;" for i in range(n)]
+
+
+# -- architecture files --------------------------------------------------------------
+
+
+def test_arch_files_and_aliases():
+    h = T.load_arch("sm_90")
+    assert T.load_arch("h100") is not None and T.load_arch("H100").name == "sm_90"
+    assert T.load_arch("a100").name == "sm_80"
+    assert (h.sm_count, h.sub_partitions, h.clock_mhz) == (132, 4, 1980)
+    # a warp-instruction keeps its unit of one sub-partition busy warp_size / (lanes / 4) clocks
+    assert h.unit_occupancy("fp32") == 1 and h.unit_occupancy("fp64") == 2
+    assert h.unit_occupancy("int") == 2 and h.unit_occupancy("sfu") == 8
+    a = T.load_arch("sm_80")
+    assert a.unit_occupancy("fp32") == 2 and a.unit_occupancy("fp64") == 4
+    assert set(T.available_archs()) >= {"sm_80", "sm_90"}
+    with pytest.raises(T.TimingError, match="unknown architecture"):
+        T.load_arch("sm_12")
+
+
+def test_every_class_of_both_archs_is_complete():
+    classes = {T.classify(op) for f in glob.glob(os.path.join(ROOT, "tests/kernels/ptx/*.sm_90.ptx"))
+               for op in _instructions(f)}
+    for name in ("sm_80", "sm_90"):
+        a = T.load_arch(name)
+        assert classes <= set(a.classes), classes - set(a.classes)
+        for c in a.classes.values():
+            assert not c.unit or c.unit in a.units
+
+
+def _instructions(path):
+    from hypa.ptxdialect.dialect import InstructionOp
+
+    return [op for op in parse_ptx_file(path).walk() if isinstance(op, InstructionOp)]
+
+
+# -- the pipeline graph (Algorithm 1) on hand-made sequences -----------------------------
+
+
+def _seq(n, unit="fp32", lat=4.0, occ=1.0, dependent=False):
+    xs = [T.TimedInstr("x", unit, lat, 1, occ, False, False) for _ in range(n)]
+    if dependent:
+        for i in range(1, n):
+            xs[i].srcs = [i - 1]
+    return xs
+
+
+def test_graph_independent_ops_issue_one_per_clock():
+    a = T.load_arch("sm_90")
+    # fetch 0, issue 1, 2, ..., n: the next instruction could issue at n + 1; the
+    # fixed fetch->issue clock is not counted, so n independent ops take n clocks
+    for n in (1, 2, 7, 30):
+        s = T.solve_pipeline(_seq(n), a)
+        assert s.end == n
+        assert [s.stage(i, T.I) for i in range(n)] == [1 + i for i in range(n)]
+
+
+def test_graph_dependent_chain_pays_the_latency():
+    a = T.load_arch("sm_90")
+    # issue -> dispatch -> operand read: O(i) = O(i-1) + latency, so a chain of n
+    # ops with latency 4 ends 4 (n - 1) + 1 clocks after its first issue
+    for n in (1, 2, 5, 12):
+        s = T.solve_pipeline(_seq(n, dependent=True), a)
+        assert s.end == 4 * (n - 1) + 1
+        assert all(s.stage(i, T.O) - s.stage(i - 1, T.O) == 4 for i in range(1, n))
+
+
+def test_graph_resource_edges_make_a_unit_bound():
+    a = T.load_arch("sm_90")
+    # SFU: 16 lanes per SM = 4 per sub-partition: 8 clocks per warp-instruction;
+    # n independent SFU ops: executes at 3, 11, 19, ...; the instruction after the
+    # last one issues once the last has been dispatched: 8 (n - 2) + 3 - 1
+    for n in (2, 5, 9):
+        s = T.solve_pipeline(_seq(n, "sfu", 18, 8), a)
+        assert [s.stage(i, T.E) for i in range(n)] == [3 + 8 * i for i in range(n)]
+        assert s.end == 8 * (n - 2) + 2
+        assert s.iterations == 2  # the fixpoint: one pass to settle, one to see nothing change
+
+
+def test_graph_external_operand_waits():
+    a = T.load_arch("sm_90")
+    xs = _seq(1)
+    xs[0].ready = 100  # produced elsewhere, still 100 clocks in flight at the first issue
+    s = T.solve_pipeline(xs, a)
+    # its operand read waits until clock 1 + 100; the next instruction issues then
+    # (101), which is 100 on the scale where n independent ops take n clocks
+    assert s.stage(0, T.O) == 101 and s.end == 100
+
+
+def test_graph_blocking_and_branch():
+    a = T.load_arch("sm_90")
+    bar = T.TimedInstr("barrier", "branch", 20, 1, 1, True, False)
+    s = T.solve_pipeline([bar] + _seq(1), a)
+    # the barrier issues at 1, the warp issues again 20 clocks later
+    assert s.stage(1, T.I) == 21
+    br = T.TimedInstr("branch", "branch", 4, 1, 1, False, True)
+    s = T.solve_pipeline([br], a)
+    # executes at 3; the next fetch waits 4 more clocks (7), issue at 8: end 7
+    assert s.end == 7
+
+
+# -- block latencies of real PTX --------------------------------------------------------
+
+
+def test_straight_line_independent_alu_is_issue_bound():
+    # each added independent add.f32 costs one issue slot on the H100 (32 FP32 lanes
+    # per sub-partition), whatever the prologue and the store cost
+    base = block0_latency(straight_line(independent(16)))
+    for extra in (1, 8, 40):
+        assert block0_latency(straight_line(independent(16 + extra))) - base == extra
+
+
+def test_same_block_is_unit_bound_on_a100():
+    # A100: 16 FP32 lanes per sub-partition: two clocks per add.f32
+    base = block0_latency(straight_line(independent(16)), "sm_80")
+    assert block0_latency(straight_line(independent(24)), "sm_80") - base == 16
+
+
+def test_dependent_chain_is_latency_bound():
+    lat = T.load_arch("sm_90").classes["fp32"].latency
+    assert lat == 4
+    base = block0_latency(straight_line(chain(10)))
+    for extra in (1, 5, 20):
+        assert block0_latency(straight_line(chain(10 + extra))) - base == 4 * extra
+
+
+def test_instruction_classes():
+    body = ["div.rn.f32 %f10, %f1, %f2;", "sin.approx.f32 %f11, %f1;", "fma.rn.f32 %f12, %f1, %f2, %f1;",
+            "cvt.rzi.s32.f32 %r1, %f1;", "add.s64 %rd3, %rd2, 4;", "mul.wide.s32 %rd4, %r1, 4;",
+            "popc.b32 %r2, %r1;", "div.s32 %r3, %r1, 3;", "mov.u32 %r4, %tid.x;",
+            "ld.global.v4.f32 {%f13, %f14, %f15, %f16}, [%rd2];", "ld.shared.f32 %f17, [%rd2];",
+            "bar.sync 0;", "shfl.sync.bfly.b32 %r5, %r1, 1, 31, -1;"]
+    text = straight_line(body, ".reg .b32 %r<10>;")
+    prog = prepare(parse_ptx(text), "k", "full")
+    got = {op.opcode: T.classify(op) for op in prog.block_instrs[0]}
+    assert got["div.rn.f32"] == "fp32_div" and got["sin.approx.f32"] == "sfu" and got["fma.rn.f32"] == "fp32"
+    assert got["cvt.rzi.s32.f32"] == "convert" and got["add.s64"] == "int64" and got["mul.wide.s32"] == "int_mul"
+    assert got["popc.b32"] == "int_slow" and got["div.s32"] == "int_div" and got["mov.u32"] == "sreg"
+    assert got["ld.global.v4.f32"] == "ld_global" and got["ld.shared.f32"] == "ld_shared"
+    assert got["bar.sync"] == "barrier" and got["shfl.sync.bfly.b32"] == "shfl"
+    assert got["ld.param.u64"] == "ld_param" and got["st.global.f32"] == "st_global" and got["ret"] == "branch"
+    v4 = next(op for op in prog.block_instrs[0] if op.opcode == "ld.global.v4.f32")
+    assert T.access_bytes(v4) == 16
+    kt = T.KernelTiming(prog, "sm_90")
+    # 16 bytes x 32 lanes through a quarter of 128 B/clk: 16 clocks of the LSU
+    assert kt.timed(v4).occ == 16
+
+
+# -- loops and pairwise overlap ---------------------------------------------------------------
+
+LOOP = HEAD + """
+.visible .entry loop(.param .u64 loop_out, .param .u32 loop_n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .f32 %f<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [loop_out];
+    ld.param.u32 %r1, [loop_n];
+    mov.u32 %r2, 0;
+    mov.f32 %f1, 0f00000000;
+$L_loop:
+    add.f32 %f1, %f1, 0f3F800000;
+    add.s32 %r2, %r2, 1;
+    setp.lt.s32 %p1, %r2, %r1;
+    @%p1 bra $L_loop;
+    cvta.to.global.u64 %rd2, %rd1;
+    st.global.f32 [%rd2], %f1;
+    ret;
+}
+"""
+
+
+def loop_estimate(n, arch="sm_90", grid=1, block=32):
+    emu = Emulator(parse_ptx(LOOP))
+    L = Launch(kernel="loop", grid=grid, block=block, args=["out", n], buffers={"out": np.zeros(1, np.float32)})
+    return T.estimate_run(emu, L, arch=arch), T.emulator_program(emu, L)
+
+
+def test_loop_cost_scales_with_trip_count():
+    lat = {}
+    for n in (1, 5, 10, 20):
+        est, prog = loop_estimate(n)
+        lat[n] = est.warp["latency"]
+        body = next(b for b in est.blocks if b.name == "$L_loop")
+        assert body.warp_executions == n
+    # one iteration after another (the self edge): the loop-carried chain
+    #   add.s32 (issue t, write-back t+4) -> setp (operands t+5, write-back t+8)
+    #   -> @p bra (operands t+9, executes t+10) -> fetch redirect (+4) at t+14 ->
+    #   next add.f32 issues t+15, next add.s32 t+16: 16 clocks per iteration
+    kt = T.KernelTiming(prog, "sm_90")
+    loop_b = next(i for i in range(prog.num_blocks) if prog.cfg.name(i) == "$L_loop")
+    assert kt.pair_cost(loop_b, loop_b) == 16
+    assert lat[5] - lat[1] == 4 * 16 and lat[10] - lat[5] == 5 * 16 and lat[20] - lat[10] == 10 * 16
+
+
+def test_loop_edge_frequencies_are_exact():
+    # entry -> loop once, loop -> loop n-1 times, loop -> exit once (per warp)
+    f = T.edge_frequencies([[1], [1, 2], []], [[], [0, 1], [1]], [3.0, 30.0, 3.0], [0.0, 0.0, 0.0], 3.0, {2})
+    assert f == {(0, 1): 3.0, (1, 1): 27.0, (1, 2): 3.0}
+    # if/else without divergence: each side's count, the join gets both
+    f = T.edge_frequencies([[1, 2], [3], [3], []], [[], [0], [0], [1, 2]], [4.0, 1.0, 3.0, 4.0], [0.0] * 4, 4.0, {3})
+    assert f == {(0, 1): 1.0, (0, 2): 3.0, (1, 3): 1.0, (2, 3): 3.0}
+
+
+OVERLAP = HEAD + """
+.visible .entry ov(.param .u64 ov_in, .param .u64 ov_out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .f32 %f<60>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [ov_in];
+    ld.param.u64 %rd2, [ov_out];
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 100;
+    ld.global.f32 %f1, [%rd1];
+    @%p1 bra $L_use;
+    add.f32 %f2, %f3, %f3;
+    add.f32 %f4, %f3, %f3;
+    add.f32 %f5, %f3, %f3;
+    st.global.f32 [%rd2], %f2;
+    ret;
+$L_use:
+    add.f32 %f6, %f1, %f1;
+    st.global.f32 [%rd2], %f6;
+    ret;
+}
+"""
+
+
+def test_pairwise_overlap_exposes_and_hides_latency():
+    prog = prepare(parse_ptx(OVERLAP), "ov", "full")
+    kt = T.KernelTiming(prog, "sm_90", footprint=1024)  # buffers in L2: loads take the L2 latency
+    names = {prog.cfg.name(i): i for i in range(prog.num_blocks)}
+    a, use, indep = 0, names["$L_use"], 1
+    l2 = T.load_arch("sm_90").memory["l2_latency"]
+    # the block that consumes the load right after it waits for most of its latency ...
+    assert kt.pair_cost(a, use) > l2 - 20
+    # ... the block that does not, runs under it: about its own issue slots
+    assert kt.pair_cost(a, indep) <= kt.block_latency(indep) + 8
+    assert kt.pair_cost(a, indep) < 20
+    # alone, the consumer is conservative: the load was the producer's last-but-one
+    # instruction (one issue slot, the branch, follows it), so it is still in flight
+    assert kt.block_latency(use) >= l2 - 1
+
+
+# -- occupancy --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch,threads,regs,smem,ctas,limiter", [
+    # 256 threads = 8 warps; 64 warps per SM: 8 CTAs (warps); 32 regs x 32 lanes = 1024
+    # registers per warp, 16 warps per quarter register file: 64 warps, no limit
+    ("sm_90", 256, 32, 0, 8, "warps"),
+    # 64 regs: 2048 per warp, 8 warps per quarter: 32 warps = 4 CTAs
+    ("sm_90", 256, 64, 0, 4, "registers"),
+    # 40 regs: 1280 per warp, floor(16384 / 1280) = 12 per quarter: 48 warps = 6 CTAs
+    ("sm_90", 256, 40, 0, 6, "registers"),
+    # 255 regs (max): 8192 per warp, 2 per quarter: 8 warps = 1 CTA of 256 threads
+    ("sm_90", 256, 255, 0, 1, "registers"),
+    # 48 KB shared + 1 KB reserved = 50176 B: floor(233472 / 50176) = 4 CTAs
+    ("sm_90", 256, 16, 48 * 1024, 4, "shared"),
+    # the same on the A100: floor(167936 / 50176) = 3
+    ("sm_80", 256, 16, 48 * 1024, 3, "shared"),
+    # 8000 bytes + 1024 reserved = 9024, rounded to 128: 9088; floor(233472 / 9088) = 25
+    ("sm_90", 64, 16, 8000, 25, "shared"),
+    # 32-thread CTAs: 32 CTAs per SM = 32 warps (50 %)
+    ("sm_90", 32, 16, 0, 32, "ctas"),
+    # 1024 threads = 32 warps: 2 CTAs
+    ("sm_80", 1024, 32, 0, 2, "warps"),
+    # 1024 threads, 33 regs -> 40 after rounding to 8: 1280 per warp, 48 warps: 1 CTA
+    ("sm_80", 1024, 33, 0, 1, "registers"),
+])
+def test_occupancy(arch, threads, regs, smem, ctas, limiter):
+    o = T.occupancy(arch, threads, regs, smem)
+    assert o.ctas_per_sm == ctas
+    assert o.limiter == limiter
+    assert o.warps_per_sm == ctas * math.ceil(threads / 32)
+    assert o.fraction == o.warps_per_sm / 64
+
+
+def test_occupancy_refuses_impossible_launches():
+    with pytest.raises(T.TimingError, match="shared memory"):
+        T.occupancy("sm_80", 128, 16, 200 * 1024)
+    with pytest.raises(T.TimingError, match="threads per CTA"):
+        T.occupancy("sm_90", 2048, 16, 0)
+
+
+def test_registers_from_liveness_and_maxnreg():
+    k = 24
+    body = [f"ld.global.f32 %f{10 + i}, [%rd2+{4 * i}];" for i in range(k)]
+    body += [f"add.f32 %f{40 + i}, %f{40 + i - 1 if i else 10}, %f{11 + i};" for i in range(k - 1)]
+    body += [f"mov.f32 %f1, %f{40 + k - 2};"]
+    prog = prepare(parse_ptx(straight_line(body)), "k", "full")
+    # right after the last load: the address %rd2 (64 bits: 2 registers, live until
+    # the final store) and the 24 loaded values; %rd1 died when cvta read it
+    assert T.max_live_registers(prog) == 2 + k
+    regs, how = T.estimate_registers(prog, "sm_90")
+    assert regs == 2 + k + T.load_arch("sm_90").occupancy["register_reserve"] and how == "SSA liveness"
+    capped = prepare(parse_ptx(straight_line(body, directives="\n.maxnreg 16")), "k", "full")
+    assert T.estimate_registers(capped, "sm_90") == (16, "SSA liveness, capped by .maxnreg")
+
+
+# -- CTAs over SMs: waves, bandwidth bounds (synthetic counts, no emulation) ------------------
+
+COPY = HEAD + """
+.visible .entry copy(.param .u64 copy_x, .param .u64 copy_y)
+{
+    .reg .b32 %r<4>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [copy_x];
+    ld.param.u64 %rd2, [copy_y];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.f32 %f1, [%rd4];
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.f32 [%rd5], %f1;
+    ret;
+}
+"""
+
+
+def synthetic(grid, block=256, count=1 << 20, arch="sm_90"):
+    """Estimate COPY for a launch whose counts are written by hand: one block,
+    every warp runs it once with 32 threads.  ``count`` floats per buffer."""
+    prog = prepare(parse_ptx(COPY), "copy", "full")
+    L = Launch(kernel="copy", grid=grid, block=block, args=["x", "y"],
+               buffers={"x": BufferSpec("x", "float32", count), "y": BufferSpec("y", "float32", count)})
+    counters = np.zeros(abi.BLOCK_COUNTERS * prog.num_blocks + 1, np.int64)
+    warps = L.num_ctas * math.ceil(block / 32)
+    counters[0], counters[1] = warps, L.threads
+    return T.estimate(prog, L, arch, counters=counters)
+
+
+def test_waves_over_sms():
+    one = synthetic(132 * 8)  # 8 CTAs of 8 warps per SM: exactly one wave
+    two = synthetic(132 * 8 * 2)
+    three = synthetic(132 * 8 * 2 + 1)  # one CTA more: a third round on one SM
+    assert (one.waves, two.waves, three.waves) == (1, 2, 3)
+    assert (one.ctas_per_busiest_sm, two.ctas_per_busiest_sm, three.ctas_per_busiest_sm) == (8, 16, 17)
+    assert two.components["sm"] == 2 * one.components["sm"]
+    a = T.load_arch("sm_90")
+    # the last round holds one CTA: one warp-pair per sub-partition, latency-bound
+    single = synthetic(1)
+    assert three.components["sm"] == pytest.approx(two.components["sm"] + single.components["sm"])
+    assert single.components["sm"] == pytest.approx(single.warp["latency"] + a.cta_launch_cycles)
+    assert three.time_us == pytest.approx(three.cycles / a.clock_mhz + a.launch_overhead_us)
+
+
+def test_issue_bound_when_the_sm_is_full():
+    est = synthetic(132 * 8)
+    # 64 warps on 4 sub-partitions: 16 each; every warp issues the block's 9 PTX
+    # instructions (add.s64 counts 2 SASS ops): 11 issue slots
+    assert est.warp["issue_slots"] == 11
+    assert est.components["sm_issue"] == 16 * 11
+    assert est.warp["unit_cycles"]["lsu"] == 8  # a load and a store, 4 clocks each
+
+
+def test_dram_bound_when_buffers_exceed_l2():
+    n = 20_480_000  # 80 MB per buffer: 160 MB > 50 MB of L2
+    est = synthetic(n // 256, count=n)
+    a = T.load_arch("sm_90")
+    assert est.bound == "dram_bandwidth"
+    moved = min(8.0 * n, 2 * 4.0 * n)
+    assert est.cycles == pytest.approx(moved / (a.memory["dram_gbs"] * 1e3 / a.clock_mhz))
+    small = synthetic(n // 256, count=1 << 20)  # buffers that fit in L2: re-reads, no DRAM traffic
+    assert small.memory["dram_bytes"] == 0 and small.bound != "dram_bandwidth"
+
+
+# -- whole launches -----------------------------------------------------------------------
+
+
+def test_estimate_from_a_program_emulates_the_launch():
+    prog = prepare(parse_ptx(LOOP), "loop", "slice")
+    L = Launch(kernel="loop", grid=2, block=64, args=["out", 7], buffers={"out": np.zeros(1, np.float32)})
+    est = T.estimate(prog, L, "sm_80")
+    body = next(b for b in est.blocks if b.name == "$L_loop")
+    assert body.warp_executions == 7 * 4
+    assert est.arch == "sm_80" and est.occupancy.warps_per_cta == 2
+
+
+def test_memory_metrics_make_strided_loads_dearer():
+    def kernel(stride):
+        return HEAD + f"""
+.visible .entry s(.param .u64 s_a)
+{{
+    .reg .b32 %r<4>;
+    .reg .f32 %f<3>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [s_a];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.lo.s32 %r2, %r1, {stride};
+    mul.wide.s32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.f32 %f1, [%rd4];
+    st.global.f32 [%rd4], %f1;
+    ret;
+}}
+"""
+    lsu = {}
+    for stride in (1, 32):
+        emu = Emulator(parse_ptx(kernel(stride)), memory_metrics=True)
+        L = Launch(kernel="s", grid=1, block=32, args=["a"], buffers={"a": np.zeros(32 * 32, np.float32)})
+        est = T.estimate_run(emu, L)
+        lsu[stride] = est.warp["unit_cycles"]["lsu"]
+        assert any("measured sectors" in n for n in est.notes)
+    # coalesced: 4 sectors per request = 4 clocks each; stride 32: 32 sectors = 32 clocks
+    assert lsu[1] == 8 and lsu[32] == 64
+
+
+LAUNCH_FILES = sorted(glob.glob(os.path.join(ROOT, "tests/kernels/launches/*.toml")))
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=[os.path.basename(p) for p in LAUNCH_FILES])
+def test_smoke_project_kernels(path):
+    for L in launches_from_toml(path):
+        emu = Emulator(parse_ptx_file(L.file))
+        r = emu.run(L)
+        for arch in ("sm_90", "sm_80"):
+            est = T.estimate_run(emu, L, r, arch)
+            a = T.load_arch(arch)
+            assert math.isfinite(est.cycles) and est.cycles > 0
+            assert est.time_us == pytest.approx(est.cycles / a.clock_mhz + a.launch_overhead_us)
+            assert est.bound in {"latency", "issue", "l2_bandwidth", "dram_bandwidth"} or est.bound.startswith("unit:")
+            assert 1 <= est.occupancy.ctas_per_sm <= a.occupancy["max_ctas_per_sm"]
+            # every warp-execution of a block is costed: the blocks add up to the warps' latency
+            total = sum(b.cycles for b in est.blocks)
+            assert total == pytest.approx(est.warp["latency"] * est.warp["warps"])
+            inst = sum(b.warp_executions * b.instructions for b in est.blocks)
+            assert inst == r.metrics["inst_executed"]
+            json.dumps(est.as_dict())
+
+
+def _hypa_opt(argv, capsys):
+    from hypa.tools.hypa_opt import main
+
+    code = 0
+    try:
+        main(argv)
+    except SystemExit as e:
+        code = e.code or 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_estimate_time(capsys):
+    toml = os.path.join(ROOT, "tests/kernels/launches/saxpy.toml")
+    ptx = os.path.join(ROOT, "tests/kernels/ptx/saxpy.sm_80.ptx")
+    base = ["--emulate", "--launch", toml, ptx]
+    code, out, err = _hypa_opt(base + ["--format", "json", "--estimate-time=sm_80"], capsys)
+    assert code == 0, err
+    recs = json.loads(out)
+    assert len(recs) == 2 and all(r["time_estimate"]["arch"] == "sm_80" for r in recs)
+    assert recs[0]["time_estimate"]["occupancy"]["ctas_per_sm"] == 8
+    code, out, err = _hypa_opt(base + ["--format", "csv", "--estimate-time"], capsys)
+    header = out.splitlines()[0].split(",")
+    assert header[-4:] == ["est_time_us", "est_cycles", "est_bound", "est_arch"]
+    assert out.splitlines()[1].endswith("sm_90")
+    code, out, err = _hypa_opt(base + ["--estimate-time"], capsys)
+    assert "time estimate (sm_90" in out and "estimated_time" in out
+    # the option's optional value must not swallow the input file
+    code, out, err = _hypa_opt(["--emulate", "--launch", toml, "--estimate-time", ptx], capsys)
+    assert code != 0 and "--estimate-time=ARCH" in err
+
+
+# -- the GPU timing script (its GPU-free parts) and the validation script ------------------
+
+
+def _script(rel):
+    import importlib.util
+
+    name = "_hypa_script_" + os.path.basename(rel)[:-3]
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, rel))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_time_kernels_reads_signatures_and_arguments():
+    tk = _script("benchmarks/gpu/time_kernels.py")
+    ptx = open(os.path.join(ROOT, "tests/kernels/ptx/half_math.sm_80.ptx")).read()
+    sigs = tk.entry_signatures(ptx)
+    name = tk.resolve_kernel(list(sigs), "half2_axpy")
+    assert name.startswith("_Z10half2_axpy")
+    assert sigs[name] == [("b8", 4), ("u64", 1), ("u64", 1), ("u32", 1)]
+    assert tk.scalar_argument("b8", 4, 0x3C003C00).dtype == np.uint32
+    assert tk.scalar_argument("f32", 1, 2.5) == np.float32(2.5)
+    assert tk.scalar_argument("u32", 1, -1) == np.uint32(0xFFFFFFFF)
+    assert tk.scalar_argument("s32", 1, -7) == np.int32(-7)
+    items = tk.plan([os.path.join(ROOT, "tests/kernels/launches/saxpy.toml"),
+                     os.path.join(ROOT, "tests/kernels/launches/printf.toml")])
+    assert [it["status"] for it in items] == ["ok", "ok", "skipped: calls printf"]
+    assert items[0]["kernel"] == "saxpy" and items[0]["toml"] == "tests/kernels/launches/saxpy.toml"
+    with pytest.raises(ValueError, match="no kernel"):
+        tk.resolve_kernel(list(sigs), "nope")
+
+
+def test_timing_validate_errors_and_summary():
+    tv = _script("benchmarks/timing_validate.py")
+    # measured times made from the estimates: twice the estimate, and equal to it
+    emu = Emulator(parse_ptx_file(os.path.join(ROOT, "tests/kernels/ptx/saxpy.sm_80.ptx")))
+    Ls = launches_from_toml(os.path.join(ROOT, "tests/kernels/launches/saxpy.toml"))
+    est = [T.estimate_run(emu, L).time_us for L in Ls]
+    data = {"empty_kernel": {"median_us": 1.0}, "kernels": [
+        {"toml": "tests/kernels/launches/saxpy.toml", "launch_index": 0, "median_us": 2 * est[0]},
+        {"toml": "tests/kernels/launches/saxpy.toml", "launch_index": 1, "median_us": est[1]},
+        {"toml": "tests/kernels/launches/printf.toml", "launch_index": 0, "status": "skipped: calls printf"}]}
+    rows, skipped = tv.compare(data, "sm_90")
+    assert [round(r.error_pct, 6) for r in rows] == [-50.0, 0.0]
+    assert skipped == ["tests/kernels/launches/printf.toml[0]: skipped: calls printf"]
+    s = tv.summarize(rows)["total"]
+    assert s["n"] == 2 and s["median_abs_error_pct"] == pytest.approx(25.0) and s["worst_abs_error_pct"] == pytest.approx(50.0)
+    text = tv.render(rows, tv.summarize(rows), skipped, "sm_90", "median_us")
+    assert "median |error| 25.0 %" in text and "saxpy.toml[0]" in text
+
+
+def test_reuse_hit_model():
+    # 8 KB of buffers, a million reads of 4 bytes: all but the first touch of each
+    # byte are re-reads, timed as L1 hits; first touches hit L2 (the data fit in it)
+    est = synthetic(132 * 8, count=1024)
+    a = T.load_arch("sm_90")
+    read = 132 * 8 * 256 * 4
+    hit = 1 - 8192 / read
+    assert est.memory["read_bytes"] == read and est.memory["reuse_hit_rate"] == pytest.approx(hit)
+    m = a.memory
+    assert est.memory["global_load_latency"] == pytest.approx(hit * m["l1_latency"] + (1 - hit) * m["l2_latency"])
+    # one read per byte: no reuse, L2 latency
+    est = synthetic(1, count=256)
+    assert est.memory["reuse_hit_rate"] == 0 and est.memory["global_load_latency"] == m["l2_latency"]
