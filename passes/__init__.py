@@ -15,6 +15,7 @@ _PASSES = {
     "slice-branches": ("slice", "SliceBranches"),
     "count-instructions": ("count", "CountInstructions"),
     "print-cfg-dot": ("cfg_dot", "PrintCFGDot"),
+    "instrument-block-counters": ("instrument", "InstrumentBlockCounters"),
 }
 
 

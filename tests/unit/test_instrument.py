@@ -1,0 +1,281 @@
+"""instrument-block-counters: the instrumented PTX, run in our own emulator
+(full mode), must count exactly what the emulator counts for the original.
+
+The counters array is a module ``.global`` variable, which the emulator
+allocates like the GPU does; ``LaunchResult.globals`` returns it.  Thread
+counts are model-independent; warp and divergent counts agree here because
+both runs use the emulator's IPDOM model (on a GPU they may not: DESIGN.md 7).
+
+The launches are those of ``tests/kernels/launches`` and
+``benchmarks/gpu/launches/extra.toml`` -- the same ones the GPU harness runs.
+Kernels whose emulator compile takes long (cold cache) run only with
+``HYPA_SLOW_TESTS=1``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from hypa.passes.instrument import COUNTER_SYMBOL, CounterMap, InstrumentError, instrument_module, instrument_ptx
+from hypa.ptxdialect import parse_ptx
+from hypa.runtime.emulator import Emulator
+from hypa.runtime.launch import Launch, launches_from_toml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAUNCH_FILES = sorted(glob.glob(os.path.join(ROOT, "tests", "kernels", "launches", "*.toml"))) + [
+    os.path.join(ROOT, "benchmarks", "gpu", "launches", "extra.toml")
+]
+#: kernels whose two emulator compiles (original + instrumented) take over ~15 s on a cold cache
+SLOW = {"conv2d", "double_math", "softmax", "switch_dense", "layernorm", "gemm_tiled", "spmv_csr"}
+SLOW_OK = os.environ.get("HYPA_SLOW_TESTS") == "1"
+
+
+def _cases():
+    out = []
+    for path in LAUNCH_FILES:
+        if not os.path.exists(path):
+            continue
+        try:
+            launches = launches_from_toml(path)
+        except Exception:  # another test owns the launch files' validity
+            continue
+        stem = os.path.splitext(os.path.basename(path))[0]
+        for i, ln in enumerate(launches):
+            base = os.path.basename(ln.file or "").split(".")[0]
+            marks = [pytest.mark.skipif(not SLOW_OK, reason="slow compile: set HYPA_SLOW_TESTS=1")] if base in SLOW else []
+            out.append(pytest.param(path, i, id=f"{stem}[{i}]:{ln.kernel}", marks=marks))
+    return out
+
+
+def run_pair(text: str, launch: Launch):
+    """Run the original in full mode, then the instrumented module; return
+    (reference result, decoded counters, counter map, instrumented result)."""
+    try:
+        ref = Emulator(parse_ptx(text), "full", exact_predicates=True).run(launch)
+    except Exception as e:  # the emulator's gap, not the instrumentation's
+        pytest.skip(f"the emulator cannot run the original kernel: {type(e).__name__}: {str(e)[:200]}")
+    itext, cmap = instrument_ptx(text)
+    got = Emulator(parse_ptx(itext), "full").run(launch)
+    raw = got.globals[COUNTER_SYMBOL]
+    counters = np.frombuffer(raw.tobytes(), np.uint64)[: cmap.slots]
+    dec = cmap.decode(counters)
+    dec["metrics"] = cmap.metrics(counters)
+    return ref, dec, cmap, got
+
+
+METRICS = ("inst_executed", "thread_inst_executed", "not_predicated_off_thread_inst_executed", "flop_count_sp",
+           "flop_count_dp", "flop_count_hp", "flop_count_special", "branch", "divergent_branch")
+
+
+def assert_counts_match(ref, dec) -> None:
+    blocks = {(b["function"], b["index"]): b for b in dec["blocks"]}
+    branches = {(b["function"], b["block"]): b for b in dec["branches"]}
+    problems = []
+    for b in ref.metrics.blocks:
+        g = blocks.get((b.function, b.block))
+        if g is None:
+            if b.warps or b.threads:
+                problems.append(f"{b.function}:{b.name} executed but not instrumented")
+            continue
+        if g["threads"] != b.threads:
+            problems.append(f"{b.function}:{b.name} threads {g['threads']} != {b.threads}")
+        if g["warps"] != b.warps:
+            problems.append(f"{b.function}:{b.name} warps {g['warps']} != {b.warps}")
+        r = branches.get((b.function, b.block))
+        if r is not None:
+            if r["executed"] != b.warps:
+                problems.append(f"{b.function}:{b.name} branch executed {r['executed']} != {b.warps}")
+            if r["divergent"] != b.divergent:
+                problems.append(f"{b.function}:{b.name} divergent {r['divergent']} != {b.divergent}")
+    for k in METRICS:
+        if dec["metrics"][k] != ref.metrics.values[k]:
+            problems.append(f"{k}: counters give {dec['metrics'][k]}, the emulator {ref.metrics.values[k]}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path,index", _cases())
+def test_instrumented_kernel_counts_like_the_emulator(path, index):
+    launch = launches_from_toml(path)[index]
+    with open(launch.file) as f:
+        text = f.read()
+    ref, dec, cmap, got = run_pair(text, launch)
+    assert_counts_match(ref, dec)
+    # the instrumentation does not change what the kernel computes
+    for name, arr in ref.buffers.items():
+        assert np.array_equal(arr.view(np.uint8), got.buffers[name].view(np.uint8)), f"buffer {name} differs"
+    assert sum(b["threads"] for b in dec["blocks"]) > 0
+
+
+# ---------------------------------------------------------------------------
+# Hand-made cases: negated guards, a branch to its own fall-through, guarded brx.idx
+# ---------------------------------------------------------------------------
+
+HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
+
+EDGE = HEAD + """
+.visible .entry edge(.param .u64 edge_out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    .reg .f32 %f<4>;
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 3;
+    setp.lt.u32 %p1, %r1, 40;
+    setp.ne.u32 %p2, %r2, 0;
+    cvt.rn.f32.u32 %f1, %r1;
+    @%p2 fma.rn.f32 %f2, %f1, %f1, %f1;
+    @!%p1 add.f32 %f3, %f1, %f1;
+    @%p2 bra $L_next;
+$L_next:
+    mov.u32 %r3, 7;
+    $L_tab: .branchtargets $L_a, $L_b, $L_c, $L_c;
+    @!%p1 brx.idx %r2, $L_tab;
+    mov.u32 %r3, 100;
+    bra.uni $L_join;
+$L_a:
+    mov.u32 %r3, 1;
+    bra.uni $L_join;
+$L_b:
+    mov.u32 %r3, 2;
+    bra.uni $L_join;
+$L_c:
+    mov.u32 %r3, 3;
+$L_join:
+    setp.gt.u32 %p3, %r1, 100;
+    @%p3 brx.idx %r2, $L_tab;
+    ld.param.u64 %rd1, [edge_out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("block", [32, 64, 96])
+def test_negated_guarded_brx_and_self_target_branch(block):
+    out = np.zeros(block, np.uint32)
+    launch = Launch(kernel="edge", grid=2, block=block, args=["out"], buffers={"out": out})
+    ref, dec, cmap, _ = run_pair(EDGE, launch)
+    assert_counts_match(ref, dec)
+    by_text = {b["text"]: b for b in dec["branches"]}
+    assert by_text["@%p2 bra $L_next;"]["divergent"] == 0  # both ways lead to $L_next
+    assert [b["same_target"] for b in cmap.branches] == [True, False, False]
+    lanes = {g["text"]: g["lanes_true"] for g in dec["guards"]}
+    threads = 2 * block
+    assert lanes["@%p2 fma.rn.f32 %f2, %f1, %f1, %f1;"] == threads * 3 // 4
+    assert lanes["@!%p1 add.f32 %f3, %f1, %f1;"] == 2 * max(0, block - 40)
+    assert dec["metrics"]["flop_count_sp"] == 2 * threads * 3 // 4 + 2 * max(0, block - 40)
+    brx = by_text["@!%p1 brx.idx %r2, $L_tab;"]
+    # lanes >= 40 split four ways, lanes < 40 fall through: divergent in every warp holding lanes >= 40
+    assert brx["divergent"] == sum(1 for w in range(block // 32) if w * 32 + 31 >= 40) * 2
+    # @%p3 brx.idx: no lane > 100 with these blocks, so no warp diverges
+    assert by_text["@%p3 brx.idx %r2, $L_tab;"]["divergent"] == 0
+
+
+def test_counter_map_slots_are_distinct_and_dense():
+    module = parse_ptx(EDGE)
+    cmap = instrument_module(module)
+    slots = [s for b in cmap.blocks for s in (b["warp_slot"], b["thread_slot"])]
+    slots += [s for b in cmap.branches for s in (b["executed_slot"], b["divergent_slot"], b["taken_slot"]) if s is not None]
+    slots += [g["slot"] for g in cmap.guards]
+    assert sorted(slots) == list(range(cmap.slots))
+    again = CounterMap.from_dict(cmap.as_dict())
+    assert again == cmap
+    dec = again.decode([0] * cmap.slots)
+    assert len(dec["blocks"]) == len(cmap.blocks) and len(dec["branches"]) == 3
+
+
+def test_registers_avoid_the_kernels_names_and_old_versions_are_raised():
+    text = EDGE.replace(".version 8.0", ".version 6.0").replace(".reg .b64 %rd<4>;", ".reg .b64 %rd<4>;\n    .reg .b32 %hypa_x;")
+    module = parse_ptx(text)
+    cmap = instrument_module(module)
+    from hypa.ptxdialect.printer import module_to_ptx
+
+    out = module_to_ptx(module)
+    assert "%hypa1_mask" in out and "activemask.b32 %hypa_" not in out
+    assert ".version 6.2" in out and any("6.2" in n for n in cmap.notes)
+
+
+def test_refuses_a_module_instrumented_twice_and_ssa_form():
+    module = parse_ptx(EDGE)
+    instrument_module(module)
+    with pytest.raises(InstrumentError, match="already declares"):
+        instrument_module(module)
+    from xdsl.context import Context
+
+    from hypa.passes.ssa import PTXToSSA
+
+    m2 = parse_ptx(EDGE)
+    PTXToSSA().apply(Context(), m2)
+    with pytest.raises(InstrumentError, match="register form"):
+        instrument_module(m2)
+
+
+def test_unreachable_blocks_get_no_counters():
+    text = HEAD + """
+.visible .entry u(.param .u64 u_out)
+{
+    .reg .b32 %r<3>;
+    ret;
+$L_dead:
+    mov.u32 %r1, 1;
+    ret;
+}
+"""
+    cmap = instrument_module(parse_ptx(text))
+    assert [b["name"] for b in cmap.blocks] == ["bb0"]
+
+
+# ---------------------------------------------------------------------------
+# ptxas accepts the output for the file's target
+# ---------------------------------------------------------------------------
+
+PTX_FILES = sorted(glob.glob(os.path.join(ROOT, "tests", "kernels", "ptx", "**", "*.ptx"), recursive=True))
+
+
+def _older_ptxas() -> str | None:
+    """CUDA 12's ptxas from the nvidia-cuda-nvcc-cu12 wheel, if installed: it still
+    knows sm_52 and sm_70, which CUDA 13 dropped (tests/kernels/README.md)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
+    except (ImportError, ValueError):
+        return None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        exe = os.path.join(loc, "bin", "ptxas")
+        if os.access(exe, os.X_OK):
+            return exe
+    return None
+
+
+def _ptxas(path: str, arch: str, exe: str = "ptxas") -> subprocess.CompletedProcess:
+    return subprocess.run([exe, f"-arch={arch}", "-c", path, "-o", os.devnull], capture_output=True, text=True)
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")
+@pytest.mark.parametrize("path", PTX_FILES, ids=lambda p: os.path.relpath(p, os.path.join(ROOT, "tests", "kernels", "ptx")))
+def test_instrumented_ptx_assembles(path, tmp_path):
+    with open(path) as f:
+        text = f.read()
+    arch = re.search(r"^\s*\.target\s+(\w+)", text, re.M).group(1)  # type: ignore[union-attr]
+    exe = "ptxas"
+    if _ptxas(path, arch).returncode != 0:
+        exe = _older_ptxas() or ""
+        if not exe or _ptxas(path, arch, exe).returncode != 0:
+            pytest.skip(f"no ptxas here assembles the original for {arch}")
+    out, cmap = instrument_ptx(text)
+    dst = tmp_path / "instrumented.ptx"
+    dst.write_text(out)
+    r = _ptxas(str(dst), arch, exe)
+    assert r.returncode == 0, r.stderr
+    assert cmap.slots >= 2
