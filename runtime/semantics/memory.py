@@ -60,10 +60,7 @@ def ld(e) -> None:
         a = addr if k == 0 else e.b.add(addr, e.splat(k * bits // 8, i64))
         values.append(e.load(space, a, bits, e.exec_mask, kind))
     signed = is_signed(t)
-    if n == 1:
-        e.dst(0, values[0], signed)
-    else:
-        e.dst_elements(0, values, signed)
+    e.dst_elements(0, values, signed)
 
 
 @rule("st")
@@ -73,7 +70,9 @@ def st(e) -> None:
     bits = type_bits(t)
     kind, addr, _base = e.address(0)
     space = _space(e, kind)
-    vals = e.src_elements(1, bits) if n > 1 else [e.src(1, bits)]
+    vals = e.src_elements(1, bits)  # also ``{%r1}``: a one-element vector (Triton)
+    if len(vals) != n:
+        raise e.fail(f"stores {n} elements, the source has {len(vals)}")
     for k, v in enumerate(vals):
         a = addr if k == 0 else e.b.add(addr, e.splat(k * bits // 8, i64))
         e.store(space, a, v, e.exec_mask, kind)
@@ -87,37 +86,52 @@ def prefetch(e) -> None:
 
 
 _RMW = {".add": "add", ".and": "and", ".or": "or", ".xor": "xor", ".exch": "xchg"}
+_ATOMIC_OPS = (".and", ".or", ".xor", ".cas", ".exch", ".add", ".inc", ".dec", ".min", ".max")
+#: 16-bit float formats: (exponent bits, fraction bits)
+_HALF_FORMATS = {".f16": (5, 10), ".bf16": (8, 7)}
+_PACKED = {".f16x2": ".f16", ".bf16x2": ".bf16"}
 
 
 def _atomic(e, returns: bool) -> None:
+    """atom / red, scalar or vector (``.v2/.v4/.v8``: each element its own atomic),
+    serialized in lane order with host atomics."""
     b = e.b
     t = _elem_type(e)
     bits = type_bits(t)
-    op = next((m for m in e.mods if m in (".and", ".or", ".xor", ".cas", ".exch", ".add", ".inc", ".dec", ".min", ".max")), None)
+    op = next((m for m in e.mods if m in _ATOMIC_OPS), None)
     if op is None:
         raise e.fail("needs an atomic operation")
+    is_float = t in FLOAT_KIND or t in _PACKED
+    if is_float and op not in (".add", ".min", ".max", ".exch", ".cas"):
+        raise e.fail(f"{op} on {t} is not an atomic operation")
+    if (t in _HALF_FORMATS or t in _PACKED) and op in (".min", ".max"):
+        raise e.fail(f"atomic {op} on {t} is not emulated yet")
     ai = 1 if returns else 0
     kind, addr, _base = e.address(ai)
     space = _space(e, kind)
-    ptrs = e.host_pointers(space, addr, bits // 8, e.exec_mask, kind)
-    val = e.src(ai + 1, bits, is_signed(t))
+    signed = is_signed(t)
+    vals = e.src_elements(ai + 1, bits, signed)
     cmpv = e.src(ai + 2, bits) if op == ".cas" else None
-    is_float = t in FLOAT_KIND
     ity = ir.IntType(bits)
-    result = ir.Constant(vec(ity), [0] * LANES)
-    res_slot = entry_alloca(e, vec(ity))
-    b.store(result, res_slot)
-    for lane in range(LANES):
-        li = ir.Constant(i32, lane)
-        on = b.extract_element(e.exec_mask, li)
-        with b.if_then(on):
-            p = b.extract_element(ptrs, li)
-            v = b.extract_element(val, li)
-            old = _atomic_lane(e, op, t, p, v, None if cmpv is None else b.extract_element(cmpv, li), is_float, ity)
-            cur = b.load(res_slot, typ=vec(ity))
-            b.store(b.insert_element(cur, old, li), res_slot)
+    results = []
+    for k, val in enumerate(vals):
+        a = addr if k == 0 else b.add(addr, e.splat(k * bits // 8, i64))
+        ptrs = e.host_pointers(space, a, bits // 8, e.exec_mask, kind)
+        res_slot = entry_alloca(e, vec(ity))
+        b.store(ir.Constant(vec(ity), [0] * LANES), res_slot)
+        for lane in range(LANES):
+            li = ir.Constant(i32, lane)
+            on = b.extract_element(e.exec_mask, li)
+            with b.if_then(on):
+                p = b.extract_element(ptrs, li)
+                v = b.extract_element(val, li)
+                c = None if cmpv is None else b.extract_element(cmpv, li)
+                old = _atomic_lane(e, op, t, p, v, c, is_float, ity)
+                cur = b.load(res_slot, typ=vec(ity))
+                b.store(b.insert_element(cur, old, li), res_slot)
+        results.append(b.load(res_slot, typ=vec(ity)))
     if returns:
-        e.dst(0, b.load(res_slot, typ=vec(ity)), is_signed(t))
+        e.dst_elements(0, results, signed)
 
 
 def _atomic_lane(e, op, t, p, v, c, is_float, ity):
@@ -128,7 +142,7 @@ def _atomic_lane(e, op, t, p, v, c, is_float, ity):
         # atom.cas d, [a], b, c: d = *a; *a = (*a == b) ? c : *a
         pair = b.cmpxchg(p, v, c, order, order)
         return b.extract_value(pair, 0)
-    if op in _RMW and not (is_float and op == ".add"):
+    if op == ".exch" or (op in _RMW and not is_float):
         return b.atomic_rmw(_RMW[op], p, v, order)
     if op in (".min", ".max") and not is_float:
         name = ("min" if op == ".min" else "max") if is_signed(t) else ("umin" if op == ".min" else "umax")
@@ -148,10 +162,19 @@ def _atomic_lane(e, op, t, p, v, c, is_float, ity):
     elif op == ".dec":
         wrap = b.or_(b.icmp_unsigned("==", old, ir.Constant(ity, 0)), b.icmp_unsigned(">", old, v))
         new = b.select(wrap, v, b.sub(old, ir.Constant(ity, 1)))
+    elif t in _HALF_FORMATS:  # .add.noftz: exact in f64, one rounding, subnormals kept
+        new = _half_add(b, old, v, _HALF_FORMATS[t])
+    elif t in _PACKED:
+        fmt = _HALF_FORMATS[_PACKED[t]]
+        i16 = ir.IntType(16)
+        halves = []
+        for sh in (0, 16):
+            x = b.trunc(b.lshr(old, ir.Constant(ity, sh)), i16)
+            y = b.trunc(b.lshr(v, ir.Constant(ity, sh)), i16)
+            halves.append(b.zext(_half_add(b, x, y, fmt), ity))
+        new = b.or_(halves[0], b.shl(halves[1], ir.Constant(ity, 16)))
     else:
-        ft = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}[bits]
-        if t == ".bf16":
-            raise e.fail("bf16 atomics are not emulated yet")
+        ft = {32: ir.FloatType(), 64: ir.DoubleType()}[bits]
         of, vf = b.bitcast(old, ft), b.bitcast(v, ft)
         if op == ".add":
             nf = b.fadd(of, vf)
@@ -165,6 +188,64 @@ def _atomic_lane(e, op, t, p, v, c, is_float, ity):
     b.cbranch(ok, done, loop)
     b.position_at_end(done)
     return seen
+
+
+def _half_to_f64(b: ir.IRBuilder, h: ir.Value, fmt: tuple[int, int]) -> ir.Value:
+    """16-bit float bits (i16) -> double, exactly (scalar integer arithmetic: no
+    dependence on the host's half-precision support)."""
+    eb, mb = fmt
+    bias = (1 << (eb - 1)) - 1
+    x = b.zext(h, i64)
+    sign = b.shl(b.lshr(x, ir.Constant(i64, 15)), ir.Constant(i64, 63))
+    ex = b.and_(b.lshr(x, ir.Constant(i64, mb)), ir.Constant(i64, (1 << eb) - 1))
+    man = b.and_(x, ir.Constant(i64, (1 << mb) - 1))
+    normal = b.or_(b.shl(b.add(ex, ir.Constant(i64, 1023 - bias)), ir.Constant(i64, 52)), b.shl(man, ir.Constant(i64, 52 - mb)))
+    special = b.or_(ir.Constant(i64, 0x7FF << 52), b.shl(man, ir.Constant(i64, 52 - mb)))
+    dt = ir.DoubleType()
+    sub = b.bitcast(b.fmul(b.uitofp(man, dt), ir.Constant(dt, 2.0 ** (1 - bias - mb))), i64)
+    mag = b.select(b.icmp_unsigned("==", ex, ir.Constant(i64, 0)), sub,
+                   b.select(b.icmp_unsigned("==", ex, ir.Constant(i64, (1 << eb) - 1)), special, normal))
+    return b.bitcast(b.or_(mag, sign), dt)
+
+
+def _f64_to_half(b: ir.IRBuilder, d: ir.Value, fmt: tuple[int, int]) -> ir.Value:
+    """double -> 16-bit float bits (i16), round to nearest even, subnormals kept,
+    overflow to infinity, NaN -> the canonical 0x7FFF."""
+    eb, mb = fmt
+    bias = (1 << (eb - 1)) - 1
+    C = lambda v: ir.Constant(i64, v)  # noqa: E731
+    x = b.bitcast(d, i64)
+    sign = b.shl(b.lshr(x, C(63)), C(15))
+    ex = b.and_(b.lshr(x, C(52)), C(0x7FF))
+    frac = b.and_(x, C((1 << 52) - 1))
+    is_nan = b.and_(b.icmp_unsigned("==", ex, C(0x7FF)), b.icmp_unsigned("!=", frac, C(0)))
+    M = b.select(b.icmp_unsigned("==", ex, C(0)), C(0), b.or_(frac, C(1 << 52)))  # f64 subnormals: far below
+    e_unb = b.sub(ex, C(1023))
+    emin = 1 - bias
+    # shift M (53 bits) down to mb + 1 bits, more below the normal range
+    below = b.sub(C(emin), e_unb)  # > 0: subnormal in the target format
+    shift = b.add(C(52 - mb), b.select(b.icmp_signed(">", below, C(0)), below, C(0)))
+    shift = b.select(b.icmp_signed(">", shift, C(63)), C(63), shift)
+    q = b.lshr(M, shift)
+    r = b.and_(M, b.sub(b.shl(C(1), shift), C(1)))
+    half = b.shl(C(1), b.sub(shift, C(1)))
+    up = b.or_(b.icmp_unsigned(">", r, half), b.and_(b.icmp_unsigned("==", r, half), b.icmp_unsigned("==", b.and_(q, C(1)), C(1))))
+    q = b.add(q, b.zext(up, i64))
+    biased = b.add(e_unb, C(bias - 1))
+    biased = b.select(b.icmp_signed(">", biased, C(0)), biased, C(0))
+    mag = b.add(b.shl(biased, C(mb)), q)
+    inf = C(((1 << eb) - 1) << mb)
+    big = b.or_(b.icmp_signed(">", e_unb, C(bias)), b.icmp_unsigned(">=", mag, inf))
+    mag = b.select(big, inf, mag)
+    res = b.select(is_nan, C(0x7FFF), b.or_(mag, sign))
+    return b.trunc(res, ir.IntType(16))
+
+
+def _half_add(b: ir.IRBuilder, x: ir.Value, y: ir.Value, fmt: tuple[int, int]) -> ir.Value:
+    """x + y on 16-bit float bits: the sum is exact in f64 (or off by far less than
+    half an ulp of the result), then rounded once."""
+    s = b.fadd(_half_to_f64(b, x, fmt), _half_to_f64(b, y, fmt))
+    return _f64_to_half(b, s, fmt)
 
 
 @rule("atom")

@@ -43,9 +43,9 @@ def shfl(e) -> None:
     maxlane = b.or_(b.and_(lane, segmask), b.and_(clamp, b.not_(segmask)))
     minlane = b.and_(lane, segmask)
     mode = next(m for m in e.mods if m in (".up", ".down", ".bfly", ".idx"))
-    if mode == ".up":
+    if mode == ".up":  # the ISA: pval = (j >= maxLane); the usual c = 0 makes it the segment start
         j = b.sub(lane, bb)
-        ok = b.icmp_signed(">=", j, minlane)
+        ok = b.icmp_signed(">=", j, maxlane)
     elif mode == ".down":
         j = b.add(lane, bb)
         ok = b.icmp_signed("<=", j, maxlane)
@@ -57,10 +57,9 @@ def shfl(e) -> None:
         ok = b.icmp_signed("<=", j, maxlane)
     j = b.select(ok, j, lane)
     j = b.and_(j, e.splat(31, i32))
-    if sync:
-        members = _membermask(e, 4)
-        jbit = b.and_(b.lshr(b.bitcast(members, i32) if False else e.src(4, 32), j), e.splat(1, i32))
-        del jbit, members
+    # shfl.sync: reading a lane that is not in membermask (or not active) is
+    # undefined in the ISA; the emulator reads that lane's register as it is
+    del sync
     r = _permute(e, a, j)
     e.dst_pair(0, r, ok)
 
@@ -109,8 +108,8 @@ def match(e) -> None:
         return
     mbits = e.wg.splat_value(b.bitcast(members, i32))
     all_same = b.icmp_unsigned("==", eq_masks, mbits)
-    anyall = b.extract_element(all_same, ir.Constant(i32, 0))
-    for lane in range(1, LANES):
+    anyall = ir.Constant(i1, 1)
+    for lane in range(LANES):
         anyall = b.and_(anyall, b.or_(b.extract_element(all_same, ir.Constant(i32, lane)), b.not_(b.extract_element(members, ir.Constant(i32, lane)))))
     res = b.select(e.wg.splat_value(anyall), mbits, e.splat(0, i32))
     e.dst_pair(0, res, e.wg.splat_value(anyall))
@@ -194,10 +193,16 @@ def _wmma_space(e) -> str:
     return "generic"
 
 
-def _frag_elements(nregs: int, ebits: int) -> tuple[int, int, int]:
-    """(register bits, elements per register, elements per lane)."""
+def _frag_elements(nregs: int, ebits: int, e=None, rows: int = 0, cols: int = 0, replicated: bool = False) -> tuple[int, int, int]:
+    """(register bits, elements per register, elements per lane); with ``e``,
+    checks the register count the ISA gives a rows x cols fragment (f16 A and B
+    fragments are 8 registers for every shape: some hold elements twice or 4 times)."""
     rbits = 64 if ebits == 64 else 32
     per = max(1, rbits // ebits)
+    if e is not None:
+        need = 8 if replicated else max(1, rows * cols // (LANES * per))
+        if nregs != need:
+            raise e.fail(f"a {rows}x{cols} fragment needs {need} registers, not {nregs}")
     return rbits, per, nregs * per
 
 
@@ -233,7 +238,11 @@ def _contiguous(which, rows, cols, col_major: bool, F: int, per: int) -> bool:
 
 def _wmma_stride(e, k: int, rows: int, cols: int, col_major: bool) -> ir.Value:
     if k < len(e.args):
-        return e.src(k, 64, True) if e.args[k][0] != "imm" else e.splat(e.imm_bits(e.args[k][1], 64), i64)
+        if e.args[k][0] == "imm":  # an integer whatever the fragment's type
+            from hypa.ptxdialect.operands import parse_int_immediate
+
+            return e.splat(parse_int_immediate(e.args[k][1]), i64)
+        return e.b.zext(e.src(k, 32), vec(i64))
     return e.splat(rows if col_major else cols, i64)
 
 
@@ -284,8 +293,8 @@ def wmma_load(e) -> None:
         raise e.fail("needs .a, .b or .c")
     ebits = _wmma_type(e, e.types[-1])
     nregs = len(e.elements(0))
-    rbits, per, F = _frag_elements(nregs, ebits)
     rows, cols = _wmma_dims(which, _wmma_shape(e))
+    rbits, per, F = _frag_elements(nregs, ebits, e, rows, cols, which in ("a", "b") and e.types[-1] == ".f16")
     ptrs = _wmma_pointers(e, which, 1, 2, ebits, F, e.exec_mask)
     rty = ir.IntType(rbits)
     whole = _contiguous(which, rows, cols, ".col" in e.mods, F, per)
@@ -309,8 +318,8 @@ def wmma_store(e) -> None:
     b = e.b
     ebits = _wmma_type(e, e.types[-1])
     nregs = len(e.elements(1))
-    rbits, per, F = _frag_elements(nregs, ebits)
     rows, cols = _wmma_dims("d", _wmma_shape(e))
+    rbits, per, F = _frag_elements(nregs, ebits, e, rows, cols)
     ptrs = _wmma_pointers(e, "d", 0, 2, ebits, F, e.exec_mask)
     whole = _contiguous("d", rows, cols, ".col" in e.mods, F, per)
     regs = e.src_elements(1, rbits)
@@ -323,14 +332,15 @@ def wmma_store(e) -> None:
             _masked_scatter(e, v, ptrs[r * per + p], e.exec_mask)
 
 
-def _frag_values(e, k: int, t: str, comp: ir.Type) -> tuple[list[ir.Value], int]:
-    """The elements of fragment operand k (type t) as ``comp`` lanes, and F."""
+def _frag_values(e, k: int, t: str, comp: ir.Type, rows: int = 0, cols: int = 0) -> tuple[list[ir.Value], int]:
+    """The elements of fragment operand k (type t) as ``comp`` lanes, and F (the
+    register count is checked against a rows x cols WMMA fragment when given)."""
     from . import floating as fp
 
     b = e.b
     ebits = _WMMA_ELEM_BITS[t]
     nregs = len(e.elements(k))
-    rbits, per, F = _frag_elements(nregs, ebits)
+    rbits, per, F = _frag_elements(nregs, ebits, e if rows else None, rows, cols, k in (1, 2) and t == ".f16")
     out = []
     for reg in e.src_elements(k, rbits):
         for p in range(per):
@@ -377,32 +387,17 @@ def _scalar_loop(b: ir.IRBuilder, n: int, name: str):
     return i, close
 
 
-@rule("wmma.mma")
-def wmma_mma(e) -> None:
+def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
+    """D = A * B + C for one warp.  ``frags``: the element lanes of A, B and C (in
+    register order, low half first); ``coords``: for A, B and C/D, a function
+    (lane, element) -> (row, column).  Writes operand 0."""
     b = e.b
-    for m in (".xor", ".and", ".popc"):
-        if m in e.mods:
-            raise e.fail("single-bit (.b1) wmma.mma is not emulated")
-    types = e.types
-    if len(types) == 2:
-        dt, at, bt, ct = types[0], ".f16", ".f16", types[1]
-    elif len(types) == 4:
-        dt, at, bt, ct = types
-    else:
-        raise e.fail("expects .dtype.ctype or .dtype.atype.btype.ctype")
-    for t in (dt, at, bt, ct):
-        _wmma_type(e, t)
-    m, n, k = _wmma_shape(e)
+    m, n, k = shape
+    at, bt, ct, dt = types
+    av, bv, cv = frags
     is_int = at in (".s8", ".u8")
     comp = ir.IntType(64) if is_int else (ir.DoubleType() if at == ".f64" else ir.FloatType())
     esz = 4 if isinstance(comp, ir.FloatType) else 8
-    av, fa = _frag_values(e, 1, at, comp)
-    bv, fb = _frag_values(e, 2, bt, comp)
-    cv, fc = _frag_values(e, 3, ct, comp)
-    layouts = [m_ == ".col" for m_ in e.mods if m_ in (".row", ".col")]
-    if len(layouts) != 2:
-        raise e.fail("needs the layouts of A and B (.row/.col twice)")
-    bufs = []
     all_lanes = ir.Constant(ir.VectorType(i1, LANES), [1] * LANES)
     vptr = ir.VectorType(ir.PointerType(), LANES)
     vt = vec(comp)
@@ -410,24 +405,23 @@ def wmma_mma(e) -> None:
     scatter = e.wg.intrinsic(f"llvm.masked.scatter.v32{tname}.v32p0", ir.VoidType(), [vt, vptr, ir.VectorType(i1, LANES)])
     gather = e.wg.intrinsic(f"llvm.masked.gather.v32{tname}.v32p0", vt, [vptr, ir.VectorType(i1, LANES), vt])
     # the fragments, row-major in a buffer each (the C buffer becomes D)
-    frags = (("a", av, fa, (m, k), layouts[0]), ("b", bv, fb, (k, n), layouts[1]), ("c", cv, fc, (m, n), False))
-    for which, vals, F, (rows, cols), col_major in frags:
-        buf = entry_alloca(e, ir.ArrayType(comp, rows * cols))
+    bufs = []
+    for vals, fc, cols, size in ((av, coords[0], k, m * k), (bv, coords[1], n, k * n), (cv, coords[2], n, m * n)):
+        buf = entry_alloca(e, ir.ArrayType(comp, size))
         for j, v in enumerate(vals):
-            rc = [_frag_coords(which, rows, cols, col_major, F, l, j) for l in range(LANES)]
-            idx = ir.Constant(vec(i64), [r * cols + c for r, c in rc])
+            idx = ir.Constant(vec(i64), [r * cols + c for r, c in (fc(l, j) for l in range(LANES))])
             b.call(scatter, [v, e.wg.vector_pointers(buf, idx, esz), all_lanes])
         bufs.append(buf)
     abuf, bbuf, dbuf = bufs
-    # D = A * B + C, element by element
+    # D = A * B + C, element by element, one rounding per multiply-add in k order
     fn = b.function
-    cell, close_cell = _scalar_loop(b, m * n, "wmma_cell")
+    cell, close_cell = _scalar_loop(b, m * n, "mma_cell")
     row = b.udiv(cell, ir.Constant(i64, n))
     col = b.urem(cell, ir.Constant(i64, n))
     dptr = b.gep(dbuf, [ir.Constant(i64, 0), cell])
     acc0 = b.load(dptr, typ=comp)
     pre = b.block
-    head, body, done = (fn.append_basic_block(f"wmma_k_{x}") for x in ("head", "body", "done"))
+    head, body, done = (fn.append_basic_block(f"mma_k_{x}") for x in ("head", "body", "done"))
     b.branch(head)
     b.position_at_end(head)
     kk = b.phi(i64)
@@ -449,23 +443,165 @@ def wmma_mma(e) -> None:
     b.position_at_end(done)
     b.store(acc, dptr)
     close_cell()
-    dvals = []
+    # D's elements back into the lanes, in the C/D fragment layout
     ebits = _WMMA_ELEM_BITS[dt]
     nregs = len(e.elements(0))
-    rbits, per, fd = _frag_elements(nregs, ebits)
-    for j in range(fd):
-        rc = [_frag_coords("d", m, n, False, fd, l, j) for l in range(LANES)]
-        idx = ir.Constant(vec(i64), [r * n + c for r, c in rc])
-        v = b.call(gather, [e.wg.vector_pointers(dbuf, idx, esz), all_lanes, ir.Constant(vt, None)])
-        dvals.append(_wmma_result(e, v, dt, ".satfinite" in e.mods))
+    rbits, per, _ = _frag_elements(nregs, ebits)
     regs = []
     for r in range(nregs):
         reg = None
         for p in range(per):
-            v = dvals[r * per + p]
+            j = r * per + p
+            idx = ir.Constant(vec(i64), [rr * n + cc for rr, cc in (coords[2](l, j) for l in range(LANES))])
+            v = b.call(gather, [e.wg.vector_pointers(dbuf, idx, esz), all_lanes, ir.Constant(vt, None)])
+            v = _wmma_result(e, v, dt, satfinite)
             if ebits < rbits:
-                v = b.shl(b.zext(v, vec(ir.IntType(rbits))), e.splat(p * ebits, ir.IntType(rbits)))
+                v = b.zext(v, vec(ir.IntType(rbits)))
+                if p:
+                    v = b.shl(v, e.splat(p * ebits, ir.IntType(rbits)))
             reg = v if reg is None else b.or_(reg, v)
+        regs.append(reg)
+    e.dst_elements(0, regs)
+
+
+@rule("wmma.mma")
+def wmma_mma(e) -> None:
+    for m in (".xor", ".and", ".popc"):
+        if m in e.mods:
+            raise e.fail("single-bit (.b1) wmma.mma is not emulated")
+    types = e.types
+    if len(types) == 2:
+        dt, at, bt, ct = types[0], ".f16", ".f16", types[1]
+    elif len(types) == 4:
+        dt, at, bt, ct = types
+    else:
+        raise e.fail("expects .dtype.ctype or .dtype.atype.btype.ctype")
+    for t in (dt, at, bt, ct):
+        _wmma_type(e, t)
+    m, n, k = _wmma_shape(e)
+    is_int = at in (".s8", ".u8")
+    comp = ir.IntType(64) if is_int else (ir.DoubleType() if at == ".f64" else ir.FloatType())
+    av, fa = _frag_values(e, 1, at, comp, m, k)
+    bv, fb = _frag_values(e, 2, bt, comp, k, n)
+    cv, fc = _frag_values(e, 3, ct, comp, m, n)
+    _rb, _per, fd = _frag_elements(len(e.elements(0)), _WMMA_ELEM_BITS[dt], e, m, n)
+    if fd != fc:
+        raise e.fail("C and D fragments differ in size")
+    layouts = [m_ == ".col" for m_ in e.mods if m_ in (".row", ".col")]
+    if len(layouts) != 2:
+        raise e.fail("needs the layouts of A and B (.row/.col twice)")
+    coords = (
+        lambda l, j: _frag_coords("a", m, k, layouts[0], fa, l, j),
+        lambda l, j: _frag_coords("b", k, n, layouts[1], fb, l, j),
+        lambda l, j: _frag_coords("c", m, n, False, fc, l, j),
+    )
+    _mma_core(e, (m, n, k), (at, bt, ct, dt), (av, bv, cv), coords, ".satfinite" in e.mods)
+
+
+# ---------------------------------------------------------------------------
+# mma.sync and ldmatrix: the fragment layouts the PTX ISA specifies
+# ---------------------------------------------------------------------------
+
+def _g(l: int) -> int:  # groupID
+    return l >> 2
+
+
+def _t(l: int) -> int:  # threadID_in_group
+    return l & 3
+
+
+#: (atype family, shape) -> (A, B, C/D) coordinates: (lane, element) -> (row, col)
+_MMA_LAYOUTS = {
+    ("f16", "m16n8k16"): (
+        lambda l, i: (_g(l) + 8 * ((i >> 1) & 1), _t(l) * 2 + (i & 1) + 8 * (i >> 2)),
+        lambda l, i: (_t(l) * 2 + (i & 1) + 8 * (i >> 1), _g(l)),
+        lambda l, i: (_g(l) + 8 * (i >> 1), _t(l) * 2 + (i & 1)),
+    ),
+    ("f16", "m16n8k8"): (
+        lambda l, i: (_g(l) + 8 * (i >> 1), _t(l) * 2 + (i & 1)),
+        lambda l, i: (_t(l) * 2 + i, _g(l)),
+        lambda l, i: (_g(l) + 8 * (i >> 1), _t(l) * 2 + (i & 1)),
+    ),
+    ("tf32", "m16n8k8"): (
+        lambda l, i: (_g(l) + 8 * (i & 1), _t(l) + 4 * (i >> 1)),
+        lambda l, i: (_t(l) + 4 * i, _g(l)),
+        lambda l, i: (_g(l) + 8 * (i >> 1), _t(l) * 2 + (i & 1)),
+    ),
+    ("tf32", "m16n8k4"): (
+        lambda l, i: (_g(l) + 8 * i, _t(l)),
+        lambda l, i: (_t(l), _g(l)),
+        lambda l, i: (_g(l) + 8 * (i >> 1), _t(l) * 2 + (i & 1)),
+    ),
+    ("f64", "m8n8k4"): (
+        lambda l, i: (_g(l), _t(l)),
+        lambda l, i: (_t(l), _g(l)),
+        lambda l, i: (_g(l), _t(l) * 2 + i),
+    ),
+}
+_MMA_FAMILY = {".f16": "f16", ".bf16": "f16", ".tf32": "tf32", ".f64": "f64"}
+
+
+@rule("mma")
+def mma_sync(e) -> None:
+    """``mma.sync.aligned.shape.row.col.dtype.atype.btype.ctype d, a, b, c`` for
+    f16/bf16 (m16n8k16, m16n8k8), tf32 (m16n8k8, m16n8k4) and f64 (m8n8k4)."""
+    if any(m in e.mods for m in (".sp", ".sp::ordered_metadata", ".block_scale", ".xor", ".and", ".popc")):
+        raise e.fail("sparse, block-scaled and single-bit mma are not emulated")
+    types = e.types
+    if len(types) != 4:
+        raise e.fail("expects .dtype.atype.btype.ctype")
+    dt, at, bt, ct = types
+    shape = next((m[1:] for m in e.mods if m.startswith(".m") and "n" in m and "k" in m), None)
+    lay = _MMA_LAYOUTS.get((_MMA_FAMILY.get(at, ""), shape or ""))
+    if lay is None or at != bt or dt not in (".f32", ".f16", ".f64") or ct not in (".f32", ".f16", ".f64"):
+        raise e.fail(f"mma {shape} {''.join(types)} is not emulated (f16/bf16 m16n8k16 and m16n8k8, tf32 m16n8k8 and m16n8k4, f64 m8n8k4 are)")
+    m, n, k = _wmma_shape(e)
+    comp = ir.DoubleType() if at == ".f64" else ir.FloatType()
+    frags = []
+    for kk, t, (rows, cols) in ((1, at, (m, k)), (2, bt, (k, n)), (3, ct, (m, n))):
+        ebits = _WMMA_ELEM_BITS[t]
+        nregs = len(e.elements(kk))
+        need = rows * cols // LANES
+        _rb, per, F = _frag_elements(nregs, ebits)
+        if F != need:
+            raise e.fail(f"operand {kk + 1}: a {rows}x{cols} {t} fragment is {need // per} registers, not {nregs}")
+        frags.append(_frag_values(e, kk, t, comp)[0])
+    _rb, per, fd = _frag_elements(len(e.elements(0)), _WMMA_ELEM_BITS[dt])
+    if fd != m * n // LANES:
+        raise e.fail(f"the D fragment is {m * n // LANES // per} registers, not {len(e.elements(0))}")
+    _mma_core(e, (m, n, k), (at, bt, ct, dt), tuple(frags), lay, False)
+
+
+@rule("ldmatrix")
+def ldmatrix(e) -> None:
+    """``ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16 d, [a]``: lanes 8i..8i+7
+    give the row addresses of matrix i; lane l receives row l/4, columns 2(l%4) and
+    2(l%4)+1 of it (transposed: column l/4, rows 2(l%4) and 2(l%4)+1)."""
+    b = e.b
+    if ".m8n8" not in e.mods or ".b16" not in e.mods:
+        raise e.fail("only .m8n8 .b16 is emulated")
+    num = next((int(m[2:]) for m in e.mods if m in (".x1", ".x2", ".x4")), 1)
+    if len(e.elements(0)) != num:
+        raise e.fail(f"expects {num} destination registers")
+    trans = ".trans" in e.mods
+    kind, addr, _ = e.address(1)
+    space = "shared" if any(m.startswith(".shared") for m in e.mods) or kind == "shared" else "generic"
+    undef = ir.Constant(addr.type, None)
+    regs = []
+    for i in range(num):
+        if not trans:
+            src = ir.Constant(vec(i32), [8 * i + (l >> 2) for l in range(LANES)])
+            rows = b.shuffle_vector(addr, undef, src)
+            a = b.add(rows, ir.Constant(vec(i64), [4 * (l & 3) for l in range(LANES)]))
+            regs.append(e.load(space, a, 32, e.exec_mask, "reg" if kind == "shared" else kind))
+            continue
+        reg = None
+        for j in range(2):
+            src = ir.Constant(vec(i32), [8 * i + 2 * (l & 3) + j for l in range(LANES)])
+            rows = b.shuffle_vector(addr, undef, src)
+            a = b.add(rows, ir.Constant(vec(i64), [2 * (l >> 2) for l in range(LANES)]))
+            v = b.zext(e.load(space, a, 16, e.exec_mask, "reg" if kind == "shared" else kind), vec(i32))
+            reg = v if j == 0 else b.or_(reg, b.shl(v, e.splat(16, i32)))
         regs.append(reg)
     e.dst_elements(0, regs)
 
