@@ -41,6 +41,8 @@ class Recorder:
         self.launches: list[dict] = []
         self.diag: list[str] = []
         self.int_arrays: dict[str, object] = {}
+        self.inside = False
+        self.unattributed = 0
 
     def kernel_file(self, ck) -> str:
         ptx = ck.asm["ptx"] if isinstance(ck.asm, dict) else ck.asm.get("ptx")
@@ -140,6 +142,7 @@ class Recorder:
         with open(os.path.join(self.out, "launches.toml"), "w") as f:
             f.write(to_toml(self.launches))
         meta["diagnostics"] = self.diag
+        meta["unattributed_launches"] = self.unattributed
         meta["launches"] = len(self.launches)
         meta["kernels"] = len(self.kernels)
         with open(os.path.join(self.out, "capture.json"), "w") as f:
@@ -188,27 +191,72 @@ def to_toml(launches: list[dict]) -> str:
 
 
 def install_hook(rec: Recorder) -> str:
-    """Wrap every CompiledKernel's launcher to record its launches."""
+    """Record every launch of a Triton CompiledKernel.
+
+    Triton 3.x keeps the launcher behind ``CompiledKernel.run`` -- a property in
+    recent versions (an instance attribute in older ones) -- so both are
+    wrapped; the driver's launcher class is wrapped too, for launch paths that
+    call it directly.  Each launch is recorded once.
+    """
     from triton.compiler import compiler as tc
 
     CK = tc.CompiledKernel
+    notes = []
+    wrapped_cache: dict[int, object] = {}
+
+    def wrap(ck, run):
+        key = id(run)
+        w = wrapped_cache.get(key)
+        if w is None:
+            def w(*args, **kw):
+                rec.record(ck, args)
+                return run(*args, **kw)
+
+            w._hypa = True
+            try:
+                run._hypa_ck = ck
+            except Exception:
+                pass
+            wrapped_cache[key] = w
+        return w
+
+    prop = CK.__dict__.get("run")
+    if isinstance(prop, property):
+        def getter(self, _p=prop):
+            return wrap(self, _p.fget(self))
+
+        CK.run = property(getter, prop.fset, prop.fdel)
+        notes.append("CompiledKernel.run property")
     orig = CK._init_handles
 
-    def _init_handles(self):
-        orig(self)
+    def _init_handles(self, *a, **k):
+        r = orig(self, *a, **k)
         run = self.__dict__.get("run")
-        if run is None or getattr(run, "_hypa", False):
-            return
-
-        def wrapped(*args, **kw):
-            rec.record(self, args)
-            return run(*args, **kw)
-
-        wrapped._hypa = True
-        self.__dict__["run"] = wrapped
+        if run is not None and not getattr(run, "_hypa", False):
+            self.__dict__["run"] = wrap(self, run)
+        return r
 
     CK._init_handles = _init_handles
-    return "CompiledKernel._init_handles"
+    notes.append("CompiledKernel._init_handles")
+    try:
+        from triton.backends.nvidia import driver as nvd
+
+        L = nvd.CudaLauncher
+        call = L.__call__
+
+        def lcall(self, *args, **kw):
+            ck = getattr(self, "_hypa_ck", None)
+            if ck is not None and not rec.inside:
+                pass  # recorded by the CompiledKernel wrapper
+            elif ck is None:
+                rec.unattributed += 1
+            return call(self, *args, **kw)
+
+        L.__call__ = lcall
+        notes.append("CudaLauncher.__call__ (counts unattributed launches)")
+    except Exception as e:  # pragma: no cover
+        notes.append(f"no CudaLauncher hook: {e}")
+    return "; ".join(notes)
 
 
 def main() -> None:
@@ -218,7 +266,12 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--out", required=True)
     ap.add_argument("--mode", default="default", help="torch.compile mode")
+    ap.add_argument("--run-only", action="store_true",
+                    help="no recording: compile, warm up, then run once inside the NVTX range 'hypa_run' "
+                         "(for Nsight Compute: ncu --nvtx --nvtx-include 'hypa_run/')")
     a = ap.parse_args()
+    if a.run_only:
+        return run_only(a)
     import torch
     import torchvision
 
@@ -226,7 +279,8 @@ def main() -> None:
     import torch._inductor.config as icfg
 
     # launch through Triton's own launcher so the hook sees every launch
-    for knob in ("use_static_cuda_launcher", "static_launch_user_defined_triton_kernels"):
+    for knob in ("use_static_triton_launcher", "use_static_cuda_launcher", "use_fast_triton_launcher",
+                 "static_launch_user_defined_triton_kernels"):
         if hasattr(icfg, knob):
             setattr(icfg, knob, False)
     rec = Recorder(a.out)
@@ -243,7 +297,11 @@ def main() -> None:
         rec.launches.clear()
         y = cm(x)  # the steady-state inference: what gets recorded
         torch.cuda.synchronize()
+    import triton.compiler.compiler as tcc
+
     meta = {
+        "ck_run_kind": type(tcc.CompiledKernel.__dict__.get("run")).__name__,
+        "inductor_static_launcher": getattr(icfg, "use_static_triton_launcher", None),
         "command": " ".join([sys.executable, *sys.argv]),
         "model": a.model, "batch": a.batch, "size": a.size, "compile_mode": a.mode,
         "torch": torch.__version__, "triton": __import__("triton").__version__,
@@ -255,6 +313,23 @@ def main() -> None:
     print(json.dumps({k: meta[k] for k in ("launches", "kernels", "first_run_seconds", "device")}))
     for d in rec.diag[:10]:
         print("diag:", d)
+
+
+def run_only(a) -> None:
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, a.model)(weights=None).cuda().eval()
+    x = torch.randn(a.batch, 3, a.size, a.size, device="cuda")
+    cm = torch.compile(model, mode=a.mode)
+    with torch.no_grad():
+        cm(x)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push("hypa_run")
+        cm(x)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
 
 
 if __name__ == "__main__":

@@ -938,9 +938,13 @@ def _div_approx(e, a, c, full: bool):
     if full:
         r = b.fdiv(x, y)
     else:
+        # a * (1/b) for |b| > 2^126 (where the reciprocal flushes, as on the
+        # GPU); elsewhere -- subnormal divisors included -- the quotient itself,
+        # which is within the stated 2 ulp (an H100 gives 1.0 for 2^-149/2^-149)
         one = ir.Constant(F32V, [1.0] * LANES)
         rc = b.bitcast(flush_bits(e, b.bitcast(b.fdiv(one, y), ivt(32)), fmt), F32V)
-        r = b.fmul(x, rc)
+        big = b.fcmp_ordered(">", e.call("llvm.fabs.v32f32", F32V, [y]), ir.Constant(F32V, [2.0**126] * LANES))
+        r = b.select(big, b.fmul(x, rc), b.fdiv(x, y))
     rb = b.bitcast(r, ivt(32))
     if ftz:
         rb = flush_bits(e, rb, fmt)
