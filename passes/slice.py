@@ -66,7 +66,7 @@ _WRITES = frozenset(
     "mbarrier.init mbarrier.arrive mbarrier.arrive_drop mbarrier.expect_tx mbarrier.complete_tx "
     "mbarrier.inval cp.async.mbarrier.arrive tcgen05.st tcgen05.cp tcgen05.mma".split()
 )
-_READ_WRITES = frozenset(["atom"])
+_READ_WRITES = frozenset(["atom", "cp.async"])
 _SYNC_ROOTS = frozenset(["bar", "barrier", "bar.warp.sync", "barrier.cluster"])
 
 
@@ -163,8 +163,8 @@ class _Bases:
             ins = ins[1:]
         return self._join([own, *(self.of_value(x) for x in ins)])
 
-    def of_access(self, op: InstructionOp) -> frozenset[str] | str:
-        i = _address_operand_index(op)
+    def of_access(self, op: InstructionOp, index: int | None = None) -> frozenset[str] | str:
+        i = _address_operand_index(op) if index is None else index
         if i is None:
             return UNKNOWN
         addr = op.operands_ast[i]
@@ -317,7 +317,8 @@ class _Slicer:
                             add_op(w)
                 if not reads:
                     continue
-                spaces = _spaces(op)
+                # cp.async reads global memory (and writes shared memory)
+                spaces = {"global", "generic"} if name == "cp.async" else _spaces(op)
                 if "param" in spaces:
                     syms = set(iter_syms(op.operands_ast[_address_operand_index(op) or 1]))
                     for w in writers:
@@ -330,7 +331,8 @@ class _Slicer:
                     continue
                 if spaces <= {"const"}:
                     continue
-                rbase = bases.of_access(op) if self.alias == "param" else UNKNOWN
+                src_index = 1 if name == "cp.async" else None
+                rbase = bases.of_access(op, src_index) if self.alias == "param" else UNKNOWN
                 for w in writers:
                     if w.spec.name == "call" or w is op:
                         continue

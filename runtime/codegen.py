@@ -1317,6 +1317,7 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     b.call(memset, [b.gep(ctx, [ir.Constant(i64, abi.CTX_BAR)], source_etype=i64), zero8,
                     ir.Constant(i64, 8 * abi.NUM_BARRIERS * abi.BAR_WORDS), f])
     done_slot = b.alloca(i64, name="done")
+    released = b.alloca(i64, name="released")
     b.store(ir.Constant(i64, 0), done_slot)
     round_head = fn.append_basic_block("round")
     b.branch(round_head)
@@ -1352,7 +1353,6 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     next_cta_bb = fn.append_basic_block("next_cta")
     b.cbranch(all_done, next_cta_bb, release_bb)
     b.position_at_end(release_bb)
-    released = b.alloca(i64, name="released")
     b.store(ir.Constant(i64, 0), released)
     live = b.sub(nwarps, done)
     bl = _Loop(fn, b, ir.Constant(i64, 0), ir.Constant(i64, abi.NUM_BARRIERS), "bar")

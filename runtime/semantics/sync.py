@@ -94,6 +94,8 @@ def bar_arrive(e) -> None:
 
 
 @rule("membar", "fence", "bar.warp.sync", "nanosleep", "pmevent", "brkpt", "griddepcontrol",
+      "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "cp.async.bulk.commit_group",
+      "cp.async.bulk.wait_group", "tcgen05.fence", "tcgen05.wait",
       "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all", "setmaxnreg")
 def no_effect(e) -> None:
     """Ordering and scheduling hints: no effect in a sequential emulator."""
