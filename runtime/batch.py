@@ -56,6 +56,7 @@ class ProfileOptions:
     dedup: bool = True
     kernel: str | None = None  # only kernels of this name
     fail_fast: bool = False
+    estimate_time: str | None = None  # arch name or .toml: attach a timing estimate to each result
     inputs: InputOptions = field(default_factory=InputOptions)
 
     def emulator_options(self) -> dict[str, Any]:
@@ -418,11 +419,29 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
                 rec.result = cat.emulator(rec.source).merge(rec.launch, ps)
             except LAUNCH_ERRORS as e:
                 rec.error = str(e)
+    if opts.estimate_time:
+        _attach_estimates(cat, records, opts.estimate_time)
     for rec in records:
         if rec.reused_from is not None:
             src = records[rec.reused_from]
             rec.result, rec.error = src.result, src.error
     return Profile(records, static, given, time.perf_counter() - t0, where, tomls)
+
+
+def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str) -> None:
+    """The timing model (runtime/timing.py) on each analysed launch, here in the
+    parent: it needs the prepared program, which results from workers leave behind."""
+    from .timing import TimingError, emulator_program, estimate
+
+    for rec in records:
+        if rec.result is None or rec.error is not None or rec.reused_from is not None:
+            continue
+        try:
+            emu = cat.emulator(rec.source)
+            rec.result.time_estimate = estimate(rec.result, rec.launch, arch,  # type: ignore[attr-defined]
+                                                program=emulator_program(emu, rec.launch))
+        except (TimingError, *LAUNCH_ERRORS) as e:
+            rec.result.notes.append(f"no timing estimate: {e}")
 
 
 def _run_one(emu: Emulator, launch: Launch, ctas, per_cta: bool, jobs: int) -> LaunchResult | str:

@@ -57,6 +57,13 @@ class LaunchResult:
     #: the prepared kernel the counts refer to (block numbering, slice, layout)
     program: KernelProgram | None = field(default=None, repr=False)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the prepared program holds xDSL operations, which neither pickle nor mean
+        # anything in another process: results sent from pool or Dask workers drop it
+        state = dict(self.__dict__)
+        state["program"] = None
+        return state
+
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block), "mode": self.mode}
         for k, v in self.metrics.values.items():

@@ -124,6 +124,9 @@ def record_dict(rec, per_cta: bool = False) -> dict:
     d["file"] = rec.source.path
     d["member"] = rec.source.member
     d["reused_from"] = rec.reused_from
+    est = getattr(r, "time_estimate", None)
+    if est is not None:
+        d["time_estimate"] = est.as_dict()
     if per_cta and r.per_cta is not None:
         first = r.ctas[0] if r.ctas else 0
         d["ctas"] = [{"cta": cta_coords(first + i, r.grid), **{k: v[k] for k in METRIC_NAMES}}
@@ -163,6 +166,8 @@ def by_kernel(dicts: Sequence[dict]) -> list[dict]:
             g["duration_ms"] += d.get("duration_ms", 0.0)
         for k in ADDITIVE:
             g[k] += d[k]
+        if "time_estimate" in d:
+            g["est_time_us"] = g.get("est_time_us", 0.0) + d["time_estimate"]["time_us"]
         g["_emulated"] += d["executed_fraction"] * d["thread_inst_executed"]
     out = []
     for g in groups.values():
@@ -209,11 +214,12 @@ def profile_csv(profile, columns: str = "hypa-py", per_cta: bool = False, by: st
             w.writerow([demangle(d["kernel"]), int(d["static_estimate"]), int(d["thread_inst_executed"]),
                         f"{100 * d['executed_fraction']:.2f}"])
         return s.getvalue()
+    est = any("time_estimate" in d or "est_time_us" in d for d in dicts)
     if by == "kernel":
-        w.writerow(["kernel", "file", "launches", "reused", *METRIC_NAMES, "duration_ms"])
+        w.writerow(["kernel", "file", "launches", "reused", *METRIC_NAMES, "duration_ms", *(["est_time_us"] if est else [])])
         for d in dicts:
             w.writerow([d["kernel"], _file(d), d["launches"], d["reused"], *(_num(d[k]) for k in METRIC_NAMES),
-                        f"{d['duration_ms']:.3f}"])
+                        f"{d['duration_ms']:.3f}", *([f"{d['est_time_us']:.3f}" if "est_time_us" in d else ""] if est else [])])
         return s.getvalue()
     if per_cta:
         w.writerow(["launch", "kernel", "grid", "block", "cta_x", "cta_y", "cta_z", *METRIC_NAMES])
@@ -222,11 +228,15 @@ def profile_csv(profile, columns: str = "hypa-py", per_cta: bool = False, by: st
                 w.writerow([d["launch"], d["kernel"], _dims(d["grid"]), _dims(d["block"]), *c["cta"],
                             *(_num(c[k]) for k in METRIC_NAMES)])
         return s.getvalue()
-    w.writerow(["launch", "kernel", "file", "grid", "block", "mode", *METRIC_NAMES, "duration_ms", "reused_from"])
+    est_cols = ["est_time_us", "est_cycles", "est_bound", "est_arch"] if est else []
+    w.writerow(["launch", "kernel", "file", "grid", "block", "mode", *METRIC_NAMES, "duration_ms", "reused_from", *est_cols])
     for d in dicts:
+        e = d.get("time_estimate")
         w.writerow([d["launch"], d["kernel"], _file(d), _dims(d["grid"]), _dims(d["block"]), d["mode"],
                     *(_num(d[k]) for k in METRIC_NAMES), f"{d['duration_ms']:.3f}",
-                    "" if d.get("reused_from") is None else d["reused_from"]])
+                    "" if d.get("reused_from") is None else d["reused_from"],
+                    *(([f"{e['time_us']:.3f}", f"{e['cycles']:.0f}", e["bound"], e["arch"]] if e else ["", "", "", ""])
+                      if est else [])])
     return s.getvalue()
 
 
@@ -286,16 +296,19 @@ def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bo
             if r.result is not None:
                 lines.append(f"launch {r.index} ({r.source.display})" + (f", same as launch {r.reused_from}" if r.reused_from is not None else ""))
                 lines.append(to_table([r.result]))
+    est = any("time_estimate" in d for d in dicts)
     if dicts and by == "launch":
         head = f"{'#':>4}  {'kernel':<36} {'grid':>11} {'block':>11} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8} {'ms':>9}"
-        lines.append(head)
+        lines.append((head + (f" {'est.us':>10} {'bound'}" if est else "")))
         for d in dicts:
             reused = d.get("reused_from")
             ms = f"= #{reused}" if reused is not None else f"{d['duration_ms']:.1f}"
+            e = d.get("time_estimate")
+            tail = (f" {e['time_us']:>10.2f} {e['bound']:<10}" if e else f" {'-':>10}") if est else ""
             lines.append(
                 f"{d['launch']:>4}  {_short(demangle(d['kernel']), 36):<36} {_dims(d['grid']):>11} {_dims(d['block']):>11} "
                 f"{int(d['inst_executed']):>14} {int(d['thread_inst_executed']):>14} {int(flops(d)):>12} "
-                f"{d['branch_efficiency']:>7.2f}% {100 * d['executed_fraction']:>7.2f}% {ms:>9}"
+                f"{d['branch_efficiency']:>7.2f}% {100 * d['executed_fraction']:>7.2f}% {ms:>9}{tail}".rstrip()
             )
     groups = by_kernel(dicts)
     if groups and (by == "kernel" or any(g["launches"] > 1 for g in groups)):

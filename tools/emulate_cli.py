@@ -36,10 +36,9 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
     g.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="spread CTAs over N processes")
     g.add_argument("--memory-metrics", action="store_true",
                    help="also slice memory addresses: sectors/lines per request (global), bank conflicts (shared)")
-    if with_emulate:
-        g.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH", type=arch_argument,
-                       help="also estimate the kernel's cycles and time on ARCH (sm_90 = H100 SXM5, the default; "
-                            "sm_80 = A100; or an arch .toml): runtime/timing.py")
+    g.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH", type=arch_argument,
+                   help="also estimate the kernel's cycles and time on ARCH (sm_90 = H100 SXM5, the default; "
+                        "sm_80 = A100; or an arch .toml): runtime/timing.py")
 
 
 def launches_from_args(args: argparse.Namespace) -> list[Launch]:

@@ -93,8 +93,8 @@ def _probe_cases():
             # without HYPA_SLOW_TESTS: the first probe of every ISA entry and every approximate one
             keep = SLOW_OK or entry not in seen_entries or rec.get("tolerance")
             seen_entries.add(entry)
-            marks = [] if keep else [pytest.mark.skip(reason="one probe per ISA entry by default: set HYPA_SLOW_TESTS=1")]
-            out.append(pytest.param(str(p), i, id=f"{p.parent.name}:{rec['id']}", marks=marks))
+            if keep:  # the others are not collected (hundreds of skips would hide the real ones)
+                out.append(pytest.param(str(p), i, id=f"{p.parent.name}:{rec['id']}"))
     return out or [pytest.param(None, None, id="none", marks=pytest.mark.skip(reason=NO_RECORDINGS))]
 
 

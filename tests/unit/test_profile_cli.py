@@ -297,6 +297,32 @@ def test_local_pool_and_cta_chunks_match_a_sequential_run(capsys):
     assert comparable(json.loads(seq)) == comparable(json.loads(pool))
 
 
+def test_estimate_time_in_every_writer_and_from_merged_cta_ranges(capsys):
+    toml = os.path.join(LAUNCHES, "divergence.toml")
+    _, seq, _ = cli(capsys, "profile", "--launch", toml, "--format", "json", "--estimate-time=sm_80")
+    _, pool, err = cli(capsys, "profile", "--launch", toml, "--format", "json", "--estimate-time=sm_80",
+                       "-j", "2", "--cta-chunk", "1")
+    seq_d, pool_d = json.loads(seq), json.loads(pool)
+    assert "local pool of 2 processes" in err
+    assert all(d["time_estimate"]["arch"] == "sm_80" for d in seq_d)
+    # the estimate is a function of the counts: merged CTA ranges give the same one
+    assert [d["time_estimate"]["cycles"] for d in seq_d] == [d["time_estimate"]["cycles"] for d in pool_d]
+    assert all(d["time_estimate"]["time_us"] > d["time_estimate"]["launch_overhead_us"] for d in seq_d)
+    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv", "--estimate-time")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0][-4:] == ["est_time_us", "est_cycles", "est_bound", "est_arch"]
+    assert all(r[-1] == "sm_90" and float(r[-4]) > 0 for r in rows[1:])
+    _, out, _ = cli(capsys, "profile", "--launch", toml, "--estimate-time")
+    assert "est.us" in out.splitlines()[0]
+    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv", "--by", "kernel", "--estimate-time=sm_80")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0][-1] == "est_time_us"
+    total = sum(d["time_estimate"]["time_us"] for d in seq_d if d["kernel"] == rows[1][0])
+    assert float(rows[1][-1]) == pytest.approx(total, rel=1e-3)
+    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv")
+    assert "est_time_us" not in out
+
+
 @pytest.fixture(scope="module")
 def dask_cluster():
     distributed = pytest.importorskip("distributed")
