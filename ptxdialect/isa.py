@@ -501,7 +501,9 @@ INSTRUCTIONS: tuple[Instr, ...] = (
         ".relaxed .release .mmio @scope .shared::cluster .global @mbar_tx @redop .u32 .s32 .b32 .u64 .s64",
         defs=0, arity=(2, 3), since="8.1",
     ),
-    _entry("vote", "warp", ".all .any .uni .ballot .pred .b32", arity=(2, 2)),
+    # ``vote.ballot.sync.b32 d, p, mask`` (the mode before ``.sync``, as CUB's
+    # inline assembly writes it; ptxas accepts it) resolves to this entry
+    _entry("vote", "warp", ".all .any .uni .ballot .pred .b32 .sync", arity=(2, 3)),
     _entry("vote.sync", "warp", ".all .any .uni .ballot .pred .b32", arity=(3, 3)),
     _entry("match", "warp", ".any .all .sync .b32 .b64", arity=(3, 3)),
     _entry("activemask", "warp", ".b32", arity=(1, 1)),

@@ -1,8 +1,11 @@
 """PTX tokenizer.
 
 Tokens are ``(kind, text, offset)`` triples; whitespace and comments are
-dropped.  Dotted names (``ld.global.v4.f32``, ``%tid.x``, ``.shared::cta``)
-are single tokens; the parser splits opcodes into entry and modifiers.
+dropped.  Dotted names (``ld.global.v4.f32``, ``%tid.x``) are single tokens;
+the parser splits opcodes into entry and modifiers.  A name that starts with a
+dot is one directive, type or qualifier (``.shared::cta``), so ``.reg.b16``
+(inline assembly writes it so) is the two tokens ``.reg`` and ``.b16``, as
+``ptxas`` reads it.
 
 One compiled regular expression matches a token *together with* the
 whitespace and comments before it, so each token costs one match.  The
@@ -28,9 +31,9 @@ Token = tuple[str, str, int]
 
 _TOKEN_RE = re.compile(
     r"""
-    [ \t\r\n\f\v]*(?:(?://[^\n]*|/\*.*?\*/)[ \t\r\n\f\v]*)*
+    [ \t\r\n\f\v]*(?:(?://[^\n]*(?![^\n])|/\*.*?\*/)[ \t\r\n\f\v]*)*
     (?:
-      (?P<name>\.?[A-Za-z_$%][\w$]*(?:(?:\.|::)[\w$]+)*)
+      (?P<name>[A-Za-z_$%][\w$]*(?:(?:\.|::)[\w$]+)*|\.[A-Za-z_$][\w$]*(?:::[\w$]+)*)
      |(?P<num>(?:0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+[uU]?|0[bB][01]+[uU]?
               |[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|[0-9]+[uU]?)(?![\w$.]))
      |(?P<str>"(?:[^"\\\n]|\\.)*")

@@ -8,16 +8,19 @@ nested) declarations, and validates opcodes and modifiers against the ISA
 table.  Errors are ``PTXSyntaxError`` with file, line and column and say what
 was expected and what was found.
 
-Speed.  Tokens are lexed lazily into a small buffer that is emptied at every
-statement boundary.  Inside a function body, the common one-line statements
-(instructions, labels, ``.loc``) first go through a *fast path*: one regular
-expression splits the statement, operand texts are looked up in a per-body
-cache (``"%r5"``, ``" [%rd3+4]"`` -> operand tuple), and a miss parses just
-that operand with the token parser.  The fast path never reports an error:
-whenever something does not match or resolve it backs out and the token
-parser reads the statement, so both paths build the same IR and give the same
-diagnostics (``tests/unit/test_fastpath.py`` checks it).  Operations are made
-with ``new_op`` and linked into their blocks directly.
+Speed (``benchmarks/parse.py``).  Tokens are lexed lazily into a small buffer
+that is emptied at every statement boundary.  Inside a function body the
+common statements (instructions, labels, ``.loc``, ``.param`` declarations of
+call sequences) first go through a *fast path*: one regular expression splits
+the statement, and each operand text is looked up in a per-scope cache
+(``"%r5"``, ``"[%rd3+4]"`` -> operand tuple) that register declarations
+pre-fill; a miss is classified by a small regular expression, or else parsed
+with the token parser.  The fast path never reports an error: whenever
+something does not match or resolve it backs out and the token parser reads
+the statement, so both paths build the same IR and give the same diagnostics
+(``tests/unit/test_fastpath.py`` checks it).  Operations are made with
+``new_op``, linked into their blocks directly, and the cyclic GC is paused
+while the (entirely live) IR is built.
 """
 
 from __future__ import annotations
@@ -73,8 +76,6 @@ _VERSION_RE = re.compile(r"\d+\.\d+")
 
 Tok = tuple[str, str, int]
 
-_EOF_TOK: Tok = (EOF, "", 0)
-
 
 def _join(tokens: list[Tok]) -> str:
     """Normalized text of a token run: single spaces, none inside brackets."""
@@ -104,13 +105,13 @@ def _fast_str(s: str) -> StringAttr:
 
 _FAST_RE = re.compile(
     r"""
-    [ \t\r\n]*(?://[^\n]*[ \t\r\n]*)*
+    [ \t\r\n]*(?://[^\n]*(?![^\n])[ \t\r\n]*)*
     (?:
       (?P<ins>(?:@(?P<neg>!?)(?P<g>%?[A-Za-z_$][\w$]*)[ \t]+)?
         (?P<op>[a-z][\w$]*(?:(?:\.|::)[\w$]+)*)
         (?:\s+(?P<args>[^;"/\s][^;"/]*)?)?;)
      |(?P<lbl>[$A-Za-z_][\w$]*)[ \t]*:(?!:)
-        (?!\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*\.(?:branchtargets|calltargets|callprototype)(?![\w$]))
+        (?!\s*(?:(?://[^\n]*(?![^\n])|/\*.*?\*/)\s*)*\.(?:branchtargets|calltargets|callprototype)(?![\w$]))
      |\.loc[ \t]+(?P<loc>[^\n;/]*)
      |\.param[ \t]+(?:\.align[ \t]+(?P<palign>[0-9]+)[ \t]+)?(?P<ptype>\.[a-z][\w]*)[ \t]+
         (?P<pname>[A-Za-z_$][\w$]*)(?:\[(?P<pdim>[0-9]+)\])?[ \t]*(?P<pdecl>;)
@@ -148,6 +149,11 @@ _OPERAND_RE = re.compile(
     re.X | re.A,
 )
 _operand_match = _OPERAND_RE.fullmatch
+_address_match = re.compile(
+    rf"\[\s*({_NAME})\s*(?:\+\s*(-?)\s*({_INT})|-\s*({_INT}))?\s*\]", re.A
+).fullmatch
+_number_match = re.compile(rf"-?{_NUM}", re.A).fullmatch  # no space after '-': the text is the node
+_NUM_START = frozenset("-0123456789")
 
 
 def _split_operands(a: str) -> list[str] | None:
@@ -1028,6 +1034,27 @@ class PTXParser:
     def _classify(self, p: str) -> tuple | None:
         """The operand node of text ``p`` for the common shapes, as the token
         parser would build it; None when ``p`` needs the token parser."""
+        c = p[:1]
+        try:
+            if c == "[":  # the commonest miss: an address
+                m = _address_match(p)
+                if m is not None:
+                    base = self._name_node(m.group(1))
+                    if base is None or base[0] not in ("reg", "sym"):
+                        return None
+                    plus, neg, minus = m.group(3, 2, 4)
+                    if plus is not None:
+                        off = parse_int_immediate(plus)
+                        return ("addr", base, -off if neg else off, "")
+                    if minus is not None:
+                        return ("addr", base, -parse_int_immediate(minus), "")
+                    return ("addr", base, 0, "")
+            elif c in _NUM_START:  # the next commonest: an immediate
+                m = _number_match(p)
+                if m is not None:
+                    return ("imm", p)
+        except ValueError:
+            return None
         m = _operand_match(p)
         if m is None:
             return None
@@ -1283,7 +1310,7 @@ class PTXParser:
         nxt = self.peek()
         if nxt[1] != ";" and (
             nxt[0] == EOF or (instr.arity is not None and instr.arity[1] == 0)
-            or (nxt[0] == PUNCT and nxt[1] in "{}") or (nxt[0] == NAME and nxt[1].startswith("."))
+            or (nxt[0] == PUNCT and nxt[1] == "}") or (nxt[0] == NAME and nxt[1].startswith("."))
         ):
             # no operand can start here: the ';' is missing
             raise self.error_at(self.prev_end, f"expected ';' after the '{t[1]}' instruction, found {self._describe(nxt)}")

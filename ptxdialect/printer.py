@@ -56,18 +56,28 @@ def reg_decl_text(op: RegDeclOp) -> str:
     return " ".join([".reg", *quals, op.ptx_type.data, names]) + ";"
 
 
+_PLAIN = frozenset(["reg", "sreg", "imm"])
+
+
 def instruction_text(op: InstructionOp, namer: Namer | None = None) -> str:
-    rn: Callable[[Operand], str] | None = None
-    if namer is not None:
-        rn = lambda r: namer(op, r)  # noqa: E731
-    text = op.opcode
-    args = op.operands_ast
+    props = op.properties
+    text = op.ISA.name + props["mods"].data  # type: ignore[union-attr]
+    args = props["args"].data  # type: ignore[union-attr]
+    g = props.get("guard")
+    if namer is None:
+        if args:
+            # registers, special registers and immediates print as their text
+            text += " " + ", ".join([a[1] if a[0] in _PLAIN else format_operand(a) for a in args])
+        if g is not None:
+            reg, negated = g.data  # type: ignore[union-attr]
+            text = ("@!" if negated else "@") + reg[1] + " " + text
+        return text + ";"
+    rn: Callable[[Operand], str] = lambda r: namer(op, r)  # noqa: E731
     if args:
         text += " " + ", ".join(format_operand(a, rn) for a in args)
-    g = op.guard_pred
     if g is not None:
-        reg, negated = g
-        text = "@" + ("!" if negated else "") + (rn(reg) if rn else reg[1]) + " " + text
+        reg, negated = g.data  # type: ignore[union-attr]
+        text = ("@!" if negated else "@") + rn(reg) + " " + text
     return text + ";"
 
 
@@ -136,36 +146,58 @@ class PTXPrinter:
         if f.is_declaration:
             self.w(";\n")
             return
-        self.w("{\n")
+        out = ["{\n"]
+        put = out.append
         depth = 1
+        ind = "\t"
+        namer = self.namer
+        kinds = _BODY_KINDS
         for block in f.body.blocks:
-            for op in block.ops:
-                if isinstance(op, LabelOp):
-                    self.w(f"{op.label.data}:\n")
-                    continue
-                if isinstance(op, (FallthroughOp, ImplicitReturnOp, EntryValueOp)):
-                    continue
-                if isinstance(op, ScopeEndOp):
-                    depth -= 1
-                ind = "\t" * depth
-                if isinstance(op, InstructionOp):
-                    self.w(ind + instruction_text(op, self.namer) + "\n")
-                elif isinstance(op, RegDeclOp):
-                    self.w(ind + reg_decl_text(op) + "\n")
-                elif isinstance(op, ScopeBeginOp):
-                    self.w(ind + "{\n")
+            op = block.first_op
+            while op is not None:
+                k = kinds.get(type(op))
+                if k is None:
+                    k = _body_kind(op)
+                if k == _INSTR:
+                    put(ind + instruction_text(op, namer) + "\n")  # type: ignore[arg-type]
+                elif k == _LABEL:
+                    put(op.label.data + ":\n")  # type: ignore[attr-defined]
+                elif k == _RAW:
+                    put(ind + raw_directive_text(op) + "\n")  # type: ignore[arg-type]
+                elif k == _REG:
+                    put(ind + reg_decl_text(op) + "\n")  # type: ignore[arg-type]
+                elif k == _VAR:
+                    put(ind + var_decl_text(op) + "\n")  # type: ignore[arg-type]
+                elif k == _BEGIN:
+                    put(ind + "{\n")
                     depth += 1
-                elif isinstance(op, ScopeEndOp):
-                    self.w(ind + "}\n")
-                elif isinstance(op, VarOp):
-                    self.w(ind + var_decl_text(op) + "\n")
-                elif isinstance(op, RawDirectiveOp):
-                    self.w(ind + raw_directive_text(op) + "\n")
-                elif isinstance(op, BranchTargetsOp):
-                    self.w(f"{op.label.data}: .branchtargets {', '.join(op.target_labels.data)};\n")
-                else:
-                    raise ValueError(f"cannot print {op.name} as PTX inside a function body")
-        self.w("}\n")
+                    ind = "\t" * depth
+                elif k == _END:
+                    depth -= 1
+                    ind = "\t" * depth
+                    put(ind + "}\n")
+                elif k == _TABLE:
+                    put(f"{op.label.data}: .branchtargets {', '.join(op.target_labels.data)};\n")  # type: ignore[attr-defined]
+                op = op.next_op
+        put("}\n")
+        self.w("".join(out))
+
+
+# what the body printer does with an op, by class (filled on first sight)
+_INSTR, _LABEL, _RAW, _REG, _VAR, _BEGIN, _END, _TABLE, _SKIP = range(9)
+_BODY_KINDS: dict[type, int] = {}
+
+
+def _body_kind(op: Operation) -> int:
+    for cls, k in (
+        (InstructionOp, _INSTR), (LabelOp, _LABEL), (RawDirectiveOp, _RAW), (RegDeclOp, _REG),
+        (VarOp, _VAR), (ScopeBeginOp, _BEGIN), (ScopeEndOp, _END), (BranchTargetsOp, _TABLE),
+        (FallthroughOp, _SKIP), (ImplicitReturnOp, _SKIP), (EntryValueOp, _SKIP),
+    ):
+        if isinstance(op, cls):
+            _BODY_KINDS[type(op)] = k
+            return k
+    raise ValueError(f"cannot print {op.name} as PTX inside a function body")
 
 
 def print_ptx(module: ModuleOp, stream: IO[str], namer: Namer | None = None) -> None:

@@ -67,7 +67,8 @@ def shfl(e) -> None:
 @rule("vote", "vote.sync")
 def vote(e) -> None:
     b = e.b
-    sync = e.spec.name == "vote.sync"
+    # ``vote.ballot.sync.b32 d, p, mask`` (CUB writes the mode before ``.sync``) is vote.sync
+    sync = e.spec.name == "vote.sync" or ".sync" in e.mods
     members = _membermask(e, 2) if sync else e.active
     p = e.src_pred(1)
     mbits = b.bitcast(members, i32)

@@ -207,6 +207,37 @@ def test_match_all_ignores_inactive_lanes():
 
 
 # ---------------------------------------------------------------------------
+# vote with the mode before .sync (CUB's inline assembly): the member mask counts
+# ---------------------------------------------------------------------------
+
+VOTE_ORDERS = """
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p1, %r1, 3;                     // every lane but 3
+    vote.ballot.sync.b32 %r2, %p1, 0x0000ffff;   // lanes 0..15 asked
+    vote.sync.ballot.b32 %r3, %p1, 0x00ff00ff;
+    cvt.u64.u32 %rd2, %r1;
+    shl.b64 %rd2, %rd2, 3;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.v2.u32 [%rd3], {%r2, %r3};
+    ret;
+}
+"""
+
+
+def test_vote_ballot_sync_in_either_order_uses_the_member_mask():
+    out = np.zeros(64, np.uint32)
+    run(VOTE_ORDERS, ["out"], {"out": out})
+    assert (out[0::2] == 0x0000FFF7).all()
+    assert (out[1::2] == 0x00FF00F7).all()
+
+
+# ---------------------------------------------------------------------------
 # loops of warp-wide instructions keep the stack bounded
 # ---------------------------------------------------------------------------
 
