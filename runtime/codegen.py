@@ -835,7 +835,9 @@ class WarpCodegen:
         mask = b.and_(mask, b.not_(exited))
         b.store(mask, self.cur_mask)
         b.store(rpc, self.cur_rpc)
-        isempty = b.icmp_unsigned("==", mask, ir.Constant(i32, 0))
+        # an empty entry, or one already at its reconvergence point (its lanes are in
+        # the entry below, which waits there), has nothing to run
+        isempty = b.or_(b.icmp_unsigned("==", mask, ir.Constant(i32, 0)), b.icmp_signed("==", pc, rpc))
         b.cbranch(isempty, self.pop_bb, self.dispatch_bb)
         b.position_at_end(self.dispatch_bb)
         dsw = b.switch(pc, self.pop_bb)
@@ -1233,11 +1235,17 @@ class WarpCodegen:
         # divergent: reconvergence entry, then one entry per non-empty group
         b.position_at_end(div_bb)
         if r >= 0:
-            self.push(r, cur_rpc, cur_mask)
+            # as in gen_two_way: an entry already waiting at r needs no twin (the
+            # twin would run block r once more, before the real reconvergence)
+            need = b.icmp_signed("!=", cur_rpc, ir.Constant(i32, r))
+            with b.if_then(need):
+                self.push(r, cur_rpc, cur_mask)
             new_rpc = ir.Constant(i32, r)
         else:
             new_rpc = cur_rpc
         for t, m in groups:
+            if t == r:
+                continue  # lanes that jump straight to r wait in the reconvergence entry
             bits = self.mask_to_i32(m)
             nz = b.icmp_unsigned("!=", bits, ir.Constant(i32, 0))
             with b.if_then(nz):
@@ -1442,4 +1450,4 @@ def build_module(prog: KernelProgram) -> ir.Module:
     return module
 
 #: bump when generated code changes meaning (part of the compiled-code cache key)
-CODEGEN_VERSION = "5"
+CODEGEN_VERSION = "6"

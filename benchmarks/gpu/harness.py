@@ -88,6 +88,32 @@ NCU_METRICS = [
     "gpu__time_duration.sum",
     "launch__registers_per_thread",
 ]
+#: with ``--ncu-set memory``: what the memory system was asked for (issue 7's
+#: memory divergence metrics): L1TEX sectors and requests of global loads and
+#: stores, shared-memory wavefronts and bank conflicts, and the SASS memory
+#: instructions behind them
+NCU_MEMORY_METRICS = [
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "smsp__sass_inst_executed_op_global_ld.sum",
+    "smsp__sass_inst_executed_op_global_st.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+    "smsp__sass_inst_executed_op_ldgsts.sum",
+    "smsp__sass_inst_executed.sum",
+    "smsp__sass_thread_inst_executed.sum",
+    "smsp__sass_average_branch_targets_threads_uniform.pct",
+]
 #: asked for alone when ncu rejects the list above
 NCU_MINIMAL = ["smsp__sass_inst_executed.sum", "smsp__sass_thread_inst_executed.sum",
                "smsp__sass_average_branch_targets_threads_uniform.pct"]
@@ -927,8 +953,9 @@ def phase_ncu(a, out: Path, records: list[dict], jobs: list[dict], deadline: flo
     if avail is not None and not all(m.split(".")[0] in avail for m in NCU_MINIMAL):
         log("ncu: --query-metrics did not list the basic metrics; asking for every metric")
         avail = None
-    metrics = [m for m in NCU_METRICS if avail is None or m.split(".")[0] in avail]
-    dropped = [m for m in NCU_METRICS if m not in metrics]
+    wanted = NCU_MEMORY_METRICS if getattr(a, "ncu_set", "counts") == "memory" else NCU_METRICS
+    metrics = [m for m in wanted if avail is None or m.split(".")[0] in avail]
+    dropped = [m for m in wanted if m not in metrics]
     doc["ncu"] = {"path": ncu, "version": ver[-1] if ver else None, "metrics": metrics, "dropped": dropped,
                   "options": "--csv --print-units base --clock-control none"}
     log(f"ncu: {ver[-1] if ver else '?'}; {len(metrics)} metrics ({len(dropped)} unknown to this ncu dropped)")
@@ -1053,6 +1080,9 @@ def parse_args(argv=None):
         p.add_argument("--no-ncu", action="store_true")
         p.add_argument("--ncu-timeout", type=float, default=120.0)
         p.add_argument("--ncu-only", help="regex over launch ids: run ncu on these only")
+        p.add_argument("--ncu-set", choices=("counts", "memory"), default="counts",
+                       help="which Nsight Compute metrics: instruction/branch counts (default) or the memory "
+                            "system's sectors, requests, wavefronts and bank conflicts")
         p.add_argument("--no-probes", action="store_true")
         p.add_argument("--probe-n", type=int, default=2048, help="inputs per probe")
         p.add_argument("--probe-limit", type=int, default=None)

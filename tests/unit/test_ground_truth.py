@@ -167,6 +167,42 @@ def test_probe_matches_gpu(path, index):
 
 
 # ---------------------------------------------------------------------------
+# Memory metrics against ncu (benchmarks/gpu/memory_compare.py)
+# ---------------------------------------------------------------------------
+
+import memory_compare  # noqa: E402
+
+MEMORY = GT / "h100" / "memory.json"
+
+
+def _memory_cases():
+    if not MEMORY.exists():
+        return [pytest.param(None, id="none", marks=pytest.mark.skip(reason=NO_RECORDINGS))]
+    doc = _doc(str(MEMORY))
+    return [pytest.param(r["id"], id=f"h100:{r['id']}") for r in doc["launches"]
+            if r.get("status") == "ok" and r.get("ncu_status") == "ok"]
+
+
+@pytest.mark.parametrize("launch_id", _memory_cases())
+def test_memory_metrics_match_ncu(launch_id):
+    """Sectors, requests, wavefronts and bank conflicts equal ncu's, except where
+    memory_explanations.json says (from the SASS) why ptxas's accesses differ."""
+    rec = next(r for r in _doc(str(MEMORY))["launches"] if r["id"] == launch_id)
+    try:
+        result, _ms = memory_compare.emulate(rec)
+    except compare.RecordingStale as e:
+        pytest.skip(f"stale recording: {e}")
+    rows = memory_compare.rows_of(rec, result)
+    assert rows, f"{launch_id}: neither side counted a memory access"
+    expl = memory_compare.explanations()
+    unexplained = [r for r in rows if not r["equal"] and not memory_compare.explanation(expl, launch_id, r["metric"])]
+    assert not unexplained, f"{launch_id}: memory metrics differ from ncu's:\n" + "\n".join(
+        f"{r['label']}: ncu {r['gpu']}, ours {r['ours']}" for r in unexplained)
+    if launch_id in expl and all(r["equal"] for r in rows):
+        warnings.warn(f"{launch_id}: equal to ncu now; its entry in memory_explanations.json is stale", stacklevel=1)
+
+
+# ---------------------------------------------------------------------------
 # The harness and the comparison, with the emulator standing in for the GPU
 # ---------------------------------------------------------------------------
 
