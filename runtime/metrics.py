@@ -36,13 +36,18 @@ class BlockMetrics:
     divergent: int = 0
     inst_executed: int = 0
     thread_inst_executed: int = 0
+    #: dynamic counts by full opcode in this block: warp- and thread-level
+    opcodes: Counter = field(default_factory=Counter)
+    thread_opcodes: Counter = field(default_factory=Counter)
 
     def as_dict(self) -> dict:
+        ops = sorted(self.opcodes.items(), key=lambda kv: (-kv[1], kv[0]))
         return {
             "function": self.function, "block": self.name, "index": self.block,
             "instructions": self.instructions, "warp_executions": self.warps,
             "thread_executions": self.threads, "divergent_branches": self.divergent,
             "inst_executed": self.inst_executed, "thread_inst_executed": self.thread_inst_executed,
+            "instruction_mix": {k: {"warp": v, "thread": self.thread_opcodes[k]} for k, v in ops if v},
         }
 
 
@@ -82,6 +87,8 @@ class Metrics:
     thread_categories: Counter = field(default_factory=Counter)
     memory: dict | None = None
     memory_instructions: list[MemoryInstructionMetrics] = field(default_factory=list)
+    #: the category (isa.CATEGORIES) of every opcode counted
+    opcode_categories: dict[str, str] = field(default_factory=dict)
 
     def instruction_mix(self, top: int | None = None) -> dict:
         """Dynamic instruction mix: warp- and thread-level counts by full opcode and by category."""
@@ -110,6 +117,7 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
     categories: Counter = Counter()
     thread_opcodes: Counter = Counter()
     thread_categories: Counter = Counter()
+    opcode_categories: dict[str, str] = {}
     per_origin: dict[tuple[str, int], BlockMetrics] = {}
     for bi in range(nb):
         warps = int(counters[abi.BLOCK_COUNTERS * bi])
@@ -135,6 +143,7 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
             if warps:
                 cat = isa.category(op.spec, op.modifiers)
                 opcodes[op.opcode] += warps
+                opcode_categories[op.opcode] = cat
                 categories[cat] += warps
                 thread_opcodes[op.opcode] += thr
                 thread_categories[cat] += thr
@@ -154,6 +163,10 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
         bm.divergent += div
         bm.inst_executed += warps * n
         bm.thread_inst_executed += thr * n
+        if warps:
+            for op in instrs:
+                bm.opcodes[op.opcode] += warps
+                bm.thread_opcodes[op.opcode] += thr
     vals["static_instructions"] = static_instructions
     vals["static_estimate"] = static_instructions * threads
     vals["inst_executed"] = inst
@@ -170,7 +183,7 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
     blocks = sorted(per_origin.values(), key=lambda m: (m.function != prog.func.func_name, m.function, m.block))
     mem_list, mem_totals = _memory(prog, counters)
     return Metrics(vals, blocks, opcodes, categories, estimated, thread_opcodes, thread_categories,
-                   mem_totals, mem_list)
+                   mem_totals, mem_list, opcode_categories)
 
 
 def _memory(prog: KernelProgram, counters) -> tuple[list[MemoryInstructionMetrics], dict | None]:

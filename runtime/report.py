@@ -48,14 +48,113 @@ def to_csv(results: Sequence[LaunchResult], columns: str = "hypa-py") -> str:
     return s.getvalue()
 
 
-def blocks_csv(results: Sequence[LaunchResult]) -> str:
+#: ``--csv-columns`` values that give other row sets than one row per launch
+CSV_TABLES = ("blocks", "mix", "memory")
+
+
+def _launch_cells(r: LaunchResult, launch: int | None) -> list:
+    return ([] if launch is None else [launch]) + [r.kernel, "x".join(map(str, r.grid)), "x".join(map(str, r.block))]
+
+
+def blocks_csv(results: Sequence[LaunchResult], launches: Sequence[int] | None = None) -> str:
+    """One row per basic block of every launch."""
     s = io.StringIO()
     w = csv.writer(s, lineterminator="\n")
-    w.writerow(["kernel", "function", "block", "instructions", "warp_executions", "thread_executions", "divergent_branches"])
-    for r in results:
+    w.writerow((["launch"] if launches else []) + ["kernel", "grid", "block", "function", "basic_block", "instructions",
+                "warp_executions", "thread_executions", "divergent_branches", "inst_executed", "thread_inst_executed"])
+    for i, r in enumerate(results):
         for b in r.metrics.blocks:
-            w.writerow([r.kernel, b.function, b.name, b.instructions, b.warps, b.threads, b.divergent])
+            w.writerow(_launch_cells(r, launches[i] if launches else None)
+                       + [b.function, b.name, b.instructions, b.warps, b.threads, b.divergent, b.inst_executed,
+                          b.thread_inst_executed])
     return s.getvalue()
+
+
+def mix_csv(results: Sequence[LaunchResult], launches: Sequence[int] | None = None) -> str:
+    """The dynamic instruction mix in long form: per launch, one row per opcode for
+    the kernel (``basic_block`` = ``*``), then one per opcode and basic block."""
+    s = io.StringIO()
+    w = csv.writer(s, lineterminator="\n")
+    w.writerow((["launch"] if launches else []) + ["kernel", "grid", "block", "basic_block", "opcode", "category",
+                                                   "warp_count", "thread_count"])
+    for i, r in enumerate(results):
+        m = r.metrics
+        head = _launch_cells(r, launches[i] if launches else None)
+        cat = m.opcode_categories
+        for op, v in sorted(m.opcodes.items(), key=lambda kv: (-kv[1], kv[0])):
+            w.writerow(head + ["*", op, cat.get(op, ""), v, m.thread_opcodes[op]])
+        for b in m.blocks:
+            name = b.name if b.function == r.kernel else f"{b.function}:{b.name}"
+            for op, v in sorted(b.opcodes.items(), key=lambda kv: (-kv[1], kv[0])):
+                w.writerow(head + [name, op, cat.get(op, ""), v, b.thread_opcodes[op]])
+    return s.getvalue()
+
+
+def memory_csv(results: Sequence[LaunchResult], launches: Sequence[int] | None = None) -> str:
+    """With --memory-metrics: one row per memory instruction of every launch."""
+    s = io.StringIO()
+    w = csv.writer(s, lineterminator="\n")
+    w.writerow((["launch"] if launches else []) + ["kernel", "grid", "block", "basic_block", "instruction", "space",
+                "requests", "sectors", "lines", "sectors_per_request", "wavefronts", "bank_conflicts"])
+    for i, r in enumerate(results):
+        head = _launch_cells(r, launches[i] if launches else None)
+        for mi in r.metrics.memory_instructions:
+            g = mi.space != "shared"
+            w.writerow(head + [mi.block, mi.instruction, mi.space, mi.requests,
+                               mi.sectors if g else "", mi.lines if g else "",
+                               f"{mi.sectors / mi.requests:.4f}" if g and mi.requests else "",
+                               "" if g else mi.wavefronts, "" if g else mi.wavefronts - mi.ideal_wavefronts])
+    return s.getvalue()
+
+
+def _csv_table(kind: str, results: Sequence[LaunchResult], launches: Sequence[int] | None = None) -> str:
+    return {"blocks": blocks_csv, "mix": mix_csv, "memory": memory_csv}[kind](results, launches)
+
+
+#: opcodes the table's instruction-mix view lists (the JSON has them all)
+TABLE_TOP_OPCODES = 10
+
+
+def _mix_lines(r: LaunchResult, top: int = TABLE_TOP_OPCODES) -> list[str]:
+    m = r.metrics
+    total_w = sum(m.opcodes.values()) or 1
+    total_t = sum(m.thread_opcodes.values()) or 1
+    ops = sorted(m.opcodes.items(), key=lambda kv: (-kv[1], kv[0]))
+    out = [f"  {'instruction mix (top ' + str(min(top, len(ops))) + ' of ' + str(len(ops)) + ' opcodes)':<42} "
+           f"{'warp':>12} {'%':>6} {'thread':>14} {'%':>6}"]
+    for op, v in ops[:top]:
+        t = m.thread_opcodes[op]
+        out.append(f"    {op:<40} {v:>12} {100 * v / total_w:>6.1f} {t:>14} {100 * t / total_t:>6.1f}")
+    out.append("    by category: " + ", ".join(
+        f"{c} {100 * m.categories[c] / total_w:.1f}%" for c in sorted(m.categories, key=lambda c: -m.categories[c])
+        if m.categories[c]))
+    return out
+
+
+def _memory_lines(r: LaunchResult) -> list[str]:
+    tot = r.metrics.memory or {}
+    out = ["  memory (--memory-metrics)"]
+    for space, op in (("global", "ld"), ("global", "st"), ("global", "atom"), ("shared", "ld"), ("shared", "st"),
+                      ("shared", "atom")):
+        req = tot.get(f"{space}_{op}_requests", 0)
+        if not req:
+            continue
+        if space == "global":
+            sec = tot.get(f"global_{op}_sectors", 0)
+            out.append(f"    global {op:<5} requests {req:>10}  sectors {sec:>10}  sectors/request {sec / req:>6.2f}"
+                       f"  lines {tot.get(f'global_{op}_lines', 0):>10}")
+        else:
+            out.append(f"    shared {op:<5} requests {req:>10}  wavefronts {tot.get(f'shared_{op}_wavefronts', 0):>10}"
+                       f"  bank conflicts {tot.get(f'shared_{op}_bank_conflicts', 0):>10}")
+    insts = r.metrics.memory_instructions
+    if insts:
+        out.append(f"    {'instruction':<44} {'block':<14} {'requests':>9} {'sect/req':>9} {'conflicts':>9}")
+        for mi in insts:
+            spr = f"{mi.sectors / mi.requests:.2f}" if mi.space != "shared" and mi.requests else ""
+            conf = str(mi.wavefronts - mi.ideal_wavefronts) if mi.space == "shared" else ""
+            text = mi.instruction if len(mi.instruction) <= 44 else mi.instruction[:43] + "~"
+            out.append(f"    {text:<44} {mi.block[:14]:<14} {mi.requests:>9} {spr:>9} {conf:>9}".rstrip())
+    return out
 
 
 def to_table(results: Sequence[LaunchResult], blocks: bool = True) -> str:
@@ -89,6 +188,10 @@ def to_table(results: Sequence[LaunchResult], blocks: bool = True) -> str:
             for b in r.metrics.blocks:
                 name = b.name if b.function == r.kernel else f"{b.function}:{b.name}"
                 lines.append(f"  {name:<28} {b.instructions:>6} {b.warps:>10} {b.threads:>12} {b.divergent:>10}")
+        if r.metrics.opcodes:
+            lines.extend(_mix_lines(r))
+        if r.metrics.memory is not None:
+            lines.extend(_memory_lines(r))
         for n in r.notes:
             lines.append(f"  note: {n}")
         lines.append("")
@@ -99,6 +202,8 @@ def render(results: Sequence[LaunchResult], fmt: str, csv_columns: str = "hypa-p
     if fmt == "json":
         return to_json(results)
     if fmt == "csv":
+        if csv_columns in CSV_TABLES:
+            return _csv_table(csv_columns, results)
         return to_csv(results, csv_columns)
     return to_table(results)
 
@@ -203,6 +308,9 @@ def _json_default(o):
 
 
 def profile_csv(profile, columns: str = "hypa-py", per_cta: bool = False, by: str = "launch") -> str:
+    if columns in CSV_TABLES:
+        recs = [r for r in profile.records if r.result is not None]
+        return _csv_table(columns, [r.result for r in recs], [r.index for r in recs])
     dicts = profile_dicts(profile, per_cta)
     s = io.StringIO()
     w = csv.writer(s, lineterminator="\n")

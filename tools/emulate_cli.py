@@ -26,8 +26,10 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
     g.add_argument("--mode", choices=("slice", "full"), default="slice",
                    help="emulate only the slice (default) or every instruction")
     g.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
-    g.add_argument("--csv-columns", choices=("hypa-py", "hypa"), default="hypa-py",
-                   help="CSV column set: ours, or HyPA's (Kernel, Static, Dynamic, %% to execute)")
+    g.add_argument("--csv-columns", choices=("hypa-py", "hypa", "blocks", "mix", "memory"), default="hypa-py",
+                   help="CSV rows: one per launch with our columns (hypa-py) or HyPA's (Kernel, Static, Dynamic, "
+                        "%% to execute); or one per basic block (blocks), per opcode of the kernel and of each "
+                        "block (mix), per memory instruction (memory, with --memory-metrics)")
     g.add_argument("--exact-predicates", action="store_true",
                    help="also slice guard predicates so predicated-off counts are exact")
     g.add_argument("--step-budget", type=int, default=DEFAULT_STEP_BUDGET, metavar="N",

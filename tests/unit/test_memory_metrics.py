@@ -76,3 +76,36 @@ def test_partial_warp_counts_only_active_lanes():
     mem = r.metrics.memory
     assert mem["global_ld_requests"] == 2
     assert mem["global_ld_sectors"] == 4 + 1
+
+
+# -- the writers: table, CSV row sets, per-block instruction mix --------------------------------
+
+
+def test_writers_show_memory_and_the_instruction_mix():
+    import csv
+    import io
+
+    from hypa.runtime.report import render
+
+    a = np.zeros(32 * 32, np.float32)
+    r = Emulator(parse_ptx(strided_kernel(8)), mode="slice", memory_metrics=True).run(
+        Launch(grid=1, block=64, args=["a"], buffers={"a": a}))
+    table = render([r], "table")
+    assert "instruction mix (top 10 of 13 opcodes)" in table
+    assert "global ld    requests          2  sectors         64  sectors/request  32.00" in table
+    assert "shared st    requests          2  wavefronts         16  bank conflicts         14" in table
+    mix = list(csv.DictReader(io.StringIO(render([r], "csv", "mix"))))
+    kernel_rows = [m for m in mix if m["basic_block"] == "*"]
+    # 14 instructions, 2 warps, one block: every opcode's kernel row is the block's row
+    assert sum(int(m["warp_count"]) for m in kernel_rows) == r.metrics["inst_executed"] == 28
+    assert sum(int(m["thread_count"]) for m in kernel_rows) == r.metrics["thread_inst_executed"] == 14 * 64
+    by_block = {m["opcode"]: int(m["warp_count"]) for m in mix if m["basic_block"] == "bb0"}
+    assert by_block == {m["opcode"]: int(m["warp_count"]) for m in kernel_rows}
+    assert {m["opcode"]: m["category"] for m in kernel_rows}["ld.global.f32"] == "mem"
+    (blk,) = [b.as_dict() for b in r.metrics.blocks]
+    assert blk["instruction_mix"]["mul.lo.s32"] == {"warp": 2, "thread": 64}
+    mem = list(csv.DictReader(io.StringIO(render([r], "csv", "memory"))))
+    assert [(m["space"], m["requests"]) for m in mem] == [("global", "2"), ("shared", "2"), ("shared", "2"), ("global", "2")]
+    assert mem[0]["sectors_per_request"] == "32.0000" and mem[1]["bank_conflicts"] == "14"
+    blocks = list(csv.DictReader(io.StringIO(render([r], "csv", "blocks"))))
+    assert blocks[0]["inst_executed"] == "28" and blocks[0]["thread_executions"] == "64"

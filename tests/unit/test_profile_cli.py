@@ -323,6 +323,21 @@ def test_estimate_time_in_every_writer_and_from_merged_cta_ranges(capsys):
     assert "est_time_us" not in out
 
 
+def test_csv_row_sets_carry_the_launch(capsys):
+    toml = os.path.join(LAUNCHES, "divergence.toml")
+    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "json")
+    launches = json.loads(out)
+    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv", "--csv-columns", "mix")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    for d in launches:
+        mine = [r for r in rows if int(r["launch"]) == d["launch"] and r["basic_block"] == "*"]
+        assert sum(int(r["warp_count"]) for r in mine) == d["inst_executed"]
+        assert sum(int(r["thread_count"]) for r in mine) == d["thread_inst_executed"]
+    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv", "--csv-columns", "blocks")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert sum(int(r["thread_inst_executed"]) for r in rows) == sum(d["thread_inst_executed"] for d in launches)
+
+
 @pytest.fixture(scope="module")
 def dask_cluster():
     distributed = pytest.importorskip("distributed")
