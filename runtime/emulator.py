@@ -11,6 +11,7 @@ out-of-bounds access, the step budget or a trap stops the launch with an
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -264,8 +265,9 @@ class Emulator:
             )
         # windows: fixed special windows, then global variables, then buffers
         glob_arrays: list[tuple[str, np.ndarray]] = []
+        symbols = _symbol_addresses(prog)
         for name, var in prog.global_vars.items():
-            glob_arrays.append((name, _init_bytes(var.size, var.init, var.ptx_type)))
+            glob_arrays.append((name, _init_bytes(var.size, var.init, var.ptx_type, symbols)))
         buf_ids: dict[str, int] = {}
         anon = 0
         arrays: list[tuple[str, np.ndarray]] = list(glob_arrays)
@@ -473,21 +475,38 @@ def _text(op: InstructionOp) -> str:
     return instruction_text(op)
 
 
-def _init_bytes(size: int, init: str | None, ptx_type: str) -> np.ndarray:
-    """Bytes of a variable with an initializer like ``{1, 2, 3}`` (integers or floats)."""
+def _symbol_addresses(prog: KernelProgram) -> dict[str, int]:
+    """The generic addresses of the module's ``.global`` and ``.const`` variables,
+    as the emulated code sees them (for initializers such as ``generic(counter)``)."""
+    out = {name: (abi.WIN_FIRST_GLOBAL + k) << abi.WINDOW_SHIFT for k, name in enumerate(prog.global_vars)}
+    for name, var in prog.const_vars.items():
+        out[name] = (abi.WIN_CONST << abi.WINDOW_SHIFT) | var.offset
+    return out
+
+
+_ADDRESS_INIT = re.compile(r"(?:generic\(\s*)?([A-Za-z_$%][\w$]*)\s*\)?\s*(?:\+\s*(\d+))?")
+
+
+def _init_bytes(size: int, init: str | None, ptx_type: str, symbols: dict[str, int] | None = None) -> np.ndarray:
+    """Bytes of a variable with an initializer like ``{1, 2, 3}`` (integers or
+    floats) or ``{generic(x), y+8}`` (addresses of variables in ``symbols``)."""
     out = np.zeros(max(size, 1), np.uint8)
     if not init:
         return out
-    import re
-
     from hypa.runtime.codegen import float_imm_bits
 
-    toks = [t for t in re.split(r"[\s,{}]+", init) if t]
+    toks = [t.strip() for t in re.split(r"[,{}]", init) if t.strip()]
     esize = max(1, isa.TYPE_BITS.get(ptx_type, 8) // 8)
     pos = 0
     for t in toks:
         if pos + esize > size:
             break
+        m = _ADDRESS_INIT.fullmatch(t)
+        if m and symbols is not None and m.group(1) in symbols:
+            v = (symbols[m.group(1)] + int(m.group(2) or 0)) & ((1 << (8 * esize)) - 1)
+            out[pos : pos + esize] = np.frombuffer(int(v).to_bytes(esize, "little"), np.uint8)
+            pos += esize
+            continue
         try:
             if ptx_type in (".f32", ".f64") or t.lower().startswith(("0f", "0d")) or "." in t:
                 v = float_imm_bits(t, esize * 8, "f64" if esize == 8 else "f32")

@@ -293,3 +293,29 @@ def test_without_exact_predicates_guarded_lanes_are_estimated():
     assert r.metrics.predicates_estimated
     assert r.metrics["not_predicated_off_thread_inst_executed"] == 9 * 32  # every active lane assumed true
     assert any("estimated" in n for n in r.notes)
+
+
+ADDRESS_INIT = HEAD + """
+.visible .global .align 4 .u32 x = 7;
+.const .align 4 .u32 c[2] = {11, 13};
+.visible .global .align 8 .u64 ptrs[2] = {generic(x), generic(c)+4};
+.visible .entry k(.param .u64 k_out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<6>;
+    ld.global.u64 %rd1, [ptrs];
+    ld.u32 %r1, [%rd1];
+    ld.global.u64 %rd2, [ptrs+8];
+    ld.u32 %r2, [%rd2];
+    ld.param.u64 %rd3, [k_out];
+    st.global.v2.u32 [%rd3], {%r1, %r2};
+    ret;
+}
+"""
+
+
+def test_initializers_hold_the_addresses_of_variables():
+    # generic(x) and generic(c)+4 in an initializer are the addresses the kernel
+    # sees for x and c[1] (LLVM's NVPTX back end writes such tables of pointers)
+    r = run(ADDRESS_INIT, "full", block=1, n_out=2)
+    assert list(r.buffers["out"]) == [7, 13]
