@@ -413,6 +413,12 @@ class WarpCodegen:
         self._frame = self.b.gep(self.ws, [ir.Constant(i64, abi.WS_FRAME_BYTES_OFFSET)], source_etype=i8)
         self._stable: dict[int, ir.Value] = {}
         self.local_values: dict[SSAValue, ir.Value] = {}
+        #: frame values written in the current LLVM block: (value, lanes written,
+        #: block); reads under the same active lanes use the value, not a reload
+        #: (a load right after a masked store of the same slot cannot forward)
+        self.written: dict[SSAValue, tuple[ir.Value, ir.Value, ir.Block]] = {}
+        #: set while an instruction that reads other lanes' registers is lowered
+        self.cross_lane = False
 
     # -- helpers -------------------------------------------------------------------
 
@@ -503,14 +509,23 @@ class WarpCodegen:
         lv = self.local_values.get(v)
         if lv is not None:
             return lv
+        w = self.written.get(v)
+        if w is not None and w[2] is self.b.block and (w[1] is None or (w[1] is self.active and not self.cross_lane)):
+            return w[0]  # right in every lane (None), or in the active lanes, the only ones the reader looks at
         bits = value_bits(v)
         p = self.slot_ptr(v)
         if bits == 1:
             return self.i32_to_mask(self.b.load(p, typ=i32, align=4))
         return self.b.load(p, typ=ivec(max(bits, 8)), align=64)
 
-    def write(self, v: SSAValue, value: ir.Value, mask: ir.Value) -> None:
-        """Store ``value`` in the lanes of ``mask``; other lanes keep their value."""
+    def write(self, v: SSAValue, value: ir.Value, mask: ir.Value, blend: bool = False) -> None:
+        """Store ``value`` in the lanes of ``mask``; other lanes keep their value.
+
+        ``blend``: merge with the slot's old value and store the whole vector
+        (for block arguments, whose old value the block has usually loaded
+        already): the next block's load then forwards from the store, which it
+        cannot from a masked store -- a loop's carried values are reloaded on
+        every trip."""
         bits = value_bits(v)
         if v in self.prog.local_values:
             # used only later in this block, by the same lanes: no frame slot
@@ -526,12 +541,22 @@ class WarpCodegen:
             old = self.i32_to_mask(self.b.load(p, typ=i32, align=4))
             new = self.b.select(mask, value, old)
             self.b.store(self.mask_to_i32(new), p, align=4)
+            self.written[v] = (new, None, self.b.block)
             return
         vt = ivec(max(bits, 8))
         if value.type != vt:
             value = self.b.zext(value, vt) if value.type.element.width < vt.element.width else self.b.trunc(value, vt)  # type: ignore[attr-defined]
+        if blend:
+            new = self.b.select(mask, value, self.read(v))
+            self.b.store(new, p, align=64)
+            self.written[v] = (new, None, self.b.block)
+            return
         st = self.intrinsic(f"llvm.masked.store.v32i{vt.element.width}.p0", ir.VoidType(), [vt, ptr, MASK])
         self.b.call(st, [value, p, mask])
+        if mask is self.active:
+            self.written[v] = (value, mask, self.b.block)
+        else:
+            self.written.pop(v, None)
 
     # -- lanes and special registers ----------------------------------------------
 
@@ -906,7 +931,11 @@ class WarpCodegen:
             return  # inlined (or an external function the emulator skips)
         if fn is None:
             raise LoweringError(f"'{op.opcode}' has no emulator semantics yet")
-        fn(e)
+        self.cross_lane = op.spec.kind in ("warp", "matrix")
+        try:
+            fn(e)
+        finally:
+            self.cross_lane = False
 
     def gen_memory_metrics(self, op: InstructionOp, slot: int) -> None:
         """Requests, sectors and lines (global) or wavefronts (shared) of one warp-level access."""
@@ -1065,7 +1094,7 @@ class WarpCodegen:
             vals = []
         for a, v in zip(succ_block.args, vals):
             if a in prog.emulated_args:
-                self.write(a, self.read(v), mask)
+                self.write(a, self.read(v), mask, blend=True)
 
     def gen_terminator(self, bi: int, term) -> None:
         prog = self.prog
@@ -1450,4 +1479,4 @@ def build_module(prog: KernelProgram) -> ir.Module:
     return module
 
 #: bump when generated code changes meaning (part of the compiled-code cache key)
-CODEGEN_VERSION = "6"
+CODEGEN_VERSION = "7"
