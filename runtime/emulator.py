@@ -392,16 +392,18 @@ class Emulator:
             roots = bases.of_access(op)
             if roots == "?" or not roots:
                 continue
-            for r in roots:  # type: ignore[union-attr]
-                if not r.startswith("param:"):
-                    continue
-                p = r[6:]
-                if not isinstance(by_name.get(p), (str, np.ndarray)):
-                    branch = self._branch_needing(prog, op)
-                    raise LaunchError(
-                        f"kernel {prog.func.func_name}: parameter '{p}' must be a buffer: {_text(op)} reads through it"
-                        f" and {branch} depends on the value"
-                    )
+            # the roots also hold scalars used in the offset (``p[i * n]``: p and n):
+            # the access is fine when one root is a buffer or a variable
+            params = sorted(r[6:] for r in roots if r.startswith("param:"))  # type: ignore[union-attr]
+            if len(params) < len(roots) or any(isinstance(by_name.get(p), (str, np.ndarray)) for p in params):
+                continue
+            ptr_sized = [p for (n, t, *_r) in prog.params for p in params if n == p and t in (".u64", ".b64", ".s64")]
+            p = (ptr_sized or params)[0]
+            branch = self._branch_needing(prog, op)
+            raise LaunchError(
+                f"kernel {prog.func.func_name}: parameter '{p}' must be a buffer: {_text(op)} reads through it"
+                f" and {branch} depends on the value"
+            )
 
     def _branch_needing(self, prog: KernelProgram, load: InstructionOp) -> str:
         from hypa.passes.slice import _incoming  # noqa: F401

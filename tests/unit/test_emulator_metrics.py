@@ -319,3 +319,48 @@ def test_initializers_hold_the_addresses_of_variables():
     # sees for x and c[1] (LLVM's NVPTX back end writes such tables of pointers)
     r = run(ADDRESS_INIT, "full", block=1, n_out=2)
     assert list(r.buffers["out"]) == [7, 13]
+
+
+STRIDED = HEAD + """
+.visible .entry strided(.param .u64 strided_in, .param .u64 strided_out, .param .u32 strided_stride)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [strided_in];
+    ld.param.u32 %r1, [strided_stride];
+    mov.u32 %r2, %tid.x;
+    mul.lo.s32 %r3, %r2, %r1;
+    mul.wide.u32 %rd2, %r3, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r4, [%rd3];
+    mov.u32 %r5, 1;
+    setp.lt.u32 %p1, %r4, 16;
+    @%p1 bra $L_store;
+    mov.u32 %r5, 2;
+$L_store:
+    ld.param.u64 %rd4, [strided_out];
+    mul.wide.u32 %rd5, %r2, 4;
+    add.s64 %rd6, %rd4, %rd5;
+    st.global.u32 [%rd6], %r5;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "slice"])
+def test_scalar_parameter_in_an_address_needs_no_buffer(mode):
+    # in[tid * stride] decides the branch: the address is traced to both parameters,
+    # but only the pointer reads memory, so the integer stride is a valid argument.
+    # 32 threads, stride 2, in = 0..63: lanes 0..7 read values < 16 and skip one mov.
+    # bb0: 10 instructions, bb1 (mov): 1 on 24 lanes, $L_store: 5.
+    src = np.arange(64, dtype=np.uint32)
+    out = np.zeros(32, np.uint32)
+    r = Emulator(parse_ptx(STRIDED), mode=mode, exact_predicates=True).run(
+        Launch(grid=1, block=32, args=["in", "out", 2], buffers={"in": src, "out": out}))
+    m = r.metrics.values
+    assert m["inst_executed"] == 10 + 1 + 5
+    assert m["thread_inst_executed"] == 10 * 32 + 24 + 5 * 32
+    assert (m["branch"], m["divergent_branch"]) == (1, 1)
+    if mode == "full":
+        assert list(r.buffers["out"]) == [1] * 8 + [2] * 24
