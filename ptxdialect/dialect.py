@@ -665,6 +665,8 @@ class RegDeclOp(DirectiveOp):
 
     name = "ptx.reg"
     ptx_type = prop_def(StringAttr)
+    #: (name, count): count 0 is one register ``name``, n > 0 the range ``name<n>``,
+    #: -1 the empty range ``name<0>`` that ptxas accepts
     names = prop_def(TupleAttr)
     scope = prop_def(IntAttr)
     qualifiers = opt_prop_def(TupleAttr)
@@ -674,7 +676,7 @@ class RegDeclOp(DirectiveOp):
         sc = self.scope.data
         for name, count in self.names.data:
             if count:
-                for i in range(count):
+                for i in range(max(count, 0)):
                     yield (f"{name}{i}", sc)
             else:
                 yield (name, sc)

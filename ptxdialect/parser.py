@@ -591,11 +591,11 @@ class PTXParser:
             self.advance()
             return ops
 
-    def _count(self, what: str) -> int:
+    def _count(self, what: str, minimum: int = 1) -> int:
         t = self.peek()
         n = self._int(what)
-        if n <= 0:
-            raise self.error(f"{what} must be positive, found {n}", t)
+        if n < minimum:
+            raise self.error(f"{what} must be {'positive' if minimum else 'at least 0'}, found {n}", t)
         return n
 
     def _param_list(self, owner: str) -> tuple:
@@ -1259,7 +1259,8 @@ class PTXParser:
             n = self.expect_name("a register name")
             count = 0
             if self.accept("<"):
-                count = self._count("a register count")
+                # ptxas accepts %r<0> (no registers); -1 keeps it apart from a scalar (0)
+                count = self._count("a register count", minimum=0) or -1
                 self.expect(">", "'>' closing the register count")
             if self.scopes.declared_here(n[1], count):
                 raise self.error(f"register {n[1]!r} is declared twice in the same scope", n)

@@ -52,7 +52,7 @@ def var_decl_text(op: VarOp) -> str:
 
 def reg_decl_text(op: RegDeclOp) -> str:
     quals = op.qualifiers.data if op.qualifiers is not None else ()
-    names = ", ".join(f"{n}<{c}>" if c else n for n, c in op.names.data)
+    names = ", ".join(f"{n}<{max(c, 0)}>" if c else n for n, c in op.names.data)  # -1: %r<0>
     return " ".join([".reg", *quals, op.ptx_type.data, names]) + ";"
 
 
