@@ -441,7 +441,14 @@ class Emulator:
         instr = prog.instruction_text(instr_i) if 0 <= instr_i < len(prog.instructions) else None
         if code == abi.ERR_OUT_OF_BOUNDS:
             addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF
-            return f"out-of-bounds access at {where}: {instr} (block {bname}) touches {self._describe_address(addr, keep)}"
+            what = self._describe_address(addr, keep)
+            opcode = (instr or "").split(" ", 1)[0].split(".")
+            if "shared" in opcode and opcode[0] in ("ld", "st", "atom", "red") and addr < (1 << 32):
+                # a .shared access carries the offset itself, not a generic address
+                size = int(ctx[abi.CTX_SHARED_SIZE])
+                what = (f"shared memory offset {addr:#x}, beyond the {size} bytes this CTA has"
+                        f" ({prog.shared_static_bytes} static + {launch.shared_bytes} dynamic, 16-byte aligned)")
+            return f"out-of-bounds access at {where}: {instr} (block {bname}) touches {what}"
         if code == abi.ERR_STEP_BUDGET:
             return (f"step budget of {self.step_budget} warp-instructions exhausted at {where} in block {bname} "
                     f"(a runaway loop? raise it with --step-budget)")
