@@ -115,12 +115,74 @@ class _Bases:
     memo: dict[SSAValue, frozenset[str] | str] = field(default_factory=dict)
 
     def of_value(self, v: SSAValue) -> frozenset[str] | str:
-        if v in self.memo:
-            return self.memo[v]
-        self.memo[v] = frozenset()  # cycle guard: in-progress contributes nothing
-        res = self._trace(v)
-        self.memo[v] = res
-        return res
+        if v not in self.memo:
+            self._solve(v)
+        return self.memo.get(v, UNKNOWN)
+
+    def _solve(self, v: SSAValue) -> None:
+        """Roots of every value of the function holding ``v``, as the least fixpoint.
+
+        Loop-carried values make the use-def graph cyclic: a depth-first trace
+        that memoizes what it finds while a loop header is still in progress
+        would keep partial answers (a pointer stepped by a scalar losing its
+        base), and slicing would then miss stores that alias a sliced load.
+        Round-robin iteration in program order over the whole function
+        converges in a few rounds (the lattice is a set of roots under union,
+        topped by "unknown").
+        """
+        owner = v.block.parent_op() if isinstance(v, BlockArgument) else v.owner
+        func = owner
+        while func is not None and not isinstance(func, FuncOp):
+            func = func.parent_op()
+        root = func if func is not None else owner
+        values: list[SSAValue] = []
+        for op in root.walk():
+            for region in op.regions:
+                for block in region.blocks:
+                    values.extend(block.args)
+            if op is not root:
+                values.extend(op.results)
+        if v not in values:
+            values.append(v)
+        rules = []
+        for x in values:
+            self.memo.setdefault(x, frozenset())
+            rule = self._rule(x)
+            if rule == UNKNOWN:
+                self.memo[x] = UNKNOWN
+            else:
+                rules.append((x, *rule))
+        changed = True
+        while changed:
+            changed = False
+            for x, own, deps in rules:
+                new = self._join([own, *(self.memo.get(d, UNKNOWN) for d in deps)])
+                if new != self.memo[x]:
+                    self.memo[x] = new
+                    changed = True
+
+    def _rule(self, v: SSAValue):
+        """``UNKNOWN``, or (roots of its own, values whose roots flow into ``v``)."""
+        if isinstance(v, BlockArgument):
+            return frozenset(), _incoming(v)
+        op = v.owner
+        if isinstance(op, EntryValueOp) or not isinstance(op, InstructionOp):
+            return UNKNOWN
+        name = op.spec.name
+        if name in ("ld", "ldu"):
+            sp = isa.state_space(op.spec, op.modifiers)
+            if sp == "param":
+                addr = op.operands_ast[_address_operand_index(op) or 1]
+                hit = set(iter_syms(addr)) & self.kernel_params
+                if hit:
+                    return frozenset("param:" + s for s in hit), ()
+            return UNKNOWN  # a pointer loaded from memory
+        if name in ("atom", "shfl.sync", "shfl", "call", "vote", "vote.sync", "match", "redux.sync", "activemask"):
+            return UNKNOWN
+        ins = op.instruction_operands()
+        if op.guard_pred is not None:
+            ins = ins[1:]
+        return self._syms(op), list(ins)
 
     def _join(self, items: Iterable[frozenset[str] | str]) -> frozenset[str] | str:
         acc: set[str] = set()
@@ -137,31 +199,6 @@ class _Bases:
                 if s in self.variables:
                     out.add("var:" + s)
         return frozenset(out)
-
-    def _trace(self, v: SSAValue) -> frozenset[str] | str:
-        if isinstance(v, BlockArgument):
-            return self._join(self.of_value(x) for x in _incoming(v))
-        op = v.owner
-        if isinstance(op, EntryValueOp):
-            return UNKNOWN
-        assert isinstance(op, InstructionOp)
-        name = op.spec.name
-        if name in ("ld", "ldu"):
-            sp = isa.state_space(op.spec, op.modifiers)
-            if sp == "param":
-                addr = op.operands_ast[_address_operand_index(op) or 1]
-                syms = set(iter_syms(addr))
-                hit = syms & self.kernel_params
-                if hit:
-                    return frozenset("param:" + s for s in hit)
-            return UNKNOWN  # a pointer loaded from memory
-        if name in ("atom", "shfl.sync", "shfl", "call", "vote", "vote.sync", "match", "redux.sync", "activemask"):
-            return UNKNOWN
-        own = self._syms(op)
-        ins = op.instruction_operands()
-        if op.guard_pred is not None:
-            ins = ins[1:]
-        return self._join([own, *(self.of_value(x) for x in ins)])
 
     def of_access(self, op: InstructionOp, index: int | None = None) -> frozenset[str] | str:
         i = _address_operand_index(op) if index is None else index
