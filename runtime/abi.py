@@ -94,6 +94,7 @@ ERR_DEADLOCK = 5
 ERR_BAD_BRANCH_INDEX = 6
 ERR_MISALIGNED = 7
 ERR_BAD_WINDOW = 8
+ERR_ASSERT = 9  # call __assertfail: a failed assert() stops the kernel, as on the GPU
 
 # -- counters ---------------------------------------------------------------------
 # per block: warp executions, thread executions, divergent branches

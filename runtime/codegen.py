@@ -922,6 +922,15 @@ class WarpCodegen:
         if op in prog.barriers:
             self.gen_barrier(op)
             return
+        if op.spec.name == "call" and _is_assertfail(op):
+            # CUDA's assert(): the device runtime prints and traps.  Reaching the
+            # call is a fact of control flow, so slice mode stops here as well.
+            lanes = self.active
+            if op.guard_pred is not None:
+                gv = self.read(op.operands[0])
+                lanes = self.b.and_(lanes, self.b.not_(gv) if op.guard_pred[1] else gv)
+            self.error_if(Emitter(self, op), lanes, abi.ERR_ASSERT, None)
+            return
         if op not in prog.emulated:
             return
         name = op.spec.name
@@ -1479,4 +1488,10 @@ def build_module(prog: KernelProgram) -> ir.Module:
     return module
 
 #: bump when generated code changes meaning (part of the compiled-code cache key)
-CODEGEN_VERSION = "7"
+CODEGEN_VERSION = "8"
+
+
+def _is_assertfail(call: InstructionOp) -> bool:
+    from hypa.passes.inline import _callee_name
+
+    return _callee_name(call)[0] == "__assertfail"

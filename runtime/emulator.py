@@ -454,6 +454,10 @@ class Emulator:
                     f"(a runaway loop? raise it with --step-budget)")
         if code == abi.ERR_TRAP:
             return f"trap executed at {where} in block {bname}"
+        if code == abi.ERR_ASSERT:
+            op = prog.instructions[instr_i] if 0 <= instr_i < len(prog.instructions) else None
+            text = _assertion_text(prog, op) if op is not None else None
+            return f"assertion failed at {where} in block {bname}" + (f": {text}" if text else " (call __assertfail)")
         if code == abi.ERR_STACK_OVERFLOW:
             return f"SIMT stack overflow at {where} in block {bname}"
         if code == abi.ERR_DEADLOCK:
@@ -476,6 +480,55 @@ class Emulator:
         if addr < (1 << 32):
             return f"address {addr:#x} (no buffer; a shared-memory offset used as a global address?)"
         return f"address {addr:#x} (no buffer)"
+
+
+def _assertion_text(prog: KernelProgram, call: InstructionOp) -> str | None:
+    """``file:line: function: Assertion `expr` failed.`` from the constant strings
+    ``__assertfail`` is called with (CUDA's layout: message, file, line, function),
+    found by following each argument's ``st.param`` back to the variable it points to."""
+    from hypa.passes.inline import _call_params
+
+    _rets, argv = _call_params(call)
+    if len(argv) < 4 or call.parent is None:
+        return None
+    stored: dict[str, object] = {}
+    for op in call.parent.ops:
+        if op is call:
+            break
+        if isinstance(op, InstructionOp) and op.spec.name == "st" and ".param" in op.modifiers:
+            for name in _iter_syms(op.operands_ast[0]):
+                stored[name] = op.operands[-1] if op.operands else op.operands_ast[-1]
+
+    def string_of(v, depth=0) -> str | None:
+        if depth > 4 or v is None or isinstance(v, tuple) or not hasattr(v, "owner"):
+            return None
+        d = v.owner
+        if not isinstance(d, InstructionOp):
+            return None
+        for name in _iter_syms(d.operands_ast[-1]):
+            var = prog.global_vars.get(name) or prog.const_vars.get(name)
+            if var is not None and var.init:
+                raw = bytes(_init_bytes(var.size, var.init, var.ptx_type))
+                return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+        return string_of(d.operands[-1], depth + 1) if d.operands else None
+
+    def line_of(v) -> str | None:
+        if isinstance(v, tuple) and v[:1] == ("imm",):
+            return str(v[1])
+        return None
+
+    msg, file, func = (string_of(stored.get(argv[i])) for i in (0, 1, 3))
+    line = line_of(stored.get(argv[2]))
+    if msg is None:
+        return None
+    where = f"{file}:{line}: " if file else ""
+    return f"{where}{func + ': ' if func else ''}Assertion `{msg}` failed."
+
+
+def _iter_syms(ast) -> list[str]:
+    from hypa.ptxdialect.operands import iter_syms
+
+    return list(iter_syms(ast))
 
 
 def _text(op: InstructionOp) -> str:
