@@ -113,6 +113,7 @@ class _Bases:
     kernel_params: set[str]
     variables: set[str]
     memo: dict[SSAValue, frozenset[str] | str] = field(default_factory=dict)
+    access_memo: dict[tuple, frozenset[str] | str] = field(default_factory=dict)
 
     def of_value(self, v: SSAValue) -> frozenset[str] | str:
         if v not in self.memo:
@@ -201,6 +202,13 @@ class _Bases:
         return frozenset(out)
 
     def of_access(self, op: InstructionOp, index: int | None = None) -> frozenset[str] | str:
+        key = (op, index)
+        hit = self.access_memo.get(key)
+        if hit is None:
+            hit = self.access_memo[key] = self._of_access(op, index)
+        return hit
+
+    def _of_access(self, op: InstructionOp, index: int | None = None) -> frozenset[str] | str:
         i = _address_operand_index(op) if index is None else index
         if i is None:
             return UNKNOWN
@@ -288,6 +296,8 @@ class _Slicer:
         bases = _Bases(kernel_params, self.variables)
         instrs = [op for op in f.body.walk() if isinstance(op, InstructionOp)]
         writers = [op for op in instrs if memory_effect(op)[1] or op.spec.name == "call"]
+        # every (load, store) pair may be asked about: the stores' spaces once
+        store_spaces = [(w, _spaces(w)) for w in writers if w.spec.name != "call"]
         work_ops: list[InstructionOp] = []
         work_vals: list[SSAValue] = []
         callee_updates: set[str] = set()
@@ -370,15 +380,14 @@ class _Slicer:
                     continue
                 src_index = 1 if name == "cp.async" else None
                 rbase = bases.of_access(op, src_index) if self.alias == "param" else UNKNOWN
-                for w in writers:
-                    if w.spec.name == "call" or w is op:
-                        continue
-                    if not (_spaces(w) & spaces or "generic" in _spaces(w) or "generic" in spaces):
+                for w, wsp in store_spaces:
+                    if w in fs.ops or w is op:
+                        continue  # already in the slice: nothing new to learn
+                    if not (wsp & spaces or "generic" in wsp or "generic" in spaces):
                         continue
                     if self.alias == "param" and not _may_alias(rbase, bases.of_access(w)):
                         continue
-                    if w not in fs.ops:
-                        fs.memory_edges.append((w, op))
+                    fs.memory_edges.append((w, op))
                     add_op(w)
         return callee_updates
 

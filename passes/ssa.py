@@ -117,7 +117,22 @@ class _Builder:
         defs = self.current.get(key)
         if defs is not None and block in defs:
             return defs[block]
-        return self._read_recursive(key, block)
+        # walk chains of sealed single-predecessor blocks iteratively: code built
+        # with -G has thousands of them, deeper than Python's recursion limit
+        chain = []
+        val: object
+        while defs is None or block not in defs:
+            preds = self.cfg.preds[block]
+            if not (self.sealed[block] and preds and len(set(preds)) == 1):
+                val = self._read_recursive(key, block)
+                break
+            chain.append(block)
+            block = preds[0]
+        else:
+            val = defs[block]
+        for c in chain:
+            self.write(key, c, val)
+        return val
 
     def undef(self, key: RegKey) -> _Undef:
         u = self.undefs.get(key)

@@ -21,6 +21,7 @@ instructions with a computed guard count the lanes whose guard is true.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 
 from llvmlite import ir
@@ -660,8 +661,10 @@ class WarpCodegen:
         if name in p.global_vars:
             gid = list(p.global_vars).index(name) + abi.WIN_FIRST_GLOBAL
             return self.splat((gid << abi.WINDOW_SHIFT) + offset, i64)
-        # a function symbol (mov.u64 %rd, func): an opaque non-zero value
-        return self.splat((0xFFFF << abi.WINDOW_SHIFT) + (hash(name) & 0xFFFFFF), i64)
+        if name == "WARP_SZ":
+            return self.splat(32 + offset, i64)  # the ISA's predefined constant: threads per warp
+        # a function symbol (mov.u64 %rd, func): an opaque non-zero value, the same in every process
+        return self.splat((0xFFFF << abi.WINDOW_SHIFT) + (zlib.crc32(name.encode()) & 0xFFFFFF), i64)
 
     # -- memory ------------------------------------------------------------------------
 
@@ -1488,7 +1491,7 @@ def build_module(prog: KernelProgram) -> ir.Module:
     return module
 
 #: bump when generated code changes meaning (part of the compiled-code cache key)
-CODEGEN_VERSION = "8"
+CODEGEN_VERSION = "9"
 
 
 def _is_assertfail(call: InstructionOp) -> bool:
