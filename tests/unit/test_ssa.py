@@ -241,3 +241,20 @@ $L_loop:
     # the split block is placed after a block that does not fall through
     assert text.index("ret;") < text.index("$L__hypa_edge0:")
     parse_ptx(text)
+
+
+def test_long_chains_of_blocks_convert_without_deep_recursion():
+    # nvcc -G emits thousands of consecutive blocks: a register defined at the top and read at
+    # the bottom is looked up through each of them (it overflowed Python's recursion limit)
+    n = 3000
+    body = "mov.u32 %r1, 7;\n" + "".join(f"bra.uni $L{i};\n$L{i}:\n" for i in range(n))
+    src = (".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 k_o)\n{\n"
+           ".reg .b32 %r<2>;\n.reg .b64 %rd<2>;\n" + body
+           + "ld.param.u64 %rd1, [k_o];\nst.global.u32 [%rd1], %r1;\nret;\n}\n")
+    m = parse_ptx(src)
+    f = next(op for op in m.ops if isinstance(op, FuncOp))
+    convert_function(f)
+    verify_dominance(f)
+    st = next(op for op in f.walk() if isinstance(op, InstructionOp) and op.spec.name == "st")
+    mov = st.operands[-1].owner
+    assert isinstance(mov, InstructionOp) and mov.spec.name == "mov"
