@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -60,11 +61,11 @@ PAIRS: list[tuple[str, str, tuple[str, ...]]] = [
 EXPLANATIONS_FILE = ROOT / "tests" / "ground_truth" / "h100" / "memory_explanations.json"
 
 
-def extract(counts_json: Path, command: str) -> dict:
+def extract(counts_json: Path, command: str | None = None) -> dict:
     """The launches and ncu memory figures of a ``harness.py --ncu-set memory`` run."""
     d = json.loads(Path(counts_json).read_text())
     keep = ("id", "toml", "index", "kernel", "entry", "grid", "block", "shared_bytes", "ptx_sha256", "status")
-    out = {"kind": MEMORY_KIND, "format": 1, "command": command, "created": d.get("created"), "host": d.get("host"),
+    out = {"kind": MEMORY_KIND, "format": 1, "command": command or d.get("command"), "created": d.get("created"), "host": d.get("host"),
            "ncu": {k: d.get("ncu", {}).get(k) for k in ("version", "metrics", "options")}, "launches": []}
     for r in d["launches"]:
         n = r.get("ncu") or {}
@@ -143,7 +144,8 @@ def compare_all(doc: dict) -> tuple[list[dict], dict]:
     return rows, timing
 
 
-def markdown(doc: dict, rows: list[dict], timing: dict) -> str:
+def markdown(doc: dict, rows: list[dict], timing: dict, recording: str = "tests/ground_truth/h100/memory.json",
+             output: str = "benchmarks/gpu/results/memory_h100.md") -> str:
     expl = explanations()
     launches = sorted({r["launch"] for r in rows}, key=lambda s: (s.split("#")[0], int(s.split("#")[1])))
     eq_launch = [lid for lid in launches if all(r["equal"] for r in rows if r["launch"] == lid)]
@@ -155,8 +157,8 @@ def markdown(doc: dict, rows: list[dict], timing: dict) -> str:
         "",
         f"Recorded with `{doc.get('command')}` on {doc.get('host', {}).get('nvidia_smi', '?')}, "
         f"ncu {doc.get('ncu', {}).get('version', '?')}; compared with "
-        "`python benchmarks/gpu/memory_compare.py compare tests/ground_truth/h100/memory.json "
-        "--markdown benchmarks/gpu/results/memory_h100.md` (slice mode, `--memory-metrics`).",
+        f"`python benchmarks/gpu/memory_compare.py compare {recording} "
+        f"--markdown {output}` (slice mode, `--memory-metrics`).",
         "",
         f"{len(eq_launch)} of {len(launches)} launches equal ncu on every memory figure either side counts.",
         "",
@@ -187,8 +189,7 @@ def main(argv=None) -> int:
     e = sub.add_parser("extract", help="keep the launches and ncu memory figures of a harness counts.json")
     e.add_argument("counts")
     e.add_argument("-o", "--output", required=True)
-    e.add_argument("--command", default="benchmarks/gpu/harness.py counts --ncu-set memory --out $OUT "
-                                           "tests/kernels/launches/*.toml benchmarks/gpu/launches/extra.toml")
+    e.add_argument("--command", default=None, help="the command that made the recording (default: the one it names)")
     c = sub.add_parser("compare", help="emulate the recorded launches and compare")
     c.add_argument("recording", nargs="?", default=str(ROOT / "tests" / "ground_truth" / "h100" / "memory.json"))
     c.add_argument("--markdown", help="write the comparison here")
@@ -199,7 +200,8 @@ def main(argv=None) -> int:
         return 0
     doc = json.loads(Path(a.recording).read_text())
     rows, timing = compare_all(doc)
-    text = markdown(doc, rows, timing)
+    rel = os.path.relpath(a.recording, ROOT) if os.path.abspath(a.recording).startswith(str(ROOT)) else a.recording
+    text = markdown(doc, rows, timing, rel, a.markdown or "-")
     if a.markdown:
         Path(a.markdown).write_text(text)
     if a.json:
