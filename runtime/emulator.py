@@ -487,6 +487,7 @@ def _assertion_text(prog: KernelProgram, call: InstructionOp) -> str | None:
     ``__assertfail`` is called with (CUDA's layout: message, file, line, function),
     found by following each argument's ``st.param`` back to the variable it points to."""
     from hypa.passes.inline import _call_params
+    from hypa.ptxdialect.operands import iter_syms
 
     _rets, argv = _call_params(call)
     if len(argv) < 4 or call.parent is None:
@@ -496,7 +497,7 @@ def _assertion_text(prog: KernelProgram, call: InstructionOp) -> str | None:
         if op is call:
             break
         if isinstance(op, InstructionOp) and op.spec.name == "st" and ".param" in op.modifiers:
-            for name in _iter_syms(op.operands_ast[0]):
+            for name in iter_syms(op.operands_ast[0]):
                 stored[name] = op.operands[-1] if op.operands else op.operands_ast[-1]
 
     def string_of(v, depth=0) -> str | None:
@@ -505,7 +506,7 @@ def _assertion_text(prog: KernelProgram, call: InstructionOp) -> str | None:
         d = v.owner
         if not isinstance(d, InstructionOp):
             return None
-        for name in _iter_syms(d.operands_ast[-1]):
+        for name in iter_syms(d.operands_ast[-1]):
             var = prog.global_vars.get(name) or prog.const_vars.get(name)
             if var is not None and var.init:
                 raw = bytes(_init_bytes(var.size, var.init, var.ptx_type))
@@ -521,14 +522,8 @@ def _assertion_text(prog: KernelProgram, call: InstructionOp) -> str | None:
     line = line_of(stored.get(argv[2]))
     if msg is None:
         return None
-    where = f"{file}:{line}: " if file else ""
+    where = f"{file}:{line}: " if file and line else (f"{file}: " if file else "")
     return f"{where}{func + ': ' if func else ''}Assertion `{msg}` failed."
-
-
-def _iter_syms(ast) -> list[str]:
-    from hypa.ptxdialect.operands import iter_syms
-
-    return list(iter_syms(ast))
 
 
 def _text(op: InstructionOp) -> str:
