@@ -77,9 +77,9 @@ def find_recordings(folder: Path) -> tuple[list[Path], list[Path]]:
     counts, probes = [], []
     if not folder.is_dir():
         return counts, probes
-    for p in sorted(folder.rglob("*.json")):
+    for p in sorted([*folder.rglob("*.json"), *folder.rglob("*.json.gz")]):
         try:
-            with open(p) as f:
+            with open_recording(p) as f:
                 head = f.read(4096)
         except OSError:
             continue
@@ -90,8 +90,15 @@ def find_recordings(folder: Path) -> tuple[list[Path], list[Path]]:
     return counts, probes
 
 
+def open_recording(path):
+    """A recording's text, plain or gzipped (``harness.py`` gzips one too large to bring back)."""
+    import gzip
+
+    return gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)
+
+
 def load(path: Path) -> dict:
-    with open(path) as f:
+    with open_recording(path) as f:
         doc = json.load(f)
     doc["_path"] = str(path)
     return doc

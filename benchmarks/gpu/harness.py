@@ -141,6 +141,24 @@ def file_sha(path: Path) -> str | None:
         return None
 
 
+#: the device tool brings back files of at most 16 MiB: a larger recording comes back gzipped
+#: (a few hundred launches of big kernels, per-block counts and counter maps, pass this)
+MAX_PLAIN_BYTES = 15 << 20
+
+
+def _compress_if_large(path: Path) -> None:
+    """Replace ``path`` by ``path.gz`` when it is too large to come back as it is
+    (``compare.py`` and ``memory_compare.py`` read either)."""
+    if not path.exists() or path.stat().st_size <= MAX_PLAIN_BYTES:
+        return
+    import gzip
+
+    with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=9) as dst:
+        shutil.copyfileobj(src, dst)
+    path.unlink()
+    log(f"{path.name} is over {MAX_PLAIN_BYTES >> 20} MiB: written as {path.name}.gz")
+
+
 def write_json(path: Path, data) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, default=_json_default) + "\n")
@@ -1044,6 +1062,7 @@ def main_run(a) -> int:
         if records:
             doc["elapsed_s"] = time.time() - t0
             write_json(out / "counts.json", doc)
+            _compress_if_large(out / "counts.json")
         if not a.keep_work:
             shutil.rmtree(work, ignore_errors=True)
         summary(records)

@@ -63,7 +63,8 @@ EXPLANATIONS_FILE = ROOT / "tests" / "ground_truth" / "h100" / "memory_explanati
 
 def extract(counts_json: Path, command: str | None = None) -> dict:
     """The launches and ncu memory figures of a ``harness.py --ncu-set memory`` run."""
-    d = json.loads(Path(counts_json).read_text())
+    with compare.open_recording(counts_json) as f:
+        d = json.load(f)
     keep = ("id", "toml", "index", "kernel", "entry", "grid", "block", "shared_bytes", "ptx_sha256", "status")
     out = {"kind": MEMORY_KIND, "format": 1, "command": command or d.get("command"), "created": d.get("created"), "host": d.get("host"),
            "ncu": {k: d.get("ncu", {}).get(k) for k in ("version", "metrics", "options")}, "launches": []}

@@ -341,3 +341,23 @@ def test_harness_end_to_end_with_stand_ins_for_cupy_and_ncu(tmp_path):
     for rec in pdoc["probes"]:
         c = compare.compare_probe(rec, [npz[k] for k in rec["outputs"]], pdoc["n"], pdoc["seed"])
         assert c.ok, c.message
+
+
+def test_a_recording_too_large_to_bring_back_is_gzipped_and_still_read(tmp_path, monkeypatch):
+    # the device tool returns files of at most 16 MiB; a corpus run's counts.json was 49 MB
+    doc = {"kind": harness.COUNTS_KIND, "format": 1, "launches": [{"id": f"k#{i}", "pad": "x" * 100} for i in range(50)]}
+    path = tmp_path / "counts.json"
+    harness.write_json(path, doc)
+    monkeypatch.setattr(harness, "MAX_PLAIN_BYTES", path.stat().st_size + 1)
+    harness._compress_if_large(path)
+    assert path.exists()  # small enough: left alone
+    monkeypatch.setattr(harness, "MAX_PLAIN_BYTES", 1000)
+    harness._compress_if_large(path)
+    assert not path.exists() and (tmp_path / "counts.json.gz").exists()
+    found, _ = compare.find_recordings(tmp_path)
+    assert found == [tmp_path / "counts.json.gz"]
+    back = compare.load(found[0])
+    assert [r["id"] for r in back["launches"]] == [f"k#{i}" for i in range(50)]
+    mem = memory_compare.extract(found[0])
+    assert [r["id"] for r in mem["launches"]] == [f"k#{i}" for i in range(50)]
+    assert all(r["ncu_status"] is None and r["ncu"] == {} for r in mem["launches"])  # ncu did not run
