@@ -119,13 +119,18 @@ class _Builder:
             return defs[block]
         # walk chains of sealed single-predecessor blocks iteratively: code built
         # with -G has thousands of them, deeper than Python's recursion limit
-        chain = []
+        chain: list[int] = []
+        seen: set[int] = set()
         val: object
         while defs is None or block not in defs:
             preds = self.cfg.preds[block]
             if not (self.sealed[block] and preds and len(set(preds)) == 1):
                 val = self._read_recursive(key, block)
                 break
+            if block in seen:  # a cycle no entry reaches (unreachable code): nothing defines it
+                val = self.undef(key)
+                break
+            seen.add(block)
             chain.append(block)
             block = preds[0]
         else:

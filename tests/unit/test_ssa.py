@@ -258,3 +258,30 @@ def test_long_chains_of_blocks_convert_without_deep_recursion():
     st = next(op for op in f.walk() if isinstance(op, InstructionOp) and op.spec.name == "st")
     mov = st.operands[-1].owner
     assert isinstance(mov, InstructionOp) and mov.spec.name == "mov"
+
+
+def test_an_unreachable_cycle_of_single_predecessor_blocks_reads_as_undefined():
+    # $A and $B only reach each other: walking single predecessors must not go round forever
+    src = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_o)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [k_o];
+    ret;
+$A:
+    add.u32 %r2, %r1, 1;
+    bra.uni $B;
+$B:
+    st.global.u32 [%rd1], %r1;
+    bra.uni $A;
+}
+"""
+    m = parse_ptx(src)
+    f = next(op for op in m.ops if isinstance(op, FuncOp))
+    convert_function(f)
+    add = next(op for op in f.walk() if isinstance(op, InstructionOp) and op.spec.name == "add")
+    assert isinstance(add.operands[0].owner, EntryValueOp)
