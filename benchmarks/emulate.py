@@ -1,6 +1,11 @@
 """Emulator throughput: full mode thread-instructions/s, slice vs full speedup, compile time.
 
     python benchmarks/emulate.py [--iters 2000] [--threads 65536]
+    python benchmarks/emulate.py --processes [--iters 40000] [--fmas 17]
+
+``--processes`` measures as a user does: whole ``hypa-opt --emulate`` processes (start-up,
+parse, preparation, compile and emulation), slice mode beside full mode, cold (an empty
+compile cache) and warm; with 17 FMAs per trip the slice is 3 of 20 loop instructions (15%).
 
 The kernel is compute-bound: each thread runs a loop whose body is 24
 independent fma.rn.f32 plus the loop control (add, setp, bra): the slice is
@@ -26,7 +31,7 @@ from hypa.runtime.launch import Launch
 FMAS = 24
 
 
-def compute_kernel() -> str:
+def compute_kernel(FMAS: int = FMAS) -> str:
     regs = "\n".join(f"\tmov.f32 %f{k}, 0f3F800000;" for k in range(FMAS))
     body = "\n".join(f"\tfma.rn.f32 %f{k}, %f{k}, %f{FMAS}, %f{FMAS + 1};" for k in range(FMAS))
     sums = "\n".join(f"\tadd.f32 %f{FMAS + 2}, %f{FMAS + 2}, %f{k};" for k in range(FMAS))
@@ -64,11 +69,52 @@ $L_loop:
 """
 
 
+def whole_processes(iters: int, threads: int, fmas: int) -> None:
+    """slice vs full mode as whole `hypa-opt` processes, cold and warm compile cache."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="hypa-emulate-")
+    path = os.path.join(d, "spin.ptx")
+    with open(path, "w") as f:
+        f.write(compute_kernel(fmas))
+    spec = f"grid={threads // 256} block=256 args={iters},out buffer.out=float32:{threads}:zeros"
+    print(f"kernel: {fmas} fma.rn.f32 + add, setp, bra per trip, {iters} trips, {threads} threads; "
+          f"command: hypa-opt --emulate='{spec}' --mode MODE spin.ptx")
+    walls: dict[tuple[str, str], float] = {}
+    for mode in ("full", "slice"):
+        cache = os.path.join(d, f"cache-{mode}")
+        for state in ("cold", "warm"):
+            env = dict(os.environ, HYPA_CACHE_DIR=cache)
+            t0 = time.perf_counter()
+            p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_opt", f"--emulate={spec}", "--mode", mode,
+                                "--format", "json", path], env=env, capture_output=True, text=True)
+            walls[mode, state] = time.perf_counter() - t0
+            if p.returncode:
+                raise SystemExit(p.stderr)
+            import json
+
+            r = json.loads(p.stdout)[0]
+            print(f"{mode:>5} {state}: {walls[mode, state]:.2f} s wall, thread_inst_executed "
+                  f"{r['thread_inst_executed']:.3e}, executed_fraction {r['executed_fraction']:.3f}")
+    for state in ("cold", "warm"):
+        print(f"slice vs full, whole processes, {state} cache: {walls['full', state] / walls['slice', state]:.1f}x")
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--iters", type=int, default=None)
     ap.add_argument("--threads", type=int, default=65536)
+    ap.add_argument("--processes", action="store_true", help="whole hypa-opt processes, slice vs full mode")
+    ap.add_argument("--fmas", type=int, default=17, help="with --processes: FMAs per loop trip (default 17: 15%% slice)")
     a = ap.parse_args()
+    if a.processes:
+        whole_processes(a.iters or 40000, a.threads, a.fmas)
+        return
+    a.iters = a.iters or 2000
     os.environ.setdefault("HYPA_NO_CACHE", "1")
     m = parse_ptx(compute_kernel())
     block = 256

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir.core import SSAValues
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
@@ -272,17 +273,15 @@ def convert_function(func: FuncOp) -> None:
             v = entry_values[key] = ev.results[0]
         return v
 
-    new_ops: list[InstructionOp] = []
+    # each instruction becomes its SSA form in place: results for the registers it writes
+    # now, operands for those it reads below (register-form operations have neither, so
+    # nothing refers to them yet; rebuilding every operation would cost twice as much)
+    new_ops: list[InstructionOp] = old_ops
     for op, defs in zip(old_ops, op_defs):
-        new = type(op).create(
-            result_types=[_type(types, _key(d)) for d in defs],
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-            successors=list(op.successors),
-        )
-        for r, d in zip(new.results, defs):
-            r.name_hint = _hint(_key(d))
-        new_ops.append(new)
+        if defs:
+            op.results = SSAValues(OpResult(_type(types, _key(d)), op, i) for i, d in enumerate(defs))
+            for r, d in zip(op.results, defs):
+                r.name_hint = _hint(_key(d))
 
     def mat(v: object) -> SSAValue:
         v = _resolve(v)
@@ -307,12 +306,8 @@ def convert_function(func: FuncOp) -> None:
             sizes.append(len(args))
         if any(sizes):
             new.properties["succ_sizes"] = TupleAttr.fast(tuple(sizes))
-        new.operands = operands
-        block = op.parent
-        assert block is not None
-        block.insert_op_before(new, op)
-        op.detach()
-        op.erase()
+        if operands:
+            new.operands = operands
 
     for bi, block in enumerate(cfg.blocks):
         term = block.last_op

@@ -37,6 +37,7 @@ from .codegen import LoweringError
 from .emulator import DEFAULT_STEP_BUDGET, EmulationError, Emulator, LaunchResult
 from .inputs import InputError, InputOptions, Source, expand_inputs, load_sources
 from .launch import Launch, LaunchError, launches_from_toml
+from .phases import phase
 from .program import ProgramError
 
 #: errors that end one launch (the others go on)
@@ -123,11 +124,14 @@ class Catalog:
         self._sources: dict[str, list[Source]] = {}
         self._modules: dict[str, Any] = {}
         self._emulators: dict[str, Emulator] = {}
+        self._kernels: dict[str, list[str]] = {}
+        self._kernel_sets: dict[str, set[str]] = {}
 
     def sources(self, path: str) -> list[Source]:
         path = os.path.abspath(path)
         if path not in self._sources:
-            self._sources[path] = load_sources(path, self.opts.inputs)
+            with phase("input"):
+                self._sources[path] = load_sources(path, self.opts.inputs)
         return self._sources[path]
 
     def module(self, src: Source):
@@ -135,14 +139,23 @@ class Catalog:
         if m is None:
             from hypa.ptxdialect import parse_ptx
 
-            m = self._modules[src.label] = parse_ptx(src.ptx, src.path if src.member is None else src.label)
+            with phase("parse"):
+                m = self._modules[src.label] = parse_ptx(src.ptx, src.path if src.member is None else src.label)
         return m
 
     def kernels(self, src: Source) -> list[str]:
-        from hypa.ptxdialect.dialect import FuncOp
+        names = self._kernels.get(src.label)
+        if names is None:
+            from .program import module_kernels
 
-        return [op.func_name for op in self.module(src).ops
-                if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration]
+            names = self._kernels[src.label] = [k.func_name for k in module_kernels(self.module(src))]
+        return names
+
+    def kernel_set(self, src: Source) -> set[str]:
+        s = self._kernel_sets.get(src.label)
+        if s is None:
+            s = self._kernel_sets[src.label] = set(self.kernels(src))
+        return s
 
     def emulator(self, src: Source) -> Emulator:
         e = self._emulators.get(src.label)
@@ -322,7 +335,8 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
         for src in targets:
             kernels = cat.kernels(src)
             if L.kernel is not None:
-                names = [k for k in kernels if kernel_matches(k, L.kernel)]
+                names = ([L.kernel] if L.kernel in cat.kernel_set(src)
+                         else [k for k in kernels if kernel_matches(k, L.kernel)])
             else:
                 names = kernels[:1] if len(kernels) == 1 else []
                 if not names and kernels:
@@ -361,9 +375,10 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
         try:
             emu = cat.emulator(rec.source)
             prog = emu.program_for(rec.launch)
-            arrays = rec.launch.materialize_buffers()
-            rec.launch = dataclasses.replace(rec.launch, buffers=arrays)  # type: ignore[arg-type]
-            rec.key = launch_key(source_hash(rec.source), rec.kernel or "", prog, rec.launch, arrays, opts)
+            with phase("launches"):
+                arrays = rec.launch.materialize_buffers()
+                rec.launch = dataclasses.replace(rec.launch, buffers=arrays)  # type: ignore[arg-type]
+                rec.key = launch_key(source_hash(rec.source), rec.kernel or "", prog, rec.launch, arrays, opts)
         except LAUNCH_ERRORS as e:
             rec.error = str(e)
             if opts.fail_fast:
@@ -392,7 +407,8 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             outcomes = run_units_dask(opts.scheduler, records, units, opts, bar)
             where = f"Dask scheduler {opts.scheduler}"
         elif opts.jobs > 1 and len(units) >= opts.jobs:
-            outcomes = _run_units_pool(cat, records, units, opts, bar)
+            with phase("workers"):
+                outcomes = _run_units_pool(cat, records, units, opts, bar)
             where = f"local pool of {opts.jobs} processes"
         else:
             outcomes = _run_units_here(cat, records, units, opts, bar)
@@ -420,7 +436,8 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             except LAUNCH_ERRORS as e:
                 rec.error = str(e)
     if opts.estimate_time:
-        _attach_estimates(cat, records, opts.estimate_time)
+        with phase("estimate"):
+            _attach_estimates(cat, records, opts.estimate_time)
     for rec in records:
         if rec.reused_from is not None:
             src = records[rec.reused_from]

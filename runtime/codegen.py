@@ -136,7 +136,7 @@ class Emitter:
     # -- constants and types ----------------------------------------------------
 
     def splat(self, value, ty: ir.Type) -> ir.Constant:
-        return ir.Constant(ir.VectorType(ty, LANES), [value] * LANES)
+        return ir.Constant(ir.VectorType(ty, LANES), value)
 
     def zeros(self, bits: int) -> ir.Constant:
         return self.splat(0, ir.IntType(bits))
@@ -268,7 +268,7 @@ class Emitter:
         bits = value_bits(v)
         if bits == 1:
             if value.type != MASK:
-                value = self.b.icmp_unsigned("!=", value, ir.Constant(value.type, [0] * LANES))
+                value = self.b.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
         else:
             vb = value.type.element.width  # type: ignore[attr-defined]
             if vb != bits:
@@ -480,13 +480,13 @@ class WarpCodegen:
         self.b.store(value, self.ws_word_ptr(index))
 
     def splat(self, value, ty: ir.Type) -> ir.Constant:
-        return ir.Constant(ir.VectorType(ty, LANES), [value] * LANES)
+        return ir.Constant(ir.VectorType(ty, LANES), value)
 
     def splat_value(self, v: ir.Value) -> ir.Value:
         vt = ir.VectorType(v.type, LANES)
         undef = ir.Constant(vt, None)
         ins = self.b.insert_element(undef, v, ir.Constant(i32, 0))
-        return self.b.shuffle_vector(ins, undef, ir.Constant(ir.VectorType(i32, LANES), [0] * LANES))
+        return self.b.shuffle_vector(ins, undef, ir.Constant(ir.VectorType(i32, LANES), 0))
 
     def mask_to_i32(self, m: ir.Value) -> ir.Value:
         return self.b.bitcast(m, i32)
@@ -531,7 +531,7 @@ class WarpCodegen:
         if v in self.prog.local_values:
             # used only later in this block, by the same lanes: no frame slot
             if bits == 1 and value.type != MASK:
-                value = self.b.icmp_unsigned("!=", value, ir.Constant(value.type, [0] * LANES))
+                value = self.b.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
             elif bits != 1 and value.type.element.width != max(bits, 8):  # type: ignore[attr-defined]
                 vt = ivec(max(bits, 8))
                 value = self.b.zext(value, vt) if value.type.element.width < vt.element.width else self.b.trunc(value, vt)  # type: ignore[attr-defined]
@@ -771,7 +771,7 @@ class WarpCodegen:
         del align
         if value is None:
             g = self.intrinsic(f"llvm.masked.gather.v32i{vt.element.width}.v32p0", vt, [VPTR, MASK, vt])
-            return b.call(g, [ptrs, mask, ir.Constant(vt, [0] * LANES)])
+            return b.call(g, [ptrs, mask, ir.Constant(vt, 0)])
         s = self.intrinsic(f"llvm.masked.scatter.v32i{vt.element.width}.v32p0", ir.VoidType(), [vt, VPTR, MASK])
         b.call(s, [value, ptrs, mask])
         return None
@@ -1018,7 +1018,7 @@ class WarpCodegen:
         with b.if_then(on):
             vi = b.extract_element(v, i)
             splat = b.shuffle_vector(b.insert_element(ir.Constant(ivec(64), None), vi, ir.Constant(i32, 0)),
-                                     ir.Constant(ivec(64), None), ir.Constant(ivec(32), [0] * LANES))
+                                     ir.Constant(ivec(64), None), ir.Constant(ivec(32), 0))
             eq = b.bitcast(b.icmp_unsigned("==", v, splat), i32)
             below = b.sub(b.shl(ir.Constant(i32, 1), i), ir.Constant(i32, 1))
             earlier = b.and_(b.and_(eq, mask), below)
@@ -1052,7 +1052,7 @@ class WarpCodegen:
         with b.if_then(on):
             ci = b.extract_element(chunk, i)
             splat = b.shuffle_vector(b.insert_element(ir.Constant(ivec(64), None), ci, ir.Constant(i32, 0)),
-                                     ir.Constant(ivec(64), None), ir.Constant(ivec(32), [0] * LANES))
+                                     ir.Constant(ivec(64), None), ir.Constant(ivec(32), 0))
             eq = b.bitcast(b.icmp_unsigned("==", chunk, splat), i32)
             below = b.sub(b.shl(ir.Constant(i32, 1), i), ir.Constant(i32, 1))
             first = b.icmp_unsigned("==", b.and_(b.and_(eq, mask), below), ir.Constant(i32, 0))

@@ -26,9 +26,16 @@ from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 from . import abi
 from .launch import Launch, LaunchError
 from .metrics import Metrics, compute
-from .program import KernelProgram, ProgramError, find_kernel, prepare
+from .phases import phase
+from .program import KernelProgram, ProgramError, find_kernel, module_kernels, prepare
 
 DEFAULT_STEP_BUDGET = 2_000_000_000  # warp-instructions per launch
+#: recompile optimized when the rest of a launch, at baseline speed, would take this many
+#: times the optimized compile (optimized code runs 1.3-3x faster: the compile must repay)
+REPAY_FACTOR = 1.5
+#: LLVM seconds per PTX instruction of a baseline compile, when the object came from the
+#: cache and its compile time is unknown (measured: 0.66 s for 7,932 instructions)
+_BASELINE_SECONDS_PER_INSTRUCTION = 1e-4
 
 
 class EmulationError(Exception):
@@ -57,6 +64,9 @@ class LaunchResult:
     per_cta: list[dict[str, float]] | None = None
     #: the prepared kernel the counts refer to (block numbering, slice, layout)
     program: KernelProgram | None = field(default=None, repr=False)
+    #: the JIT tier(s) the CTAs ran at: "baseline", "optimized" or "baseline+optimized"
+    #: (the first CTA at baseline, the rest optimized: ``runtime/jit.py``)
+    jit_tier: str = ""
 
     def __getstate__(self) -> dict[str, Any]:
         # the prepared program holds xDSL operations, which neither pickle nor mean
@@ -117,12 +127,23 @@ class Emulator:
         self.step_budget = step_budget
         self.alias = alias
         self._programs: dict[tuple, KernelProgram] = {}
+        self._func_index: dict[str, FuncOp] | None = None
+        self._static_counts: dict[str | None, int] = {}
+        self._kernels: list[FuncOp] | None = None
+        self._kernel_index: dict[str, FuncOp] = {}
+        self._symbols = None  # passes.reachable.SymbolIndex of the module, made on first use
 
     def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
         key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics)
         p = self._programs.get(key)
         if p is None:
-            p = prepare(self.module, kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics)
+            with phase("prepare"):
+                if self._symbols is None:
+                    from hypa.passes.reachable import SymbolIndex
+
+                    self._symbols = SymbolIndex.of(self.module)
+                p = prepare(self.module, self.kernel(kernel), self.mode, self.exact_predicates, alias or self.alias,
+                            self.memory_metrics, index=self._symbols)
             self._programs[key] = p
         return p
 
@@ -140,6 +161,10 @@ class Emulator:
             ctas: tuple[int, int] | None = None) -> LaunchResult:
         """Emulate ``launch`` (only CTAs ``[first, last)`` with ``ctas``, linear ids).
         ``per_cta`` runs CTAs one at a time and keeps each one's metrics."""
+        with phase("emulate"):
+            return self._run(launch, jobs, per_cta, ctas)
+
+    def _run(self, launch: Launch, jobs: int, per_cta: bool, ctas: tuple[int, int] | None) -> LaunchResult:
         t_all = time.perf_counter()
         notes: list[str] = []
         prog = self.program_for(launch, notes)
@@ -147,25 +172,14 @@ class Emulator:
         first, last = (0, launch.num_ctas) if ctas is None else (int(ctas[0]), int(ctas[1]))
         if not 0 <= first <= last <= launch.num_ctas:
             raise LaunchError(f"CTA range [{first}, {last}) is outside the grid of {launch.num_ctas} CTAs")
-        from .codegen import build_module
-        from .jit import compile_ir
-
-        compiled = compile_ir(prog.key, lambda: str(build_module(prog)))
+        compiled, lower = self._compile(prog)
         if compiled.from_cache:
             notes.append("compiled code from the cache")
         ctx, keep = self._setup(prog, launch, buffers)
         t0 = time.perf_counter()
-        jobs = max(1, min(jobs, last - first))
-        if jobs > 1:
-            from .parallel import run_forked
-
-            rc = run_forked(compiled.run_ctas, ctx, keep, last, jobs, first=first, per_cta=per_cta)
-        elif per_cta:
-            from .parallel import run_each
-
-            rc = run_each(compiled.run_ctas, ctx, keep, first, last)
-        else:
-            rc = compiled.run_ctas(ctx.ctypes.data, first, last)
+        tier0 = compiled.tier
+        rc, compiled = self._execute(prog, compiled, lower, ctx, keep, first, last, jobs, per_cta)
+        jit_tier = tier0 if compiled.tier == tier0 else f"{tier0}+{compiled.tier}"
         run_s = time.perf_counter() - t0
         if rc != abi.RC_EXIT:
             raise EmulationError(self._error_message(prog, launch, ctx, keep))
@@ -199,7 +213,72 @@ class Emulator:
             ctas=None if ctas is None else (first, last),
             per_cta=self._cta_values(prog, keep["cta_rows"], static, launch, names) if per_cta else None,
             program=prog,
+            jit_tier=jit_tier,
         )
+
+    def _compile(self, prog: KernelProgram):
+        """The compiled program: the best tier cached (in this process or on disk), else a
+        new compile at the tier ``HYPA_JIT`` asks for (``auto``: baseline first).  Returns
+        it and a function giving the LLVM IR text (built at most once)."""
+        from .codegen import build_module
+        from .jit import cached, compile_ir, jit_policy
+
+        text: list[str] = []
+
+        def lower() -> str:
+            if not text:
+                with phase("lower"):
+                    text.append(str(build_module(prog)))
+            return text[0]
+
+        policy = jit_policy()
+        order = ["optimized", "baseline"] if policy == "auto" else [policy]
+        with phase("compile"):
+            for tier in order:
+                hit = cached(prog.key, tier)
+                if hit is not None:
+                    return hit, lower
+            return compile_ir(prog.key, lower, "baseline" if policy == "auto" else policy), lower
+
+    def _execute(self, prog: KernelProgram, compiled, lower, ctx: np.ndarray, keep: dict,
+                 first: int, last: int, jobs: int, per_cta: bool):
+        """Run CTAs [first, last).  A baseline-compiled program runs the first CTA alone; if the
+        other CTAs would take longer than an optimized compile (estimated from the baseline
+        compile, ``jit.OPTIMIZED_COMPILE_FACTOR``) repays, the rest run optimized code."""
+        from .jit import OPTIMIZED_COMPILE_FACTOR, compile_ir, jit_policy
+        from .parallel import run_each, run_forked
+
+        rows0 = None
+        if compiled.tier == "baseline" and jit_policy() == "auto" and last - first > 1:
+            t = time.perf_counter()
+            if per_cta:
+                rc = run_each(compiled.run_ctas, ctx, keep, first, first + 1)
+                rows0 = keep["cta_rows"]
+            else:
+                rc = compiled.run_ctas(ctx.ctypes.data, first, first + 1)
+            one = time.perf_counter() - t
+            first += 1
+            if rc != abi.RC_EXIT:
+                return rc, compiled
+            llvm_s = compiled.llvm_seconds or _BASELINE_SECONDS_PER_INSTRUCTION * len(prog.instructions)
+            if one * (last - first) / max(1, jobs) > REPAY_FACTOR * OPTIMIZED_COMPILE_FACTOR * llvm_s:
+                seconds = compiled.compile_seconds
+                with phase("compile"):
+                    compiled = compile_ir(prog.key, lower, "optimized")
+                compiled.compile_seconds += seconds
+        jobs = max(1, min(jobs, last - first))
+        if first >= last:
+            rc = abi.RC_EXIT
+        elif jobs > 1:
+            rc = run_forked(compiled.run_ctas, ctx, keep, last, jobs, first=first, per_cta=per_cta)
+        elif per_cta:
+            rc = run_each(compiled.run_ctas, ctx, keep, first, last)
+        else:
+            rc = compiled.run_ctas(ctx.ctypes.data, first, last)
+        if rows0 is not None:
+            rest = keep.get("cta_rows")
+            keep["cta_rows"] = rows0 if rest is None or first >= last else np.concatenate([rows0, rest])
+        return rc, compiled
 
     def _cta_values(self, prog: KernelProgram, rows: np.ndarray, static: int, launch: Launch, names) -> list[dict]:
         """Metric values of each CTA from its counter row (identical rows computed once)."""
@@ -240,19 +319,42 @@ class Emulator:
 
     # -- helpers ----------------------------------------------------------------------
 
+    def kernel(self, name: str | None) -> FuncOp:
+        """The kernel a launch names (mangled or demangled; the module scanned once)."""
+        if self._kernels is None:
+            self._kernels = module_kernels(self.module)
+            self._kernel_index = {}
+            for k in self._kernels:
+                self._kernel_index.setdefault(k.func_name, k)
+        hit = self._kernel_index.get(name) if name is not None else None
+        return hit if hit is not None else find_kernel(self.module, name, self._kernels)
+
+    def _functions(self) -> dict[str, FuncOp]:
+        """The module's defined functions by name (made once: lookups stay O(1) per kernel)."""
+        if self._func_index is None:
+            self._func_index = {op.func_name: op for op in self.module.ops
+                                if isinstance(op, FuncOp) and not op.is_declaration}
+        return self._func_index
+
     def _defined(self, name: str) -> bool:
-        return any(isinstance(op, FuncOp) and op.func_name == name and not op.is_declaration for op in self.module.ops)
+        return name in self._functions()
 
     def _static_instructions(self, kernel: str | None) -> int:
-        f = find_kernel(self.module, kernel)
-        return sum(1 for op in f.body.walk() if isinstance(op, InstructionOp))
+        n = self._static_counts.get(kernel)
+        if n is None:
+            f = self.kernel(kernel)
+            n = self._static_counts[kernel] = sum(1 for op in f.body.walk() if isinstance(op, InstructionOp))
+        return n
 
     def _block_names(self, prog: KernelProgram) -> dict[tuple[str, int], str]:
+        """Names of the blocks of the kernel and the functions inlined into it."""
         names: dict[tuple[str, int], str] = {}
-        for op in self.module.ops:
-            if isinstance(op, FuncOp) and not op.is_declaration:
+        funcs = self._functions()
+        for fname in prog.functions or [prog.func.func_name]:
+            op = funcs.get(fname)
+            if op is not None:
                 for i, b in enumerate(op.body.blocks):
-                    names[(op.func_name, i)] = block_name(b, i)
+                    names[(fname, i)] = block_name(b, i)
         return names
 
     def _setup(self, prog: KernelProgram, launch: Launch, buffers: dict[str, np.ndarray]):

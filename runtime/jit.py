@@ -1,9 +1,13 @@
 """Compile generated LLVM IR to native code (llvmlite MCJIT), with a disk cache.
 
 Compiled emulators are cached as object files keyed by the program key (a
-hash of the prepared kernel, mode and options), the LLVM version and the host
-CPU, so repeated launches of the same kernel pay no compile cost, in this
-process or the next.  ``HYPA_CACHE_DIR`` moves the cache; ``HYPA_NO_CACHE=1``
+hash of the kernel's input, mode and options), the optimisation tier, the LLVM
+version, the host CPU and the sources that transform and lower the kernel, so
+repeated launches of the same kernel pay no compile cost, in this process or
+the next.  Two tiers, as in a tiered JIT: ``baseline`` (no LLVM passes, fast
+instruction selection) for launches that run briefly, which is most launches of
+a whole workload, and ``optimized`` (LLVM's O3) for those that run long enough
+to repay it; ``Emulator.run`` decides from the time of the first CTA.  ``HYPA_CACHE_DIR`` moves the cache; ``HYPA_NO_CACHE=1``
 disables it.
 """
 
@@ -31,12 +35,24 @@ def _init() -> None:
             _initialized = True
 
 
-def target_machine() -> llvm.TargetMachine:
+_machines: dict[int, llvm.TargetMachine] = {}
+
+
+def new_target_machine(opt: int = 3) -> llvm.TargetMachine:
+    """A new target machine for the host (an execution engine takes ownership of its own)."""
     _init()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=opt, jit=True
     )
+
+
+def target_machine(opt: int = 3) -> llvm.TargetMachine:
+    """The host's target machine at code generator level ``opt``, shared for emitting objects."""
+    tm = _machines.get(opt)
+    if tm is None:
+        tm = _machines[opt] = new_target_machine(opt)
+    return tm
 
 
 def cache_dir() -> str | None:
@@ -52,6 +68,24 @@ def cache_dir() -> str | None:
 
 RUN_CTAS = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
+#: optimisation tiers: (LLVM pass pipeline speed level, code generator opt level).
+#: "baseline" compiles about ten times faster than "optimized" and runs within 1.3x of it
+#: in full mode and 3x in slice mode (benchmarks/workload.py, `--jit` table): most kernels
+#: of a whole workload run for milliseconds, so compile time is what they cost.
+TIERS = {"baseline": (0, 0), "optimized": (3, 3)}
+#: how much longer an optimized compile takes than a baseline one of the same IR
+#: (measured: 7.07 s vs 0.66 s over the 109 kernels of an XLA ResNet-50 module)
+OPTIMIZED_COMPILE_FACTOR = 10.0
+
+
+def jit_policy() -> str:
+    """``auto`` (baseline first, optimized when the launch runs long enough to repay it),
+    ``baseline`` or ``optimized``: from ``HYPA_JIT`` (default ``auto``)."""
+    v = os.environ.get("HYPA_JIT", "auto")
+    if v not in ("auto", *TIERS):
+        raise ValueError(f"HYPA_JIT must be auto, baseline or optimized, not {v!r}")
+    return v
+
 
 @dataclass
 class Compiled:
@@ -59,11 +93,15 @@ class Compiled:
     run_ctas: object
     compile_seconds: float
     from_cache: bool
+    tier: str = "optimized"
+    #: seconds LLVM spent (parse, passes, object emission), without building the IR text
+    llvm_seconds: float = 0.0
 
 
-def _full_key(key: str) -> str:
+def _full_key(key: str, tier: str) -> str:
     h = hashlib.sha256()
     h.update(key.encode())
+    h.update(repr(TIERS[tier]).encode())
     h.update(repr(llvm.llvm_version_info).encode())
     h.update(llvm.get_host_cpu_name().encode())
     h.update(llvm.get_host_cpu_features().flatten().encode())
@@ -75,53 +113,90 @@ _SOURCES: str | None = None
 
 
 def _sources_digest() -> str:
-    """A hash of the code generator and semantics sources: editing them invalidates the cache."""
+    """A hash of the passes, code generator and semantics sources: program keys hash the
+    kernel's input, so editing any code that transforms it invalidates the cache."""
     global _SOURCES
     if _SOURCES is None:
         import glob
 
         here = os.path.dirname(__file__)
+        passes = os.path.join(os.path.dirname(here), "passes")
         h = hashlib.sha256()
         for path in sorted([os.path.join(here, n) for n in ("codegen.py", "program.py", "abi.py")]
-                           + glob.glob(os.path.join(here, "semantics", "*.py"))):
+                           + glob.glob(os.path.join(here, "semantics", "*.py"))
+                           + glob.glob(os.path.join(passes, "*.py"))):
             with open(path, "rb") as f:
                 h.update(f.read())
         _SOURCES = h.hexdigest()
     return _SOURCES
 
 
-def compile_ir(key: str, build_ir) -> Compiled:
-    """Native ``run_ctas`` for the program ``key``; ``build_ir()`` gives its IR text
-    (called only when neither the in-process nor the disk cache has it)."""
-    import time
-
+def cached(key: str, tier: str) -> Compiled | None:
+    """The program compiled at ``tier``, from this process or the disk cache, else None."""
     _init()
-    fkey = _full_key(key)
+    fkey = _full_key(key, tier)
     hit = _engines.get(fkey)
     if hit is not None:  # compiled earlier in this process: no time spent now
-        return Compiled(hit.engine, hit.run_ctas, 0.0, True)
-    t0 = time.perf_counter()
-    tm = target_machine()
+        return Compiled(hit.engine, hit.run_ctas, 0.0, True, tier)
     d = cache_dir()
     path = os.path.join(d, fkey + ".o") if d else None
-    obj = None
-    if path and os.path.exists(path):
-        with open(path, "rb") as f:
-            obj = f.read()
-    from_cache = obj is not None
-    if obj is None:
-        text = build_ir()
-        mod = llvm.parse_assembly(text)
-        mod.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    if not (path and os.path.exists(path)):
+        return None
+    import time
+
+    t0 = time.perf_counter()
+    with open(path, "rb") as f:
+        obj = f.read()
+    from .phases import count
+
+    count(f"compiled kernels loaded from the cache ({tier})")
+    return _load(fkey, obj, tier, time.perf_counter() - t0, True)
+
+
+def compile_ir(key: str, build_ir, tier: str = "optimized") -> Compiled:
+    """Native ``run_ctas`` for the program ``key`` at ``tier``; ``build_ir()`` gives its IR
+    text (called only when neither the in-process nor the disk cache has it)."""
+    import time
+
+    hit = cached(key, tier)
+    if hit is not None:
+        return hit
+    t0 = time.perf_counter()
+    text = build_ir() if callable(build_ir) else build_ir
+    t1 = time.perf_counter()
+    speed, cg = TIERS[tier]
+    tm = target_machine(cg)
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    if speed:
+        pto = llvm.create_pipeline_tuning_options(speed_level=speed)
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
-        obj = tm.emit_object(mod)
-        if path:
-            tmp = f"{path}.{os.getpid()}.tmp"
+    obj = tm.emit_object(mod)
+    fkey = _full_key(key, tier)
+    d = cache_dir()
+    if d:
+        path = os.path.join(d, fkey + ".o")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
             with open(tmp, "wb") as f:
                 f.write(obj)
             os.replace(tmp, path)
+        except OSError:
+            pass  # an unwritable cache costs the next run a compile, nothing else
+    c = _load(fkey, obj, tier, time.perf_counter() - t0, False)
+    c.llvm_seconds = time.perf_counter() - t1
+    from .phases import count
+
+    count(f"kernels compiled ({tier})")
+    return c
+
+
+def _load(fkey: str, obj: bytes, tier: str, seconds: float, from_cache: bool) -> Compiled:
+    import time
+
+    t0 = time.perf_counter()
+    tm = new_target_machine(TIERS[tier][1])
     empty = llvm.parse_assembly("")
     engine = llvm.create_mcjit_compiler(empty, tm)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
@@ -129,6 +204,6 @@ def compile_ir(key: str, build_ir) -> Compiled:
     addr = engine.get_function_address("run_ctas")
     if not addr:
         raise RuntimeError("compiled emulator has no run_ctas")
-    c = Compiled(engine, RUN_CTAS(addr), time.perf_counter() - t0, from_cache)
+    c = Compiled(engine, RUN_CTAS(addr), seconds + time.perf_counter() - t0, from_cache, tier)
     _engines[fkey] = c
     return c

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +151,8 @@ def _buffer_from_table(name: str, t: dict[str, Any], base_dir: str) -> BufferSpe
 
 def launches_from_toml(path: str) -> list[Launch]:
     """Every ``[[launch]]`` of a TOML file, in order (buffers are shared)."""
+    import tomllib
+
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)

@@ -80,7 +80,7 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
         children.append((pid, r, first))
     rc_out = abi.RC_EXIT
     first_err = None
-    total = np.zeros_like(counters)
+    total = counters.copy()  # what ran here before (a first CTA run alone) counts too
     for pid, r, first in children:
         with os.fdopen(r, "rb") as f:
             head = f.read(8)

@@ -20,6 +20,7 @@ from xdsl.ir import Block, BlockArgument, SSAValue
 from hypa.passes.cfg import CFG
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
 from hypa.passes.inline import InlineError, inline_calls
+from hypa.passes.reachable import SymbolIndex, extract_kernel
 from hypa.passes.slice import FunctionSlice, compute_slices
 from hypa.passes.ssa import SSA_ATTR, convert_function, register_types
 from hypa.ptxdialect import isa
@@ -102,6 +103,9 @@ class KernelProgram:
     slice_info: FunctionSlice | None = None
     exact_predicates: bool = False
     key: str = ""
+    #: work done preparing: operations copied from the input module, functions reached
+    ops_cloned: int = 0
+    functions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -130,8 +134,16 @@ def _var_layout(ops: list[VarOp], start: int = 0) -> tuple[dict[str, Variable], 
     return out, off
 
 
-def find_kernel(module: ModuleOp, name: str | None) -> FuncOp:
-    kernels = [op for op in module.ops if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration]
+def module_kernels(module: ModuleOp) -> list[FuncOp]:
+    """The kernels (defined ``.entry`` functions) of a module, in order."""
+    return [op for op in module.ops if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration]
+
+
+def find_kernel(module: ModuleOp, name: str | None, kernels: list[FuncOp] | None = None) -> FuncOp:
+    """The kernel ``name`` (mangled or demangled; ``None``: the only one); ``kernels``
+    is ``module_kernels(module)`` when the caller keeps it (one scan per module, not per call)."""
+    if kernels is None:
+        kernels = module_kernels(module)
     if not kernels:
         raise ProgramError("the module has no .entry kernel")
     if name is None:
@@ -154,20 +166,26 @@ def find_kernel(module: ModuleOp, name: str | None) -> FuncOp:
 
 def prepare(
     module: ModuleOp,
-    kernel: str | None,
+    kernel: str | FuncOp | None,
     mode: str = "slice",
     exact_predicates: bool = False,
     alias: str = "param",
     memory_metrics: bool = False,
+    index: SymbolIndex | None = None,
 ) -> KernelProgram:
     """Prepare one kernel of a register-form (or SSA-form) module for lowering.
 
-    The module is cloned: the caller's IR is left untouched.
+    Only the kernel and what it reaches are copied (``passes/reachable.py``): the
+    caller's IR is left untouched, and the cost does not grow with the module.
     """
     if mode not in ("slice", "full"):
         raise ProgramError(f"mode must be 'slice' or 'full', not '{mode}'")
-    module = module.clone()
-    func = find_kernel(module, kernel)
+    func = kernel if isinstance(kernel, FuncOp) else find_kernel(module, kernel)
+    extracted = extract_kernel(module, func, index)
+    module, func = extracted.module, extracted.kernel
+    # the key names the code this preparation produces: the input it starts from, the
+    # options, and (in runtime/jit.py) the sources of the passes and the code generator
+    key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics)
     if any(SSA_ATTR in op.attributes for op in module.ops):
         # inlining works on register form: undo an earlier ptx-to-ssa
         from hypa.passes.out_of_ssa import PTXOutOfSSA
@@ -334,7 +352,14 @@ def prepare(
         slice_info=slice_info,
         exact_predicates=exact_predicates,
     )
-    prog.key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics)
+    prog.ops_cloned = extracted.ops_cloned
+    prog.functions = extracted.functions
+    from .phases import count
+
+    count("operations copied from the input", extracted.ops_cloned)
+    count("kernels prepared")
+    count("functions prepared (kernels and the functions they call)", len(extracted.functions))
+    prog.key = key
     return prog
 
 
@@ -385,19 +410,13 @@ def _edge_values(term, k: int) -> list[SSAValue]:
 
 
 def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool) -> str:
+    """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's) and the options."""
+    from hypa.ptxdialect.printer import module_to_ptx
+
     h = hashlib.sha256()
-    h.update(module_to_ptx_safe(module).encode())
+    h.update(module_to_ptx(module).encode())
     h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}".encode())
     return h.hexdigest()[:32]
-
-
-def module_to_ptx_safe(module: ModuleOp) -> str:
-    from xdsl.printer import Printer
-    import io
-
-    s = io.StringIO()
-    Printer(stream=s).print_op(module)
-    return s.getvalue()
 
 
 def reconvergence(prog: KernelProgram, block: int) -> int:

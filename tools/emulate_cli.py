@@ -1,22 +1,58 @@
 """Command-line glue shared by ``hypa-opt --emulate`` and ``hypa profile``:
-building launches from options, running them, printing results."""
+building launches from options, running them, printing results.
+
+Importing this module is cheap: the emulator, numpy, the report and the timing
+model load only when a launch runs (``hypa-opt -p ...`` never pays for them).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import ModuleOp
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
-from hypa.runtime.emulator import DEFAULT_STEP_BUDGET, EmulationError, Emulator, LaunchResult
-from hypa.runtime.launch import Launch, LaunchError, launch_from_cli, launches_from_toml
-from hypa.runtime.program import ProgramError
-from hypa.runtime.report import render
-from hypa.runtime.timing import TimingError, arch_argument
+    from hypa.runtime.emulator import Emulator, LaunchResult
+    from hypa.runtime.launch import Launch
+
+#: (module, class) of the errors a launch reports as ``prog: error: ...``
+_ERROR_CLASSES = (
+    ("hypa.runtime.launch", "LaunchError"),
+    ("hypa.runtime.emulator", "EmulationError"),
+    ("hypa.runtime.program", "ProgramError"),
+    ("hypa.runtime.timing", "TimingError"),
+)
+
+
+def loaded_errors() -> tuple[type[Exception], ...]:
+    """The classes of ``_ERROR_CLASSES`` whose modules are loaded, for an ``except`` clause:
+    an exception of a class that was never imported cannot have been raised."""
+    out = []
+    for m, c in _ERROR_CLASSES:
+        cls = getattr(sys.modules.get(m), c, None)
+        if cls is not None:
+            out.append(cls)
+    return tuple(out)
+
+
+def arch_argument(text: str) -> str:
+    """argparse ``type=`` of ``--estimate-time``: ``runtime/timing.py``'s check, loaded when the option is given."""
+    from hypa.runtime.timing import arch_argument as check
+
+    return check(text)
 
 
 def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = True) -> None:
+    """The emulation options.  With ``with_emulate`` (``hypa-opt``), ``--step-budget``
+    defaults to None and ``run_launches`` substitutes the emulator's default, so that
+    parsing the options does not load the emulator."""
+    if with_emulate:
+        step_budget_default = None
+    else:
+        from hypa.runtime.emulator import DEFAULT_STEP_BUDGET as step_budget_default
     g = p.add_argument_group("emulation")
     if with_emulate:
         g.add_argument("--emulate", nargs="?", const="", default=None, metavar="SPEC",
@@ -32,7 +68,7 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
                         "block (mix), per memory instruction (memory, with --memory-metrics)")
     g.add_argument("--exact-predicates", action="store_true",
                    help="also slice guard predicates so predicated-off counts are exact")
-    g.add_argument("--step-budget", type=int, default=DEFAULT_STEP_BUDGET, metavar="N",
+    g.add_argument("--step-budget", type=int, default=step_budget_default, metavar="N",
                    help="stop after N warp-instructions (runaway loops)")
     g.add_argument("--kernel", default=None, help="kernel to launch (mangled or demangled name)")
     g.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="spread CTAs over N processes")
@@ -44,6 +80,8 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
 
 
 def launches_from_args(args: argparse.Namespace) -> list[Launch]:
+    from hypa.runtime.launch import LaunchError, launch_from_cli, launches_from_toml
+
     launches: list[Launch] = []
     if getattr(args, "launch", None):
         launches.extend(launches_from_toml(args.launch))
@@ -59,7 +97,10 @@ def launches_from_args(args: argparse.Namespace) -> list[Launch]:
 
 
 def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Namespace) -> list[LaunchResult]:
-    emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget,
+    from hypa.runtime.emulator import DEFAULT_STEP_BUDGET, Emulator
+
+    budget = args.step_budget if args.step_budget is not None else DEFAULT_STEP_BUDGET
+    emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=budget,
                    memory_metrics=getattr(args, "memory_metrics", False))
     results = [emu.run(L, jobs=args.jobs) for L in launches]
     for L, r in zip(launches, results):
@@ -77,6 +118,8 @@ def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: a
 
 
 def render_results(results: Sequence[LaunchResult], args: argparse.Namespace) -> str:
+    from hypa.runtime.report import render
+
     text = render(results, args.format, args.csv_columns)
     if any(getattr(r, "time_estimate", None) is not None for r in results):
         from hypa.runtime.timing import add_to_report
@@ -93,5 +136,3 @@ def fail(prog: str, msg: str) -> None:
     print(f"{prog}: error: {msg}", file=sys.stderr)
     sys.exit(1)
 
-
-ERRORS = (LaunchError, EmulationError, ProgramError, TimingError)

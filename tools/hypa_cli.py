@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from hypa.ptxdialect.diagnostics import PTXError
 from hypa.runtime.inputs import InputError
 
-from .emulate_cli import ERRORS, add_emulation_arguments, fail
+from .emulate_cli import add_emulation_arguments, fail, loaded_errors
 
 
 def _add_batch_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,6 +52,9 @@ def _add_batch_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--progress", dest="progress", action="store_true", default=None,
                    help="show a progress bar (default: when stderr is a terminal)")
     r.add_argument("--no-progress", dest="progress", action="store_false")
+    r.add_argument("--timing", action="store_true",
+                   help="print where the time went, per phase (start-up, parse, prepare, lower, compile, "
+                        "emulate, report ...), to stderr, like mlir-opt --mlir-timing")
 
 
 def _options(args: argparse.Namespace):
@@ -85,20 +88,22 @@ def _report_errors(profile) -> int:
 
 def profile(args: argparse.Namespace) -> int:
     from hypa.runtime import report
+    from hypa.runtime.phases import phase
 
     prof = _run(args)
-    if args.format == "json":
-        text = report.profile_json(prof, args.per_cta, args.by)
-    elif args.format == "csv":
-        text = report.profile_csv(prof, args.csv_columns, args.per_cta, args.by)
-    else:
-        text = report.profile_table(prof, args.by, args.per_cta, args.blocks)
-    out = open(args.output, "w") if args.output else sys.stdout
-    try:
-        out.write(text)
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    with phase("report"):
+        if args.format == "json":
+            text = report.profile_json(prof, args.per_cta, args.by)
+        elif args.format == "csv":
+            text = report.profile_csv(prof, args.csv_columns, args.per_cta, args.by)
+        else:
+            text = report.profile_table(prof, args.by, args.per_cta, args.blocks)
+        out = open(args.output, "w") if args.output else sys.stdout
+        try:
+            out.write(text)
+        finally:
+            if out is not sys.stdout:
+                out.close()
     if args.format != "table":
         for s in prof.static:
             print(f"kernel {s.kernel} ({s.source.display}): no launch given, counted statically: "
@@ -130,14 +135,16 @@ def report_cmd(args: argparse.Namespace) -> int:
         errors = 0
     else:
         from hypa.runtime import report
+        from hypa.runtime.phases import phase
 
         prof = _run(args)
-        page = html_report.build(report.profile_dicts(prof, args.per_cta),
-                                 static=[report.static_dict(s) for s in prof.static],
-                                 summary=report.summary_line(prof), cfg=args.cfg, plots_dir=args.plots,
-                                 title=args.title, input_options=_options(args).inputs,
-                                 errors=[f"launch {r.index} ({r.kernel}): {r.error}" for r in prof.errors
-                                         if r.reused_from is None])
+        with phase("report"):
+            page = html_report.build(report.profile_dicts(prof, args.per_cta),
+                                     static=[report.static_dict(s) for s in prof.static],
+                                     summary=report.summary_line(prof), cfg=args.cfg, plots_dir=args.plots,
+                                     title=args.title, input_options=_options(args).inputs,
+                                     errors=[f"launch {r.index} ({r.kernel}): {r.error}" for r in prof.errors
+                                             if r.reused_from is None])
         errors = _report_errors(prof)
     with open(args.output, "w") as f:
         f.write(page.html)
@@ -148,7 +155,50 @@ def report_cmd(args: argparse.Namespace) -> int:
     return errors
 
 
+def process_start_seconds_ago() -> float | None:
+    """Seconds since this process started (Linux: /proc), or None where unknown."""
+    import time
+
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime"))
+        return time.time() - (btime + start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+_MAIN_ENTERED = None
+
+
+def timing_report() -> str:
+    """The per-phase report, with the start-up (interpreter and imports before ``main``)
+    measured from the process's start time (10 ms resolution)."""
+    import time
+
+    from hypa.runtime import phases
+
+    in_main = time.perf_counter() - _MAIN_ENTERED[0] if _MAIN_ENTERED else 0.0
+    ago = process_start_seconds_ago()
+    startup = max(0.0, ago - in_main) if ago is not None else None
+    if startup is not None:
+        phases.add("start-up", startup)
+    return phases.report(total=in_main + (startup or 0.0))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    global _MAIN_ENTERED
+    import gc
+    import time
+
+    _MAIN_ENTERED = (time.perf_counter(),)
+    # A workload's IR is hundreds of thousands of long-lived objects: at the default
+    # thresholds the cyclic GC traverses them again and again and finds nothing to free
+    # (about a tenth of a warm run); collect rarely instead.  hypa does no linear algebra,
+    # so the BLAS thread pool numpy would start only spins.
+    gc.set_threshold(100_000, 50, 100)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
     sub = p.add_subparsers(dest="command", required=True)
     pp = sub.add_parser("profile", help="emulate launches and report metrics",
@@ -174,11 +224,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     o.add_argument("--title", default="hypa report", help="the page's title")
     args = p.parse_args(argv)
     try:
-        sys.exit(profile(args) if args.command == "profile" else report_cmd(args))
+        rc = profile(args) if args.command == "profile" else report_cmd(args)
+        if args.timing:
+            print(timing_report(), file=sys.stderr)
+        sys.exit(rc)
     except PTXError as e:
         print(e, file=sys.stderr)
         sys.exit(1)
-    except (*ERRORS, InputError) as e:
+    except (*loaded_errors(), InputError) as e:
         fail("hypa", str(e))
     except OSError as e:
         fail("hypa", f"{e.strerror}: {e.filename}")

@@ -22,21 +22,41 @@ the Python traceback).
 
 from __future__ import annotations
 
-import argparse
-import io
-import os
-import re
-import sys
-from collections.abc import Sequence
-from typing import IO
+import gc
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
-from xdsl.xdsl_opt_main import xDSLOptMain
+# Start-up makes hundreds of thousands of long-lived objects (xDSL's classes, the ptx
+# dialect's 194 operation classes, then the parsed IR): the cyclic GC would traverse them
+# again and again and find nothing to free (about a tenth of a short run).  It is off
+# while this module's imports run and, in the hypa-opt process, until the input is parsed
+# (main() then freezes what start-up made and turns it back on: _end_of_start_up).
+_gc_paused = gc.isenabled()
+gc.disable()
 
-from hypa.ptxdialect.diagnostics import PTXError
+import argparse  # noqa: E402
+import io  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import IO  # noqa: E402
 
-from .emulate_cli import ERRORS, add_emulation_arguments, emit, launches_from_args, run_launches
+from xdsl.dialects.builtin import ModuleOp  # noqa: E402
+from xdsl.universe import Universe  # noqa: E402
+from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException  # noqa: E402
+from xdsl.xdsl_opt_main import xDSLOptMain  # noqa: E402
+
+from hypa.ptxdialect.diagnostics import PTXError  # noqa: E402
+
+# the emulator, numpy, LLVM and the report load only when --emulate/--launch runs
+from .emulate_cli import add_emulation_arguments, loaded_errors  # noqa: E402
+
+#: this process is the hypa-opt command (not a program that imported this module)
+_COMMAND = __name__ == "__main__" or os.path.basename(sys.argv[0]) in ("hypa-opt", "hypa-opt.exe")
+
+if _gc_paused and not _COMMAND:
+    # imported as a library: turn the GC back on now (which costs one collection of it all)
+    _gc_paused = False
+    gc.enable()
 
 #: the first thing in a PTX text, comments and blank space aside, is a directive
 _PTX_START = re.compile(rb"\A(?:\s+|//[^\n]*|/\*.*?\*/)*\.[A-Za-z_]", re.S)
@@ -69,7 +89,28 @@ class HypaOptMain(xDSLOptMain):
     version_format = "hypa-opt (hypa 0.1.0) built on xdsl {xdsl_version}"
 
     def __init__(self, args: Sequence[str] | None = None):
+        self._multiverse: Universe | None = None
         super().__init__(description="hypa modular optimizer driver for PTX", args=args)
+
+    def multiverse(self) -> Universe:
+        """Every installed xDSL universe, merged: discovered once, not once per kind of thing."""
+        if self._multiverse is None:
+            self._multiverse = Universe.get_multiverse()
+        return self._multiverse
+
+    # xDSLOptMain's registrations, each of which would walk the installed distributions again
+    def register_all_dialects(self) -> None:
+        for name, factory in self.multiverse().all_dialects.items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        for name, factory in self.multiverse().all_passes.items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        for name, factory in self.multiverse().all_targets.items():
+            if name not in self.available_targets:
+                self.available_targets[name] = factory
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -128,6 +169,10 @@ class HypaOptMain(xDSLOptMain):
         except OSError as e:
             raise InputError(f"cannot write '{path}': {e.strerror}") from None
 
+    def apply_passes(self, prog: ModuleOp) -> None:
+        _end_of_start_up()
+        super().apply_passes(prog)
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         self._chunk_offset = start_offset
         try:
@@ -166,7 +211,7 @@ class HypaOptMain(xDSLOptMain):
             _fail(f"{self.get_input_name()}: error: {e}")
         except InputError as e:
             _fail(f"hypa-opt: error: {e}")
-        except ERRORS as e:
+        except loaded_errors() as e:  # LaunchError, EmulationError ... (emulate_cli._ERROR_CLASSES)
             _fail(f"hypa-opt: error: {e}")
         except ValueError as e:
             # xDSL's own input errors (unknown file extension, bad pipeline ...)
@@ -176,6 +221,11 @@ class HypaOptMain(xDSLOptMain):
 
     def run_emulation(self) -> None:
         """Parse, run the pipeline, emulate the launches, print metrics."""
+        # hypa does no linear algebra: the OpenBLAS thread pool numpy starts when it loads
+        # would only spin (about 0.1 s of CPU, taken from this thread on a busy machine)
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        from .emulate_cli import emit, launches_from_args, run_launches
+
         launches = launches_from_args(self.args)
         chunks, ext = self.prepare_input()
         chunk, offset = chunks[0]
@@ -208,7 +258,51 @@ def _fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
+#: freeze what start-up made when the GC goes back on (a command-line run only: in a
+#: process that goes on, frozen objects that become garbage would never be collected)
+_gc_freeze = False
+
+
+def _end_of_start_up() -> None:
+    """The input is parsed: what exists now lives until the process ends, so freeze it
+    (collections skip it; forked workers share its pages) and turn the GC back on."""
+    global _gc_paused
+    if _gc_paused:
+        _gc_paused = False
+        if _gc_freeze:
+            gc.freeze()
+        gc.enable()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    global _gc_paused, _gc_freeze
+    if gc.isenabled():
+        gc.disable()
+        _gc_paused = True
+    _gc_freeze = argv is None
+    try:
+        _main(argv)
+    finally:
+        if _gc_paused:
+            _gc_paused = False
+            gc.enable()
+    if _COMMAND and argv is None:
+        _exit_now()
+
+
+def _exit_now() -> None:
+    """The command succeeded: end the process without tearing the interpreter down (freeing
+    every object of the IR, the dialects and the modules one by one), as mypy does.  hypa-opt
+    has closed its output; nothing else is left to do at exit."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        return  # e.g. a closed pipe: the interpreter's own exit reports it, as it always did
+    os._exit(0)
+
+
+def _main(argv: Sequence[str] | None) -> None:
     try:
         try:
             tool = HypaOptMain(args=argv)

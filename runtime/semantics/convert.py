@@ -31,9 +31,9 @@ def mov(e) -> None:
         # pack: mov.b64 %rd, {%r1, %r2} (element 0 is the low part)
         parts = e.src_elements(1, bits // len(src[1]))
         w = bits // len(parts)
-        acc = ir.Constant(vec(ir.IntType(bits)), [0] * LANES)
+        acc = ir.Constant(vec(ir.IntType(bits)), 0)
         for k, p in enumerate(parts):
-            acc = b.or_(acc, b.shl(b.zext(p, vec(ir.IntType(bits))), ir.Constant(vec(ir.IntType(bits)), [k * w] * LANES)))
+            acc = b.or_(acc, b.shl(b.zext(p, vec(ir.IntType(bits))), ir.Constant(vec(ir.IntType(bits)), k * w)))
         e.dst(0, acc)
         return
     if dst[0] == "vec":
@@ -41,7 +41,7 @@ def mov(e) -> None:
         whole = e.src(1, bits)
         n = len(dst[1])
         w = bits // n
-        parts = [b.trunc(b.lshr(whole, ir.Constant(whole.type, [k * w] * LANES)), vec(ir.IntType(w))) for k in range(n)]
+        parts = [b.trunc(b.lshr(whole, ir.Constant(whole.type, k * w)), vec(ir.IntType(w))) for k in range(n)]
         e.dst_elements(0, parts)
         return
     e.dst(0, e.src(1, bits))
@@ -239,8 +239,8 @@ def _cvt_int_int(e, dt: str, st: str, sat: bool) -> None:
             lo, hi = -(1 << (db - 1)), (1 << (db - 1)) - 1
         else:
             lo, hi = 0, (1 << db) - 1
-        xw = e.call(f"llvm.smax.v32i{wide_bits}", wt, [xw, ir.Constant(wt, [lo] * LANES)])
-        xw = e.call(f"llvm.smin.v32i{wide_bits}", wt, [xw, ir.Constant(wt, [hi] * LANES)])
+        xw = e.call(f"llvm.smax.v32i{wide_bits}", wt, [xw, ir.Constant(wt, lo)])
+        xw = e.call(f"llvm.smin.v32i{wide_bits}", wt, [xw, ir.Constant(wt, hi)])
         e.dst(0, b.trunc(xw, vec(ir.IntType(db))), is_signed(dt))
         return
     e.dst(0, e.fit(x, db, is_signed(st)), is_signed(dt))

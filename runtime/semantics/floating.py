@@ -140,11 +140,11 @@ def _smin(e, a, b):
 
 
 def _eq(e, a, v: int):
-    return e.b.icmp_unsigned("==", a, ir.Constant(a.type, [v] * LANES))
+    return e.b.icmp_unsigned("==", a, ir.Constant(a.type, v))
 
 
 def _ne(e, a, v: int):
-    return e.b.icmp_unsigned("!=", a, ir.Constant(a.type, [v] * LANES))
+    return e.b.icmp_unsigned("!=", a, ir.Constant(a.type, v))
 
 
 def _width(v: ir.Value) -> int:
@@ -299,7 +299,7 @@ def exact_from_pair(e, hi: ir.Value, lo: ir.Value) -> tuple[ir.Value, ir.Value, 
     hb = b.bitcast(hi, ivt(64))
     lb = b.bitcast(lo, ivt(64))
     p = unpack(e, hb, FMTS["f64"])
-    lo_nz = b.fcmp_ordered("one", lo, ir.Constant(F64V, [0.0] * LANES))
+    lo_nz = b.fcmp_ordered("one", lo, ir.Constant(F64V, 0.0))
     same = b.icmp_signed(">=", b.xor(hb, lb), K(e, 0, 64))
     adj = _sel(e, lo_nz, _sel(e, same, K(e, 1, 64), K(e, -1, 64)), K(e, 0, 64))
     M = b.add(b.shl(p.M, K(e, 2, 64)), adj)
@@ -321,7 +321,7 @@ def f16_to_f32(e, v: ir.Value) -> ir.Value:
     man = b.and_(h, K(e, 0x3FF, 32))
     normal = b.or_(b.shl(b.add(ex, K(e, 112, 32)), K(e, 23, 32)), b.shl(man, K(e, 13, 32)))
     infnan = b.or_(K(e, 0x7F800000, 32), b.shl(man, K(e, 13, 32)))
-    sub = b.fmul(b.uitofp(man, F32V), ir.Constant(F32V, [2.0**-24] * LANES))
+    sub = b.fmul(b.uitofp(man, F32V), ir.Constant(F32V, 2.0**-24))
     subbits = b.bitcast(sub, ivt(32))
     mag = _sel(e, _eq(e, ex, 0), subbits, _sel(e, _eq(e, ex, 0x1F), infnan, normal))
     return b.bitcast(b.or_(mag, sign), F32V)
@@ -538,7 +538,7 @@ def _exact64(e, op: str, xs: list[ir.Value]) -> tuple[ir.Value, ir.Value, ir.Val
     hi = RN(exact), the exact result is hi + lo (lo's sign is what counts);
     zero_sum_pair are the two addends of a sum (for the sign of an exact zero)."""
     b = e.b
-    zero = ir.Constant(F64V, [0.0] * LANES)
+    zero = ir.Constant(F64V, 0.0)
     if op in ("add", "sub"):
         x, y = xs
         if op == "sub":
@@ -557,7 +557,7 @@ def _exact64(e, op: str, xs: list[ir.Value]) -> tuple[ir.Value, ir.Value, ir.Val
         r = _fma64(e, b.fneg(q), y, x)  # exact remainder
         return q, b.fdiv(r, y), None
     if op == "rcp":
-        one = ir.Constant(F64V, [1.0] * LANES)
+        one = ir.Constant(F64V, 1.0)
         q = b.fdiv(one, xs[0])
         r = _fma64(e, b.fneg(q), xs[0], one)
         return q, b.fdiv(r, xs[0]), None
@@ -600,10 +600,10 @@ def _tiny_f32(e, op: str, xs: list[ir.Value]):
     b = e.b
     xs64 = [b.fpext(x, F64V) for x in xs]
     hi, lo, _pair = _exact64(e, op, xs64)
-    c = b.fmul(hi, ir.Constant(F64V, [float(2**29 + 1)] * LANES))
+    c = b.fmul(hi, ir.Constant(F64V, float(2**29 + 1)))
     r24 = b.fsub(c, b.fsub(c, hi))
     a = e.call("llvm.fabs.v32f64", F64V, [r24])
-    return b.fcmp_ordered("<", a, ir.Constant(F64V, [2.0**-126] * LANES))
+    return b.fcmp_ordered("<", a, ir.Constant(F64V, 2.0**-126))
 
 
 # ---------------------------------------------------------------------------
@@ -631,8 +631,8 @@ def _f64_directed(e, op: str, bits: list[ir.Value], mode: str) -> ir.Value:
     fmt = FMTS["f64"]
     xs = [b.bitcast(x, F64V) for x in bits]
     ps = [_f64_parts(e, x) for x in bits]
-    zero = ir.Constant(F64V, [0.0] * LANES)
-    one = ir.Constant(F64V, [1.0] * LANES)
+    zero = ir.Constant(F64V, 0.0)
+    one = ir.Constant(F64V, 1.0)
     # the round-to-nearest result gives every special case (NaN, inf, exact zero)
     if op == "add":
         rn = b.fadd(xs[0], xs[1])
@@ -718,7 +718,7 @@ def _f64_directed(e, op: str, bits: list[ir.Value], mode: str) -> ir.Value:
         use = b.and_(finite_in, nonzero)
         # a zero product (finite operands): the sum is c, or a signed zero
         pz = b.and_(finite_in, b.not_(nonzero))
-        pzero = _sel(e, b.xor(ps[0].neg, ps[1].neg), ir.Constant(F64V, [-0.0] * LANES), zero)
+        pzero = _sel(e, b.xor(ps[0].neg, ps[1].neg), ir.Constant(F64V, -0.0), zero)
         zs = _zero_sign(e, mode, (pzero, xs[2]), ps[2].neg)
         zsum = _sel(e, ps[2].zero, _sel(e, zs, K(e, 1 << 63, 64), K(e, 0, 64)), bits[2])
         rnb = _sel(e, pz, zsum, rnb)
@@ -843,7 +843,7 @@ def arith_element(e, op: str, parts: list[ir.Value], kind: str, mode: str, src_k
 
 def _f32_rn(e, op: str, xs):
     b = e.b
-    one = ir.Constant(F32V, [1.0] * LANES)
+    one = ir.Constant(F32V, 1.0)
     if op == "add":
         return b.fadd(*xs)
     if op == "sub":
@@ -863,7 +863,7 @@ def _f32_rn(e, op: str, xs):
 
 def _f64_rn(e, op: str, xs):
     b = e.b
-    one = ir.Constant(F64V, [1.0] * LANES)
+    one = ir.Constant(F64V, 1.0)
     if op == "add":
         return b.fadd(*xs)
     if op == "sub":
@@ -941,9 +941,9 @@ def _div_approx(e, a, c, full: bool):
         # a * (1/b) for |b| > 2^126 (where the reciprocal flushes, as on the
         # GPU); elsewhere -- subnormal divisors included -- the quotient itself,
         # which is within the stated 2 ulp (an H100 gives 1.0 for 2^-149/2^-149)
-        one = ir.Constant(F32V, [1.0] * LANES)
+        one = ir.Constant(F32V, 1.0)
         rc = b.bitcast(flush_bits(e, b.bitcast(b.fdiv(one, y), ivt(32)), fmt), F32V)
-        big = b.fcmp_ordered(">", e.call("llvm.fabs.v32f32", F32V, [y]), ir.Constant(F32V, [2.0**126] * LANES))
+        big = b.fcmp_ordered(">", e.call("llvm.fabs.v32f32", F32V, [y]), ir.Constant(F32V, 2.0**126))
         r = b.select(big, b.fmul(x, rc), b.fdiv(x, y))
     rb = b.bitcast(r, ivt(32))
     if ftz:
@@ -1082,7 +1082,7 @@ def _approx_f64h(e, a_bits, name: str):
     hi = b.and_(a_bits, K(e, 0xFFFFFFFF00000000, 64))
     hi = flush_bits(e, hi, fmt)
     x = b.bitcast(hi, F64V)
-    one = ir.Constant(F64V, [1.0] * LANES)
+    one = ir.Constant(F64V, 1.0)
     if name == "rcp":
         r = b.fdiv(one, x)
     else:
@@ -1097,7 +1097,7 @@ def _approx_f64h(e, a_bits, name: str):
 
 
 def _sfu_f64(e, name: str, x):
-    one = ir.Constant(x.type, [1.0] * LANES)
+    one = ir.Constant(x.type, 1.0)
     b = e.b
     vt = "v32f64"
     if name == "rsqrt":
@@ -1305,5 +1305,5 @@ def float_slct(e) -> None:
     c = e.src(3, 32)
     if ".ftz" in e.mods:
         c = flush_bits(e, c, fmt)
-    ge = b.fcmp_ordered(">=", b.bitcast(c, F32V), ir.Constant(F32V, [0.0] * LANES))
+    ge = b.fcmp_ordered(">=", b.bitcast(c, F32V), ir.Constant(F32V, 0.0))
     e.dst(0, b.select(ge, e.src(1, bits), e.src(2, bits)))

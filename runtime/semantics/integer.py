@@ -107,9 +107,9 @@ def _carry(e, op: str, x: ir.Value, y: ir.Value, bits: int) -> None:
     if e.cc_in is not None:
         cin = b.zext(b.trunc(e.wg.read(e.cc_in), vec(i1)), wide)
     else:
-        cin = ir.Constant(wide, [1 if op == "sub" else 0] * LANES)
+        cin = ir.Constant(wide, 1 if op == "sub" else 0)
     r = b.add(b.add(xw, yw), cin)
-    carry = b.trunc(b.lshr(r, ir.Constant(wide, [bits] * LANES)), vec(i1))
+    carry = b.trunc(b.lshr(r, ir.Constant(wide, bits)), vec(i1))
     e.dst(0, b.trunc(r, vec(_ity(bits))))
     if e.cc_out is not None:
         e.write_def(e.cc_out, b.zext(carry, vec(i32)))
@@ -146,7 +146,7 @@ def mul(e) -> None:
         e.dst(0, _mul_parts(e, t, x, y))
     elif ".hi" in e.mods:
         p = _mul_parts(e, t, x, y)
-        e.dst(0, b.trunc(b.lshr(p, ir.Constant(p.type, [bits] * LANES)), vec(_ity(bits))))
+        e.dst(0, b.trunc(b.lshr(p, ir.Constant(p.type, bits)), vec(_ity(bits))))
     else:
         e.dst(0, b.mul(x, y))
 
@@ -167,7 +167,7 @@ def mad(e) -> None:
     c = e.src(3, bits, is_signed(t))
     if ".hi" in e.mods:
         p = _mul_parts(e, t, x, y)
-        prod = b.trunc(b.lshr(p, ir.Constant(p.type, [bits] * LANES)), vec(_ity(bits)))
+        prod = b.trunc(b.lshr(p, ir.Constant(p.type, bits)), vec(_ity(bits)))
     else:
         prod = b.mul(x, y)
     if ".sat" in e.mods:
@@ -243,20 +243,20 @@ def div(e) -> None:
     signed = is_signed(t)
     x, y = _int_operands(e, 2, bits, signed)
     vt = vec(_ity(bits))
-    zero = ir.Constant(vt, [0] * LANES)
-    one = ir.Constant(vt, [1] * LANES)
+    zero = ir.Constant(vt, 0)
+    one = ir.Constant(vt, 1)
     yz = b.icmp_unsigned("==", y, zero)
     safe = b.select(yz, one, y)
     if signed:
         # INT_MIN / -1 overflows in LLVM: the GPU gives INT_MIN (x / 1 = x)
-        minv = ir.Constant(vt, [1 << (bits - 1)] * LANES)
-        ov = b.and_(b.icmp_unsigned("==", x, minv), b.icmp_signed("==", y, ir.Constant(vt, [-1] * LANES)))
+        minv = ir.Constant(vt, 1 << (bits - 1))
+        ov = b.and_(b.icmp_unsigned("==", x, minv), b.icmp_signed("==", y, ir.Constant(vt, -1)))
         safe = b.select(ov, one, safe)
         q = b.sdiv(x, safe)
     else:
         q = b.udiv(x, safe)
     # division by zero: all ones, whatever the type and the dividend (GPU)
-    e.dst(0, b.select(yz, ir.Constant(vt, [-1] * LANES), q))
+    e.dst(0, b.select(yz, ir.Constant(vt, -1), q))
 
 
 @rule("rem")
@@ -267,19 +267,19 @@ def rem(e) -> None:
     signed = is_signed(t)
     x, y = _int_operands(e, 2, bits, signed)
     vt = vec(_ity(bits))
-    zero = ir.Constant(vt, [0] * LANES)
-    one = ir.Constant(vt, [1] * LANES)
+    zero = ir.Constant(vt, 0)
+    one = ir.Constant(vt, 1)
     yz = b.icmp_unsigned("==", y, zero)
     safe = b.select(yz, one, y)
     if signed:
-        ov = b.icmp_signed("==", y, ir.Constant(vt, [-1] * LANES))
+        ov = b.icmp_signed("==", y, ir.Constant(vt, -1))
         safe = b.select(ov, one, safe)
         r = b.srem(x, safe)
         r = b.select(ov, zero, r)
     else:
         r = b.urem(x, safe)
     # remainder by zero: all ones, whatever the type and the dividend (GPU)
-    e.dst(0, b.select(yz, ir.Constant(vt, [-1] * LANES), r))
+    e.dst(0, b.select(yz, ir.Constant(vt, -1), r))
 
 
 @rule("abs")
@@ -318,7 +318,7 @@ def _int_minmax(e, is_max: bool) -> None:
         w = x.type.element.width
         r = e.call(f"llvm.{prefix}.v32i{w}", x.type, [x, y])
         if relu:  # .relu: negative results become 0
-            r = e.call(f"llvm.smax.v32i{w}", x.type, [r, ir.Constant(x.type, [0] * LANES)])
+            r = e.call(f"llvm.smax.v32i{w}", x.type, [r, ir.Constant(x.type, 0)])
         return r
 
     if t in PACKED:
@@ -461,7 +461,7 @@ def slct(e) -> None:
         c = e.src_float(3, "f32")
         if ".ftz" in e.mods:
             c = fp.flush(e, c)
-        ge = b.fcmp_ordered(">=", c, ir.Constant(c.type, [0.0] * LANES))
+        ge = b.fcmp_ordered(">=", c, ir.Constant(c.type, 0.0))
     else:
         c = e.src(3, 32, True)
         ge = b.icmp_signed(">=", c, e.splat(0, i32))
@@ -502,7 +502,7 @@ def cnot(e) -> None:
     bits = type_bits(t)
     b = e.b
     x = e.src(1, bits)
-    z = b.icmp_unsigned("==", x, ir.Constant(x.type, [0] * LANES))
+    z = b.icmp_unsigned("==", x, ir.Constant(x.type, 0))
     e.dst(0, b.zext(z, x.type))
 
 
@@ -517,11 +517,11 @@ def shift(e) -> None:
     amt = b.select(big, e.splat(bits - 1, i32), n)
     amt = e.fit(amt, bits, False)
     if e.spec.name == "shl":
-        r = b.select(big, ir.Constant(x.type, [0] * LANES), b.shl(x, amt))
+        r = b.select(big, ir.Constant(x.type, 0), b.shl(x, amt))
     elif is_signed(t):
         r = b.ashr(x, amt)  # clamped to bits-1: sign fill
     else:
-        r = b.select(big, ir.Constant(x.type, [0] * LANES), b.lshr(x, amt))
+        r = b.select(big, ir.Constant(x.type, 0), b.lshr(x, amt))
     e.dst(0, r)
 
 
@@ -669,11 +669,11 @@ def bfind(e) -> None:
     x = e.src(1, bits)
     v = x
     if is_signed(t):
-        neg = b.icmp_signed("<", x, ir.Constant(x.type, [0] * LANES))
+        neg = b.icmp_signed("<", x, ir.Constant(x.type, 0))
         v = b.select(neg, b.not_(x), x)
     lz = e.call(f"llvm.ctlz.v32i{bits}", v.type, [v, ir.Constant(i1, 0)])
-    pos = e.fit(b.sub(ir.Constant(v.type, [bits - 1] * LANES), lz), 32, False)
-    none = b.icmp_unsigned("==", v, ir.Constant(v.type, [0] * LANES))
+    pos = e.fit(b.sub(ir.Constant(v.type, bits - 1), lz), 32, False)
+    none = b.icmp_unsigned("==", v, ir.Constant(v.type, 0))
     if ".shiftamt" in e.mods:
         pos = b.sub(e.splat(bits - 1, i32), pos)
     e.dst(0, b.select(none, e.splat(0xFFFFFFFF, i32), pos))
@@ -692,8 +692,8 @@ def _low_mask(e, n: ir.Value, bits: int) -> ir.Value:
     vt = vec(_ity(bits))
     full = b.icmp_unsigned(">=", n, e.splat(bits, i32))
     nw = e.fit(b.select(full, e.splat(0, i32), n), bits, False)
-    m = b.sub(b.shl(ir.Constant(vt, [1] * LANES), nw), ir.Constant(vt, [1] * LANES))
-    return b.select(full, ir.Constant(vt, [-1] * LANES), m)
+    m = b.sub(b.shl(ir.Constant(vt, 1), nw), ir.Constant(vt, 1))
+    return b.select(full, ir.Constant(vt, -1), m)
 
 
 @rule("bfe")

@@ -118,7 +118,7 @@ def _atomic(e, returns: bool) -> None:
         a = addr if k == 0 else b.add(addr, e.splat(k * bits // 8, i64))
         ptrs = e.host_pointers(space, a, bits // 8, e.exec_mask, kind)
         res_slot = entry_alloca(e, vec(ity))
-        b.store(ir.Constant(vec(ity), [0] * LANES), res_slot)
+        b.store(ir.Constant(vec(ity), 0), res_slot)
         for lane in range(LANES):
             li = ir.Constant(i32, lane)
             on = b.extract_element(e.exec_mask, li)

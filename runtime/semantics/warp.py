@@ -27,7 +27,7 @@ def _permute(e, v: ir.Value, idx: ir.Value) -> ir.Value:
     elem = v.type.element
     ptrs = e.wg.vector_pointers(buf, b.zext(idx, vec(i64)), elem.width // 8)
     g = e.wg.intrinsic(f"llvm.masked.gather.v32i{elem.width}.v32p0", v.type, [ir.VectorType(ir.PointerType(), LANES), MASK, v.type])
-    return b.call(g, [ptrs, ir.Constant(MASK, [1] * LANES), ir.Constant(v.type, [0] * LANES)])
+    return b.call(g, [ptrs, ir.Constant(MASK, 1), ir.Constant(v.type, 0)])
 
 
 @rule("shfl.sync", "shfl")
@@ -272,7 +272,7 @@ def _masked_gather(e, ptrs: ir.Value, bits: int, mask: ir.Value) -> ir.Value:
     vt = vec(ir.IntType(bits))
     vptr = ir.VectorType(ir.PointerType(), LANES)
     g = e.wg.intrinsic(f"llvm.masked.gather.v32i{bits}.v32p0", vt, [vptr, ir.VectorType(i1, LANES), vt])
-    return e.b.call(g, [ptrs, mask, ir.Constant(vt, [0] * LANES)])
+    return e.b.call(g, [ptrs, mask, ir.Constant(vt, 0)])
 
 
 def _masked_scatter(e, value: ir.Value, ptrs: ir.Value, mask: ir.Value) -> None:
@@ -399,7 +399,7 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
     is_int = at in (".s8", ".u8")
     comp = ir.IntType(64) if is_int else (ir.DoubleType() if at == ".f64" else ir.FloatType())
     esz = 4 if isinstance(comp, ir.FloatType) else 8
-    all_lanes = ir.Constant(ir.VectorType(i1, LANES), [1] * LANES)
+    all_lanes = ir.Constant(ir.VectorType(i1, LANES), 1)
     vptr = ir.VectorType(ir.PointerType(), LANES)
     vt = vec(comp)
     tname = "i64" if is_int else ("f64" if isinstance(comp, ir.DoubleType) else "f32")
@@ -619,7 +619,7 @@ def _wmma_result(e, v: ir.Value, dt: str, satfinite: bool) -> ir.Value:
     if dt == ".f64":
         return b.bitcast(v, vec(i64))
     if satfinite:
-        big = ir.Constant(vec(ir.FloatType()), [3.4028234663852886e38 if dt == ".f32" else 65504.0] * LANES)
+        big = ir.Constant(vec(ir.FloatType()), 3.4028234663852886e38 if dt == ".f32" else 65504.0)
         neg = b.fneg(big)
         v = b.select(b.fcmp_ordered(">", v, big), big, b.select(b.fcmp_ordered("<", v, neg), neg, v))
     if dt == ".f16":
