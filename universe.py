@@ -1,4 +1,4 @@
-"""Registers the ``ptx`` dialect, hypa's passes and the ``ptx`` target with xDSL.
+"""Registers the ``ptx`` dialect, hypa's passes and the ``ptx`` and ``ptx-llvm`` targets with xDSL.
 
 Found through the ``xdsl.universe`` entry point, so plain ``xdsl-opt`` sees
 them too (``xdsl-opt -p ptx-to-ssa file.mlir``).
@@ -26,6 +26,12 @@ def _get_ptx_target() -> type[Target]:
     return PTXTarget
 
 
+def _get_llvm_target() -> type[Target]:
+    from hypa.runtime.llvm_target import LLVMTarget
+
+    return LLVMTarget
+
+
 def _passes() -> dict[str, Callable[[], type[ModulePass]]]:
     from hypa.passes import get_all_passes
 
@@ -35,5 +41,7 @@ def _passes() -> dict[str, Callable[[], type[ModulePass]]]:
 HYPA_UNIVERSE = Universe(
     all_dialects={"ptx": _get_ptx_dialect},
     all_passes=_passes(),
-    all_targets={"ptx": _get_ptx_target},
+    # hypa-opt shows the emulator's lowering as "-t llvm"; xDSL's own "llvm" target (the
+    # llvm dialect as text) keeps that name everywhere else, so it is registered as "ptx-llvm"
+    all_targets={"ptx": _get_ptx_target, "ptx-llvm": _get_llvm_target},
 )

@@ -10,6 +10,7 @@ from xdsl.passes import ModulePass
 #: pass name -> (module, class); modules load lazily so `hypa-opt --help` stays fast
 _PASSES = {
     "ptx-build-cfg": ("build_cfg", "BuildCFG"),
+    "ptx-inline": ("inline", "PTXInline"),
     "ptx-to-ssa": ("ssa", "PTXToSSA"),
     "ptx-out-of-ssa": ("out_of_ssa", "PTXOutOfSSA"),
     "slice-branches": ("slice", "SliceBranches"),

@@ -1,4 +1,4 @@
-"""Inline ``.func`` calls into a kernel (register form), for the emulator.
+"""``ptx-inline``: inline ``.func`` calls into each kernel (register form).
 
 Each call site gets its own copy of the callee's blocks: registers move to a
 fresh scope id (so they cannot clash with the caller's), labels and local
@@ -16,8 +16,13 @@ are; the emulator skips them and says so.  Indirect calls, recursion and
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr, UnitAttr
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Block, Operation, Region
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.ptxdialect.dialect import (
     ArgsAttr,
@@ -222,3 +227,60 @@ def _copy_op(op: Operation, regs: int, syms: dict[str, str], mapping: dict[Block
         d = op.decl.data
         return new_op(VarOp, {"decl": TupleAttr.fast((d[0], d[1], d[2], d[3], syms.get(d[4], d[4]), d[5], d[6]))})
     return op.clone()
+
+
+#: on an inlined kernel: where each of its blocks came from, ``[[function, block, piece], ...]``
+#: (the emulator reports the blocks of an inlined ``.func`` under that function)
+ORIGINS_ATTR = "hypa.block_origins"
+
+
+def record_origins(kernel: FuncOp, origins: list[tuple[str, int, int]]) -> None:
+    kernel.attributes[ORIGINS_ATTR] = ArrayAttr(
+        [ArrayAttr([StringAttr(f), IntAttr(b), IntAttr(p)]) for f, b, p in origins])
+
+
+def block_origins(kernel: FuncOp) -> list[tuple[str, int, int]]:
+    """Each block's origin as ``ptx-inline`` recorded it; the kernel's own blocks where
+    nothing was inlined (or a later pass changed the blocks, so the record is stale)."""
+    blocks = list(kernel.body.blocks)
+    rec = kernel.attributes.get(ORIGINS_ATTR)
+    if isinstance(rec, ArrayAttr) and len(rec.data) == len(blocks):
+        return [(e.data[0].data, e.data[1].data, e.data[2].data) for e in rec.data]  # type: ignore[union-attr]
+    return [(kernel.func_name, i, 0) for i in range(len(blocks))]
+
+
+def has_calls_to_inline(module: ModuleOp, kernel: FuncOp) -> bool:
+    """Whether ``kernel`` still calls a function the module defines."""
+    defined = {op.func_name for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration}
+    for op in kernel.body.walk():
+        if isinstance(op, InstructionOp) and op.spec.name == "call" and RETURN_ATTR + ".done" not in op.attributes:
+            name, direct = _callee_name(op)
+            if not direct or name in defined:
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class PTXInline(ModulePass):
+    """Inline every direct call of every kernel (register form): each call site gets its own
+    copy of the callee, so divergence inside a callee reconverges like any other branch,
+    and the emulator counts the kernel as one CFG.  The ``.func`` definitions stay."""
+
+    name = "ptx-inline"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from .ssa import is_ssa
+
+        for f in list(op.ops):
+            if isinstance(f, FuncOp) and f.is_kernel and not f.is_declaration:
+                if is_ssa(f):
+                    raise DiagnosticException(
+                        f"ptx-inline: kernel '{f.func_name}' is in SSA form; inline before ptx-to-ssa "
+                        f"(or run ptx-out-of-ssa first)")
+                if not has_calls_to_inline(op, f):
+                    continue
+                try:
+                    origins = inline_calls(op, f)
+                except InlineError as e:
+                    raise DiagnosticException(f"ptx-inline: {e}") from None
+                record_origins(f, origins)

@@ -521,6 +521,44 @@ class SliceBranches(ModulePass):
         keep = [k for k in self.keep.split(",") if k] if self.keep else []
         slices = compute_slices(op, self.exact_predicates, keep, self.alias, self.memory_addresses)
         mark_slices(slices, self.alias)
+        text = slice_options_text(self.exact_predicates, self.alias, self.memory_addresses, self.keep)
+        for fs in slices.values():
+            fs.func.attributes[OPTIONS_ATTR] = StringAttr(text)
         if self.dot_file:
             with open(self.dot_file, "w") as f:
                 f.write(slice_dot(slices))
+
+
+#: on a sliced function: the options its slice was made with (``slice-branches`` syntax)
+OPTIONS_ATTR = "hypa.slice_options"
+
+
+def slice_options_text(exact_predicates: bool, alias: str, memory_addresses: bool, keep: str = "") -> str:
+    t = f"exact-predicates={str(exact_predicates).lower()} alias={alias} memory-addresses={str(memory_addresses).lower()}"
+    return t + (f" keep={keep}" if keep else "")
+
+
+def recorded_slice(func: FuncOp) -> tuple[FunctionSlice, dict[str, str]] | None:
+    """The slice ``slice-branches`` marked on an SSA-form function, with the options it was
+    made with; None where the function carries none.  Block arguments are in the slice when
+    a slice member reads them, directly or through other block arguments (what the slicer's
+    closure over use-def edges adds)."""
+    attr = func.attributes.get(OPTIONS_ATTR)
+    if not isinstance(attr, StringAttr) or not is_ssa(func):
+        return None
+    options = dict(kv.split("=", 1) for kv in attr.data.split())
+    fs = FunctionSlice(func)
+    for op in func.body.walk():
+        if isinstance(op, InstructionOp):
+            if SLICE_ATTR in op.attributes:
+                fs.ops.add(op)
+            elif "hypa.address" in op.attributes:
+                fs.address_ops.add(op)
+    work = [v for op in fs.ops for v in op.instruction_operands()]
+    while work:
+        v = work.pop()
+        if isinstance(v, BlockArgument) and v not in fs.values:
+            fs.values.add(v)
+            work.extend(_incoming(v))
+    fs.values.update(r for op in fs.ops for r in op.results)
+    return fs, options

@@ -382,13 +382,19 @@ def verify_dominance(func: FuncOp) -> None:
             del edge_from
 
 
+@dataclass(frozen=True)
 class PTXToSSA(ModulePass):
     """Convert every function body from register form to SSA form."""
 
     name = "ptx-to-ssa"
 
+    #: check that every definition dominates its uses afterwards (the emulator, which
+    #: converts each kernel it prepares, leaves it off: the construction guarantees it)
+    verify: bool = True
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for func in op.walk():
             if isinstance(func, FuncOp):
                 convert_function(func)
-                verify_dominance(func)
+                if self.verify:
+                    verify_dominance(func)

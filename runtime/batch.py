@@ -47,7 +47,7 @@ LAUNCH_ERRORS = (LaunchError, EmulationError, ProgramError, InputError, PTXError
 @dataclass
 class ProfileOptions:
     mode: str = "slice"
-    exact_predicates: bool = False
+    exact_predicates: bool | None = None  # None: as a slice recorded in the IR says, else False
     step_budget: int = DEFAULT_STEP_BUDGET
     memory_metrics: bool = False
     jobs: int = 1
@@ -174,8 +174,17 @@ def kernel_matches(mangled: str, name: str) -> bool:
 # -- launch keys ---------------------------------------------------------------------------------
 
 
+_SOURCE_HASHES: dict[int, tuple[str, str]] = {}
+
+
 def source_hash(src: Source) -> str:
-    return hashlib.sha256(src.ptx.encode("utf-8", errors="replace")).hexdigest()
+    """The hash of a source's PTX (computed once per text: a module's launches share it)."""
+    hit = _SOURCE_HASHES.get(id(src.ptx))
+    if hit is not None and hit[0] is src.ptx:
+        return hit[1]
+    h = hashlib.sha256(src.ptx.encode("utf-8", errors="replace")).hexdigest()
+    _SOURCE_HASHES[id(src.ptx)] = (src.ptx, h)
+    return h
 
 
 def read_parameters(prog) -> set[str] | None:

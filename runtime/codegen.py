@@ -30,6 +30,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import EntryValueOp, FallthroughOp, ImplicitReturnOp, InstructionOp, LabelOp
 from hypa.ptxdialect.operands import Operand, iter_regs
+from hypa.ptxdialect.printer import instruction_text
 
 from . import abi
 from .program import KernelProgram, reconvergence, slot_bytes, value_bits
@@ -923,6 +924,7 @@ class WarpCodegen:
         if m is not None:
             self.gen_memory_metrics(op, m)
         if op in prog.barriers:
+            self.b.comment(instruction_text(op))
             self.gen_barrier(op)
             return
         if op.spec.name == "call" and _is_assertfail(op):
@@ -944,6 +946,7 @@ class WarpCodegen:
         if fn is None:
             raise LoweringError(f"'{op.opcode}' has no emulator semantics yet")
         self.cross_lane = op.spec.kind in ("warp", "matrix")
+        self.b.comment(instruction_text(op))  # `-t llvm` shows each PTX instruction's lowering
         try:
             fn(e)
         finally:
@@ -1111,6 +1114,8 @@ class WarpCodegen:
     def gen_terminator(self, bi: int, term) -> None:
         prog = self.prog
         b = self.b
+        if isinstance(term, InstructionOp):
+            b.comment(instruction_text(term))
         cfg = prog.cfg
         active = self.active
         if isinstance(term, FallthroughOp):

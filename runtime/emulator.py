@@ -115,7 +115,7 @@ class Emulator:
         self,
         module: ModuleOp,
         mode: str = "slice",
-        exact_predicates: bool = False,
+        exact_predicates: bool | None = None,
         step_budget: int = DEFAULT_STEP_BUDGET,
         alias: str = "param",
         memory_metrics: bool = False,
@@ -168,6 +168,7 @@ class Emulator:
         t_all = time.perf_counter()
         notes: list[str] = []
         prog = self.program_for(launch, notes)
+        notes.extend(prog.notes)
         buffers = launch.materialize_buffers()
         first, last = (0, launch.num_ctas) if ctas is None else (int(ctas[0]), int(ctas[1]))
         if not 0 <= first <= last <= launch.num_ctas:
@@ -189,13 +190,6 @@ class Emulator:
         m = compute(prog, counters, static, launch.threads, names)
         if m.predicates_estimated:
             notes.append("not_predicated_off_thread_inst_executed and FLOPs of guarded instructions are estimated (use --exact-predicates)")
-        for op in prog.instructions:
-            if op.spec.name == "call" and "hypa.return.done" in op.attributes:
-                from .program import instruction_text
-
-                callee = [a for a in op.operands_ast if a[0] == "sym"]
-                if callee and not self._defined(callee[0][1]):
-                    notes.append(f"call to external function '{callee[0][1]}' not emulated")
         del run_s
         total = time.perf_counter() - t_all
         return LaunchResult(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 _init_lock = threading.Lock()
+_engine_lock = threading.Lock()
 _initialized = False
 _engines: dict[str, "Compiled"] = {}
 
@@ -98,13 +99,23 @@ class Compiled:
     llvm_seconds: float = 0.0
 
 
+_HOST: str | None = None
+
+
+def _host() -> str:
+    """LLVM's version and the host CPU with its features (asked once per process)."""
+    global _HOST
+    if _HOST is None:
+        _HOST = "|".join((repr(llvm.llvm_version_info), llvm.get_host_cpu_name(),
+                          llvm.get_host_cpu_features().flatten()))
+    return _HOST
+
+
 def _full_key(key: str, tier: str) -> str:
     h = hashlib.sha256()
     h.update(key.encode())
     h.update(repr(TIERS[tier]).encode())
-    h.update(repr(llvm.llvm_version_info).encode())
-    h.update(llvm.get_host_cpu_name().encode())
-    h.update(llvm.get_host_cpu_features().flatten().encode())
+    h.update(_host().encode())
     h.update(_sources_digest().encode())
     return h.hexdigest()[:40]
 
@@ -166,14 +177,25 @@ def compile_ir(key: str, build_ir, tier: str = "optimized") -> Compiled:
     t1 = time.perf_counter()
     speed, cg = TIERS[tier]
     tm = target_machine(cg)
+    fkey = _full_key(key, tier)
     mod = llvm.parse_assembly(text)
     mod.verify()
+    # every compiled program lives in one execution engine (``_engine``): its entry gets a
+    # name of its own, and everything else stays private to its object
+    for f in mod.functions:
+        if not f.is_declaration:
+            if f.name == "run_ctas":
+                f.name = _entry_name(fkey)
+            else:
+                f.linkage = "internal"
+    for g in mod.global_variables:
+        if not g.is_declaration:
+            g.linkage = "internal"
     if speed:
         pto = llvm.create_pipeline_tuning_options(speed_level=speed)
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     obj = tm.emit_object(mod)
-    fkey = _full_key(key, tier)
     d = cache_dir()
     if d:
         path = os.path.join(d, fkey + ".o")
@@ -192,18 +214,29 @@ def compile_ir(key: str, build_ir, tier: str = "optimized") -> Compiled:
     return c
 
 
+def _entry_name(fkey: str) -> str:
+    return f"run_ctas_{fkey}"
+
+
+_engine = None  # the process's execution engine, holding every loaded program
+
+
 def _load(fkey: str, obj: bytes, tier: str, seconds: float, from_cache: bool) -> Compiled:
+    """Link a compiled object into the process's engine.  One engine for all programs:
+    making an engine (and the target machine it owns) costs more than linking the object,
+    and a workload loads hundreds of kernels."""
     import time
 
+    global _engine
     t0 = time.perf_counter()
-    tm = new_target_machine(TIERS[tier][1])
-    empty = llvm.parse_assembly("")
-    engine = llvm.create_mcjit_compiler(empty, tm)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
-    addr = engine.get_function_address("run_ctas")
+    with _engine_lock:
+        if _engine is None:
+            _engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine(0))
+        _engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        _engine.finalize_object()
+        addr = _engine.get_function_address(_entry_name(fkey))
     if not addr:
-        raise RuntimeError("compiled emulator has no run_ctas")
-    c = Compiled(engine, RUN_CTAS(addr), seconds + time.perf_counter() - t0, from_cache, tier)
+        raise RuntimeError("compiled emulator has no entry function")
+    c = Compiled(_engine, RUN_CTAS(addr), seconds + time.perf_counter() - t0, from_cache, tier)
     _engines[fkey] = c
     return c

@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, BlockArgument, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
-from hypa.passes.inline import InlineError, inline_calls
+from hypa.passes.inline import PTXInline, block_origins, has_calls_to_inline
+from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel
-from hypa.passes.slice import FunctionSlice, compute_slices
-from hypa.passes.ssa import SSA_ATTR, convert_function, register_types
+from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
+from hypa.passes.ssa import PTXToSSA, is_ssa, register_types
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import (
     EntryValueOp,
@@ -168,12 +170,18 @@ def prepare(
     module: ModuleOp,
     kernel: str | FuncOp | None,
     mode: str = "slice",
-    exact_predicates: bool = False,
+    exact_predicates: bool | None = None,
     alias: str = "param",
     memory_metrics: bool = False,
     index: SymbolIndex | None = None,
 ) -> KernelProgram:
-    """Prepare one kernel of a register-form (or SSA-form) module for lowering.
+    """Prepare one kernel of a module for lowering: the end of a pass pipeline.
+
+    The module may be in register or SSA form, inlined or not, sliced or not.  A slice
+    that ``slice-branches`` recorded in the IR is what gets lowered (``exact_predicates``
+    None: as recorded); where there is none, or it does not fit the run (other options,
+    calls still to inline), the same passes run here: ``ptx-out-of-ssa`` where inlining
+    needs register form, ``ptx-inline``, ``ptx-to-ssa``, ``slice-branches``.
 
     Only the kernel and what it reaches are copied (``passes/reachable.py``): the
     caller's IR is left untouched, and the cost does not grow with the module.
@@ -183,24 +191,54 @@ def prepare(
     func = kernel if isinstance(kernel, FuncOp) else find_kernel(module, kernel)
     extracted = extract_kernel(module, func, index)
     module, func = extracted.module, extracted.kernel
-    # the key names the code this preparation produces: the input it starts from, the
-    # options, and (in runtime/jit.py) the sources of the passes and the code generator
-    key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics)
-    if any(SSA_ATTR in op.attributes for op in module.ops):
-        # inlining works on register form: undo an earlier ptx-to-ssa
-        from hypa.passes.out_of_ssa import PTXOutOfSSA
-
-        PTXOutOfSSA().apply(Context(), module)
+    ctx = Context()
+    notes: list[str] = []
+    recorded = recorded_slice(func) if mode == "slice" else None
+    if recorded is not None:
+        given = recorded[1]
+        if exact_predicates is None:
+            exact_predicates = given.get("exact-predicates") == "true"
+        wanted = slice_options_text(bool(exact_predicates), alias, memory_metrics)
+        fits = (given.get("exact-predicates") == str(bool(exact_predicates)).lower()
+                and given.get("alias") in (alias, "space")
+                and (given.get("memory-addresses") == "true" or not memory_metrics))
+        if not fits:
+            notes.append(f"sliced again: the IR's slice was made with {' '.join(f'{k}={v}' for k, v in given.items())}, "
+                         f"this run needs {wanted}")
+            recorded = None
+    exact_predicates = bool(exact_predicates)
+    # the key names the code this preparation produces: the input it starts from (and the
+    # slice it records), the options, and (in runtime/jit.py) the sources of the passes and
+    # the code generator
+    key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics,
+                       _slice_signature(func) if recorded is not None else "")
     try:
-        origins = inline_calls(module, func)
-    except InlineError as e:
-        raise ProgramError(str(e)) from None
+        if has_calls_to_inline(module, func):
+            if is_ssa(func):  # inlining works on register form
+                PTXOutOfSSA().apply(ctx, module)
+            PTXInline().apply(ctx, module)
+            recorded = None  # it described the body before inlining
+    except DiagnosticException as e:
+        raise ProgramError(str(e).removeprefix("ptx-inline: ")) from None
+    origins = block_origins(func)
+    defined = {op.func_name for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration}
+    for op in func.body.walk():
+        if isinstance(op, InstructionOp) and op.spec.name == "call":
+            callee = [a[1] for a in op.operands_ast if a[0] == "sym"]
+            if callee and callee[0] not in defined and callee[0] != "__assertfail":
+                notes.append(f"call to external function '{callee[0]}' not emulated")
+    notes = list(dict.fromkeys(notes))
     # only the kernel matters from here on
     for op in list(module.ops):
         if isinstance(op, FuncOp) and op is not func:
             op.detach()
             op.erase(safe_erase=False)
-    convert_function(func)
+    if not is_ssa(func):
+        PTXToSSA(verify=False).apply(ctx, module)
+    if mode == "slice" and recorded is None:
+        SliceBranches(exact_predicates=exact_predicates, alias=alias, memory_addresses=memory_metrics).apply(ctx, module)
+        recorded = recorded_slice(func)
+        assert recorded is not None
     cfg = CFG.of(func)
     ipdom = immediate_post_dominators(len(cfg), cfg.succs, cfg.exits)
 
@@ -213,9 +251,8 @@ def prepare(
     instr_ids = {op: i for i, op in enumerate(instructions)}
 
     slice_info: FunctionSlice | None = None
-    if mode == "slice":
-        slices = compute_slices(module, exact_predicates=exact_predicates, alias=alias, memory_addresses=memory_metrics)
-        slice_info = slices[func.func_name]
+    if recorded is not None:
+        slice_info = recorded[0]
         emulated = set(slice_info.ops)
         emulated_args = {v for v in slice_info.values if isinstance(v, BlockArgument)}
     else:
@@ -351,6 +388,7 @@ def prepare(
         origins=origins,
         slice_info=slice_info,
         exact_predicates=exact_predicates,
+        notes=notes,
     )
     prog.ops_cloned = extracted.ops_cloned
     prog.functions = extracted.functions
@@ -409,14 +447,27 @@ def _edge_values(term, k: int) -> list[SSAValue]:
     return []
 
 
-def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool) -> str:
-    """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's) and the options."""
+def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool,
+                 recorded: str) -> str:
+    """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's), the slice
+    the input records (if any) and the options."""
     from hypa.ptxdialect.printer import module_to_ptx
 
     h = hashlib.sha256()
     h.update(module_to_ptx(module).encode())
-    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}".encode())
+    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}".encode())
     return h.hexdigest()[:32]
+
+
+def _slice_signature(func: FuncOp) -> str:
+    """Which instructions a recorded slice marks (in program order), as text."""
+    marks = []
+    for i, op in enumerate(o for o in func.body.walk() if isinstance(o, InstructionOp)):
+        if SLICE_ATTR in op.attributes:
+            marks.append(f"{i}")
+        elif "hypa.address" in op.attributes:
+            marks.append(f"a{i}")
+    return ",".join(marks)
 
 
 def reconvergence(prog: KernelProgram, block: int) -> int:

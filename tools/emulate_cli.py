@@ -66,8 +66,9 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
                    help="CSV rows: one per launch with our columns (hypa-py) or HyPA's (Kernel, Static, Dynamic, "
                         "%% to execute); or one per basic block (blocks), per opcode of the kernel and of each "
                         "block (mix), per memory instruction (memory, with --memory-metrics)")
-    g.add_argument("--exact-predicates", action="store_true",
-                   help="also slice guard predicates so predicated-off counts are exact")
+    g.add_argument("--exact-predicates", action="store_true", default=None,
+                   help="also slice guard predicates so predicated-off counts are exact (default: as a slice "
+                        "recorded in the IR says, else off)")
     g.add_argument("--step-budget", type=int, default=step_budget_default, metavar="N",
                    help="stop after N warp-instructions (runaway loops)")
     g.add_argument("--kernel", default=None, help="kernel to launch (mangled or demangled name)")

@@ -199,6 +199,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     # so the BLAS thread pool numpy would start only spins.
     gc.set_threshold(100_000, 50, 100)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from hypa.runtime.phases import phase
+
+    with phase("start-up"):  # what every command loads: xDSL, the ptx dialect, numpy, LLVM
+        import hypa.runtime.batch  # noqa: F401
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
     sub = p.add_subparsers(dest="command", required=True)
     pp = sub.add_parser("profile", help="emulate launches and report metrics",

@@ -42,7 +42,13 @@ from typing import IO  # noqa: E402
 
 from xdsl.dialects.builtin import ModuleOp  # noqa: E402
 from xdsl.universe import Universe  # noqa: E402
-from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException  # noqa: E402
+from xdsl.utils.exceptions import (  # noqa: E402
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    PassFailedException,
+    VerifyException,
+)
 from xdsl.xdsl_opt_main import xDSLOptMain  # noqa: E402
 
 from hypa.ptxdialect.diagnostics import PTXError  # noqa: E402
@@ -90,7 +96,21 @@ class HypaOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         self._multiverse: Universe | None = None
-        super().__init__(description="hypa modular optimizer driver for PTX", args=args)
+        args = list(sys.argv[1:] if args is None else args)
+        super().__init__(description="hypa modular optimizer driver for PTX", args=self._attach_pass_flags(args))
+
+    def _attach_pass_flags(self, args: list[str]) -> list[str]:
+        """A pass flag takes its options attached, as mlir-opt's do (``--slice-branches=
+        'exact-predicates=true'``): a bare ``--slice-branches`` becomes ``--slice-branches=``
+        so that argparse never takes the next word (the input file) for its options."""
+        passes = self.multiverse().all_passes
+        out = []
+        for i, a in enumerate(args):
+            if a == "--":
+                out.extend(args[i:])
+                break
+            out.append(f"{a}=" if a.startswith("--") and a[2:] in passes else a)
+        return out
 
     def multiverse(self) -> Universe:
         """Every installed xDSL universe, merged: discovered once, not once per kind of thing."""
@@ -111,6 +131,11 @@ class HypaOptMain(xDSLOptMain):
         for name, factory in self.multiverse().all_targets.items():
             if name not in self.available_targets:
                 self.available_targets[name] = factory
+        # for PTX, "-t llvm" is the emulator's lowering; xDSL's (the llvm dialect as text)
+        # stays available as "xdsl-llvm"
+        if "llvm" in self.available_targets and "ptx-llvm" in self.available_targets:
+            self.available_targets["xdsl-llvm"] = self.available_targets["llvm"]
+            self.available_targets["llvm"] = self.available_targets["ptx-llvm"]
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -306,8 +331,8 @@ def _main(argv: Sequence[str] | None) -> None:
     try:
         try:
             tool = HypaOptMain(args=argv)
-        except ValueError as e:  # a bad pass pipeline or target spec
-            _fail(f"hypa-opt: error: {e}")
+        except (ValueError, ArgSpecParseError) as e:  # a bad pass pipeline or target spec
+            _fail(f"hypa-opt: error: {' '.join(str(e).split())}")
         tool.run()
     except InputError as e:
         _fail(f"hypa-opt: error: {e}")
