@@ -90,6 +90,7 @@ def whole_processes(iters: int, threads: int, fmas: int) -> None:
             env = dict(os.environ, HYPA_CACHE_DIR=cache)
             t0 = time.perf_counter()
             p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_opt", f"--emulate={spec}", "--mode", mode,
+                                "--step-budget", str(10**13),
                                 "--format", "json", path], env=env, capture_output=True, text=True)
             walls[mode, state] = time.perf_counter() - t0
             if p.returncode:

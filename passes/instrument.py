@@ -36,7 +36,7 @@ returns it; ``output=FILE`` writes it as JSON): per block the function, block
 index, block name (``passes.cfg.block_name``, the emulator's naming), its
 slots and its static facts (instructions, FLOP weights); per conditional
 branch and per guarded instruction its block, its text and its slots.
-``CounterMap.metrics`` turns counter values into DESIGN.md's metrics.
+``CounterMap.metrics`` turns counter values into docs/design.md's metrics.
 Blocks are identified by function and *block index*, which the
 instrumentation does not change: it adds no labels, branches or blocks, so
 the instrumented PTX parses into the same block structure.  Blocks
@@ -94,7 +94,7 @@ class InstrumentError(DiagnosticException):
 class CounterMap:
     """Where each count lives in the counter array (one ``u64`` per slot), and
     the static facts of each instrumented block needed to turn block counts
-    into the metrics of DESIGN.md section 5."""
+    into the metrics of docs/design.md section 5."""
 
     symbol: str = COUNTER_SYMBOL
     slots: int = 0
@@ -159,7 +159,7 @@ class CounterMap:
         return {"blocks": blocks, "branches": branches, "guards": guards}
 
     def metrics(self, counters) -> dict[str, Any]:
-        """The DESIGN.md section 5 metrics these counters determine, summed over
+        """The docs/design.md section 5 metrics these counters determine, summed over
         every instrumented function (counters of functions a launch does not
         reach stay 0).  Warp-level figures (``inst_executed``, ``branch``,
         ``divergent_branch``) are what the hardware's scheduling gave;
@@ -168,7 +168,7 @@ class CounterMap:
         ``not_predicated_off_thread_inst_executed`` counts a guarded branch
         for every active lane, as the emulator does;
         ``not_predicated_off_thread_inst_executed_taken`` counts only the lanes
-        that take it (DESIGN.md's definition for a guarded ``bra``)."""
+        that take it (docs/design.md's definition for a guarded ``bra``)."""
         c = [int(x) for x in counters]
         inst = thread_inst = npo = npo_taken = 0
         flops = {"sp": 0, "dp": 0, "hp": 0, "special": 0}

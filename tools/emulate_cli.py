@@ -58,7 +58,7 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
         g.add_argument("--emulate", nargs="?", const="", default=None, metavar="SPEC",
                        help="emulate a launch and print its metrics instead of the IR; SPEC is "
                             "'grid=N block=N args=a,b,... buffer.NAME=dtype:count[:init] kernel=NAME'")
-    g.add_argument("--launch", metavar="FILE", help="launches from a TOML file (DESIGN.md section 6)")
+    g.add_argument("--launch", metavar="FILE", help="launches from a TOML file (docs/design.md section 6)")
     g.add_argument("--mode", choices=("slice", "full"), default="slice",
                    help="emulate only the slice (default) or every instruction")
     g.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
@@ -91,10 +91,30 @@ def launches_from_args(args: argparse.Namespace) -> list[Launch]:
         launches.append(launch_from_cli(spec))
     if not launches:
         raise LaunchError("no launch given: use --emulate='grid=... block=... args=...' or --launch FILE")
-    for L in launches:
-        if L.kernel is None and getattr(args, "kernel", None):
-            L.kernel = args.kernel
     return launches
+
+
+def select_kernel(module: ModuleOp, launches: Sequence[Launch], name: str | None) -> list[Launch]:
+    """With ``--kernel NAME``: the launches of that kernel (a launch that names none is given
+    it), as ``hypa profile --kernel`` does; a name the module does not define is an error,
+    and so is a filter that leaves no launch."""
+    if not name:
+        return list(launches)
+    from hypa.runtime.batch import kernel_matches
+    from hypa.runtime.launch import LaunchError
+    from hypa.runtime.program import find_kernel
+
+    mangled = find_kernel(module, name).func_name  # ProgramError names the kernels there are
+    out = []
+    for L in launches:
+        if L.kernel is None:
+            L.kernel = mangled
+        if kernel_matches(mangled, L.kernel) or L.kernel == mangled:
+            out.append(L)
+    if not out:
+        given = ", ".join(sorted({str(L.kernel) for L in launches}))
+        raise LaunchError(f"--kernel {name}: none of the launches ({given}) is of kernel {mangled}")
+    return out
 
 
 def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Namespace) -> list[LaunchResult]:
@@ -103,6 +123,7 @@ def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Na
     budget = args.step_budget if args.step_budget is not None else DEFAULT_STEP_BUDGET
     emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=budget,
                    memory_metrics=getattr(args, "memory_metrics", False))
+    launches = select_kernel(module, launches, getattr(args, "kernel", None))
     results = [emu.run(L, jobs=args.jobs) for L in launches]
     for L, r in zip(launches, results):
         attach_estimate(r, emu, L, args)

@@ -132,7 +132,7 @@ def test_launch_matches_gpu(path, launch_id):
         warnings.warn(f"{launch_id}: buffer {d['buffer']} differs from the GPU's: {d}", stacklevel=1)
     nd = _nondeterministic(path).get(launch_id)
     if c.failures and nd:
-        # DESIGN.md section 7: exact equality is required where control flow is deterministic
+        # docs/design.md section 7: exact equality is required where control flow is deterministic
         pytest.skip(f"{launch_id}: control flow depends on thread timing ({nd}); differences: " + "; ".join(c.failures))
     assert not c.failures, f"{launch_id}: thread-level counts differ from the GPU:\n" + "\n".join(c.failures)
     note = rec.get("warp_level_note") or _explanations(path).get(launch_id)

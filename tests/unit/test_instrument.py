@@ -4,7 +4,7 @@
 The counters array is a module ``.global`` variable, which the emulator
 allocates like the GPU does; ``LaunchResult.globals`` returns it.  Thread
 counts are model-independent; warp and divergent counts agree here because
-both runs use the emulator's IPDOM model (on a GPU they may not: DESIGN.md 7).
+both runs use the emulator's IPDOM model (on a GPU they may not: docs/design.md section 7).
 
 The launches are those of ``tests/kernels/launches`` and
 ``benchmarks/gpu/launches/extra.toml`` -- the same ones the GPU harness runs.
