@@ -214,6 +214,16 @@ def _def_positions(instr: isa.Instr, mods: tuple[str, ...], args: tuple) -> rang
     return range(min(instr.num_defs(mods), len(args)))
 
 
+def _writable(node: Operand) -> bool:
+    """A written operand: a register, the sink ``_``, a pair ``p|q`` or a vector of those."""
+    kind = node[0]
+    if kind in ("reg", "sink", "pair"):
+        return True
+    if kind == "vec":
+        return all(_writable(x) for x in node[1])
+    return False
+
+
 @lru_cache(maxsize=131072)
 def register_roles(
     instr: isa.Instr, mods: tuple[str, ...], args: tuple, guard: tuple | None
@@ -325,6 +335,7 @@ class InstructionOp(IRDLOperation):
     # -- verification --------------------------------------------------------
 
     def verify_(self) -> None:
+        self._verify_against_isa()
         ops = self.instruction_operands()
         if not ops and not self.results:
             return  # register form
@@ -338,6 +349,36 @@ class InstructionOp(IRDLOperation):
         sizes = self.succ_sizes.data if self.succ_sizes is not None else ()
         if sizes and len(sizes) != len(self.successors):
             raise VerifyException(f"'{self.name}': succ_sizes does not match successors")
+
+    def _verify_against_isa(self) -> None:
+        """What the front end checks of a statement, checked again from the same ISA table
+        (IR can also come from the generic form or from a pass): the modifiers belong to
+        this instruction, the operand count is in range, written operands are registers,
+        and in SSA form the guard is a predicate."""
+        spec = self.spec
+        mods = self.properties["mods"].data  # type: ignore[union-attr]
+        try:
+            found, _ = isa.resolve_opcode(spec.name + mods)
+        except isa.UnknownModifier as e:
+            raise VerifyException(f"'{self.name}': unknown modifier '{e.modifier}' for '{spec.name}'") from None
+        except isa.UnknownOpcode:
+            raise VerifyException(f"'{self.name}': '{spec.name}{mods}' is not a PTX instruction") from None
+        if found is not spec:
+            raise VerifyException(f"'{self.name}': modifiers '{mods}' make this a '{found.name}', not a '{spec.name}'")
+        args = self.operands_ast
+        if spec.arity is not None:
+            lo, hi = spec.arity
+            if not lo <= len(args) <= hi:
+                want = str(lo) if lo == hi else f"{lo} to {hi}"
+                raise VerifyException(f"'{self.name}' expects {want} operands, found {len(args)}: '{args_text(args)}'")
+        for k in _def_positions(spec, self.modifiers, args) if spec.kind != "call" else ():  # call: (ret params)
+            if not _writable(args[k]):
+                raise VerifyException(
+                    f"'{self.name}': operand {k + 1} ('{args_text((args[k],))}') is written, so it must be a register")
+        if self.guard_pred is not None and self.operands:
+            t = self.operands[0].type
+            if not (isinstance(t, RegType) and t.type_name == "pred"):
+                raise VerifyException(f"'{self.name}': the guard must be a predicate register, found {t}")
 
     # -- custom assembly format ---------------------------------------------
     #   [%d =] ptx.op "mods" "args" [if "guard"] [(%uses : types)]

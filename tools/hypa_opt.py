@@ -73,7 +73,30 @@ class InputError(Exception):
 
 
 class _PassFlag(argparse.Action):
-    """``--pass-name[=options]``: append the pass to the pipeline, in order."""
+    """``--pass-name[=options]``: append the pass to the pipeline, in order.  Its help (the
+    pass's summary and options) is made only when ``--help`` prints it, so that ordinary
+    runs do not import every pass."""
+
+    def __init__(self, *args, pass_factory=None, **kwargs):
+        self._factory = pass_factory
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def help(self):
+        if self._help == argparse.SUPPRESS or self._factory is None:
+            return self._help
+        import dataclasses
+
+        cls = self._factory()
+        summary = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        summary = " ".join(summary.split()) or f"run the {self.dest} pass"
+        fields = [f for f in dataclasses.fields(cls) if f.init] if dataclasses.is_dataclass(cls) else []
+        opts = " ".join(f"{f.name.replace('_', '-')}={_option_text(f.default)}" for f in fields)
+        return summary + (f" Options: {opts}" if opts else "")
+
+    @help.setter
+    def help(self, value) -> None:
+        self._help = value
 
     def __call__(self, parser, namespace, values, option_string=None):
         flags = list(getattr(namespace, "pass_flags", None) or [])
@@ -84,11 +107,19 @@ class _PassFlag(argparse.Action):
         namespace.pass_flags = flags
 
 
-#: passes listed in --help (every registered pass is accepted as a flag)
-_LISTED = {
-    "ptx-build-cfg", "ptx-to-ssa", "ptx-out-of-ssa", "slice-branches", "count-instructions",
+def _option_text(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f'"{value}"' if value == "" or " " in value else value
+    return str(value)
+
+
+#: passes listed in --help, in pipeline order (every registered pass is accepted as a flag)
+_LISTED = (
+    "ptx-build-cfg", "ptx-inline", "ptx-to-ssa", "slice-branches", "ptx-out-of-ssa", "count-instructions",
     "print-cfg-dot", "instrument-block-counters",
-}
+)
 
 
 class HypaOptMain(xDSLOptMain):
@@ -141,10 +172,17 @@ class HypaOptMain(xDSLOptMain):
         super().register_all_arguments(arg_parser)
         add_emulation_arguments(arg_parser)
         arg_parser.set_defaults(pass_flags=[])
-        g = arg_parser.add_argument_group("passes (as flags, applied in command-line order)")
-        for name in sorted(self.available_passes):
+        g = arg_parser.add_argument_group(
+            "hypa's passes (as flags, applied in command-line order; options attached: --pass=opt=value,"
+            " or -p 'pass{opt=value}')")
+        order = [n for n in _LISTED if n in self.available_passes]
+        for name in order + sorted(set(self.available_passes) - set(order)):
             g.add_argument(f"--{name}", dest=name, nargs="?", const="", action=_PassFlag, metavar="OPTIONS",
-                           help=f"run the {name} pass" if name in _LISTED else argparse.SUPPRESS)
+                           pass_factory=self.available_passes[name],
+                           help=None if name in _LISTED else argparse.SUPPRESS)
+        # hypa's passes first, right after the positional arguments
+        groups = arg_parser._action_groups
+        groups.insert(1, groups.pop(groups.index(g)))
 
     def setup_pipeline(self) -> None:
         flags = getattr(self.args, "pass_flags", None) or []
