@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntAttr, ModuleOp, StringAttr, f64
+from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntAttr, ModuleOp, f64
 from xdsl.ir import Attribute, Block
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException

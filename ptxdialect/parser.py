@@ -339,12 +339,6 @@ class PTXParser:
             raise self.error(f"expected {what or repr(text)}, found {self._describe(t)}")
         return self.advance()
 
-    def expect_kind(self, kind: str, what: str) -> Tok:
-        t = self.peek()
-        if t[0] != kind:
-            raise self.error(f"expected {what}, found {self._describe(t)}")
-        return self.advance()
-
     def expect_name(self, what: str) -> Tok:
         """A name that is not a directive keyword (no leading dot)."""
         t = self.peek()
@@ -1349,17 +1343,6 @@ class PTXParser:
         if name.startswith("%"):
             raise self.error(f"use of undeclared register {name!r} as a guard", tok)
         raise self.error(f"expected a predicate register after '@', found {name!r}", tok)
-
-    def _register(self, tok: Tok) -> tuple:
-        name = tok[1]
-        found = self.scopes.lookup(name)
-        if found is not None:
-            return ("reg", name, found[0])
-        if name in isa.SPECIAL_REGISTERS:
-            return ("sreg", name)
-        if name.startswith("%"):
-            raise self.error(f"use of undeclared register {name!r}", tok)
-        raise self.error(f"expected a register, found {name!r}", tok)
 
     def _operand(self) -> tuple:
         node = self._primary()

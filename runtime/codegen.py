@@ -25,15 +25,15 @@ import zlib
 from collections.abc import Callable
 
 from llvmlite import ir
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import SSAValue
 
 from hypa.ptxdialect import isa
-from hypa.ptxdialect.dialect import EntryValueOp, FallthroughOp, ImplicitReturnOp, InstructionOp, LabelOp
+from hypa.ptxdialect.dialect import FallthroughOp, ImplicitReturnOp, InstructionOp
 from hypa.ptxdialect.operands import Operand, iter_regs
 from hypa.ptxdialect.printer import instruction_text
 
 from . import abi
-from .program import KernelProgram, reconvergence, slot_bytes, value_bits
+from .program import KernelProgram, reconvergence, value_bits
 
 LANES = abi.LANES
 i1, i8, i16, i32, i64, i128 = (ir.IntType(n) for n in (1, 8, 16, 32, 64, 128))
@@ -299,7 +299,6 @@ class Emitter:
         node = self.operand_node(k)
         if node[0] == "pair":
             items = self.slot_of[k]
-            regs = list(iter_regs(node))
             idx = 0
             if node[1][0] == "reg":
                 self.write_def(items[idx][1], first)
@@ -1134,7 +1133,6 @@ class WarpCodegen:
         if g is not None:
             gv = self.read(term.operands[0])
             cond = b.not_(gv) if g[1] else gv
-        nb = prog.num_blocks
         if name == "bra" or (name == "ret" and "hypa.return" in term.attributes):
             is_branch = name == "bra"
             taken = term.successors[0]
@@ -1181,7 +1179,6 @@ class WarpCodegen:
                 self.goto(cfg.index[term.successors[-1]])
             return
         raise LoweringError(f"unexpected terminator '{term.opcode}'")
-        del nb
 
     def gen_two_way(self, bi: int, ti: int, tmask: ir.Value, fi: int, fmask: ir.Value, count_branch: bool) -> None:
         b = self.b
@@ -1494,10 +1491,6 @@ def build_module(prog: KernelProgram) -> ir.Module:
     wr = wg.generate()
     build_scheduler(module, wr)
     return module
-
-#: bump when generated code changes meaning (part of the compiled-code cache key)
-CODEGEN_VERSION = "9"
-
 
 def _is_assertfail(call: InstructionOp) -> bool:
     from hypa.passes.inline import _callee_name

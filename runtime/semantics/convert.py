@@ -13,7 +13,7 @@ from hypa.runtime import abi
 
 from ..codegen import rule
 from . import floating as fp
-from .common import LANES, is_signed, type_bits, vec
+from .common import is_signed, type_bits, vec
 
 i1, i16, i32, i64 = ir.IntType(1), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from ..codegen import rule
-from .common import FLOAT_KIND, LANES, vec
+from .common import FLOAT_KIND, vec
 
 i1, i8, i16, i32, i64, i128 = (ir.IntType(n) for n in (1, 8, 16, 32, 64, 128))
 F32V = vec(ir.FloatType())
@@ -353,22 +353,6 @@ def f32_to_f16_bits(e, x: ir.Value, mode: str = "rn", ftz: bool = False) -> ir.V
     return flush_bits(e, r, FMTS["f16"]) if ftz else r
 
 
-def f32_to_bf16_bits(e, x: ir.Value, mode: str = "rn") -> ir.Value:
-    return narrow_f32(e, x, "bf16", mode)
-
-
-def f64_to_f32(e, x: ir.Value, mode: str = "rn") -> ir.Value:
-    if mode == "rn":
-        return e.b.fptrunc(x, F32V)
-    fmt = FMTS["f32"]
-    p = unpack(e, e.b.bitcast(x, ivt(64)), FMTS["f64"])
-    r = special_bits(e, fmt, p.neg, p.inf, p.nan, encode(e, p.neg, p.M, p.E, fmt, mode))
-    return e.b.bitcast(r, F32V)
-
-
-# ---------------------------------------------------------------------------
-# Bit-level modifiers
-# ---------------------------------------------------------------------------
 
 
 def is_nan_bits(e, bits, fmt: Fmt):
@@ -414,18 +398,6 @@ def flush(e, x: ir.Value) -> ir.Value:
     is64 = x.type == F64V
     fmt = FMTS["f64" if is64 else "f32"]
     return b.bitcast(flush_bits(e, b.bitcast(x, ivt(fmt.width)), fmt), x.type)
-
-
-def saturate(e, x: ir.Value) -> ir.Value:
-    b = e.b
-    fmt = FMTS["f64" if x.type == F64V else "f32"]
-    return b.bitcast(sat_bits(e, b.bitcast(x, ivt(fmt.width)), fmt), x.type)
-
-
-def canonical_nan(e, x: ir.Value, kind: str = "f32") -> ir.Value:
-    b = e.b
-    fmt = FMTS["f64" if x.type == F64V else "f32"]
-    return b.bitcast(canon_bits(e, b.bitcast(x, ivt(fmt.width)), fmt), x.type)
 
 
 def f64_nan_result(e, inputs: list[ir.Value], r: ir.Value) -> ir.Value:

@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from ..codegen import rule
 from . import floating as fp
-from .common import LANES, is_signed, op_type, type_bits, vec
+from .common import is_signed, op_type, type_bits, vec
 
 i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 
