@@ -56,26 +56,11 @@ SLICE_ATTR = "hypa.slice"
 # Memory effects
 # ---------------------------------------------------------------------------
 
-_READS = frozenset(
-    "ld ldu ld.global.nc tex tld4 suld ldmatrix wmma.load multimem.ld_reduce mbarrier.test_wait "
-    "mbarrier.try_wait mbarrier.pending_count tcgen05.ld".split()
-)
-_WRITES = frozenset(
-    "st red red.async st.async st.bulk stmatrix wmma.store sust sured multimem.st multimem.red "
-    "cp.async cp.async.bulk cp.async.bulk.tensor cp.reduce.async.bulk cp.reduce.async.bulk.tensor "
-    "mbarrier.init mbarrier.arrive mbarrier.arrive_drop mbarrier.expect_tx mbarrier.complete_tx "
-    "mbarrier.inval cp.async.mbarrier.arrive tcgen05.st tcgen05.cp tcgen05.mma".split()
-)
-_READ_WRITES = frozenset(["atom", "cp.async"])
-_SYNC_ROOTS = frozenset(["bar", "barrier", "bar.warp.sync", "barrier.cluster"])
-
-
 def memory_effect(op: InstructionOp) -> tuple[bool, bool]:
-    """``(reads, writes)`` memory (not registers) for an instruction."""
-    name = op.spec.name
-    if name in _READ_WRITES:
-        return True, True
-    return name in _READS, name in _WRITES
+    """``(reads, writes)`` memory (not registers) for an instruction: the ISA table's
+    ``memory`` fact."""
+    m = op.spec.memory
+    return "r" in m, "w" in m
 
 
 def _spaces(op: InstructionOp) -> set[str]:
@@ -313,7 +298,7 @@ class _Slicer:
             if op.spec.terminator and (g is not None or name == "brx.idx"):
                 add_op(op)
                 fs.roots.append(op)
-            elif name in _SYNC_ROOTS or name == "call":
+            elif op.spec.sync in ("barrier", "warp-barrier") or name == "call":
                 add_op(op)
                 fs.roots.append(op)
             elif name in self.keep:

@@ -33,7 +33,7 @@ them here.  Not covered: PTX 9.4's ``spcompress``/``spdecompress`` and
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 # ---------------------------------------------------------------------------
@@ -132,6 +132,14 @@ class Instr:
     that introduced the entry (blank: before 8.0).  ``status``: ``"full"`` when
     operand roles, modifiers and category are described; ``"parse"`` when the
     entry only lets the statement be read and printed.
+    ``memory``: what the statement does to memory (not registers), for slicing:
+    ``"r"``, ``"w"``, ``"rw"`` or ``""``; its address is the ``[...]`` operand and
+    its state space comes from the modifiers (``state_space``).  ``transfer``:
+    ``"load"`` or ``"store"`` for a plain access that moves data between memory and
+    registers (the timing model's load/store classes; atomics, reductions, async
+    copies and mbarrier updates are not plain).  ``sync``: ``"barrier"`` (CTA or
+    cluster barrier), ``"warp-barrier"``, ``"fence"``, ``"wait"`` (waits for
+    asynchronous work) or ``""``.  ``MEMORY_FACTS`` sets these three.
     """
 
     name: str
@@ -148,6 +156,9 @@ class Instr:
     terminator: bool = False
     since: str = ""
     status: str = "full"
+    memory: str = ""
+    transfer: str = ""
+    sync: str = ""
     _pattern_re: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -629,8 +640,42 @@ INSTRUCTIONS: tuple[Instr, ...] = (
 )
 
 
+#: memory effect, plain transfer and synchronisation role of the entries that have any
+#: (``Instr.memory``, ``.transfer``, ``.sync``): the one place these facts are written
+MEMORY_FACTS: dict[str, dict[str, str]] = {
+    **{n: {"memory": "r", "transfer": "load"} for n in
+       "ld ldu tex tld4 suld multimem.ld_reduce ldmatrix wmma.load tcgen05.ld".split()},
+    **{n: {"memory": "w", "transfer": "store"} for n in
+       "st st.async st.bulk sust multimem.st multimem.st.async stmatrix wmma.store tcgen05.st".split()},
+    "atom": {"memory": "rw"},
+    # reductions: read-modify-write in memory, nothing returned to a register
+    **{n: {"memory": "w"} for n in "red red.async sured multimem.red multimem.red.async".split()},
+    # asynchronous copies: cp.async's global source is read where it is issued; the bulk
+    # copies are modelled as writes of their destination
+    "cp.async": {"memory": "rw"},
+    **{n: {"memory": "w"} for n in
+       "cp.async.bulk cp.async.bulk.tensor cp.reduce.async.bulk cp.reduce.async.bulk.tensor "
+       "multimem.cp.async.bulk multimem.cp.reduce.async.bulk tcgen05.cp tcgen05.mma".split()},
+    # mbarrier objects live in shared memory: waits read them, updates write them
+    **{n: {"memory": "r", "sync": "wait"} for n in "mbarrier.test_wait mbarrier.try_wait".split()},
+    "mbarrier.pending_count": {"memory": "r"},
+    **{n: {"memory": "w"} for n in
+       "mbarrier.init mbarrier.arrive mbarrier.arrive_drop mbarrier.expect_tx mbarrier.complete_tx "
+       "mbarrier.inval cp.async.mbarrier.arrive".split()},
+    **{n: {"sync": "barrier"} for n in "bar barrier barrier.cluster".split()},
+    "bar.warp.sync": {"sync": "warp-barrier"},
+    **{n: {"sync": "fence"} for n in "membar fence".split()},
+    **{n: {"sync": "wait"} for n in
+       "cp.async.wait_group cp.async.wait_all cp.async.bulk.wait_group wgmma.wait_group tcgen05.wait".split()},
+}
+MEMORY_EFFECTS = ("", "r", "w", "rw")
+TRANSFERS = ("", "load", "store")
+SYNC_ROLES = ("", "barrier", "warp-barrier", "fence", "wait")
+
+INSTRUCTIONS = tuple(replace(i, **MEMORY_FACTS[i.name]) if i.name in MEMORY_FACTS else i for i in INSTRUCTIONS)
 INSTRUCTIONS_BY_NAME: dict[str, Instr] = {i.name: i for i in INSTRUCTIONS}
 assert len(INSTRUCTIONS_BY_NAME) == len(INSTRUCTIONS), "duplicate ISA entry"
+assert set(MEMORY_FACTS) <= set(INSTRUCTIONS_BY_NAME), set(MEMORY_FACTS) - set(INSTRUCTIONS_BY_NAME)
 
 #: longest entry name in dot-separated parts (bounds the opcode prefix search)
 _MAX_PARTS = max(i.name.count(".") + 1 for i in INSTRUCTIONS)

@@ -202,7 +202,7 @@ def read_parameters(prog) -> set[str] | None:
         if op not in prog.emulated:
             continue
         name = op.spec.name
-        if name.startswith(("tex", "tld4", "suld", "sust", "sured", "suq", "cp.")) or name == "txq":
+        if op.spec.kind == "texture" or name.startswith("cp."):
             return None  # textures, surfaces, bulk copies: not traced here
         reads, _writes = memory_effect(op)
         if not reads:

@@ -235,10 +235,6 @@ def _arch_from_dict(d: dict[str, Any], source: str) -> Arch:
 _INT_MUL = {"mul", "mad", "mul24", "mad24", "sad", "dp4a", "dp2a", "madc", "clmad"}
 _INT_SLOW = {"popc", "clz", "bfind", "brev", "fns"}
 _TENSOR_MMA = {"wmma.mma", "mma", "wgmma.mma_async", "tcgen05.mma"}
-_LOADS = {"ld", "ldu", "tex", "tld4", "suld", "multimem.ld_reduce", "ldmatrix", "wmma.load", "tcgen05.ld"}
-_STORES = {"st", "st.async", "st.bulk", "sust", "multimem.st", "multimem.st.async", "stmatrix", "wmma.store", "tcgen05.st"}
-_WAITS = {"cp.async.wait_group", "cp.async.wait_all", "cp.async.bulk.wait_group", "wgmma.wait_group",
-          "mbarrier.try_wait", "mbarrier.test_wait", "tcgen05.wait"}
 _64 = {".u64", ".s64", ".b64"}
 
 
@@ -251,11 +247,11 @@ def classify(op: InstructionOp) -> str:
     if kind in ("control", "call"):
         return "branch"
     if kind == "sync":
-        if name in ("bar", "barrier", "barrier.cluster"):
+        if spec.sync == "barrier":
             return "bar_arrive" if ".arrive" in mods else "barrier"
-        if name in ("membar", "fence"):
+        if spec.sync == "fence":
             return "fence"
-        if name in _WAITS:
+        if spec.sync == "wait":
             return "async_wait"
         return "misc"
     if kind == "matrix":
@@ -263,16 +259,16 @@ def classify(op: InstructionOp) -> str:
             return "tensor"
         if name == "movmatrix":
             return "shfl"
-        if name in _LOADS or name in _STORES:
-            return _mem_class(op, name in _LOADS)
+        if spec.transfer:
+            return _mem_class(op, spec.transfer == "load")
         return "misc"
     if kind in ("mem", "texture"):
         if name.startswith("cp.") or name.startswith("multimem.cp"):
             return "cp_async"
         if name in ("prefetch", "prefetchu", "applypriority", "discard") or name.startswith("cp.async.bulk.prefetch"):
             return "prefetch"
-        if name in _LOADS or name in _STORES:
-            return _mem_class(op, name in _LOADS)
+        if spec.transfer:
+            return _mem_class(op, spec.transfer == "load")
         return "misc"
     if kind == "atomic":
         sp = isa.state_space(spec, mods)

@@ -429,3 +429,63 @@ def test_coverage_files_round_trip(path):
     m2 = parse_ptx(text, "printed.ptx")
     assert m.is_structurally_equivalent(m2)
     assert module_to_ptx(m2) == text
+
+
+def test_every_entry_has_its_memory_transfer_and_sync_facts():
+    """One table of instruction facts: the slicer (memory_effect), the timing model
+    (classify) and batch keys read these, so they must be complete and consistent."""
+    from hypa.ptxdialect import isa
+
+    for i in isa.INSTRUCTIONS:
+        assert i.memory in isa.MEMORY_EFFECTS, i.name
+        assert i.transfer in isa.TRANSFERS, i.name
+        assert i.sync in isa.SYNC_ROLES, i.name
+        if i.transfer == "load":
+            assert i.memory == "r", i.name
+        if i.transfer == "store":
+            assert i.memory == "w", i.name
+        if i.kind == "atomic":  # atomics and reductions always write memory
+            assert "w" in i.memory, i.name
+        if i.kind in ("arith", "logic", "sfu", "convert", "control"):
+            assert not i.memory and not i.transfer, i.name
+    # the drift the single table removed: an asynchronous multimem store is a store for
+    # timing and a writer for slicing alike; cp.async reads and writes
+    assert isa.INSTRUCTIONS_BY_NAME["multimem.st.async"].memory == "w"
+    assert isa.INSTRUCTIONS_BY_NAME["multimem.st.async"].transfer == "store"
+    assert isa.INSTRUCTIONS_BY_NAME["cp.async"].memory == "rw"
+    assert {i.name for i in isa.INSTRUCTIONS if i.sync == "barrier"} == {"bar", "barrier", "barrier.cluster"}
+
+
+def test_slicer_and_timing_model_read_the_table():
+    from hypa.passes.slice import memory_effect
+    from hypa.ptxdialect import parse_ptx
+    from hypa.ptxdialect.dialect import InstructionOp
+    from hypa.runtime.timing import classify
+
+    text = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_p)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [k_p];
+    ld.global.u32 %r1, [%rd1];
+    st.global.u32 [%rd1], %r1;
+    atom.global.add.u32 %r2, [%rd1], 1;
+    red.global.add.u32 [%rd1], 1;
+    bar.sync 0;
+    ret;
+}
+"""
+    ops = [op for op in parse_ptx(text).walk() if isinstance(op, InstructionOp)]
+    got = [(op.opcode, memory_effect(op), classify(op)) for op in ops]
+    assert got == [
+        ("ld.param.u64", (True, False), "ld_param"),
+        ("ld.global.u32", (True, False), "ld_global"),
+        ("st.global.u32", (False, True), "st_global"),
+        ("atom.global.add.u32", (True, True), "atom_global"),
+        ("red.global.add.u32", (False, True), "atom_global"),
+        ("bar.sync", (False, False), "barrier"),
+        ("ret", (False, False), "branch"),
+    ]
