@@ -31,17 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from hypa.ptxdialect.diagnostics import PTXError
-
-from .codegen import LoweringError
-from .emulator import DEFAULT_STEP_BUDGET, EmulationError, Emulator, LaunchResult
+from .emulator import DEFAULT_STEP_BUDGET, Emulator, LaunchResult
+from .errors import LAUNCH_ERRORS
 from .inputs import InputError, InputOptions, Source, expand_inputs, load_sources
 from .launch import Launch, LaunchError, launches_from_toml
 from .phases import phase
-from .program import ProgramError
-
-#: errors that end one launch (the others go on)
-LAUNCH_ERRORS = (LaunchError, EmulationError, ProgramError, InputError, PTXError, LoweringError)
 
 
 @dataclass
@@ -308,13 +302,6 @@ class Unit:
     ctas: tuple[int, int] | None
 
 
-def _strip(r: LaunchResult) -> LaunchResult:
-    """A result without the launch's memory (what travels back from workers)."""
-    r.buffers = {}
-    r.globals = {}
-    return r
-
-
 def run_profile(inputs: list[str], launch_files: list[str] | None, opts: ProfileOptions,
                 progress: bool | None = None, log=None) -> Profile:
     t0 = time.perf_counter()
@@ -502,7 +489,7 @@ def _pool_work(k: int):
     u = units[k]
     rec = records[u.record]
     r = _run_one(cat.emulator(rec.source), rec.launch, u.ctas, opts.per_cta, 1)
-    return k, (_strip(r) if isinstance(r, LaunchResult) else r)
+    return k, (r.without_memory() if isinstance(r, LaunchResult) else r)
 
 
 def _run_units_pool(cat: Catalog, records, units, opts: ProfileOptions, bar: Progress) -> list:

@@ -22,7 +22,6 @@ instructions with a computed guard count the lanes whose guard is true.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
 
 from llvmlite import ir
 from xdsl.ir import SSAValue
@@ -33,6 +32,7 @@ from hypa.ptxdialect.operands import Operand, iter_regs
 from hypa.ptxdialect.printer import instruction_text
 
 from . import abi
+from .rules import RULES, rule  # noqa: F401  (rule: re-exported for existing callers)
 from .program import KernelProgram, reconvergence, value_bits
 
 LANES = abi.LANES
@@ -56,21 +56,6 @@ class LoweringError(Exception):
 # ---------------------------------------------------------------------------
 # Instruction rules
 # ---------------------------------------------------------------------------
-
-Rule = Callable[["Emitter"], None]
-RULES: dict[str, Rule] = {}
-
-
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    """Register the lowering of the ISA entries ``names``."""
-
-    def deco(fn: Rule) -> Rule:
-        for n in names:
-            RULES[n] = fn
-        return fn
-
-    return deco
-
 
 def supported_entries() -> set[str]:
     from . import semantics  # noqa: F401  (registers the rules)

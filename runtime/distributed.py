@@ -37,10 +37,10 @@ def _emulator(ptx: str, label: str, options: tuple):
 
 def run_unit(ptx: str, label: str, options: tuple, launch, ctas, per_cta: bool):
     """One unit of work, on a worker: a result without buffers, or an error message."""
-    from .batch import LAUNCH_ERRORS, _strip
+    from .errors import LAUNCH_ERRORS
 
     try:
-        return _strip(_emulator(ptx, label, options).run(launch, per_cta=per_cta, ctas=ctas))
+        return _emulator(ptx, label, options).run(launch, per_cta=per_cta, ctas=ctas).without_memory()
     except LAUNCH_ERRORS as e:
         return str(e)
 

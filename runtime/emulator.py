@@ -75,6 +75,12 @@ class LaunchResult:
         state["program"] = None
         return state
 
+    def without_memory(self) -> "LaunchResult":
+        """This result without the launch's memory (what travels back from workers)."""
+        self.buffers = {}
+        self.globals = {}
+        return self
+
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block), "mode": self.mode}
         for k, v in self.metrics.values.items():

@@ -7,6 +7,8 @@ from llvmlite import ir
 from hypa.ptxdialect import isa
 
 LANES = 32
+#: a warp's lane mask type
+MASK = ir.VectorType(ir.IntType(1), LANES)
 
 
 def vec(t: ir.Type) -> ir.VectorType:

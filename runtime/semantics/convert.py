@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from hypa.runtime import abi
 
-from ..codegen import rule
+from ..rules import rule
 from . import floating as fp
 from .common import is_signed, type_bits, vec
 

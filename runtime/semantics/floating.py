@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from ..codegen import rule
+from ..rules import rule
 from .common import FLOAT_KIND, vec
 
 i1, i8, i16, i32, i64, i128 = (ir.IntType(n) for n in (1, 8, 16, 32, 64, 128))

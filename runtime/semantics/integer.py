@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..codegen import rule
+from ..rules import rule
 from . import floating as fp
 from .common import is_signed, op_type, type_bits, vec
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..codegen import rule
+from ..rules import rule
 from .common import FLOAT_KIND, LANES, is_signed, type_bits, vec
 
 i1, i8, i32, i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)

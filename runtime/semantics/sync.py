@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from hypa.runtime import abi
 
-from ..codegen import rule
+from ..rules import rule
 
 i32, i64 = ir.IntType(32), ir.IntType(64)
 

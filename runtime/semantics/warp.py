@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..codegen import MASK, rule
+from ..rules import rule
+from .common import MASK
 from .common import LANES, is_signed, type_bits, vec
 from .memory import entry_alloca
 
