@@ -24,7 +24,7 @@ from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 
 from . import abi
-from .launch import Launch, LaunchError
+from .launch import Launch, LaunchError, check_numeric
 from .metrics import Metrics, compute
 from .phases import phase
 from .program import KernelProgram, ProgramError, find_kernel, module_kernels, prepare
@@ -382,6 +382,7 @@ class Emulator:
                     arrays.append((a, buffers[a]))
             elif isinstance(a, np.ndarray):
                 name = f"<array {anon}>"
+                check_numeric(name, a)
                 anon += 1
                 buf_ids[name] = abi.WIN_FIRST_GLOBAL + len(arrays)
                 arrays.append((name, a))

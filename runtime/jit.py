@@ -117,6 +117,7 @@ def _full_key(key: str, tier: str) -> str:
     h.update(repr(TIERS[tier]).encode())
     h.update(_host().encode())
     h.update(_sources_digest().encode())
+    h.update(_MAGIC)
     return h.hexdigest()[:40]
 
 
@@ -156,12 +157,53 @@ def cached(key: str, tier: str) -> Compiled | None:
     import time
 
     t0 = time.perf_counter()
-    with open(path, "rb") as f:
-        obj = f.read()
+    try:
+        with open(path, "rb") as f:
+            obj = _unseal(f.read())
+    except OSError:
+        obj = None
+    if obj is None:
+        # truncated, corrupted or not ours: loading it could crash LLVM, so compile again
+        import sys
+
+        print(f"hypa: warning: damaged entry in the compile cache ({path}): compiling again", file=sys.stderr)
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        return None
     from .phases import count
 
     count(f"compiled kernels loaded from the cache ({tier})")
     return _load(fkey, obj, tier, time.perf_counter() - t0, True)
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        import sys
+
+        _warned.add(message)
+        print(message, file=sys.stderr)
+
+
+#: a cache entry: this magic, the SHA-256 of the object file, the object file
+_MAGIC = b"HYPAOBJ1"
+
+
+def _seal(obj: bytes) -> bytes:
+    return _MAGIC + hashlib.sha256(obj).digest() + obj
+
+
+def _unseal(data: bytes) -> bytes | None:
+    """The object file of a cache entry, or None where the entry is damaged."""
+    head = len(_MAGIC) + 32
+    if len(data) <= head or not data.startswith(_MAGIC):
+        return None
+    obj = data[head:]
+    return obj if hashlib.sha256(obj).digest() == data[len(_MAGIC):head] else None
 
 
 def compile_ir(key: str, build_ir, tier: str = "optimized") -> Compiled:
@@ -202,10 +244,11 @@ def compile_ir(key: str, build_ir, tier: str = "optimized") -> Compiled:
         tmp = f"{path}.{os.getpid()}.tmp"
         try:
             with open(tmp, "wb") as f:
-                f.write(obj)
+                f.write(_seal(obj))
             os.replace(tmp, path)
-        except OSError:
-            pass  # an unwritable cache costs the next run a compile, nothing else
+        except OSError as e:
+            _warn_once(f"hypa: warning: cannot write the compile cache ({d}: {e.strerror}); "
+                       f"kernels will be compiled again next time")
     c = _load(fkey, obj, tier, time.perf_counter() - t0, False)
     c.llvm_seconds = time.perf_counter() - t1
     from .phases import count

@@ -42,6 +42,25 @@ def dim3(value: Any, what: str) -> Dim3:
     return (vals[0], vals[1], vals[2])
 
 
+#: CUDA's launch limits (programming guide, compute capabilities 5.0 and later)
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+BLOCK_LIMITS = (1024, 1024, 64)
+#: the most dynamic shared memory a block may opt into (sm_90: 227 KB)
+MAX_DYNAMIC_SHARED_BYTES = 227 * 1024
+
+#: numpy kinds a device buffer may hold: booleans, integers, floats, complex numbers
+NUMERIC_KINDS = "biufc"
+
+
+def check_numeric(name: str, arr: np.ndarray) -> np.ndarray:
+    """Emulated code reads and writes a buffer's bytes: only plain numbers may live there
+    (an ``object`` array holds Python pointers a store would overwrite)."""
+    if arr.dtype.kind not in NUMERIC_KINDS or arr.dtype.hasobject:
+        raise LaunchError(f"buffer '{name}': dtype {arr.dtype} is not a numeric type "
+                          f"(use an integer, float or bool dtype)")
+    return arr
+
+
 @dataclass
 class BufferSpec:
     """A device buffer: element type, element count and initial contents."""
@@ -57,6 +76,7 @@ class BufferSpec:
             dt = np.dtype(self.dtype)
         except TypeError as e:
             raise LaunchError(f"buffer '{self.name}': unknown dtype {self.dtype!r}") from e
+        check_numeric(self.name, np.empty(0, dt))
         n = self.count
         init = self.init
         if init == "zeros" or init is None:
@@ -118,6 +138,15 @@ class Launch:
         self.block = dim3(self.block, "block")
         if self.block[0] * self.block[1] * self.block[2] > 1024:
             raise LaunchError(f"block {self.block} has more than 1024 threads")
+        for what, dims, limits in (("grid", self.grid, GRID_LIMITS), ("block", self.block, BLOCK_LIMITS)):
+            for axis, d, lim in zip("xyz", dims, limits):
+                if d > lim:
+                    raise LaunchError(f"{what}.{axis} = {d} is more than CUDA allows ({lim})")
+        if isinstance(self.shared_bytes, bool) or not isinstance(self.shared_bytes, (int, np.integer)):
+            raise LaunchError(f"shared memory size must be a whole number of bytes, not {self.shared_bytes!r}")
+        if not 0 <= self.shared_bytes <= MAX_DYNAMIC_SHARED_BYTES:
+            raise LaunchError(f"dynamic shared memory of {self.shared_bytes} bytes is outside 0 .. "
+                              f"{MAX_DYNAMIC_SHARED_BYTES} (the most a block may ask for on sm_90)")
 
     @property
     def threads_per_cta(self) -> int:
@@ -134,7 +163,7 @@ class Launch:
     def materialize_buffers(self) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for name, b in self.buffers.items():
-            out[name] = b if isinstance(b, np.ndarray) else b.materialize()
+            out[name] = check_numeric(name, b) if isinstance(b, np.ndarray) else b.materialize()
         return out
 
 

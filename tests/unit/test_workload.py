@@ -188,3 +188,36 @@ def test_auto_tier_first_cta_counts_with_forked_workers_and_per_cta(fresh_jit, m
     # CTA 0 has threads 0..63 (40 take the call), CTA 1 threads 64..127 (none do)
     assert r3.per_cta[0]["divergent_branch"] == 1 and r3.per_cta[1]["divergent_branch"] == 0
     assert sum(c["thread_inst_executed"] for c in r3.per_cta) == r1.metrics.values["thread_inst_executed"]
+
+
+def test_a_damaged_cache_entry_is_compiled_again(fresh_jit, capsys):
+    """Entries carry a checksum: a truncated or corrupted object file is never loaded (it
+    could crash LLVM); it is reported, removed and compiled again."""
+    text = module_text(1)
+    first = run_grid(text, 2)
+    (entry,) = list(fresh_jit.iterdir())
+    for damage in (b"", entry.read_bytes()[:100], entry.read_bytes()[:-1] + b"x"):
+        entry.write_bytes(damage)
+        jit._engines.clear()
+        again = run_grid(text, 2)
+        assert again.metrics.values == first.metrics.values
+        assert "damaged entry in the compile cache" in capsys.readouterr().err
+        assert len(entry.read_bytes()) > 100  # written anew
+
+
+def test_launch_limits_and_numeric_buffers():
+    from hypa.runtime.launch import LaunchError, launch_from_cli
+
+    with pytest.raises(LaunchError, match=r"dynamic shared memory of -16 bytes is outside 0 \.\. 232448"):
+        Launch(grid=1, block=1, shared_bytes=-16)
+    with pytest.raises(LaunchError, match=r"dynamic shared memory of -16 bytes"):
+        launch_from_cli("grid=1 block=1 shared=-16")
+    with pytest.raises(LaunchError, match=r"grid.x = 4294967296 is more than CUDA allows \(2147483647\)"):
+        launch_from_cli("grid=4294967296x4294967296 block=1")
+    with pytest.raises(LaunchError, match=r"block.z = 65 is more than CUDA allows \(64\)"):
+        Launch(grid=1, block=(1, 1, 65))
+    with pytest.raises(LaunchError, match=r"buffer 'x': dtype object is not a numeric type"):
+        launch_from_cli("grid=1 block=1 args=x buffer.x=object:4:zeros").materialize_buffers()
+    emu = Emulator(parse_ptx(module_text(1)), mode="full")
+    with pytest.raises(LaunchError, match=r"dtype object is not a numeric type"):
+        emu.run(Launch(kernel="kern_0", grid=1, block=32, args=[np.array([None] * 64, dtype=object)]))
