@@ -130,6 +130,8 @@ class Emulator:
         self.module = module
         self.mode = mode
         self.exact_predicates = exact_predicates
+        if isinstance(step_budget, bool) or not isinstance(step_budget, (int, np.integer)) or step_budget < 1:
+            raise LaunchError(f"the step budget must be a positive number of warp-instructions, not {step_budget!r}")
         self.step_budget = step_budget
         self.alias = alias
         self._programs: dict[tuple, KernelProgram] = {}
@@ -404,9 +406,10 @@ class Emulator:
                 key = a if isinstance(a, str) else f"<array {anon}>"
                 if not isinstance(a, str):
                     anon += 1
-                if size < 8 and size != 4:
-                    raise LaunchError(f"parameter {name} ({ptx_type}) cannot hold a buffer address")
                 addr = buf_ids[key] << abi.WINDOW_SHIFT
+                if size < 8 and (size != 4 or addr >= 1 << 32) or ptx_type.startswith(".f"):
+                    raise LaunchError(f"parameter {name} ({ptx_type}) cannot hold the address of buffer '{key}': "
+                                      f"pass a number, or bind the buffer to a 64-bit pointer parameter")
                 param[off : off + size] = np.frombuffer(np.array(addr, np.uint64).tobytes()[:size], np.uint8)
             elif isinstance(a, (bytes, bytearray)):
                 param[off : off + min(size, len(a))] = np.frombuffer(bytes(a[:size]), np.uint8)

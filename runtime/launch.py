@@ -175,7 +175,10 @@ def _buffer_from_table(name: str, t: dict[str, Any], base_dir: str) -> BufferSpe
         raise LaunchError(f"[buffers.{name}]: unknown keys {', '.join(sorted(unknown))}")
     if "dtype" not in t or "count" not in t:
         raise LaunchError(f"[buffers.{name}] needs dtype and count")
-    return BufferSpec(name, str(t["dtype"]), int(t["count"]), t.get("init", "zeros"), base_dir)
+    count = t["count"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise LaunchError(f"[buffers.{name}]: count must be a whole number of elements, not {count!r}")
+    return BufferSpec(name, str(t["dtype"]), count, t.get("init", "zeros"), base_dir)
 
 
 def launches_from_toml(path: str) -> list[Launch]:

@@ -221,3 +221,26 @@ def test_launch_limits_and_numeric_buffers():
     emu = Emulator(parse_ptx(module_text(1)), mode="full")
     with pytest.raises(LaunchError, match=r"dtype object is not a numeric type"):
         emu.run(Launch(kernel="kern_0", grid=1, block=32, args=[np.array([None] * 64, dtype=object)]))
+
+
+def test_budget_counts_and_buffer_parameters_are_checked(tmp_path):
+    from hypa.runtime.launch import LaunchError, launches_from_toml
+
+    with pytest.raises(LaunchError, match=r"step budget must be a positive number of warp-instructions, not -1"):
+        Emulator(parse_ptx(module_text(1)), step_budget=-1)
+    toml = tmp_path / "l.toml"
+    toml.write_text('[[launch]]\nkernel = "k"\nargs = ["x"]\n[buffers.x]\ndtype = "int32"\ncount = 1.5\n')
+    with pytest.raises(LaunchError, match=r"count must be a whole number of elements, not 1.5"):
+        launches_from_toml(str(toml))
+    scalar = HEAD + """
+.visible .entry s(.param .u32 s_n, .param .f32 s_a)
+{
+    ret;
+}
+"""
+    emu = Emulator(parse_ptx(scalar), mode="full")
+    x = np.zeros(4, np.float32)
+    with pytest.raises(LaunchError, match=r"parameter s_n \(\.u32\) cannot hold the address of buffer 'x'"):
+        emu.run(Launch(grid=1, block=1, args=["x", 1.0], buffers={"x": x}))
+    with pytest.raises(LaunchError, match=r"parameter s_a \(\.f32\) cannot hold the address of buffer 'x'"):
+        emu.run(Launch(grid=1, block=1, args=[1, "x"], buffers={"x": x}))
