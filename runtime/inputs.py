@@ -385,6 +385,10 @@ def elf_fatbin_sections(data: bytes) -> list[bytes]:
         return []
 
 
+#: the largest embedded file hypa decompresses (checked before decompressing)
+MAX_ENTRY_BYTES = 256 << 20
+
+
 def read_fatbins(blob: bytes, where: str = "fatbin") -> list[FatbinEntry]:
     """Every entry of the fatbin containers laid one after another in ``blob``
     (a section may hold several, each 8-byte aligned)."""
@@ -397,6 +401,8 @@ def read_fatbins(blob: bytes, where: str = "fatbin") -> list[FatbinEntry]:
                 pos += 8
                 continue
             break
+        if hsize < FATBIN_HEADER.size:  # a container that does not move past its own header
+            raise InputError(f"{where}: corrupt fatbin: container at offset {pos} has a header of {hsize} bytes")
         entries.extend(_read_entries(blob, pos + hsize, pos + hsize + size, where))
         pos = (pos + hsize + size + 7) // 8 * 8
     return entries
@@ -413,6 +419,9 @@ def _read_entries(blob: bytes, pos: int, end: int, where: str) -> list[FatbinEnt
         arch, = struct.unpack_from("<I", blob, pos + 0x1C)
         flags, = struct.unpack_from("<Q", blob, pos + 0x28)
         usize, = struct.unpack_from("<Q", blob, pos + 0x38)
+        if usize > MAX_ENTRY_BYTES:
+            raise InputError(f"{where}: fatbin entry at offset {pos} announces {usize} bytes uncompressed "
+                             f"(more than the {MAX_ENTRY_BYTES >> 20} MiB hypa reads)")
         raw = blob[pos + hsize : pos + hsize + padded]
         comp = None
         if flags & FLAG_LZ4:

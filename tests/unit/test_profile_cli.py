@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -619,3 +620,24 @@ def test_report_renders_in_headless_chromium(tmp_path, capsys):
     count = {rgb: c for c, rgb in colors}
     assert count.get((255, 255, 255), 0) < 0.97 * 1280 * 2000
     assert (0x4E, 0x79, 0xA7) in count  # the "int" colour of the instruction-mix bars
+
+
+def test_corrupt_fatbins_stop_with_a_message(tmp_path):
+    # a container whose header size is 0 never moved past itself: the reader looped forever
+    with pytest.raises(inp.InputError, match=r"container at offset 0 has a header of 0 bytes"):
+        inp.read_fatbins(inp.FATBIN_HEADER.pack(inp.FATBIN_MAGIC, 1, 0, 0))
+    # an entry announcing more than hypa reads is refused before anything is decompressed
+    container = inp.FATBIN_HEADER.pack(inp.FATBIN_MAGIC, 1, 16, 0x48)
+    entry = bytearray(0x48)
+    struct.pack_into("<HHIQ", entry, 0, 1, 0x101, 0x40, 8)
+    struct.pack_into("<Q", entry, 0x28, inp.FLAG_LZ4)
+    struct.pack_into("<Q", entry, 0x38, 1 << 40)
+    with pytest.raises(inp.InputError, match=r"announces 1099511627776 bytes uncompressed \(more than the 256 MiB"):
+        inp.read_fatbins(container + bytes(entry))
+    # as a user sees it: one line, exit 1
+    f = tmp_path / "bad.fatbin"
+    f.write_bytes(inp.FATBIN_HEADER.pack(inp.FATBIN_MAGIC, 1, 0, 0))
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "profile", str(f), "--no-cuobjdump"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert "header of 0 bytes" in p.stderr and "Traceback" not in p.stderr
