@@ -1343,6 +1343,15 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     b.store(b.urem(q, ny), cw(abi.CTX_CTAID + 1))
     b.store(b.udiv(q, ny), cw(abi.CTX_CTAID + 2))
     b.store(cta, cw(abi.CTX_CTA_LINEAR))
+    # the step budget holds for the launch, not only inside loops: a loop-free kernel on a
+    # huge grid stops at the first CTA that starts with the budget spent
+    over = b.icmp_unsigned(">", ld(cw(abi.CTX_STEPS)), ld(cw(abi.CTX_BUDGET)))
+    with b.if_then(over, likely=False):
+        b.store(ir.Constant(i64, abi.ERR_STEP_BUDGET), cw(abi.CTX_ERR_CODE))
+        b.store(ir.Constant(i64, -1), cw(abi.CTX_ERR_BLOCK))
+        b.store(ir.Constant(i64, 0), cw(abi.CTX_ERR_WARP))
+        b.store(ir.Constant(i64, 0), cw(abi.CTX_ERR_LANE))
+        b.ret(ir.Constant(i32, abi.RC_ERROR))
     zero8 = ir.Constant(i8, 0)
     f = ir.Constant(i1, 0)
     nthreads = ld(cw(abi.CTX_NTHREADS))

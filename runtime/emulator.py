@@ -556,6 +556,9 @@ class Emulator:
                         f" ({prog.shared_static_bytes} static + {launch.shared_bytes} dynamic, 16-byte aligned)")
             return f"out-of-bounds access at {where}: {instr} (block {bname}) touches {what}"
         if code == abi.ERR_STEP_BUDGET:
+            if block < 0:  # checked as a CTA starts
+                return (f"step budget of {self.step_budget} warp-instructions exhausted before CTA {cta} of kernel "
+                        f"{prog.func.func_name} started ({cta_lin} CTAs ran; raise it with --step-budget)")
             return (f"step budget of {self.step_budget} warp-instructions exhausted at {where} in block {bname} "
                     f"(a runaway loop? raise it with --step-budget)")
         if code == abi.ERR_TRAP:

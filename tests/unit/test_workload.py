@@ -4,6 +4,8 @@ kernels costs O(N), not O(N^2)), and the JIT's tiers give identical counts.
 Scaling is checked on counts of work (operations copied, functions prepared),
 never on time: benchmarks/workload.py measures the seconds."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -244,3 +246,16 @@ def test_budget_counts_and_buffer_parameters_are_checked(tmp_path):
         emu.run(Launch(grid=1, block=1, args=["x", 1.0], buffers={"x": x}))
     with pytest.raises(LaunchError, match=r"parameter s_a \(\.f32\) cannot hold the address of buffer 'x'"):
         emu.run(Launch(grid=1, block=1, args=[1, "x"], buffers={"x": x}))
+
+
+def test_step_budget_holds_for_loop_free_kernels_on_large_grids():
+    """The budget was checked only where loops close: a loop-free kernel on a huge grid ran
+    every CTA.  Now it also stops the launch at the first CTA that starts with it spent."""
+    from hypa.runtime.emulator import EmulationError
+
+    saxpy = open(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "saxpy.ptx")).read()
+    emu = Emulator(parse_ptx(saxpy), mode="slice", step_budget=1000)
+    x = np.zeros(1000, np.float32)
+    with pytest.raises(EmulationError, match=r"step budget of 1000 warp-instructions exhausted before CTA "
+                                             r"\((\d+), 0, 0\) of kernel saxpy started \(\1 CTAs ran"):
+        emu.run(Launch(grid=20000, block=256, args=[1000, 2.0, "x", "y"], buffers={"x": x, "y": x.copy()}))
