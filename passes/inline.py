@@ -251,12 +251,15 @@ def block_origins(kernel: FuncOp) -> list[tuple[str, int, int]]:
 
 def has_calls_to_inline(module: ModuleOp, kernel: FuncOp) -> bool:
     """Whether ``kernel`` still calls a function the module defines."""
-    defined = {op.func_name for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration}
-    for op in kernel.body.walk():
-        if isinstance(op, InstructionOp) and op.spec.name == "call" and RETURN_ATTR + ".done" not in op.attributes:
-            name, direct = _callee_name(op)
-            if not direct or name in defined:
-                return True
+    defined = None
+    for block in kernel.body.blocks:
+        for op in block.ops:
+            if op.name == "ptx.call" and RETURN_ATTR + ".done" not in op.attributes:
+                if defined is None:
+                    defined = {f.func_name for f in module.ops if isinstance(f, FuncOp) and not f.is_declaration}
+                name, direct = _callee_name(op)  # type: ignore[arg-type]
+                if not direct or name in defined:
+                    return True
     return False
 
 

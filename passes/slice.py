@@ -431,14 +431,14 @@ def compute_slices(
 
 def mark_slices(slices: dict[str, FunctionSlice], alias: str) -> None:
     for fs in slices.values():
-        for op in fs.func.body.walk():
-            if isinstance(op, InstructionOp):
-                if op in fs.ops:
-                    op.attributes[SLICE_ATTR] = UnitAttr()
-                else:
-                    op.attributes.pop(SLICE_ATTR, None)
-                if op in fs.address_ops and op not in fs.ops:
-                    op.attributes["hypa.address"] = UnitAttr()
+        unit = UnitAttr()  # attributes are immutable: one serves every operation
+        for op in _instructions(fs.func):
+            if op in fs.ops:
+                op.attributes[SLICE_ATTR] = unit
+            else:
+                op.attributes.pop(SLICE_ATTR, None)
+            if op in fs.address_ops and op not in fs.ops:
+                op.attributes["hypa.address"] = unit
         fs.func.attributes["hypa.slice_size"] = IntAttr(len(fs.ops))
         if alias == "param" and fs.func.is_kernel:
             ptr_params = [n for n, _t in _pointer_params(fs.func)]
@@ -533,12 +533,11 @@ def recorded_slice(func: FuncOp) -> tuple[FunctionSlice, dict[str, str]] | None:
         return None
     options = dict(kv.split("=", 1) for kv in attr.data.split())
     fs = FunctionSlice(func)
-    for op in func.body.walk():
-        if isinstance(op, InstructionOp):
-            if SLICE_ATTR in op.attributes:
-                fs.ops.add(op)
-            elif "hypa.address" in op.attributes:
-                fs.address_ops.add(op)
+    for op in _instructions(func):
+        if SLICE_ATTR in op.attributes:
+            fs.ops.add(op)
+        elif "hypa.address" in op.attributes:
+            fs.address_ops.add(op)
     work = [v for op in fs.ops for v in op.instruction_operands()]
     while work:
         v = work.pop()
@@ -547,3 +546,11 @@ def recorded_slice(func: FuncOp) -> tuple[FunctionSlice, dict[str, str]] | None:
             work.extend(_incoming(v))
     fs.values.update(r for op in fs.ops for r in op.results)
     return fs, options
+
+
+def _instructions(func: FuncOp):
+    """The instructions of a function body, block by block (cheaper than a generic walk)."""
+    for b in func.body.blocks:
+        for op in b.ops:
+            if isinstance(op, InstructionOp):
+                yield op

@@ -393,7 +393,7 @@ class PTXToSSA(ModulePass):
     verify: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for func in op.walk():
+        for func in op.ops:  # functions are top-level operations
             if isinstance(func, FuncOp):
                 convert_function(func)
                 if self.verify:

@@ -222,12 +222,6 @@ def prepare(
         raise ProgramError(str(e).removeprefix("ptx-inline: ")) from None
     origins = block_origins(func)
     defined = {op.func_name for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration}
-    for op in func.body.walk():
-        if isinstance(op, InstructionOp) and op.spec.name == "call":
-            callee = [a[1] for a in op.operands_ast if a[0] == "sym"]
-            if callee and callee[0] not in defined and callee[0] != "__assertfail":
-                notes.append(f"call to external function '{callee[0]}' not emulated")
-    notes = list(dict.fromkeys(notes))
     # only the kernel matters from here on
     for op in list(module.ops):
         if isinstance(op, FuncOp) and op is not func:
@@ -249,6 +243,12 @@ def prepare(
         block_instrs.append(bi)
         instructions.extend(bi)
     instr_ids = {op: i for i, op in enumerate(instructions)}
+    for op in instructions:
+        if op.spec.name == "call":
+            callee = [a[1] for a in op.operands_ast if a[0] == "sym"]
+            if callee and callee[0] not in defined and callee[0] != "__assertfail":
+                notes.append(f"call to external function '{callee[0]}' not emulated")
+    notes = list(dict.fromkeys(notes))
 
     slice_info: FunctionSlice | None = None
     if recorded is not None:

@@ -641,3 +641,24 @@ def test_corrupt_fatbins_stop_with_a_message(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1
     assert "header of 0 bytes" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_html_report_escapes_what_it_did_not_write(tmp_path, capsys):
+    """A profile JSON is input like any other: names in it must not become markup."""
+    t = _saxpy_toml(tmp_path)
+    rc, out, _ = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
+    assert rc == 0
+    payload = "<img src=x onerror=alert(1)>"
+    data = json.loads(out)
+    for d in data:
+        d["kernel"] = payload
+        d["launch"] = payload
+        d["grid"] = [payload, 1, 1]
+    f = tmp_path / "hostile.json"
+    f.write_text(json.dumps(data))
+    page = tmp_path / "r.html"
+    rc, _, _ = cli(capsys, "report", str(f), "-o", str(page), "--cfg", "none")
+    html = page.read_text()
+    assert rc == 0
+    assert "<img src=x" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
