@@ -60,8 +60,8 @@ def generate_spec(ptx: str, buffer_bytes: int, rename: str = "") -> str:
     for name, nparams, block in kernel_signatures(ptx):
         k = name + rename
         bufs = [f"{k}_p{i}" for i in range(nparams)]
-        parts.append(f'[[launch]]\nkernel = "{k}"\ngrid = 1\nblock = {block}\n'
-                     f'args = [{", ".join(repr(b).replace(chr(39), chr(34)) for b in bufs)}]\n')
+        args = ", ".join(f'"{b}"' for b in bufs)
+        parts.append(f'[[launch]]\nkernel = "{k}"\ngrid = 1\nblock = {block}\nargs = [{args}]\n')
         for b in bufs:
             parts.append(f'[buffers.{b}]\ndtype = "uint8"\ncount = {buffer_bytes}\n')
     return "\n".join(parts)

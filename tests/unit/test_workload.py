@@ -259,3 +259,29 @@ def test_step_budget_holds_for_loop_free_kernels_on_large_grids():
     with pytest.raises(EmulationError, match=r"step budget of 1000 warp-instructions exhausted before CTA "
                                              r"\((\d+), 0, 0\) of kernel saxpy started \(\1 CTAs ran"):
         emu.run(Launch(grid=20000, block=256, args=[1000, 2.0, "x", "y"], buffers={"x": x, "y": x.copy()}))
+
+
+def test_the_workload_benchmark_builds_specs_and_scaled_modules(tmp_path):
+    """benchmarks/workload.py's generated inputs: one launch per kernel with the kernel's
+    .reqntid block, and modules of k copies whose kernels all profile like the original."""
+    import importlib.util
+
+    from hypa.runtime.batch import ProfileOptions, run_profile
+
+    spec_ = importlib.util.spec_from_file_location(
+        "workload", os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "workload.py"))
+    wl = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(wl)
+    text = module_text(2).replace(".visible .entry kern_1(.param .u64 kern_1_out)\n",
+                                  ".visible .entry kern_1(.param .u64 kern_1_out)\n.reqntid 64, 2, 1\n")
+    assert wl.kernel_signatures(text) == [("kern_0", 1, 256), ("kern_1", 1, 128)]
+    scaled = wl.scaled_module(text, 3)
+    assert sorted(wl.function_names(scaled)) == sorted(
+        f"{f}_{i}{s}" for f in ("kern", "twice") for i in range(2) for s in ("", "_x1", "_x2"))
+    (tmp_path / "m.ptx").write_text(scaled)
+    (tmp_path / "m.toml").write_text(wl.scaled_spec(text, 3, 1024))
+    prof = run_profile([str(tmp_path / "m.ptx")], [str(tmp_path / "m.toml")], ProfileOptions(mode="slice"))
+    assert len(prof.records) == 6 and not prof.errors
+    by_kernel = {r.kernel: r.result.metrics.values["thread_inst_executed"] for r in prof.records}
+    for k in ("kern_0", "kern_1"):
+        assert by_kernel[k] == by_kernel[k + "_x1"] == by_kernel[k + "_x2"] > 0
