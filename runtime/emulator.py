@@ -233,7 +233,10 @@ class Emulator:
                     text.append(str(build_module(prog)))
             return text[0]
 
-        policy = jit_policy()
+        try:
+            policy = jit_policy()
+        except ValueError as e:  # a bad HYPA_JIT: the user's input, said in one line
+            raise LaunchError(str(e)) from None
         order = ["optimized", "baseline"] if policy == "auto" else [policy]
         with phase("compile"):
             for tier in order:

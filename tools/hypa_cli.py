@@ -199,8 +199,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     # so the BLAS thread pool numpy would start only spins.
     gc.set_threshold(100_000, 50, 100)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from hypa.runtime.phases import phase
+    from hypa.runtime.phases import phase, reset
 
+    reset()  # a run's report covers that run (main may be called again in one process)
     with phase("start-up"):  # what every command loads: xDSL, the ptx dialect, numpy, LLVM
         import hypa.runtime.batch  # noqa: F401
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -662,3 +663,18 @@ def test_the_html_report_escapes_what_it_did_not_write(tmp_path, capsys):
     assert rc == 0
     assert "<img src=x" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_timing_reports_phases_and_work(tmp_path, capsys):
+    """--timing: seconds per phase and the work done, on stderr, after the run's output."""
+    t = _saxpy_toml(tmp_path)
+    rc, out, err = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t,
+                       "--format", "json", "--timing")
+    assert rc == 0 and json.loads(out)  # the output itself is untouched
+    assert "===-- hypa timing report --===" in err
+    for ph in ("parse", "prepare", "compile", "emulate", "report"):
+        assert re.search(rf"^  {ph}\s+\d+\.\d{{4}}\s+\d+\.\d%\s+\d+$", err, re.M), ph
+    assert re.search(r"^\s+1  kernels prepared$", err, re.M)
+    assert re.search(r"^\s+1  functions prepared \(kernels and the functions they call\)$", err, re.M)
+    rc, _, err = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
+    assert "timing report" not in err

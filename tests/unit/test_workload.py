@@ -285,3 +285,11 @@ def test_the_workload_benchmark_builds_specs_and_scaled_modules(tmp_path):
     by_kernel = {r.kernel: r.result.metrics.values["thread_inst_executed"] for r in prof.records}
     for k in ("kern_0", "kern_1"):
         assert by_kernel[k] == by_kernel[k + "_x1"] == by_kernel[k + "_x2"] > 0
+
+
+def test_a_bad_jit_tier_is_a_launch_error(monkeypatch):
+    from hypa.runtime.launch import LaunchError
+
+    monkeypatch.setenv("HYPA_JIT", "fastest")
+    with pytest.raises(LaunchError, match=r"HYPA_JIT must be auto, baseline or optimized, not 'fastest'"):
+        run_grid(module_text(1), 1)
