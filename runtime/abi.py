@@ -54,7 +54,15 @@ BAR_TRUE = 4           # bar.red: threads whose predicate is true so far
 BAR_RES_PART = 5       # bar.red results of the last release
 BAR_RES_TRUE = 6
 NUM_BARRIERS = 16
-CTX_WORDS = CTX_BAR + NUM_BARRIERS * BAR_WORDS
+# flat memory (``hypa run``): device pointers are host addresses of the program's own
+# allocations; a global/generic address outside every window is looked up in this
+# sorted table of [start, end) ranges (binary search, last hit remembered)
+CTX_FLAT_START = CTX_BAR + NUM_BARRIERS * BAR_WORDS  # pointer to i64 starts (ascending)
+CTX_FLAT_END = CTX_FLAT_START + 1                    # pointer to i64 ends
+CTX_FLAT_N = CTX_FLAT_START + 2                      # number of ranges (0: no flat memory)
+CTX_FLAT_HINT = CTX_FLAT_START + 3                   # index of the range hit last
+CTX_PRINTF = CTX_FLAT_START + 4                      # device printf: void(*)(ctx, fmt, args) or 0
+CTX_WORDS = CTX_FLAT_START + 5
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40

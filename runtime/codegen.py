@@ -698,23 +698,35 @@ class WarpCodegen:
             base = self.ctx_word(abi.CTX_PARAM)
             self.error_if(e, b.and_(mask, b.icmp_unsigned(">", b.add(off, n), self.splat(self.prog.param_bytes, i64))), abi.ERR_OUT_OF_BOUNDS, addr)
             return b.inttoptr(b.add(self.splat_value(base), off), VPTR)
-        # global and generic: window table
+        # global and generic: window table; addresses outside every window (window 0 or
+        # past the last) are flat host addresses, valid inside a registered allocation
         win = b.lshr(addr, self.splat(abi.WINDOW_SHIFT, i64))
         off = b.and_(addr, self.splat(abi.OFFSET_MASK, i64))
         nwin = self.splat_value(self.ctx_word(abi.CTX_NWIN))
-        badwin = b.icmp_unsigned(">=", win, nwin)
-        self.error_if(e, b.and_(mask, badwin), abi.ERR_OUT_OF_BOUNDS, addr)
-        safe_win = b.select(badwin, self.splat(0, i64), win)
+        flat = b.or_(b.icmp_unsigned(">=", win, nwin), b.icmp_unsigned("==", win, self.splat(0, i64)))
+        flat_lanes = b.and_(mask, flat)
+        bits = self.mask_to_i32(flat_lanes)
+        before = b.block
+        with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(i32, 0)), likely=False):
+            ok = b.call(flat_lanes_function(self.module), [self.ctx, addr, ir.Constant(i64, nbytes), bits])
+            bad_in = b.and_(bits, b.not_(ok))
+            looked = b.block
+        bad_bits = b.phi(i32)
+        bad_bits.add_incoming(ir.Constant(i32, 0), before)
+        bad_bits.add_incoming(bad_in, looked)
+        self.error_if(e, self.i32_to_mask(bad_bits), abi.ERR_OUT_OF_BOUNDS, addr)
+        safe_win = b.select(flat, self.splat(0, i64), win)
         tbase = self.ctx_ptr(abi.CTX_WIN_BASE)
         tsize = self.ctx_ptr(abi.CTX_WIN_SIZE)
         tstride = self.ctx_ptr(abi.CTX_WIN_STRIDE)
-        bases = self._gather64(tbase, safe_win, mask)
-        sizes = self._gather64(tsize, safe_win, mask)
-        strides = self._gather64(tstride, safe_win, mask)
+        wmask = b.and_(mask, b.not_(flat))
+        bases = self._gather64(tbase, safe_win, wmask)
+        sizes = self._gather64(tsize, safe_win, wmask)
+        strides = self._gather64(tstride, safe_win, wmask)
         oob = b.icmp_unsigned(">", b.add(off, n), sizes)
-        self.error_if(e, b.and_(mask, oob), abi.ERR_OUT_OF_BOUNDS, addr)
+        self.error_if(e, b.and_(wmask, oob), abi.ERR_OUT_OF_BOUNDS, addr)
         lin = b.zext(self.thread_lin, ivec(64))
-        host = b.add(b.add(bases, b.mul(lin, strides)), off)
+        host = b.select(flat, addr, b.add(b.add(bases, b.mul(lin, strides)), off))
         return b.inttoptr(host, VPTR)
 
     def vector_pointers(self, base: ir.Value, idx: ir.Value, elem_bytes: int) -> ir.Value:
@@ -926,6 +938,8 @@ class WarpCodegen:
         fn = RULES.get(name)
         e = Emitter(self, op)
         if name == "call":
+            if _callee_name(op) == "vprintf":
+                self.gen_printf(op, e)
             return  # inlined (or an external function the emulator skips)
         if fn is None:
             raise LoweringError(f"'{op.opcode}' has no emulator semantics yet")
@@ -935,6 +949,30 @@ class WarpCodegen:
             fn(e)
         finally:
             self.cross_lane = False
+
+    def gen_printf(self, op: InstructionOp, e: Emitter) -> None:
+        """Device ``printf`` (``call vprintf, (fmt, args)``): each active lane, in lane order,
+        hands the host addresses of its format and argument buffer to the callback in
+        ``abi.CTX_PRINTF`` (none: the call is counted, nothing printed)."""
+        from hypa.passes.inline import _call_params
+
+        b = self.b
+        argv = _call_params(op)[1]
+        if len(argv) != 2 or any(a not in self.prog.call_params for a in argv):
+            return
+        lanes = self.active
+        if op.guard_pred is not None:
+            gv = self.read(op.operands[0])
+            lanes = b.and_(lanes, b.not_(gv) if op.guard_pred[1] else gv)
+        fn = self.ctx_word(abi.CTX_PRINTF)
+        with b.if_then(b.icmp_unsigned("!=", fn, ir.Constant(i64, 0)), likely=False):
+            words = [self.mem_access(e, "cparam", self.splat(self.prog.call_params[a].offset, i64), 64, lanes, None, "cparam")
+                     for a in argv]
+            fmt = b.ptrtoint(self.translate(e, "generic", words[0], 1, lanes, "ld"), ivec(64))
+            has_args = b.and_(lanes, b.icmp_unsigned("!=", words[1], self.splat(0, i64)))
+            args = b.ptrtoint(self.translate(e, "generic", words[1], 1, has_args, "ld"), ivec(64))
+            args = b.select(has_args, args, self.splat(0, i64))
+            b.call(printf_lanes_function(self.module), [self.ctx, fmt, args, self.mask_to_i32(lanes)])
 
     def gen_memory_metrics(self, op: InstructionOp, slot: int) -> None:
         """Requests, sectors and lines (global) or wavefronts (shared) of one warp-level access."""
@@ -1486,7 +1524,139 @@ def build_module(prog: KernelProgram) -> ir.Module:
     build_scheduler(module, wr)
     return module
 
-def _is_assertfail(call: InstructionOp) -> bool:
-    from hypa.passes.inline import _callee_name
+def flat_lanes_function(module: ir.Module) -> ir.Function:
+    """``i32 hypa_flat_lanes(ctx, <32 x i64> addr, i64 n, i32 lanes)``: the lanes (bits)
+    whose ``[addr, addr + n)`` lies inside one range of the flat table (abi.CTX_FLAT_*).
+    Made once per module; the last range hit is tried first."""
+    name = "hypa_flat_lanes"
+    f = module.globals.get(name)
+    if f is not None:
+        return f
+    f = ir.Function(module, ir.FunctionType(i32, [ptr, ivec(64), i64, i32]), name)
+    f.linkage = "internal"
+    ctx, addrs, n, lanes = f.args
+    entry = f.append_basic_block("entry")
+    loop = f.append_basic_block("lane")
+    search = f.append_basic_block("search")
+    bs_head = f.append_basic_block("bs_head")
+    bs_body = f.append_basic_block("bs_body")
+    bs_done = f.append_basic_block("bs_done")
+    found = f.append_basic_block("found")
+    nxt = f.append_basic_block("next")
+    done = f.append_basic_block("done")
+    b = ir.IRBuilder(entry)
 
-    return _callee_name(call)[0] == "__assertfail"
+    def word(k):
+        return b.load(b.gep(ctx, [ir.Constant(i64, k)], source_etype=i64), typ=i64)
+
+    starts = b.inttoptr(word(abi.CTX_FLAT_START), ptr)
+    ends = b.inttoptr(word(abi.CTX_FLAT_END), ptr)
+    count = word(abi.CTX_FLAT_N)
+    hint_p = b.gep(ctx, [ir.Constant(i64, abi.CTX_FLAT_HINT)], source_etype=i64)
+    with b.if_then(b.icmp_unsigned("==", count, ir.Constant(i64, 0))):
+        b.ret(ir.Constant(i32, 0))  # no flat memory: no lane is valid
+    start_block = b.block
+    b.branch(loop)
+    # for each lane set in `lanes`
+    b.position_at_end(loop)
+    rem = b.phi(i32)
+    ok = b.phi(i32)
+    rem.add_incoming(lanes, start_block)
+    ok.add_incoming(ir.Constant(i32, 0), start_block)
+    more = b.icmp_unsigned("!=", rem, ir.Constant(i32, 0))
+    b.cbranch(more, search, done)
+    b.position_at_end(search)
+    cttz = module.globals.get("llvm.cttz.i32") or ir.Function(module, ir.FunctionType(i32, [i32, i1]), "llvm.cttz.i32")
+    lane = b.call(cttz, [rem, ir.Constant(i1, 0)])
+    a = b.extract_element(addrs, lane)
+    end = b.add(a, n)
+    no_wrap = b.icmp_unsigned(">=", end, a)
+    hint = b.load(hint_p, typ=i64)
+    hint_ok = b.icmp_unsigned("<", hint, count)
+    safe_hint = b.select(hint_ok, hint, ir.Constant(i64, 0))
+    hs = b.load(b.gep(starts, [safe_hint], source_etype=i64), typ=i64)
+    he = b.load(b.gep(ends, [safe_hint], source_etype=i64), typ=i64)
+    in_hint = b.and_(b.and_(hint_ok, no_wrap), b.and_(b.icmp_unsigned("<=", hs, a), b.icmp_unsigned("<=", end, he)))
+    b.cbranch(in_hint, found, bs_head)
+    # binary search: the last range whose start <= a
+    b.position_at_end(bs_head)
+    lo = b.phi(i64)
+    hi = b.phi(i64)
+    lo.add_incoming(ir.Constant(i64, 0), search)
+    hi.add_incoming(count, search)
+    b.cbranch(b.icmp_unsigned("<", lo, hi), bs_body, bs_done)
+    b.position_at_end(bs_body)
+    mid = b.lshr(b.add(lo, hi), ir.Constant(i64, 1))
+    ms = b.load(b.gep(starts, [mid], source_etype=i64), typ=i64)
+    le = b.icmp_unsigned("<=", ms, a)
+    lo.add_incoming(b.select(le, b.add(mid, ir.Constant(i64, 1)), lo), bs_body)
+    hi.add_incoming(b.select(le, hi, mid), bs_body)
+    b.branch(bs_head)
+    b.position_at_end(bs_done)
+    k = b.sub(lo, ir.Constant(i64, 1))
+    has = b.icmp_unsigned("!=", lo, ir.Constant(i64, 0))
+    safe_k = b.select(has, k, ir.Constant(i64, 0))
+    ke = b.load(b.gep(ends, [safe_k], source_etype=i64), typ=i64)
+    hit = b.and_(b.and_(has, no_wrap), b.icmp_unsigned("<=", end, ke))
+    with b.if_then(hit):
+        b.store(safe_k, hint_p)
+    miss_from = b.block
+    b.cbranch(hit, found, nxt)
+    b.position_at_end(found)
+    bit = b.shl(ir.Constant(i32, 1), lane)
+    ok_found = b.or_(ok, bit)
+    b.branch(nxt)
+    b.position_at_end(nxt)
+    ok2 = b.phi(i32)
+    ok2.add_incoming(ok_found, found)
+    ok2.add_incoming(ok, miss_from)
+    rem2 = b.and_(rem, b.sub(rem, ir.Constant(i32, 1)))
+    rem.add_incoming(rem2, nxt)
+    ok.add_incoming(ok2, nxt)
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret(ok)
+    return f
+
+
+def printf_lanes_function(module: ir.Module) -> ir.Function:
+    """``void hypa_printf_lanes(ctx, <32 x i64> fmt, <32 x i64> args, i32 lanes)``: calls
+    ``ctx[CTX_PRINTF](ctx, fmt, args)`` for each lane set, lowest first."""
+    name = "hypa_printf_lanes"
+    f = module.globals.get(name)
+    if f is not None:
+        return f
+    f = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ivec(64), ivec(64), i32]), name)
+    f.linkage = "internal"
+    ctx, fmts, argss, lanes = f.args
+    entry = f.append_basic_block("entry")
+    loop = f.append_basic_block("lane")
+    body = f.append_basic_block("call")
+    done = f.append_basic_block("done")
+    b = ir.IRBuilder(entry)
+    fnp = b.load(b.gep(ctx, [ir.Constant(i64, abi.CTX_PRINTF)], source_etype=i64), typ=i64)
+    b.branch(loop)
+    b.position_at_end(loop)
+    rem = b.phi(i32)
+    rem.add_incoming(lanes, entry)
+    b.cbranch(b.icmp_unsigned("!=", rem, ir.Constant(i32, 0)), body, done)
+    b.position_at_end(body)
+    cttz = module.globals.get("llvm.cttz.i32") or ir.Function(module, ir.FunctionType(i32, [i32, i1]), "llvm.cttz.i32")
+    lane = b.call(cttz, [rem, ir.Constant(i1, 0)])
+    cb = b.inttoptr(fnp, ir.FunctionType(ir.VoidType(), [i64, i64, i64]).as_pointer())
+    b.call(cb, [b.ptrtoint(ctx, i64), b.extract_element(fmts, lane), b.extract_element(argss, lane)])
+    rem.add_incoming(b.and_(rem, b.sub(rem, ir.Constant(i32, 1))), body)
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret_void()
+    return f
+
+
+def _callee_name(call: InstructionOp) -> str | None:
+    from hypa.passes.inline import _callee_name as callee
+
+    return callee(call)[0]
+
+
+def _is_assertfail(call: InstructionOp) -> bool:
+    return _callee_name(call) == "__assertfail"

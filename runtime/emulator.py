@@ -39,7 +39,10 @@ _BASELINE_SECONDS_PER_INSTRUCTION = 1e-4
 
 
 class EmulationError(Exception):
-    """The launch stopped: out-of-bounds access, step budget, trap, deadlock."""
+    """The launch stopped: out-of-bounds access, step budget, trap, deadlock.
+    ``code`` is the ``abi.ERR_*`` code the generated code reported."""
+
+    code: int = 0
 
 
 @dataclass
@@ -140,6 +143,8 @@ class Emulator:
         self._kernels: list[FuncOp] | None = None
         self._kernel_index: dict[str, FuncOp] = {}
         self._symbols = None  # passes.reachable.SymbolIndex of the module, made on first use
+        #: a real program's memory, variables and printf (``hypa run``); None for launch specs
+        self.host = None
 
     def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
         key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics)
@@ -191,7 +196,9 @@ class Emulator:
         jit_tier = tier0 if compiled.tier == tier0 else f"{tier0}+{compiled.tier}"
         run_s = time.perf_counter() - t0
         if rc != abi.RC_EXIT:
-            raise EmulationError(self._error_message(prog, launch, ctx, keep))
+            err = EmulationError(self._error_message(prog, launch, ctx, keep))
+            err.code = int(ctx[abi.CTX_ERR_CODE])
+            raise err
         counters = keep["counters"]
         static = self._static_instructions(launch.kernel)
         names = self._block_names(prog)
@@ -373,8 +380,11 @@ class Emulator:
         # windows: fixed special windows, then global variables, then buffers
         glob_arrays: list[tuple[str, np.ndarray]] = []
         symbols = _symbol_addresses(prog)
+        host = self.host
         for name, var in prog.global_vars.items():
-            glob_arrays.append((name, _init_bytes(var.size, var.init, var.ptx_type, symbols)))
+            init = _variable_bytes(launch, buffers, name, var) if name in launch.variables else \
+                _init_bytes(var.size, var.init, var.ptx_type, symbols)
+            glob_arrays.append((name, init if host is None else host.variable(name, var.size, init)))
         buf_ids: dict[str, int] = {}
         anon = 0
         arrays: list[tuple[str, np.ndarray]] = list(glob_arrays)
@@ -441,8 +451,11 @@ class Emulator:
         cparam_size = _align_up(prog.call_param_bytes, 16)
         cparam = _aligned_zeros(threads * cparam_size + 16)
         const = _aligned_zeros(prog.const_bytes + 16)
-        for var in prog.const_vars.values():
-            data = _init_bytes(var.size, var.init, var.ptx_type)
+        for cname, var in prog.const_vars.items():
+            data = _variable_bytes(launch, buffers, cname, var) if cname in launch.variables else \
+                _init_bytes(var.size, var.init, var.ptx_type)
+            if host is not None:  # __constant__ data the program wrote (cudaMemcpyToSymbol)
+                data = host.variable(cname, var.size, data)
             const[var.offset : var.offset + var.size] = data[: var.size]
         ws_stride = _align_up(abi.WS_FRAME_BYTES_OFFSET + prog.frame_bytes, 64)
         ws = _aligned_zeros(nwarps * ws_stride)
@@ -482,6 +495,11 @@ class Emulator:
         ctx[abi.CTX_NTHREADS] = threads
         ctx[abi.CTX_DYN_SHARED] = launch.shared_bytes
         ctx[abi.CTX_SMCOUNT] = 132
+        if host is not None:
+            try:
+                host.setup_context(ctx, nwin)
+            except ValueError as e:
+                raise LaunchError(str(e)) from None
         keep.update(win_base=win_base, win_size=win_size, win_stride=win_stride, shared=shared, local=local,
                     cparam=cparam, const=const, ws=ws, counters=counters, arrays=arrays, globals=glob_arrays)
         return ctx, keep
@@ -589,9 +607,37 @@ class Emulator:
         if 0 <= k < len(keep["arrays"]):
             n, arr = keep["arrays"][k]
             return f"address {addr:#x} (buffer '{n}' byte {off}, which holds {arr.nbytes} bytes)"
+        if self.host is not None and (win == 0 or k >= len(keep["arrays"])):
+            return f"address {addr:#x} ({_nearest_allocation(self.host.memory, addr)})"
         if addr < (1 << 32):
             return f"address {addr:#x} (no buffer; a shared-memory offset used as a global address?)"
         return f"address {addr:#x} (no buffer)"
+
+
+def _variable_bytes(launch: Launch, buffers: dict[str, np.ndarray], name: str, var) -> np.ndarray:
+    """A variable's starting bytes from the launch (``Launch.variables``)."""
+    v = launch.variables[name]
+    raw = bytes(v) if isinstance(v, (bytes, bytearray)) else buffers[v].tobytes()
+    out = np.zeros(max(var.size, 1), np.uint8)
+    n = min(var.size, len(raw))
+    out[:n] = np.frombuffer(raw[:n], np.uint8)
+    return out
+
+
+def _nearest_allocation(memory, addr: int) -> str:
+    """Where ``addr`` lies relative to the program's allocations, for an error message."""
+    if addr == 0:
+        return "a null pointer"
+    best = None
+    for a in memory:
+        d = addr - (a.start + a.size) if addr >= a.start else a.start - addr
+        if best is None or d < best[0]:
+            best = (d, a)
+    if best is None:
+        return "outside every allocation: the program has none"
+    d, a = best
+    where = f"{d} bytes past the end of" if addr >= a.start else f"{d} bytes before"
+    return f"outside every allocation; {where} the {a.size}-byte {a.kind} allocation at {a.start:#x}"
 
 
 def _assertion_text(prog: KernelProgram, call: InstructionOp) -> str | None:

@@ -132,6 +132,9 @@ class Launch:
     buffers: dict[str, BufferSpec | np.ndarray] = field(default_factory=dict)
     shared_bytes: int = 0
     file: str | None = None
+    #: initial contents of module variables (``__device__``/``__constant__``), by PTX name:
+    #: a buffer name (bytes from that buffer) or bytes; others start from their initializer
+    variables: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.grid = dim3(self.grid, "grid")
@@ -205,7 +208,7 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
     buffers = {n: _buffer_from_table(n, t, base_dir) for n, t in data.get("buffers", {}).items()}
     out: list[Launch] = []
     for i, t in enumerate(tables):
-        known = {"file", "kernel", "grid", "block", "shared_bytes", "args"}
+        known = {"file", "kernel", "grid", "block", "shared_bytes", "args", "variables"}
         bad = set(t) - known
         if bad:
             raise LaunchError(f"{where}: launch {i + 1}: unknown keys {', '.join(sorted(bad))}")
@@ -214,8 +217,11 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
         file = t.get("file")
         if file is not None:
             file = os.path.join(base_dir, file)
-        args = list(t.get("args", []))
-        used = {a: buffers[a] for a in args if isinstance(a, str) and a in buffers}
+        args = [_arg_from_table(a, f"{where}: launch {i + 1}") for a in t.get("args", [])]
+        variables = t.get("variables", {})
+        if not isinstance(variables, dict) or not all(isinstance(v, str) and v in buffers for v in variables.values()):
+            raise LaunchError(f"{where}: launch {i + 1}: variables must map variable names to [buffers] names")
+        used = {a: buffers[a] for a in [*args, *variables.values()] if isinstance(a, str) and a in buffers}
         for a in args:
             if isinstance(a, str) and a not in buffers:
                 raise LaunchError(f"{where}: launch {i + 1}: argument '{a}' names no [buffers.{a}] table")
@@ -228,9 +234,22 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
                 buffers=used,  # type: ignore[arg-type]
                 shared_bytes=int(t.get("shared_bytes", 0)),
                 file=file,
+                variables=dict(variables),
             )
         )
     return out
+
+
+def _arg_from_table(a: Any, where: str) -> Any:
+    """``{bytes = "0a0b..."}``: a by-value parameter of any size (a struct), as hex."""
+    if isinstance(a, dict):
+        if set(a) != {"bytes"} or not isinstance(a["bytes"], str):
+            raise LaunchError(f"{where}: an argument table must be {{bytes = \"<hex>\"}}, not {a!r}")
+        try:
+            return bytes.fromhex(a["bytes"])
+        except ValueError:
+            raise LaunchError(f"{where}: {a['bytes']!r} is not hex") from None
+    return a
 
 
 def _cli_value(text: str) -> Any:

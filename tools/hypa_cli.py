@@ -227,8 +227,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                    help="kernel whose CFG is drawn (default: the one with the most divergent branches; 'none': no CFG)")
     o.add_argument("--plots", default=None, metavar="DIR", help="also write the plots as PNG files here")
     o.add_argument("--title", default="hypa report", help="the page's title")
+    from .run_cli import add_parser as add_run_parser
+
+    add_run_parser(sub)
     args = p.parse_args(argv)
     try:
+        if args.command == "run":
+            from .run_cli import run
+
+            sys.exit(run(args))
         rc = profile(args) if args.command == "profile" else report_cmd(args)
         if args.timing:
             print(timing_report(), file=sys.stderr)

@@ -1,0 +1,163 @@
+"""The CUDA runtime API hypa provides, described once as data.
+
+Each entry is a C prototype in a small notation: the return kind, the name, and each
+parameter's kind.  ``cudart.shim`` generates the C library's exported functions from it
+(they pack their arguments into 64-bit words and call the Python dispatcher) and
+``cudart.host`` implements each name as a method.  Names of NVIDIA's ``libcudart`` that are
+not here get a stub that stops the program with a one-line error naming the call.
+
+Kinds: ``err`` (cudaError_t), ``void``, ``ptr`` (any pointer, passed as its address),
+``cstr`` (a returned ``const char*``), ``int``, ``uint``, ``size`` (size_t), ``char``,
+``dim3`` (a struct of three unsigned ints, by value: three words), ``u64`` (an 8-byte
+struct by value, e.g. cudaMemLocation), ``float``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KINDS = ("err", "void", "ptr", "cstr", "int", "uint", "size", "char", "dim3", "u64", "float")
+
+PROTOTYPES = """
+ptr  __cudaRegisterFatBinary(ptr fatCubin)
+void __cudaRegisterFatBinaryEnd(ptr handle)
+void __cudaUnregisterFatBinary(ptr handle)
+void __cudaRegisterFunction(ptr handle, ptr hostFun, ptr deviceFun, ptr deviceName, int threadLimit, ptr tid, ptr bid, ptr bDim, ptr gDim, ptr wSize)
+void __cudaRegisterVar(ptr handle, ptr hostVar, ptr deviceAddress, ptr deviceName, int ext, size size, int constant, int global)
+void __cudaRegisterManagedVar(ptr handle, ptr hostVarPtrAddress, ptr deviceAddress, ptr deviceName, int ext, size size, int constant, int global)
+char __cudaInitModule(ptr handle)
+uint __cudaPushCallConfiguration(dim3 grid, dim3 block, size sharedMem, ptr stream)
+err  __cudaPopCallConfiguration(ptr grid, ptr block, ptr sharedMem, ptr stream)
+err  __cudaGetKernel(ptr kernel, ptr func)
+err  __cudaLaunchKernel(ptr kernel, dim3 grid, dim3 block, ptr args, size sharedMem, ptr stream)
+err  __cudaLaunchKernel_ptsz(ptr kernel, dim3 grid, dim3 block, ptr args, size sharedMem, ptr stream)
+err  cudaLaunchKernel(ptr func, dim3 grid, dim3 block, ptr args, size sharedMem, ptr stream)
+err  cudaLaunchKernel_ptsz(ptr func, dim3 grid, dim3 block, ptr args, size sharedMem, ptr stream)
+err  cudaLaunchCooperativeKernel(ptr func, dim3 grid, dim3 block, ptr args, size sharedMem, ptr stream)
+err  cudaLaunchCooperativeKernel_ptsz(ptr func, dim3 grid, dim3 block, ptr args, size sharedMem, ptr stream)
+err  cudaMalloc(ptr devPtr, size size)
+err  cudaMallocManaged(ptr devPtr, size size, uint flags)
+err  cudaMallocHost(ptr ptr, size size)
+err  cudaHostAlloc(ptr pHost, size size, uint flags)
+err  cudaMallocPitch(ptr devPtr, ptr pitch, size width, size height)
+err  cudaMallocAsync(ptr devPtr, size size, ptr stream)
+err  cudaMallocAsync_ptsa(ptr devPtr, size size, ptr stream)
+err  cudaFree(ptr devPtr)
+err  cudaFreeHost(ptr ptr)
+err  cudaFreeAsync(ptr devPtr, ptr stream)
+err  cudaFreeAsync_ptsz(ptr devPtr, ptr stream)
+err  cudaHostGetDevicePointer(ptr pDevice, ptr pHost, uint flags)
+err  cudaHostRegister(ptr ptr, size size, uint flags)
+err  cudaHostUnregister(ptr ptr)
+err  cudaMemGetInfo(ptr free, ptr total)
+err  cudaMemcpy(ptr dst, ptr src, size count, int kind)
+err  cudaMemcpy_ptds(ptr dst, ptr src, size count, int kind)
+err  cudaMemcpyAsync(ptr dst, ptr src, size count, int kind, ptr stream)
+err  cudaMemcpyAsync_ptsz(ptr dst, ptr src, size count, int kind, ptr stream)
+err  cudaMemcpy2D(ptr dst, size dpitch, ptr src, size spitch, size width, size height, int kind)
+err  cudaMemcpy2DAsync(ptr dst, size dpitch, ptr src, size spitch, size width, size height, int kind, ptr stream)
+err  cudaMemset(ptr devPtr, int value, size count)
+err  cudaMemset_ptds(ptr devPtr, int value, size count)
+err  cudaMemsetAsync(ptr devPtr, int value, size count, ptr stream)
+err  cudaMemsetAsync_ptsz(ptr devPtr, int value, size count, ptr stream)
+err  cudaMemset2D(ptr devPtr, size pitch, int value, size width, size height)
+err  cudaMemcpyToSymbol(ptr symbol, ptr src, size count, size offset, int kind)
+err  cudaMemcpyToSymbol_ptds(ptr symbol, ptr src, size count, size offset, int kind)
+err  cudaMemcpyFromSymbol(ptr dst, ptr symbol, size count, size offset, int kind)
+err  cudaMemcpyFromSymbol_ptds(ptr dst, ptr symbol, size count, size offset, int kind)
+err  cudaMemcpyToSymbolAsync(ptr symbol, ptr src, size count, size offset, int kind, ptr stream)
+err  cudaMemcpyFromSymbolAsync(ptr dst, ptr symbol, size count, size offset, int kind, ptr stream)
+err  cudaGetSymbolAddress(ptr devPtr, ptr symbol)
+err  cudaGetSymbolSize(ptr size, ptr symbol)
+err  cudaMemPrefetchAsync(ptr devPtr, size count, u64 location, uint flags, ptr stream)
+err  cudaMemAdvise(ptr devPtr, size count, int advice, u64 location)
+err  cudaPointerGetAttributes(ptr attributes, ptr ptr)
+err  cudaGetDeviceCount(ptr count)
+err  cudaGetDevice(ptr device)
+err  cudaSetDevice(int device)
+err  cudaInitDevice(int device, uint deviceFlags, uint flags)
+err  cudaSetDeviceFlags(uint flags)
+err  cudaGetDeviceFlags(ptr flags)
+err  cudaChooseDevice(ptr device, ptr prop)
+err  cudaGetDeviceProperties(ptr prop, int device)
+err  cudaGetDeviceProperties_v2(ptr prop, int device)
+err  cudaDeviceGetAttribute(ptr value, int attr, int device)
+err  cudaDeviceGetLimit(ptr value, int limit)
+err  cudaDeviceSetLimit(int limit, size value)
+err  cudaDeviceGetCacheConfig(ptr config)
+err  cudaDeviceSetCacheConfig(int config)
+err  cudaDeviceGetStreamPriorityRange(ptr least, ptr greatest)
+err  cudaDeviceSynchronize()
+err  cudaDeviceReset()
+err  cudaThreadSynchronize()
+err  cudaDriverGetVersion(ptr version)
+err  cudaRuntimeGetVersion(ptr version)
+err  cudaGetLastError()
+err  cudaPeekAtLastError()
+cstr cudaGetErrorString(int error)
+cstr cudaGetErrorName(int error)
+err  cudaFuncGetAttributes(ptr attr, ptr func)
+err  cudaFuncSetAttribute(ptr func, int attr, int value)
+err  cudaFuncSetCacheConfig(ptr func, int config)
+err  cudaOccupancyMaxActiveBlocksPerMultiprocessor(ptr numBlocks, ptr func, int blockSize, size dynamicSMemSize)
+err  cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(ptr numBlocks, ptr func, int blockSize, size dynamicSMemSize, uint flags)
+err  cudaOccupancyAvailableDynamicSMemPerBlock(ptr dynamicSmemSize, ptr func, int numBlocks, int blockSize)
+err  cudaStreamCreate(ptr stream)
+err  cudaStreamCreateWithFlags(ptr stream, uint flags)
+err  cudaStreamCreateWithPriority(ptr stream, uint flags, int priority)
+err  cudaStreamDestroy(ptr stream)
+err  cudaStreamSynchronize(ptr stream)
+err  cudaStreamSynchronize_ptsz(ptr stream)
+err  cudaStreamQuery(ptr stream)
+err  cudaStreamWaitEvent(ptr stream, ptr event, uint flags)
+err  cudaStreamGetPriority(ptr stream, ptr priority)
+err  cudaStreamGetFlags(ptr stream, ptr flags)
+err  cudaEventCreate(ptr event)
+err  cudaEventCreateWithFlags(ptr event, uint flags)
+err  cudaEventRecord(ptr event, ptr stream)
+err  cudaEventRecord_ptsz(ptr event, ptr stream)
+err  cudaEventRecordWithFlags(ptr event, ptr stream, uint flags)
+err  cudaEventSynchronize(ptr event)
+err  cudaEventQuery(ptr event)
+err  cudaEventElapsedTime(ptr ms, ptr start, ptr end)
+err  cudaEventDestroy(ptr event)
+err  cudaProfilerStart()
+err  cudaProfilerStop()
+"""
+
+
+@dataclass(frozen=True)
+class Prototype:
+    ret: str
+    name: str
+    params: tuple[tuple[str, str], ...]  # (kind, name)
+
+    @property
+    def words(self) -> int:
+        """64-bit words the C side packs its arguments into."""
+        return sum(3 if k == "dim3" else 1 for k, _ in self.params)
+
+
+def _parse(text: str) -> tuple[Prototype, ...]:
+    out = []
+    for line in text.strip().splitlines():
+        head, _, rest = line.partition("(")
+        ret, name = head.split()
+        params = []
+        for p in rest.rstrip(")").split(","):
+            p = p.strip()
+            if p:
+                kind, pname = p.split()
+                assert kind in KINDS, (name, kind)
+                params.append((kind, pname))
+        assert ret in KINDS, (name, ret)
+        out.append(Prototype(ret, name, tuple(params)))
+    return tuple(out)
+
+
+API: tuple[Prototype, ...] = _parse(PROTOTYPES)
+INDEX: dict[str, int] = {p.name: i for i, p in enumerate(API)}
+
+#: dispatcher codes above the API's indices
+FINISH = -1        # the program is exiting: write the results
+UNSUPPORTED = -2   # the program called a function hypa does not provide (args[0]: its name)

@@ -1,0 +1,949 @@
+"""The CUDA runtime, in Python, inside the program ``hypa run`` starts.
+
+``install`` is called by hypa's ``libcudart.so`` (``cudart.shim``) once the interpreter is
+up; from then on every runtime call the program makes arrives at ``HostRuntime.dispatch``
+as (function index, 64-bit words).  Device memory is host memory (``runtime.flat_memory``):
+``cudaMalloc`` returns a host address, copies are ``memmove``s checked against the
+allocation table, and each launch runs the kernel's PTX (taken from the fatbin the program
+registered) in hypa's emulator, in full mode by default, so the program sees its real
+results.  Each launch's metrics are recorded as ``hypa profile`` records them and written
+when the program exits (``FINISH``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import struct
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import errors as E
+from .api import API, FINISH, UNSUPPORTED
+
+FATBIN_WRAPPER_MAGIC = 0x466243B1
+FATBIN_MAGIC = 0xBA55ED50
+
+# cudaMemcpyKind
+H2H, H2D, D2H, D2D, DEFAULT = range(5)
+
+
+@dataclass
+class RunOptions:
+    """What ``hypa run`` passes to the program's process (environment ``HYPA_RUN``, JSON)."""
+
+    mode: str = "full"
+    step_budget: int = 0  # 0: the emulator's default
+    memory_metrics: bool = False
+    arch: str = "sm_90"
+    results: str | None = None  # where the records go (JSON), read back by `hypa run`
+    capture: str | None = None
+    program: str = "program"
+    format: str = "table"
+    by: str = "launch"
+    jobs: int = 1
+    quiet: bool = False
+
+    @classmethod
+    def from_environment(cls) -> "RunOptions":
+        raw = os.environ.get("HYPA_RUN")
+        return cls(**json.loads(raw)) if raw else cls()
+
+    @property
+    def sm(self) -> int:
+        digits = "".join(ch for ch in self.arch if ch.isdigit())
+        return int(digits or 90)
+
+
+@dataclass
+class Module:
+    """One registered fatbin: its PTX, parsed and emulated on first use."""
+
+    handle: int
+    blob: bytes
+    index: int
+    ptx: str | None = None
+    arch: int | None = None
+    error: str | None = None
+    emulator: Any = None
+    source: Any = None
+    storage: dict[str, np.ndarray] = field(default_factory=dict)
+    initialised: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Kernel:
+    module: Module
+    name: str
+
+
+@dataclass
+class Symbol:
+    module: Module
+    name: str
+    size: int
+    constant: bool
+    managed_ptr: int = 0  # __managed__: where the program keeps the variable's address
+
+
+@dataclass
+class Event:
+    recorded: int | None = None  # launches completed when it was recorded
+
+
+class HostRuntime:
+    def __init__(self, major: int, opts: RunOptions) -> None:
+        from hypa.runtime.flat_memory import FlatMemory
+
+        self.major = major
+        self.opts = opts
+        self.memory = FlatMemory()
+        self.modules: dict[int, Module] = {}
+        self.functions: dict[int, Kernel] = {}
+        self.symbols: dict[int, Symbol] = {}
+        self.config: list[tuple] = []
+        self.last_error = 0
+        self.sticky = 0
+        self.device = 0
+        self.streams: dict[int, int] = {}
+        self.events: dict[int, Event] = {}
+        self.records: list = []
+        self.launch_estimates: list[float | None] = []
+        self.estimate_cache: dict[int, float | None] = {}
+        self.t0 = time.perf_counter()
+        self._handles: list[ctypes.Array] = []
+        self._strings: dict[int, ctypes.Array] = {}
+        self._said: set[tuple] = set()
+        self.finished = False
+        self._printf = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(self._device_printf)
+        self._capture_n = 0
+
+    # -- the dispatcher ------------------------------------------------------------------
+
+    def dispatch(self, fn: int, args, nargs: int) -> int:
+        try:
+            if fn == FINISH:
+                self.finish()
+                return 0
+            if fn == UNSUPPORTED:
+                name = ctypes.string_at(args[0]).decode()
+                self.say(f"{self.opts.program} called {name}, which hypa's CUDA runtime does not provide "
+                         f"(`hypa run --help` lists what it does); stopping the program")
+                self.finish()
+                return 0
+            proto = API[fn]
+            words = [args[i] for i in range(nargs)]
+            vals: list[Any] = []
+            i = 0
+            for kind, _n in proto.params:
+                if kind == "dim3":
+                    vals.append(tuple(w & 0xFFFFFFFF for w in words[i : i + 3]))
+                    i += 3
+                    continue
+                w = words[i]
+                i += 1
+                if kind in ("ptr", "size", "u64"):
+                    vals.append(w & 0xFFFFFFFFFFFFFFFF)
+                elif kind == "uint":
+                    vals.append(w & 0xFFFFFFFF)
+                elif kind == "int":
+                    vals.append(((w & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000)
+                else:
+                    vals.append(w)
+            name = proto.name.removesuffix("_ptsz").removesuffix("_ptds").removesuffix("_ptsa")
+            impl = getattr(self, name.lstrip("_") if name.startswith("__cuda") else name)
+            if self.sticky and proto.ret == "err" and not name.startswith(("__cuda", "cudaGetError")):
+                if name in ("cudaGetLastError", "cudaPeekAtLastError"):
+                    return self.sticky
+                if name not in ("cudaFree", "cudaFreeHost", "cudaGetDeviceCount", "cudaDeviceReset"):
+                    return self.sticky
+            r = impl(*vals)
+            if proto.ret == "err":
+                r = int(r or 0)
+                if r and name not in ("cudaGetLastError", "cudaPeekAtLastError", "cudaStreamQuery", "cudaEventQuery"):
+                    self.last_error = r
+            return int(r or 0)
+        except Exception as e:  # a bug in hypa, never the program's fault: say so, keep the program alive
+            self.say(f"internal error in {API[fn].name if 0 <= fn < len(API) else fn}: {type(e).__name__}: {e}")
+            if os.environ.get("HYPA_DEBUG"):
+                traceback.print_exc()
+            return E.cudaErrorUnknown
+
+    def say(self, text: str, once: tuple | None = None) -> None:
+        if once is not None:
+            if once in self._said:
+                return
+            self._said.add(once)
+        sys.stderr.write(f"hypa run: {text}\n")
+        sys.stderr.flush()
+
+    # -- registration --------------------------------------------------------------------
+
+    def cudaRegisterFatBinary(self, wrapper: int) -> int:
+        magic, _version, data = struct.unpack("<IIQ", ctypes.string_at(wrapper, 16))
+        if magic != FATBIN_WRAPPER_MAGIC:
+            data = wrapper  # a bare fatbin
+        head = ctypes.string_at(data, 16)
+        fmagic, _v, hsize, size = struct.unpack("<IHHQ", head)
+        handle_mem = (ctypes.c_void_p * 2)()
+        self._handles.append(handle_mem)
+        handle = ctypes.addressof(handle_mem)
+        if fmagic != FATBIN_MAGIC:
+            blob = b""
+        else:
+            blob = ctypes.string_at(data, hsize + size)
+        m = Module(handle, blob, len(self.modules))
+        if not blob:
+            m.error = "the program registered device code hypa cannot read (no fatbin header)"
+        self.modules[handle] = m
+        return handle
+
+    def cudaRegisterFatBinaryEnd(self, handle: int) -> None:
+        return None
+
+    def cudaUnregisterFatBinary(self, handle: int) -> None:
+        return None
+
+    def cudaInitModule(self, handle: int) -> int:
+        return 1
+
+    def cudaRegisterFunction(self, handle, hostFun, deviceFun, deviceName, threadLimit, tid, bid, bDim, gDim, wSize) -> None:
+        m = self.modules.get(handle)
+        if m is not None:
+            self.functions[hostFun] = Kernel(m, ctypes.string_at(deviceFun).decode())
+
+    def cudaRegisterVar(self, handle, hostVar, deviceAddress, deviceName, ext, size, constant, glob) -> None:
+        m = self.modules.get(handle)
+        if m is not None:
+            self.symbols[hostVar] = Symbol(m, ctypes.string_at(deviceAddress).decode(), size, bool(constant))
+
+    def cudaRegisterManagedVar(self, handle, hostVarPtrAddress, deviceAddress, deviceName, ext, size, constant, glob) -> None:
+        m = self.modules.get(handle)
+        if m is None:
+            return
+        s = Symbol(m, ctypes.string_at(deviceAddress).decode(), size, bool(constant), managed_ptr=hostVarPtrAddress)
+        self.symbols[hostVarPtrAddress] = s
+        arr = self._storage(m, s.name, size)
+        ctypes.c_void_p.from_address(hostVarPtrAddress).value = arr.ctypes.data
+
+    # -- modules and variables -----------------------------------------------------------
+
+    def _load(self, m: Module) -> bool:
+        """Parse the module's PTX (once).  False, with m.error set, where it cannot be."""
+        if m.emulator is not None or m.error is not None:
+            return m.error is None
+        from hypa.ptxdialect import parse_ptx
+        from hypa.ptxdialect.diagnostics import PTXError
+        from hypa.runtime.emulator import DEFAULT_STEP_BUDGET, Emulator
+        from hypa.runtime.flat_memory import HostBinding
+        from hypa.runtime.inputs import ENTRY_ELF, ENTRY_PTX, InputError, Source, read_fatbins
+
+        try:
+            entries = read_fatbins(m.blob, f"{self.opts.program} (fatbin {m.index})")
+        except InputError as e:
+            m.error = str(e)
+            return False
+        ptx = [(e.arch, e.payload.rstrip(b"\0").decode("utf-8", errors="replace")) for e in entries if e.kind == ENTRY_PTX]
+        sass = sorted({e.arch for e in entries if e.kind == ENTRY_ELF})
+        if not ptx:
+            a = sass[-1] if sass else 90
+            m.error = (f"the program's device code holds machine code (SASS) for "
+                       f"{', '.join(f'sm_{x}' for x in sass) or 'a GPU'} and no PTX; hypa runs PTX: rebuild with "
+                       f"`-arch=sm_{a}` (which embeds both) or `-gencode arch=compute_{a},code=compute_{a}`")
+            return False
+        usable = [p for p in ptx if p[0] <= self.opts.sm] or ptx
+        m.arch, m.ptx = max(usable, key=lambda p: p[0])
+        m.source = Source(self.opts.program, m.ptx, "elf", f"sm_{m.arch} PTX" + (f" {m.index + 1}" if m.index else ""),
+                          f"sm_{m.arch}")
+        try:
+            module_op = parse_ptx(m.ptx, filename=f"{self.opts.program}[sm_{m.arch} PTX]")
+        except PTXError as e:
+            m.error = f"the program's PTX does not parse: {e}"
+            return False
+        emu = Emulator(module_op, mode=self.opts.mode, step_budget=self.opts.step_budget or DEFAULT_STEP_BUDGET,
+                       memory_metrics=self.opts.memory_metrics)
+        emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
+                               ctypes.cast(self._printf, ctypes.c_void_p).value or 0)
+        m.emulator = emu
+        return True
+
+    def _storage(self, m: Module, name: str, size: int) -> np.ndarray:
+        arr = m.storage.get(name)
+        if arr is None:
+            a = self.memory.allocate(size, "variable", label=name)
+            arr = np.ctypeslib.as_array((ctypes.c_uint8 * max(size, 1)).from_address(a.start))
+            arr.flags.writeable = True
+            m.storage[name] = arr
+            a.owner = (a.owner, arr)
+        return arr
+
+    def _variable(self, m: Module, name: str, size: int, init: np.ndarray) -> np.ndarray:
+        """The storage of a module variable, initialised from its PTX initializer once."""
+        arr = self._storage(m, name, size)
+        if name not in m.initialised:
+            m.initialised.add(name)
+            n = min(size, init.nbytes)
+            arr[:n] = init[:n]
+        return arr
+
+    def _symbol_storage(self, symbol: int) -> tuple[np.ndarray | None, int]:
+        """(storage, error) of a ``__device__``/``__constant__`` variable by its host address."""
+        s = self.symbols.get(symbol)
+        if s is None:
+            return None, E.cudaErrorInvalidSymbol
+        m = s.module
+        if s.name not in m.initialised and self._load(m):
+            from hypa.ptxdialect.dialect import VarOp
+            from hypa.runtime.emulator import _init_bytes
+
+            for op in m.emulator.module.ops:
+                if isinstance(op, VarOp) and op.var_name == s.name:
+                    self._variable(m, s.name, s.size, _init_bytes(s.size, op.init, op.ptx_type))
+                    break
+        return self._storage(m, s.name, s.size), 0
+
+    # -- launches ------------------------------------------------------------------------
+
+    def cudaPushCallConfiguration(self, grid, block, sharedMem, stream) -> int:
+        self.config.append((grid, block, sharedMem, stream))
+        return 0
+
+    def cudaPopCallConfiguration(self, grid, block, sharedMem, stream) -> int:
+        if not self.config:
+            return E.cudaErrorMissingConfiguration
+        g, b, shm, st = self.config.pop()
+        for addr, d in ((grid, g), (block, b)):
+            ctypes.memmove(addr, struct.pack("<III", *d), 12)
+        ctypes.c_size_t.from_address(sharedMem).value = shm
+        ctypes.c_void_p.from_address(stream).value = st or None
+        return 0
+
+    def cudaGetKernel(self, kernel: int, func: int) -> int:
+        ctypes.c_void_p.from_address(kernel).value = func
+        return 0 if func in self.functions else E.cudaErrorInvalidDeviceFunction
+
+    def cudaLaunchKernel(self, func, grid, block, args, sharedMem, stream) -> int:
+        return self._launch(func, grid, block, args, sharedMem)
+
+    def cudaLaunchCooperativeKernel(self, func, grid, block, args, sharedMem, stream) -> int:
+        return self._launch(func, grid, block, args, sharedMem)
+
+    def _launch(self, func: int, grid, block, args: int, shared: int) -> int:
+        from hypa.runtime.batch import LaunchRecord
+        from hypa.runtime.emulator import EmulationError
+        from hypa.runtime.errors import LAUNCH_ERRORS
+        from hypa.runtime.launch import Launch, LaunchError
+
+        k = self.functions.get(func)
+        if k is None:
+            self.say(f"a launch of a function hypa has not seen registered (host address {func:#x})", once=("fn", func))
+            return E.cudaErrorInvalidDeviceFunction
+        if not self._load(k.module):
+            self.say(f"kernel {k.name}: {k.module.error}", once=("mod", k.module.index))
+            return E.cudaErrorNoKernelImageForDevice
+        emu = k.module.emulator
+        try:
+            prog = emu.program(k.name)
+        except LAUNCH_ERRORS as e:
+            self.say(f"kernel {k.name}: {e}", once=("prog", k.name))
+            return E.cudaErrorInvalidKernelImage
+        argv = []
+        for i, (_n, _t, _off, size) in enumerate(prog.params):
+            p = ctypes.c_void_p.from_address(args + 8 * i).value or 0
+            argv.append(ctypes.string_at(p, size) if size else b"")
+        try:
+            launch = Launch(kernel=k.name, grid=grid, block=block, args=argv, shared_bytes=shared)
+        except LaunchError as e:
+            self.say(f"launch of {k.name}: {e}")
+            return E.cudaErrorInvalidConfiguration
+        index = len(self.records)
+        rec = LaunchRecord(index, k.module.source, launch, kernel=k.name)
+        if self.opts.capture:
+            self._capture(rec, prog)
+        try:
+            rec.result = emu.run(launch, jobs=self.opts.jobs)
+            rec.result.buffers = {}
+        except EmulationError as e:
+            rec.error = str(e)
+            self.sticky = E.for_emulation_error(e.code)
+            self.say(f"launch {index}: {e}")
+        except LAUNCH_ERRORS as e:
+            rec.error = str(e)
+            self.say(f"launch {index} ({k.name}): {e}")
+            self.records.append(rec)
+            return E.cudaErrorLaunchFailure
+        self.records.append(rec)
+        return 0
+
+    def _capture(self, rec, prog) -> None:
+        from .capture import capture_launch
+
+        capture_launch(self, rec, prog)
+
+    def _estimate_us(self, index: int) -> float | None:
+        """The timing model's estimate of launch ``index`` (computed when first asked)."""
+        if index not in self.estimate_cache:
+            rec = self.records[index]
+            t = None
+            if rec.result is not None:
+                try:
+                    from hypa.runtime.timing import emulator_program, estimate
+
+                    t = estimate(rec.result, rec.launch, self.opts.arch if self.opts.arch != "sm_90" else "h100",
+                                 program=emulator_program(rec.source and self._module_of(rec).emulator, rec.launch)).time_us
+                except Exception as e:  # no estimate for this launch: say why, count it as zero
+                    self.say(f"no timing estimate for launch {index}: {e}", once=("est", index))
+            self.estimate_cache[index] = t
+        return self.estimate_cache[index]
+
+    def _module_of(self, rec) -> Module:
+        return next(m for m in self.modules.values() if m.source is rec.source)
+
+    # -- memory --------------------------------------------------------------------------
+
+    def _alloc(self, out: int, size: int, kind: str) -> int:
+        if out == 0:
+            return E.cudaErrorInvalidValue
+        try:
+            a = self.memory.allocate(size, kind)
+        except (MemoryError, ValueError):
+            return E.cudaErrorMemoryAllocation
+        ctypes.c_void_p.from_address(out).value = a.start
+        return 0
+
+    def cudaMalloc(self, devPtr, size):
+        return self._alloc(devPtr, size, "device")
+
+    def cudaMallocAsync(self, devPtr, size, stream):
+        return self._alloc(devPtr, size, "device")
+
+    def cudaMallocManaged(self, devPtr, size, flags):
+        return self._alloc(devPtr, size, "managed")
+
+    def cudaMallocHost(self, ptr, size):
+        return self._alloc(ptr, size, "host")
+
+    def cudaHostAlloc(self, pHost, size, flags):
+        return self._alloc(pHost, size, "host")
+
+    def cudaMallocPitch(self, devPtr, pitch, width, height):
+        p = (width + 511) // 512 * 512 or 512
+        ctypes.c_size_t.from_address(pitch).value = p
+        return self._alloc(devPtr, p * height, "device")
+
+    def _free(self, ptr: int, kinds: tuple[str, ...]) -> int:
+        if ptr == 0:
+            return 0
+        a = self.memory.get(ptr)
+        if a is None or a.kind not in kinds:
+            return E.cudaErrorInvalidValue
+        self.memory.release(ptr)
+        return 0
+
+    def cudaFree(self, devPtr):
+        return self._free(devPtr, ("device", "managed"))
+
+    def cudaFreeAsync(self, devPtr, stream):
+        return self._free(devPtr, ("device", "managed"))
+
+    def cudaFreeHost(self, ptr):
+        return self._free(ptr, ("host",))
+
+    def cudaHostGetDevicePointer(self, pDevice, pHost, flags):
+        if self.memory.find(pHost) is None:
+            return E.cudaErrorInvalidValue
+        ctypes.c_void_p.from_address(pDevice).value = pHost
+        return 0
+
+    def cudaHostRegister(self, ptr, size, flags):
+        try:
+            self.memory.register(ptr, size, "registered")
+        except ValueError:
+            return E.cudaErrorHostMemoryAlreadyRegistered
+        return 0
+
+    def cudaHostUnregister(self, ptr):
+        a = self.memory.get(ptr)
+        if a is None or a.kind != "registered":
+            return E.cudaErrorHostMemoryNotRegistered
+        self.memory.release(ptr)
+        return 0
+
+    def cudaMemGetInfo(self, free, total):
+        from .properties import h100_properties
+
+        tot = int(h100_properties(self.opts.sm)["totalGlobalMem"])
+        used = sum(a.size for a in self.memory if a.kind in ("device", "managed"))
+        ctypes.c_size_t.from_address(free).value = max(0, tot - used)
+        ctypes.c_size_t.from_address(total).value = tot
+        return 0
+
+    def _check_copy(self, dst: int, src: int, count: int, kind: int, fn: str) -> int:
+        if kind not in range(5):
+            return E.cudaErrorInvalidMemcpyDirection
+        if count == 0:
+            return 0
+        for addr, is_dev, what in ((dst, kind in (H2D, D2D), "destination"), (src, kind in (D2H, D2D), "source")):
+            if is_dev and self.memory.find(addr, count) is None:
+                self.say(f"{fn}: the {what} {addr:#x} .. +{count} bytes is not inside one device allocation "
+                         f"(cudaErrorInvalidValue)", once=(fn, what, addr, count))
+                return E.cudaErrorInvalidValue
+            if addr == 0:
+                return E.cudaErrorInvalidValue
+        return 0
+
+    def cudaMemcpy(self, dst, src, count, kind):
+        r = self._check_copy(dst, src, count, kind, "cudaMemcpy")
+        if r == 0 and count:
+            ctypes.memmove(dst, src, count)
+        return r
+
+    def cudaMemcpyAsync(self, dst, src, count, kind, stream):
+        return self.cudaMemcpy(dst, src, count, kind)
+
+    def cudaMemcpy2D(self, dst, dpitch, src, spitch, width, height, kind):
+        if width > dpitch or width > spitch:
+            return E.cudaErrorInvalidPitchValue
+        if height == 0 or width == 0:
+            return 0
+        span_d = dpitch * (height - 1) + width
+        span_s = spitch * (height - 1) + width
+        r = self._check_copy(dst, src, 1, kind, "cudaMemcpy2D")
+        if r == 0:
+            for addr, is_dev, span in ((dst, kind in (H2D, D2D), span_d), (src, kind in (D2H, D2D), span_s)):
+                if is_dev and self.memory.find(addr, span) is None:
+                    return E.cudaErrorInvalidValue
+            for row in range(height):
+                ctypes.memmove(dst + row * dpitch, src + row * spitch, width)
+        return r
+
+    def cudaMemcpy2DAsync(self, dst, dpitch, src, spitch, width, height, kind, stream):
+        return self.cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind)
+
+    def cudaMemset(self, devPtr, value, count):
+        if count and self.memory.find(devPtr, count) is None:
+            self.say(f"cudaMemset: {devPtr:#x} .. +{count} bytes is not inside one device allocation "
+                     f"(cudaErrorInvalidValue)", once=("memset", devPtr, count))
+            return E.cudaErrorInvalidValue
+        if count:
+            ctypes.memset(devPtr, value & 0xFF, count)
+        return 0
+
+    def cudaMemsetAsync(self, devPtr, value, count, stream):
+        return self.cudaMemset(devPtr, value, count)
+
+    def cudaMemset2D(self, devPtr, pitch, value, width, height):
+        if height and self.memory.find(devPtr, pitch * (height - 1) + width) is None:
+            return E.cudaErrorInvalidValue
+        for row in range(height):
+            ctypes.memset(devPtr + row * pitch, value & 0xFF, width)
+        return 0
+
+    def cudaMemcpyToSymbol(self, symbol, src, count, offset, kind):
+        arr, err = self._symbol_storage(symbol)
+        if err:
+            return err
+        if offset + count > arr.nbytes:
+            return E.cudaErrorInvalidValue
+        if kind == D2D and self.memory.find(src, count) is None:
+            return E.cudaErrorInvalidValue
+        ctypes.memmove(arr.ctypes.data + offset, src, count)
+        return 0
+
+    def cudaMemcpyToSymbolAsync(self, symbol, src, count, offset, kind, stream):
+        return self.cudaMemcpyToSymbol(symbol, src, count, offset, kind)
+
+    def cudaMemcpyFromSymbol(self, dst, symbol, count, offset, kind):
+        arr, err = self._symbol_storage(symbol)
+        if err:
+            return err
+        if offset + count > arr.nbytes:
+            return E.cudaErrorInvalidValue
+        if kind == D2D and self.memory.find(dst, count) is None:
+            return E.cudaErrorInvalidValue
+        ctypes.memmove(dst, arr.ctypes.data + offset, count)
+        return 0
+
+    def cudaMemcpyFromSymbolAsync(self, dst, symbol, count, offset, kind, stream):
+        return self.cudaMemcpyFromSymbol(dst, symbol, count, offset, kind)
+
+    def cudaGetSymbolAddress(self, devPtr, symbol):
+        arr, err = self._symbol_storage(symbol)
+        if err:
+            return err
+        ctypes.c_void_p.from_address(devPtr).value = arr.ctypes.data
+        return 0
+
+    def cudaGetSymbolSize(self, size, symbol):
+        s = self.symbols.get(symbol)
+        if s is None:
+            return E.cudaErrorInvalidSymbol
+        ctypes.c_size_t.from_address(size).value = s.size
+        return 0
+
+    def cudaMemPrefetchAsync(self, devPtr, count, location, flags, stream):
+        return 0 if self.memory.find(devPtr, max(count, 1)) is not None else E.cudaErrorInvalidValue
+
+    def cudaMemAdvise(self, devPtr, count, advice, location):
+        return 0 if self.memory.find(devPtr, max(count, 1)) is not None else E.cudaErrorInvalidValue
+
+    def cudaPointerGetAttributes(self, attributes, ptr):
+        from .properties import POINTER_ATTRIBUTES
+
+        PointerAttributes = POINTER_ATTRIBUTES[self.major]
+        a = self.memory.find(ptr)
+        # cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed
+        t = 0 if a is None else {"host": 1, "registered": 1, "managed": 3}.get(a.kind, 2)
+        pa = PointerAttributes.from_address(attributes)
+        pa.type = t
+        pa.device = 0
+        pa.devicePointer = ptr if t else None
+        pa.hostPointer = ptr if t in (1, 3) or t == 0 else None
+        return 0
+
+    # -- device --------------------------------------------------------------------------
+
+    def cudaGetDeviceCount(self, count):
+        ctypes.c_int.from_address(count).value = 1
+        return 0
+
+    def cudaGetDevice(self, device):
+        ctypes.c_int.from_address(device).value = self.device
+        return 0
+
+    def cudaSetDevice(self, device):
+        return 0 if device == 0 else E.cudaErrorInvalidDevice
+
+    def cudaInitDevice(self, device, deviceFlags, flags):
+        return self.cudaSetDevice(device)
+
+    def cudaSetDeviceFlags(self, flags):
+        return 0
+
+    def cudaGetDeviceFlags(self, flags):
+        ctypes.c_uint.from_address(flags).value = 0
+        return 0
+
+    def cudaChooseDevice(self, device, prop):
+        ctypes.c_int.from_address(device).value = 0
+        return 0
+
+    def cudaGetDeviceProperties(self, prop, device):
+        from .properties import DEVICE_PROP, fill, h100_properties
+
+        if device != 0:
+            return E.cudaErrorInvalidDevice
+        cls = DEVICE_PROP.get(self.major)
+        if cls is None:
+            self.say(f"cudaGetDeviceProperties: hypa does not know CUDA {self.major}'s cudaDeviceProp layout",
+                     once=("props",))
+            return E.cudaErrorNotSupported
+        ctypes.memset(prop, 0, ctypes.sizeof(cls))
+        fill(cls.from_address(prop), h100_properties(self.opts.sm))
+        return 0
+
+    def cudaGetDeviceProperties_v2(self, prop, device):
+        return self.cudaGetDeviceProperties(prop, device)
+
+    def cudaDeviceGetAttribute(self, value, attr, device):
+        from .properties import attribute_value
+
+        if device != 0:
+            return E.cudaErrorInvalidDevice
+        v = attribute_value(attr, self.opts.sm, self.major)
+        if v is None:
+            self.say(f"cudaDeviceGetAttribute: attribute {attr} is not one hypa reports (cudaErrorInvalidValue)",
+                     once=("attr", attr))
+            return E.cudaErrorInvalidValue
+        ctypes.c_int.from_address(value).value = int(v)
+        return 0
+
+    def cudaDeviceGetLimit(self, value, limit):
+        # cudaLimitStackSize 0, PrintfFifoSize 1, MallocHeapSize 2
+        ctypes.c_size_t.from_address(value).value = {0: 1024, 1: 1 << 20, 2: 8 << 20}.get(limit, 0)
+        return 0
+
+    def cudaDeviceSetLimit(self, limit, value):
+        return 0
+
+    def cudaDeviceGetCacheConfig(self, config):
+        ctypes.c_int.from_address(config).value = 0
+        return 0
+
+    def cudaDeviceSetCacheConfig(self, config):
+        return 0
+
+    def cudaDeviceGetStreamPriorityRange(self, least, greatest):
+        if least:
+            ctypes.c_int.from_address(least).value = 0
+        if greatest:
+            ctypes.c_int.from_address(greatest).value = -5
+        return 0
+
+    def cudaDeviceSynchronize(self):
+        return 0
+
+    def cudaThreadSynchronize(self):
+        return 0
+
+    def cudaDeviceReset(self):
+        for a in list(self.memory):
+            if a.kind in ("device", "managed"):
+                self.memory.release(a.start)
+        self.sticky = 0
+        self.last_error = 0
+        return 0
+
+    def cudaDriverGetVersion(self, version):
+        ctypes.c_int.from_address(version).value = self.major * 1000
+        return 0
+
+    def cudaRuntimeGetVersion(self, version):
+        ctypes.c_int.from_address(version).value = self.major * 1000
+        return 0
+
+    # -- errors --------------------------------------------------------------------------
+
+    def cudaGetLastError(self):
+        r = self.sticky or self.last_error
+        self.last_error = 0
+        return r
+
+    def cudaPeekAtLastError(self):
+        return self.sticky or self.last_error
+
+    def _cstr(self, text: str) -> int:
+        key = hash(text)
+        buf = self._strings.get(key)
+        if buf is None:
+            buf = self._strings[key] = ctypes.create_string_buffer(text.encode())
+        return ctypes.addressof(buf)
+
+    def cudaGetErrorString(self, error):
+        return self._cstr(E.describe(error)[1])
+
+    def cudaGetErrorName(self, error):
+        return self._cstr(E.describe(error)[0])
+
+    # -- functions and occupancy ---------------------------------------------------------
+
+    def _program(self, func: int):
+        k = self.functions.get(func)
+        if k is None or not self._load(k.module):
+            return None
+        return k.module.emulator.program(k.name)
+
+    def cudaFuncGetAttributes(self, attr, func):
+        from .properties import FuncAttributes
+
+        prog = self._program(func)
+        if prog is None:
+            return E.cudaErrorInvalidDeviceFunction
+        fa = FuncAttributes.from_address(attr)
+        ctypes.memset(attr, 0, ctypes.sizeof(FuncAttributes))
+        fa.sharedSizeBytes = prog.shared_static_bytes
+        fa.constSizeBytes = prog.const_bytes
+        fa.localSizeBytes = prog.local_bytes
+        fa.maxThreadsPerBlock = 1024
+        fa.numRegs = 32
+        fa.ptxVersion = fa.binaryVersion = self.opts.sm
+        fa.maxDynamicSharedSizeBytes = 48 * 1024 - prog.shared_static_bytes
+        return 0
+
+    def cudaFuncSetAttribute(self, func, attr, value):
+        return 0 if func in self.functions else E.cudaErrorInvalidDeviceFunction
+
+    def cudaFuncSetCacheConfig(self, func, config):
+        return 0 if func in self.functions else E.cudaErrorInvalidDeviceFunction
+
+    def cudaOccupancyMaxActiveBlocksPerMultiprocessor(self, numBlocks, func, blockSize, dynamicSMemSize):
+        prog = self._program(func)
+        if prog is None:
+            return E.cudaErrorInvalidDeviceFunction
+        if blockSize <= 0:
+            ctypes.c_int.from_address(numBlocks).value = 0
+            return 0
+        warps = (blockSize + 31) // 32
+        by_threads = 64 // warps  # 2048 threads = 64 warps per SM
+        shared = prog.shared_static_bytes + dynamicSMemSize
+        by_shared = (233472 // (shared + 1024)) if shared else 32
+        ctypes.c_int.from_address(numBlocks).value = max(0, min(32, by_threads, by_shared))
+        return 0
+
+    def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(self, numBlocks, func, blockSize, dynamicSMemSize, flags):
+        return self.cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize)
+
+    def cudaOccupancyAvailableDynamicSMemPerBlock(self, dynamicSmemSize, func, numBlocks, blockSize):
+        prog = self._program(func)
+        if prog is None:
+            return E.cudaErrorInvalidDeviceFunction
+        per = 233472 // max(1, numBlocks) - 1024 - prog.shared_static_bytes
+        ctypes.c_size_t.from_address(dynamicSmemSize).value = max(0, min(per, 232448))
+        return 0
+
+    # -- streams and events (launches are synchronous: every stream is always idle) ------
+
+    def cudaStreamCreate(self, stream):
+        return self.cudaStreamCreateWithFlags(stream, 0)
+
+    def cudaStreamCreateWithFlags(self, stream, flags):
+        return self.cudaStreamCreateWithPriority(stream, flags, 0)
+
+    def cudaStreamCreateWithPriority(self, stream, flags, priority):
+        h = self.memory.allocate(8, "stream")
+        self.streams[h.start] = priority
+        ctypes.c_void_p.from_address(stream).value = h.start
+        return 0
+
+    def cudaStreamDestroy(self, stream):
+        if self.streams.pop(stream, None) is None:
+            return E.cudaErrorInvalidResourceHandle
+        self.memory.release(stream)
+        return 0
+
+    def _stream_ok(self, stream) -> int:
+        return 0 if stream in (0, 1, 2) or stream in self.streams else E.cudaErrorInvalidResourceHandle
+
+    def cudaStreamSynchronize(self, stream):
+        return self._stream_ok(stream)
+
+    def cudaStreamQuery(self, stream):
+        return self._stream_ok(stream)
+
+    def cudaStreamWaitEvent(self, stream, event, flags):
+        return self._stream_ok(stream) or (0 if event in self.events else E.cudaErrorInvalidResourceHandle)
+
+    def cudaStreamGetPriority(self, stream, priority):
+        ctypes.c_int.from_address(priority).value = self.streams.get(stream, 0)
+        return self._stream_ok(stream)
+
+    def cudaStreamGetFlags(self, stream, flags):
+        ctypes.c_uint.from_address(flags).value = 0
+        return self._stream_ok(stream)
+
+    def cudaEventCreate(self, event):
+        return self.cudaEventCreateWithFlags(event, 0)
+
+    def cudaEventCreateWithFlags(self, event, flags):
+        h = self.memory.allocate(8, "event")
+        self.events[h.start] = Event()
+        ctypes.c_void_p.from_address(event).value = h.start
+        return 0
+
+    def cudaEventRecord(self, event, stream):
+        ev = self.events.get(event)
+        if ev is None:
+            return E.cudaErrorInvalidResourceHandle
+        ev.recorded = len(self.records)
+        return self._stream_ok(stream)
+
+    def cudaEventRecordWithFlags(self, event, stream, flags):
+        return self.cudaEventRecord(event, stream)
+
+    def cudaEventSynchronize(self, event):
+        return 0 if event in self.events else E.cudaErrorInvalidResourceHandle
+
+    def cudaEventQuery(self, event):
+        return 0 if event in self.events else E.cudaErrorInvalidResourceHandle
+
+    def cudaEventElapsedTime(self, ms, start, end):
+        """The timing model's estimate of the kernels launched between the two events (in
+        milliseconds); copies and host work take no time in it."""
+        a, b = self.events.get(start), self.events.get(end)
+        if a is None or b is None:
+            return E.cudaErrorInvalidResourceHandle
+        if a.recorded is None or b.recorded is None:
+            return E.cudaErrorInvalidResourceHandle
+        lo, hi = sorted((a.recorded, b.recorded))
+        total = sum(self._estimate_us(i) or 0.0 for i in range(lo, hi))
+        ctypes.c_float.from_address(ms).value = (total if b.recorded >= a.recorded else -total) / 1000.0
+        return 0
+
+    def cudaEventDestroy(self, event):
+        if self.events.pop(event, None) is None:
+            return E.cudaErrorInvalidResourceHandle
+        self.memory.release(event)
+        return 0
+
+    def cudaProfilerStart(self):
+        return 0
+
+    def cudaProfilerStop(self):
+        return 0
+
+    # -- device printf -------------------------------------------------------------------
+
+    def _device_printf(self, ctx: int, fmt: int, args: int) -> None:
+        from hypa.runtime.flat_memory import host_address
+
+        from .printf import format_device, write_stdout
+
+        def string_at(p: int) -> bytes | None:
+            h = host_address(ctx, p)
+            return ctypes.string_at(h) if h else None
+
+        try:
+            write_stdout(format_device(ctypes.string_at(fmt), args, string_at))
+        except Exception as e:  # never unwind through generated code
+            self.say(f"device printf failed: {e}", once=("printf",))
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Write the records (once) where ``hypa run`` reads them."""
+        if self.finished:
+            return
+        self.finished = True
+        if not self.opts.results:
+            return
+        from hypa.runtime import report
+        from hypa.runtime.batch import Profile
+
+        prof = Profile(self.records, [], [m.source for m in self.modules.values() if m.source is not None],
+                       time.perf_counter() - self.t0, "this machine, inside the program")
+        if self.opts.format == "json":
+            text = report.profile_json(prof, by=self.opts.by)
+        elif self.opts.format == "csv":
+            text = report.profile_csv(prof, by=self.opts.by)
+        else:
+            text = report.profile_table(prof, by=self.opts.by)
+            text = "".join(ln for ln in text.splitlines(True) if not ln.startswith("hypa profile:"))
+        summary = {"launches": len(self.records), "failed": len(prof.errors),
+                   "kernels": len({(r.source.label, r.kernel) for r in self.records}),
+                   "thread_instructions": sum(int(r.result.metrics.values["thread_inst_executed"])
+                                              for r in self.records if r.result is not None),
+                   "emulate_s": sum(r.result.duration_ms for r in self.records if r.result is not None) / 1000,
+                   "wall_s": time.perf_counter() - self.t0}
+        tmp = self.opts.results + ".part"
+        with open(tmp, "w") as f:
+            json.dump({"text": text, "summary": summary}, f)
+        os.replace(tmp, self.opts.results)
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    raise TypeError(f"not JSON: {type(o).__name__}")
+
+
+_RUNTIME: HostRuntime | None = None
+_DISPATCH = None
+
+
+def install(set_dispatch: int, major: int) -> None:
+    """Called by the C library once the interpreter runs: make the runtime, hand back the dispatcher."""
+    global _RUNTIME, _DISPATCH
+    _RUNTIME = HostRuntime(major, RunOptions.from_environment())
+    proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int)
+    _DISPATCH = proto(_RUNTIME.dispatch)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(set_dispatch)(ctypes.cast(_DISPATCH, ctypes.c_void_p).value)

@@ -1,0 +1,149 @@
+"""``hypa run [options] -- PROGRAM ARGS...``: run an unmodified CUDA program (built with
+``nvcc -cudart shared``) on the CPU, every kernel launch emulated and counted.
+
+The program loads hypa's ``libcudart.so.<major>`` (``cudart.shim``) instead of NVIDIA's;
+its stdout, stderr and exit status are its own.  hypa's report goes to ``-o FILE`` (format
+from ``--format`` or the file's extension) or, without one, to stderr after the program ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+FORMATS = {".json": "json", ".csv": "csv", ".txt": "table"}
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    rp = sub.add_parser(
+        "run", help="run a CUDA program on the CPU, every launch emulated and counted",
+        description="Run an unmodified CUDA program built with `nvcc -cudart shared`: hypa stands in for the "
+                    "CUDA runtime, device memory is host memory, and every kernel launch runs in hypa's "
+                    "emulator (full mode: the program sees its real results) and is counted as "
+                    "`hypa profile` counts it.",
+        epilog="example: hypa run -o run.json -- ./bfs graph.txt")
+    rp.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
+                    help="the program and its arguments, after --")
+    rp.add_argument("--mode", choices=("full", "slice"), default="full",
+                    help="full (default): every instruction, so results are right; slice: only what control flow "
+                         "needs (faster; use only where the program never reads results back)")
+    rp.add_argument("--arch", default="sm_90",
+                    help="the GPU the program sees (device properties, which embedded PTX runs; default sm_90, an H100)")
+    rp.add_argument("--step-budget", type=int, default=0, metavar="N",
+                    help="stop a launch after N warp-instructions (default: the emulator's, 2e9)")
+    rp.add_argument("--memory-metrics", action="store_true", help="also count requests, sectors and shared-memory wavefronts")
+    rp.add_argument("-j", "--jobs", type=int, default=1, help="CTAs of one launch on N processes (default 1)")
+    rp.add_argument("-o", "--output", help="write the report here (default: a table on stderr)")
+    rp.add_argument("--format", choices=("table", "json", "csv"), default=None,
+                    help="report format (default: from the -o file's extension, else table)")
+    rp.add_argument("--by", choices=("launch", "kernel"), default="launch", help="one row per launch or per kernel")
+    rp.add_argument("--capture", metavar="DIR",
+                    help="also write each launch as a launch spec with its input buffers to DIR "
+                         "(`hypa profile DIR` replays them)")
+    rp.add_argument("--build-only", action="store_true",
+                    help="build hypa's CUDA runtime libraries, print where they are, and stop")
+    return rp
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    print(f"hypa run: error: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hypa.cudart import shim
+    from hypa.cudart.program import NotAProgram, inspect
+
+    if args.build_only:
+        try:
+            for major in shim.SUPPORTED_MAJORS:
+                print(shim.build(major))
+        except shim.BuildError as e:
+            _fail(str(e))
+        return 0
+    argv = list(args.program)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        _fail("no program given: hypa run [options] -- PROGRAM [ARGS]")
+    if args.jobs < 1:
+        _fail("--jobs must be at least 1")
+    if args.step_budget < 0:
+        _fail("--step-budget must be positive")
+    exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    if exe is None or not os.path.isfile(exe):
+        _fail(f"{argv[0]}: no such program")
+    if not os.access(exe, os.X_OK):
+        _fail(f"{exe}: not executable")
+    try:
+        info = inspect(exe)
+    except NotAProgram as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"{exe}: {e.strerror}")
+    if info.static_cudart:
+        _fail(f"{exe} is linked with the static CUDA runtime (nvcc's default), which hypa cannot stand in for; "
+              f"rebuild it with `nvcc -cudart shared`")
+    if info.cudart_major is None:
+        _fail(f"{exe} does not load the CUDA runtime (no libcudart.so.N among its libraries: "
+              f"{', '.join(info.needed) or 'none'}); hypa run runs programs built with `nvcc -cudart shared`")
+    try:
+        lib = shim.build(info.cudart_major)
+    except shim.BuildError as e:
+        _fail(str(e))
+    fmt = args.format or (FORMATS.get(os.path.splitext(args.output)[1].lower(), "table") if args.output else "table")
+    if args.capture:
+        os.makedirs(args.capture, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="hypa-run-")
+    results = os.path.join(tmp, "results.json")
+    opts = {"mode": args.mode, "step_budget": args.step_budget, "memory_metrics": args.memory_metrics,
+            "arch": args.arch, "results": results, "capture": os.path.abspath(args.capture) if args.capture else None,
+            "program": exe, "format": fmt, "by": args.by, "jobs": args.jobs}
+    env = dict(os.environ)
+    libdir = os.path.dirname(lib)
+    env["LD_LIBRARY_PATH"] = libdir + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["LD_PRELOAD"] = lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env["HYPA_SYS_PATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    env["HYPA_RUN"] = json.dumps(opts)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    try:
+        proc = subprocess.Popen([exe, *argv[1:]], env=env)
+    except OSError as e:
+        _fail(f"{exe}: {e.strerror}")
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait()
+    try:
+        with open(results) as f:
+            out = json.load(f)
+    except (OSError, ValueError):
+        out = None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if rc < 0:
+        print(f"hypa run: {os.path.basename(exe)} was killed by signal {-rc} ({signal.Signals(-rc).name})", file=sys.stderr)
+        rc = 128 - rc
+    if out is None:
+        print(f"hypa run: {os.path.basename(exe)} ended before hypa could write its results "
+              f"(it made no CUDA call, or exited abnormally)", file=sys.stderr)
+        return rc
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(out["text"])
+    else:
+        sys.stderr.write(out["text"])
+    s = out["summary"]
+    failed = f", {s['failed']} failed" if s["failed"] else ""
+    print(f"hypa run: {s['launches']} launch{'es' if s['launches'] != 1 else ''} of {s['kernels']} kernel"
+          f"{'s' if s['kernels'] != 1 else ''}{failed}; "
+          f"{s['thread_instructions']} thread-instructions emulated in {s['emulate_s']:.2f} s; "
+          f"program ran {s['wall_s']:.2f} s" + (f"; report in {args.output}" if args.output else ""), file=sys.stderr)
+    return rc
