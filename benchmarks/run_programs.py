@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Whole CUDA programs under ``hypa run``: wall time, thread-instructions emulated per
+second, beside GPGPU-Sim's published simulation rates and, where a GPU is present
+(``--native``), the same program's wall time on it.
+
+    python benchmarks/run_programs.py tests/cuda_programs/*.cu            # builds with nvcc -cudart shared
+    python benchmarks/run_programs.py --native --json out.json build/*    # on a GPU machine: both
+
+Each program runs as a user would run it: a fresh process, ``--cold`` with an empty
+compile cache (``HYPA_CACHE_DIR`` set to a new folder), else with the cache the first run
+filled (warm).  GPGPU-Sim's rates are the published figures quoted in the issue that asked
+for this command (0.18-0.45 M thread-instructions per second); they are constants here,
+not measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+GPGPU_SIM_RATES = (0.18e6, 0.45e6)  # thread-instructions per second, published
+
+
+def build(src: str, out_dir: str, arch: str) -> str:
+    exe = os.path.join(out_dir, os.path.splitext(os.path.basename(src))[0])
+    subprocess.run(["nvcc", "-cudart", "shared", f"-arch={arch}", "-o", exe, src], check=True)
+    return exe
+
+
+def hypa_run(exe: str, cache: str, extra: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        env = dict(os.environ, HYPA_CACHE_DIR=cache)
+        t = time.perf_counter()
+        p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "run", *extra, "--format", "json", "-o", out,
+                            "--", exe], env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t
+        launches = json.load(open(out)) if os.path.exists(out) else []
+    return {"wall_s": wall, "rc": p.returncode, "launches": len(launches),
+            "thread_inst": sum(int(x["thread_inst_executed"]) for x in launches)}
+
+
+def native(exe: str, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run([exe], capture_output=True)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("programs", nargs="+", help=".cu sources (built with nvcc -cudart shared) or executables")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--native", action="store_true", help="also time each program on this machine's GPU")
+    ap.add_argument("--repeat", type=int, default=3, help="warm runs per program (the median is reported)")
+    ap.add_argument("--json", help="write the rows here too")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="hypa-bench-")
+    rows = []
+    try:
+        exes = [build(p, work, args.arch) if p.endswith(".cu") else p for p in args.programs]
+        for exe in exes:
+            cold_cache = tempfile.mkdtemp(dir=work)
+            cold = hypa_run(exe, cold_cache, [])
+            warm_runs = sorted((hypa_run(exe, cold_cache, []) for _ in range(args.repeat)), key=lambda r: r["wall_s"])
+            warm = warm_runs[len(warm_runs) // 2]
+            row = {"program": os.path.basename(exe), "rc": cold["rc"], "launches": cold["launches"],
+                   "thread_inst": cold["thread_inst"], "cold_s": cold["wall_s"], "warm_s": warm["wall_s"],
+                   "rate_warm": cold["thread_inst"] / warm["wall_s"] if warm["wall_s"] else 0.0}
+            if args.native:
+                row["gpu_s"] = native(exe, args.repeat)
+            rows.append(row)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    head = f"{'program':<22} {'rc':>3} {'launches':>8} {'thread_inst':>12} {'cold s':>7} {'warm s':>7} {'inst/s warm':>12} {'x GPGPU-Sim':>13}"
+    if args.native:
+        head += f" {'GPU s':>7} {'warm/GPU':>8}"
+    print(head)
+    for r in rows:
+        lo, hi = (r["rate_warm"] / GPGPU_SIM_RATES[1], r["rate_warm"] / GPGPU_SIM_RATES[0])
+        line = (f"{r['program']:<22} {r['rc']:>3} {r['launches']:>8} {r['thread_inst']:>12} {r['cold_s']:>7.2f} "
+                f"{r['warm_s']:>7.2f} {r['rate_warm']:>12.3g} {lo:>6.0f}-{hi:<6.0f}")
+        if args.native:
+            line += f" {r['gpu_s']:>7.2f} {r['warm_s'] / r['gpu_s']:>8.1f}"
+        print(line)
+    tot_i = sum(r["thread_inst"] for r in rows)
+    tot_w = sum(r["warm_s"] for r in rows)
+    if tot_w:
+        rate = tot_i / tot_w
+        print(f"all programs: {tot_i} thread-instructions in {tot_w:.2f} s warm = {rate:.3g}/s, "
+              f"{rate / GPGPU_SIM_RATES[1]:.0f}-{rate / GPGPU_SIM_RATES[0]:.0f}x GPGPU-Sim's published rates "
+              f"(whole processes: start-up, PTX parsing, compilation and the program's own host work included)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

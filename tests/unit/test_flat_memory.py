@@ -1,0 +1,198 @@
+"""Device pointers that are host addresses (``hypa run``'s memory model), launch-spec
+``variables`` and ``{bytes = ...}`` arguments, and ``--capture`` replaying a real program's
+launches with identical counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hypa.ptxdialect import parse_ptx
+from hypa.runtime.emulator import EmulationError, Emulator
+from hypa.runtime.flat_memory import FlatMemory, HostBinding
+from hypa.runtime.launch import Launch, launches_from_dict
+
+HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+# out[i] = *table[i] + k: the pointers come from memory, as in a real program's pointer arrays
+GATHER = HEAD + """
+.visible .const .align 4 .u32 k = 5;
+.visible .entry gather(.param .u64 table, .param .u64 out)
+{
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<9>;
+    ld.param.u64 %rd1, [table];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u64 %rd5, [%rd4];
+    ld.global.u32 %r2, [%rd5];
+    ld.const.u32 %r3, [k];
+    add.s32 %r4, %r2, %r3;
+    mul.wide.u32 %rd6, %r1, 4;
+    add.s64 %rd7, %rd2, %rd6;
+    st.global.u32 [%rd7], %r4;
+    ret;
+}
+"""
+
+
+def _binding(mem: FlatMemory, store: dict) -> HostBinding:
+    def variable(name, size, init):
+        if name not in store:
+            store[name] = init.copy()
+        return store[name]
+
+    return HostBinding(mem, variable)
+
+
+def _ptr(a) -> bytes:
+    return int(a.start).to_bytes(8, "little")
+
+
+def test_pointers_are_host_addresses_and_stored_pointers_work():
+    mem, store = FlatMemory(), {}
+    vals = [mem.allocate(4, "device") for _ in range(4)]
+    for i, a in enumerate(vals):
+        np.ctypeslib.as_array(a.owner[1])[:] = np.frombuffer(np.uint32(10 * i).tobytes(), np.uint8)
+    table = mem.allocate(32, "device")
+    np.ctypeslib.as_array(table.owner[1])[:] = np.frombuffer(np.array([a.start for a in vals], np.uint64).tobytes(), np.uint8)
+    out = mem.allocate(16, "device")
+    emu = Emulator(parse_ptx(GATHER), mode="full")
+    emu.host = _binding(mem, store)
+    r = emu.run(Launch(kernel="gather", grid=1, block=4, args=[_ptr(table), _ptr(out)]))
+    assert list(out.owner[1].view(np.uint32)) == [5, 15, 25, 35]
+    assert r.metrics["thread_inst_executed"] == 4 * 13  # 13 instructions, no branch, 4 threads
+    # __constant__ data the program wrote persists into the next launch
+    store["k"][:] = np.frombuffer(np.uint32(100).tobytes(), np.uint8)
+    emu.run(Launch(kernel="gather", grid=1, block=4, args=[_ptr(table), _ptr(out)]))
+    assert list(out.owner[1].view(np.uint32)) == [100, 110, 120, 130]
+
+
+def test_access_outside_every_allocation_names_thread_address_and_nearest_allocation():
+    mem = FlatMemory()
+    table = mem.allocate(24, "device")  # room for 3 pointers: thread 3 reads past the end
+    vals = mem.allocate(4, "device")
+    np.ctypeslib.as_array(table.owner[1])[:] = np.frombuffer(np.array([vals.start] * 3, np.uint64).tobytes(), np.uint8)
+    out = mem.allocate(16, "device")
+    emu = Emulator(parse_ptx(GATHER), mode="full")
+    emu.host = _binding(mem, {})
+    with pytest.raises(EmulationError) as e:
+        emu.run(Launch(kernel="gather", grid=1, block=4, args=[_ptr(table), _ptr(out)]))
+    msg = str(e.value)
+    assert "thread (3, 0, 0)" in msg and f"{table.start + 24:#x}" in msg
+    assert "outside every allocation; 0 bytes past the end of the 24-byte device allocation" in msg
+    with pytest.raises(EmulationError, match="a null pointer"):
+        emu.run(Launch(kernel="gather", grid=1, block=1, args=[bytes(8), _ptr(out)]))
+
+
+def test_launch_spec_variables_and_byte_arguments():
+    spec = {
+        "launch": [{"kernel": "gather", "grid": 1, "block": 1, "args": ["t", "o"], "variables": {"k": "kk"}}],
+        "buffers": {"t": {"dtype": "uint64", "count": 1}, "o": {"dtype": "uint32", "count": 1},
+                    "kk": {"dtype": "uint32", "count": 1, "init": {"value": 7}}},
+    }
+    (launch,) = launches_from_dict(spec)
+    assert launch.variables == {"k": "kk"}
+    ptx = HEAD + """
+.visible .const .align 4 .u32 k = 5;
+.visible .entry s(.param .align 4 .b8 p[12], .param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<3>;
+    ld.param.u32 %r1, [p+8];
+    ld.const.u32 %r2, [k];
+    add.s32 %r3, %r1, %r2;
+    ld.param.u64 %rd1, [out];
+    st.global.u32 [%rd1], %r3;
+    ret;
+}
+"""
+    (l2,) = launches_from_dict({
+        "launch": [{"kernel": "s", "grid": 1, "block": 1, "args": [{"bytes": "000000000000000009000000"}, "o"],
+                    "variables": {"k": "kk"}}],
+        "buffers": {"o": {"dtype": "uint32", "count": 1}, "kk": {"dtype": "uint32", "count": 1, "init": {"value": 30}}},
+    })
+    r = Emulator(parse_ptx(ptx), mode="full").run(l2)
+    assert int(r.buffers["o"][0]) == 39
+    from hypa.runtime.launch import LaunchError
+
+    with pytest.raises(LaunchError, match="not hex"):
+        launches_from_dict({"launch": [{"kernel": "s", "grid": 1, "block": 1, "args": [{"bytes": "zz"}]}]})
+
+
+CAPTURED = r"""
+#include <cstdio>
+struct Affine { float a, b; int n; };
+__constant__ float bias;
+__device__ int hits;
+__global__ void apply(Affine f, const float *x, float *y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < f.n && x[i] > 1.0f) { y[i] = f.a * x[i] + f.b + bias; atomicAdd(&hits, 1); }
+}
+__global__ void count_big(const float *y, int n, int *out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && y[i] > 10.0f) atomicAdd(out, 1);
+}
+int main() {
+    const int n = 1000;
+    float hx[n]; for (int i = 0; i < n; ++i) hx[i] = (i % 13) * 0.5f;
+    float *x, *y; int *c; cudaMalloc(&x, n * 4); cudaMalloc(&y, n * 4); cudaMalloc(&c, 4);
+    cudaMemcpy(x, hx, n * 4, cudaMemcpyHostToDevice); cudaMemset(y, 0, n * 4); cudaMemset(c, 0, 4);
+    float b = 1.0f; cudaMemcpyToSymbol(bias, &b, 4);
+    apply<<<4, 256>>>(Affine{3.0f, 0.5f, n}, x, y);
+    count_big<<<4, 256>>>(y, n, c);
+    int big, h; cudaMemcpy(&big, c, 4, cudaMemcpyDeviceToHost); cudaMemcpyFromSymbol(&h, hits, 4);
+    printf("hits %d big %d\n", h, big);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def captured_program(tmp_path_factory):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    d = tmp_path_factory.mktemp("capture")
+    src = d / "p.cu"
+    src.write_text(CAPTURED)
+    p = subprocess.run(["nvcc", "-cudart", "shared", "-arch=sm_90", "-o", str(d / "p"), str(src)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"nvcc failed: {p.stderr[-500:]}")
+    return d
+
+
+def _hypa(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", *args], capture_output=True, text=True, **kw)
+
+
+def test_capture_replays_every_launch_with_the_same_counts(captured_program):
+    d = captured_program
+    run = _hypa("run", "--capture", str(d / "cap"), "-o", str(d / "run.json"), "--", str(d / "p"))
+    if run.returncode != 0 and "C compiler" in run.stderr:
+        pytest.skip(run.stderr)
+    assert run.returncode == 0, run.stderr
+    # hand-computed: i < 1000 has residues 0..11 mod 13 77 times each and 12 76 times;
+    # x = (i % 13) * 0.5 > 1 for residues 3..12: 9 * 77 + 76 = 769; y = 3x + 1.5 > 10 for
+    # x > 2.83, residues 6..12: 6 * 77 + 76 = 538
+    assert run.stdout == "hits 769 big 538\n"
+    ran = json.load(open(d / "run.json"))
+    replay = _hypa("profile", str(d / "cap"), "--format", "json")
+    assert replay.returncode == 0, replay.stderr
+    again = json.load(__import__("io").StringIO(replay.stdout))
+    assert [r["kernel"] for r in again] == [r["kernel"] for r in ran] == ["_Z5apply6AffinePKfPf", "_Z9count_bigPKfiPi"]
+    assert all(r["mode"] == "slice" for r in again)
+    for a, b in zip(ran, again):
+        for k in ("inst_executed", "thread_inst_executed", "branch", "divergent_branch", "flop_count_sp"):
+            assert a[k] == b[k], (a["kernel"], k)
+    toml = (d / "cap" / "launches.toml").read_text()
+    assert 'variables = { "bias" = ' in toml  # the __constant__ the program wrote
+    assert "args = [{ bytes = " in toml  # the struct, by value
+    assert os.path.exists(d / "cap" / "module_0.ptx")
