@@ -5,6 +5,10 @@ second, beside GPGPU-Sim's published simulation rates and, where a GPU is presen
 
     python benchmarks/run_programs.py tests/cuda_programs/*.cu            # builds with nvcc -cudart shared
     python benchmarks/run_programs.py --native --json out.json build/*    # on a GPU machine: both
+    python benchmarks/run_programs.py benchmarks/programs/matmul.cu:1024 benchmarks/programs/bfs.cu:200000 \
+        --gpu-times tests/ground_truth/hypa_run/h200_native.json          # GPU times recorded on the device
+
+A program is ``PATH[:ARGS]`` (ARGS separated by commas).
 
 Each program runs as a user would run it: a fresh process, ``--cold`` with an empty
 compile cache (``HYPA_CACHE_DIR`` set to a new folder), else with the cache the first run
@@ -33,24 +37,24 @@ def build(src: str, out_dir: str, arch: str) -> str:
     return exe
 
 
-def hypa_run(exe: str, cache: str, extra: list[str]) -> dict:
+def hypa_run(exe: str, cache: str, extra: list[str], argv: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         env = dict(os.environ, HYPA_CACHE_DIR=cache)
         t = time.perf_counter()
         p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "run", *extra, "--format", "json", "-o", out,
-                            "--", exe], env=env, capture_output=True, text=True)
+                            "--", exe, *argv], env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t
         launches = json.load(open(out)) if os.path.exists(out) else []
     return {"wall_s": wall, "rc": p.returncode, "launches": len(launches),
             "thread_inst": sum(int(x["thread_inst_executed"]) for x in launches)}
 
 
-def native(exe: str, repeat: int) -> float:
+def native(exe: str, argv: list[str], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
-        subprocess.run([exe], capture_output=True)
+        subprocess.run([exe, *argv], capture_output=True)
         best = min(best, time.perf_counter() - t)
     return best
 
@@ -62,21 +66,31 @@ def main() -> None:
     ap.add_argument("--native", action="store_true", help="also time each program on this machine's GPU")
     ap.add_argument("--repeat", type=int, default=3, help="warm runs per program (the median is reported)")
     ap.add_argument("--json", help="write the rows here too")
+    ap.add_argument("--gpu-times", metavar="JSON",
+                    help="native.json from benchmarks/gpu/hypa_run_native.sh: show each program's GPU wall time (b_<name> ARGS)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="hypa-bench-")
     rows = []
     try:
-        exes = [build(p, work, args.arch) if p.endswith(".cu") else p for p in args.programs]
-        for exe in exes:
+        gpu = json.load(open(args.gpu_times)) if args.gpu_times else None
+        if gpu is not None:
+            gpu = gpu.get("programs", gpu)
+            args.native = True
+        specs = [(p.split(":", 1) + [""])[:2] for p in args.programs]
+        exes = [(build(p, work, args.arch) if p.endswith(".cu") else p, [a for a in a_.split(",") if a]) for p, a_ in specs]
+        for exe, argv in exes:
             cold_cache = tempfile.mkdtemp(dir=work)
-            cold = hypa_run(exe, cold_cache, [])
-            warm_runs = sorted((hypa_run(exe, cold_cache, []) for _ in range(args.repeat)), key=lambda r: r["wall_s"])
+            cold = hypa_run(exe, cold_cache, [], argv)
+            warm_runs = sorted((hypa_run(exe, cold_cache, [], argv) for _ in range(args.repeat)), key=lambda r: r["wall_s"])
             warm = warm_runs[len(warm_runs) // 2]
-            row = {"program": os.path.basename(exe), "rc": cold["rc"], "launches": cold["launches"],
+            row = {"program": " ".join([os.path.basename(exe), *argv]), "rc": cold["rc"], "launches": cold["launches"],
                    "thread_inst": cold["thread_inst"], "cold_s": cold["wall_s"], "warm_s": warm["wall_s"],
                    "rate_warm": cold["thread_inst"] / warm["wall_s"] if warm["wall_s"] else 0.0}
-            if args.native:
-                row["gpu_s"] = native(exe, args.repeat)
+            if gpu is not None:
+                rec = gpu.get(" ".join(["b_" + os.path.basename(exe), *argv])) or gpu.get(" ".join(["t_" + os.path.basename(exe), *argv]))
+                row["gpu_s"] = min(rec["wall_s"]) if rec else float("nan")
+            elif args.native:
+                row["gpu_s"] = native(exe, argv, args.repeat)
             rows.append(row)
     finally:
         shutil.rmtree(work, ignore_errors=True)

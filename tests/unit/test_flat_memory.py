@@ -196,3 +196,57 @@ def test_capture_replays_every_launch_with_the_same_counts(captured_program):
     assert 'variables = { "bias" = ' in toml  # the __constant__ the program wrote
     assert "args = [{ bytes = " in toml  # the struct, by value
     assert os.path.exists(d / "cap" / "module_0.ptx")
+
+
+PRINTF = HEAD + """
+.global .align 1 .b8 $str[12] = {118, 61, 37, 100, 32, 37, 46, 50, 102, 32, 10, 0};
+.global .align 1 .b8 $str2[3] = {104, 105, 0};
+.extern .func (.param .b32 func_retval0) vprintf (.param .b64 vprintf_param_0, .param .b64 vprintf_param_1);
+.visible .entry p()
+{
+    .local .align 8 .b8 __local_depot0[16];
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<8>;
+    .reg .f64 %fd<2>;
+    .reg .pred %p<2>;
+    mov.u64 %rd1, __local_depot0;
+    cvta.local.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    setp.gt.u32 %p1, %r1, 1;
+    @%p1 bra $L_done;
+    cvt.rn.f64.u32 %fd1, %r1;
+    st.local.u32 [%rd1], %r1;
+    st.local.f64 [%rd1+8], %fd1;
+    mov.u64 %rd3, $str;
+    cvta.global.u64 %rd4, %rd3;
+    { .param .b64 param0; st.param.b64 [param0], %rd4;
+      .param .b64 param1; st.param.b64 [param1], %rd2;
+      .param .b32 retval0;
+      call.uni (retval0), vprintf, (param0, param1);
+      ld.param.b32 %r2, [retval0]; }
+$L_done:
+    ret;
+}
+"""
+
+
+def test_device_printf_reaches_the_host_callback_in_lane_order():
+    import ctypes
+
+    from hypa.cudart.printf import format_device
+    from hypa.runtime.flat_memory import host_address
+
+    lines = []
+
+    def cb(ctx, fmt, args):
+        lines.append(format_device(ctypes.string_at(fmt), args, lambda p: ctypes.string_at(host_address(ctx, p))))
+
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(cb)
+    emu = Emulator(parse_ptx(PRINTF), mode="full")
+    emu.host = _binding(FlatMemory(), {})
+    r = emu.run(Launch(kernel="p", grid=1, block=32, args=[]))
+    assert lines == []  # no callback: counted, not printed
+    emu.host.printf = ctypes.cast(fn, ctypes.c_void_p).value
+    r2 = emu.run(Launch(kernel="p", grid=1, block=32, args=[]))
+    assert lines == [b"v=0 0.00 \n", b"v=1 1.00 \n"]
+    assert r.metrics["thread_inst_executed"] == r2.metrics["thread_inst_executed"]

@@ -728,8 +728,8 @@ def test_full_mode_outputs(name, index, launch):
     check_outputs(r, launch, f"{name}.toml launch {index + 1} ({launch.kernel})")
     assert r.metrics.values["executed_fraction"] == 1.0
     assert not r.metrics.predicates_estimated
-    if short_name(launch.kernel) == "debug_print":  # printf: vprintf is external, skipped and said so
-        assert "call to external function 'vprintf' not emulated" in r.notes
+    if short_name(launch.kernel) == "debug_print":  # printf: lowered (printed under `hypa run`), not skipped
+        assert not any("vprintf" in n for n in r.notes)
 
 
 @pytest.mark.parametrize("name,index,launch", LAUNCH_LIST, ids=LAUNCH_IDS)

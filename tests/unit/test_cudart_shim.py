@@ -1,0 +1,70 @@
+"""hypa's libcudart.so.12/.13: built from cudart/api.py, NVIDIA's soname and version node on
+every exported symbol, a stub for every name NVIDIA exports that hypa does not implement."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from hypa.cudart import api, shim
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory):
+    if shim.compiler() is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("cudart")
+    try:
+        return {m: shim.build(m, out_dir=str(d / str(m))) for m in shim.SUPPORTED_MAJORS}
+    except shim.BuildError as e:
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("major", shim.SUPPORTED_MAJORS)
+def test_soname_version_node_and_exports(libs, major):
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf is not installed")
+    lib = libs[major]
+    dyn = subprocess.run(["readelf", "-d", lib], capture_output=True, text=True).stdout
+    assert f"Library soname: [libcudart.so.{major}]" in dyn
+    syms = subprocess.run(["readelf", "--dyn-syms", "-W", lib], capture_output=True, text=True).stdout
+    exported = {}
+    for line in syms.splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[4] == "GLOBAL" and parts[6] != "UND":
+            name, _, ver = parts[7].partition("@@")
+            exported[name] = ver
+    wanted = set(shim.exported_names()) | {p.name for p in api.API}
+    assert wanted <= set(exported)
+    assert {exported[n] for n in wanted} == {f"libcudart.so.{major}"}
+    assert "hypa_unsupported" not in exported and "hypa_call" not in exported  # internals stay local
+
+
+def test_every_prototype_is_implemented_by_the_host_runtime():
+    from hypa.cudart.host import HostRuntime
+
+    for p in api.API:
+        name = p.name.removesuffix("_ptsz").removesuffix("_ptds").removesuffix("_ptsa")
+        name = name.lstrip("_") if name.startswith("__cuda") else name
+        assert callable(getattr(HostRuntime, name, None)), p.name
+
+
+def test_unsupported_major_is_a_clear_error():
+    with pytest.raises(shim.BuildError, match="not CUDA 11"):
+        shim.build(11)
+
+
+def test_the_static_runtime_is_recognised(tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    from hypa.cudart.program import inspect
+
+    (tmp_path / "k.cu").write_text("__global__ void k(int *p) { *p = 1; }\nint main() { int *p; cudaMalloc(&p, 4); k<<<1, 1>>>(p); return 0; }\n")
+    for flags, static, major in (([], True, None), (["-cudart", "shared"], False, 13)):
+        exe = tmp_path / ("s" if static else "d")
+        subprocess.run(["nvcc", *flags, "-o", str(exe), str(tmp_path / "k.cu")], check=True, capture_output=True)
+        info = inspect(str(exe))
+        assert (info.static_cudart, info.cudart_major) == (static, major)
+        assert info.has_device_code
