@@ -908,7 +908,15 @@ class HostRuntime:
         prof = Profile(self.records, [], [m.source for m in self.modules.values() if m.source is not None],
                        time.perf_counter() - self.t0, "this machine, inside the program")
         if self.opts.format == "json":
-            text = report.profile_json(prof, by=self.opts.by)
+            dicts = report.profile_dicts(prof)
+            if self.opts.by == "kernel":
+                dicts = report.by_kernel(dicts)
+            else:  # a failed launch is part of the run too: its error in place of metrics
+                dicts += [{"launch": r.index, "kernel": r.kernel, "grid": list(r.launch.grid),
+                           "block": list(r.launch.block), "file": r.source.path, "member": r.source.member,
+                           "error": r.error} for r in prof.errors]
+                dicts.sort(key=lambda d: d["launch"])
+            text = json.dumps(dicts, indent=2, default=_json_default) + "\n"
         elif self.opts.format == "csv":
             text = report.profile_csv(prof, by=self.opts.by)
         else:

@@ -186,6 +186,10 @@ class Emulator:
         first, last = (0, launch.num_ctas) if ctas is None else (int(ctas[0]), int(ctas[1]))
         if not 0 <= first <= last <= launch.num_ctas:
             raise LaunchError(f"CTA range [{first}, {last}) is outside the grid of {launch.num_ctas} CTAs")
+        if jobs > 1 and self.host is not None and not self.host.memory.forkable:
+            jobs = 1
+            notes.append("ran in one process: the program registered host memory (cudaHostRegister) "
+                         "that worker processes could not write")
         compiled, lower = self._compile(prog)
         if compiled.from_cache:
             notes.append("compiled code from the cache")

@@ -41,11 +41,22 @@ class FlatMemory:
         self._tables: tuple[np.ndarray, np.ndarray] | None = None
 
     def allocate(self, size: int, kind: str, align: int = 256, label: str = "") -> Allocation:
-        """New zeroed memory of ``size`` bytes (at least one, so every pointer is distinct)."""
-        raw = np.zeros(max(size, 1) + align, np.uint8)
-        off = (-raw.ctypes.data) % align
-        arr = raw[off : off + max(size, 1)]
-        return self.register(arr.ctypes.data, size, kind, owner=(raw, arr), label=label)
+        """New zeroed memory of ``size`` bytes (at least one, so every pointer is distinct).
+        A shared anonymous mapping (page aligned, so ``align`` up to 4096 holds): CTAs that run
+        in forked workers (``-j``) write the same memory the program reads."""
+        import mmap
+
+        n = max(size, 1)
+        m = mmap.mmap(-1, n, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+        arr = np.frombuffer(m, np.uint8, n)
+        assert arr.ctypes.data % min(align, mmap.PAGESIZE) == 0
+        return self.register(arr.ctypes.data, size, kind, owner=(m, arr), label=label)
+
+    @property
+    def forkable(self) -> bool:
+        """Whether forked workers' writes reach every allocation (not so for host memory
+        the program registered, which is its own private memory)."""
+        return all(a.kind != "registered" for a in self._by_start.values())
 
     def register(self, start: int, size: int, kind: str, owner: object = None, label: str = "") -> Allocation:
         a = Allocation(start, max(size, 1), kind, owner, label)

@@ -127,11 +127,14 @@ def report_cmd(args: argparse.Namespace) -> int:
                     data = json.load(fh)
                 except json.JSONDecodeError as e:
                     fail("hypa", f"{f}: not JSON: {e}")
-            if not isinstance(data, list) or not all(isinstance(d, dict) and "kernel" in d and "blocks" in d for d in data):
+            if not isinstance(data, list) or not all(isinstance(d, dict) and "kernel" in d and ("blocks" in d or "error" in d)
+                                                     for d in data):
                 fail("hypa", f"{f}: not a profile (a JSON list of launches from `hypa profile --format json`)")
             dicts.extend(data)
-        page = html_report.build(dicts, static=[], summary=f"from {', '.join(jsons)}", cfg=args.cfg,
-                                 plots_dir=args.plots, title=args.title, input_options=_options(args).inputs)
+        failed = [f"launch {d.get('launch')} ({d['kernel']}): {d['error']}" for d in dicts if "error" in d]
+        page = html_report.build([d for d in dicts if "error" not in d], static=[], summary=f"from {', '.join(jsons)}",
+                                 cfg=args.cfg, plots_dir=args.plots, title=args.title, input_options=_options(args).inputs,
+                                 errors=failed)
         errors = 0
     else:
         from hypa.runtime import report
@@ -202,8 +205,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     from hypa.runtime.phases import phase, reset
 
     reset()  # a run's report covers that run (main may be called again in one process)
-    with phase("start-up"):  # what every command loads: xDSL, the ptx dialect, numpy, LLVM
-        import hypa.runtime.batch  # noqa: F401
+    args_in = sys.argv[1:] if argv is None else list(argv)
+    if not args_in or args_in[0] != "run":  # `hypa run` emulates inside the program, not here
+        with phase("start-up"):  # what every command loads: xDSL, the ptx dialect, numpy, LLVM
+            import hypa.runtime.batch  # noqa: F401
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
     sub = p.add_subparsers(dest="command", required=True)
     pp = sub.add_parser("profile", help="emulate launches and report metrics",

@@ -27,7 +27,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "CUDA runtime, device memory is host memory, and every kernel launch runs in hypa's "
                     "emulator (full mode: the program sees its real results) and is counted as "
                     "`hypa profile` counts it.",
-        epilog="example: hypa run -o run.json -- ./bfs graph.txt")
+        epilog="example: hypa run -o run.json -- ./bfs graph.txt\n\nThe runtime functions provided are listed in "
+               "hypa/cudart/api.py (README: `hypa run`); any other libcudart function stops the program with "
+               "a message naming it.", formatter_class=argparse.RawDescriptionHelpFormatter)
     rp.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
                     help="the program and its arguments, after --")
     rp.add_argument("--mode", choices=("full", "slice"), default="full",

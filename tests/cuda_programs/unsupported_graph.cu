@@ -1,0 +1,19 @@
+// A call hypa's runtime does not provide (CUDA graphs): the program is stopped with a
+// one-line error and exit status 1, after its earlier output.
+#include <cstdio>
+
+__global__ void noop(int *a) { a[threadIdx.x] = 0; }
+
+int main() {
+    int *a;
+    cudaMalloc(&a, 32 * sizeof(int));
+    noop<<<1, 32>>>(a);
+    cudaDeviceSynchronize();
+    printf("before cudaGraphCreate\n");
+    fflush(stdout);
+    cudaGraph_t g;
+    cudaError_t e = cudaGraphCreate(&g, 0);
+    printf("after cudaGraphCreate: %s\n", cudaGetErrorName(e));
+    printf("FAIL\n");
+    return 0;
+}
