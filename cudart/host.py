@@ -17,6 +17,7 @@ import json
 import os
 import struct
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -123,10 +124,15 @@ class HostRuntime:
         self.finished = False
         self._printf = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(self._device_printf)
         self._capture_n = 0
+        self._lock = threading.RLock()
 
     # -- the dispatcher ------------------------------------------------------------------
 
     def dispatch(self, fn: int, args, nargs: int) -> int:
+        with self._lock:  # the runtime API is thread-safe: calls from the program's threads take turns
+            return self._dispatch(fn, args, nargs)
+
+    def _dispatch(self, fn: int, args, nargs: int) -> int:
         try:
             if fn == FINISH:
                 self.finish()
@@ -410,6 +416,12 @@ class HostRuntime:
     def _alloc(self, out: int, size: int, kind: str) -> int:
         if out == 0:
             return E.cudaErrorInvalidValue
+        if kind in ("device", "managed"):  # as much as the GPU has, no more
+            from .properties import h100_properties
+
+            used = sum(a.size for a in self.memory if a.kind in ("device", "managed"))
+            if used + size > int(h100_properties(self.opts.sm)["totalGlobalMem"]):
+                return E.cudaErrorMemoryAllocation
         try:
             a = self.memory.allocate(size, kind)
         except (MemoryError, ValueError):

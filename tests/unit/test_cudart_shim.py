@@ -68,3 +68,33 @@ def test_the_static_runtime_is_recognised(tmp_path):
         info = inspect(str(exe))
         assert (info.static_cudart, info.cudart_major) == (static, major)
         assert info.has_device_code
+
+
+def test_a_program_linked_against_cuda_12_runs_on_hypas_libcudart_so_12(libs, tmp_path):
+    """nvcc 13's objects linked against a libcudart.so.12 (hypa's own, which carries the
+    same soname and version node as NVIDIA's) need libcudart.so.12: hypa run serves it."""
+    import json
+    import sys
+
+    if shutil.which("nvcc") is None or shutil.which("g++") is None:
+        pytest.skip("nvcc or g++ is not installed")
+    (tmp_path / "k.cu").write_text(
+        "#include <cstdio>\n__global__ void k(int *p) { p[threadIdx.x] = threadIdx.x * 2; }\n"
+        "int main() { int *p, h[32]; cudaMalloc(&p, 128); k<<<1, 32>>>(p); cudaMemcpy(h, p, 128, cudaMemcpyDeviceToHost);\n"
+        "  printf(\"%d %s\\n\", h[31], cudaGetErrorName(cudaGetLastError())); return 0; }\n")
+    subprocess.run(["nvcc", "-cudart", "shared", "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
+                   check=True, capture_output=True)
+    lib12 = libs[12]
+    exe = tmp_path / "k12"
+    subprocess.run(["g++", str(tmp_path / "k.o"), "-o", str(exe), f"-L{__import__('os').path.dirname(lib12)}",
+                    "-l:libcudart.so.12"], check=True, capture_output=True)
+    from hypa.cudart.program import inspect
+
+    assert inspect(str(exe)).cudart_major == 12
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "run", "-o", str(out), "--", str(exe)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "62 cudaSuccess\n"
+    (r,) = json.loads(out.read_text())
+    assert r["thread_inst_executed"] == 32 * 8  # ld.param, mov, mul, cvta, mul.wide, add, st, ret
