@@ -426,7 +426,7 @@ class WarpCodegen:
         abi.CTX_CONST_SIZE, abi.CTX_CPARAM, abi.CTX_CPARAM_SIZE, abi.CTX_NTID, abi.CTX_NTID + 1,
         abi.CTX_NTID + 2, abi.CTX_NCTAID, abi.CTX_NCTAID + 1, abi.CTX_NCTAID + 2, abi.CTX_CTAID,
         abi.CTX_CTAID + 1, abi.CTX_CTAID + 2, abi.CTX_COUNTERS, abi.CTX_BUDGET, abi.CTX_NWARPS,
-        abi.CTX_NTHREADS, abi.CTX_DYN_SHARED, abi.CTX_SMCOUNT,
+        abi.CTX_NTHREADS, abi.CTX_DYN_SHARED, abi.CTX_SMCOUNT, abi.CTX_FLAT_START, abi.CTX_FLAT_END, abi.CTX_FLAT_N,
     ])
 
     def ctx_word(self, index: int) -> ir.Value:
@@ -706,14 +706,7 @@ class WarpCodegen:
         flat = b.or_(b.icmp_unsigned(">=", win, nwin), b.icmp_unsigned("==", win, self.splat(0, i64)))
         flat_lanes = b.and_(mask, flat)
         bits = self.mask_to_i32(flat_lanes)
-        before = b.block
-        with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(i32, 0)), likely=False):
-            ok = b.call(flat_lanes_function(self.module), [self.ctx, addr, ir.Constant(i64, nbytes), bits])
-            bad_in = b.and_(bits, b.not_(ok))
-            looked = b.block
-        bad_bits = b.phi(i32)
-        bad_bits.add_incoming(ir.Constant(i32, 0), before)
-        bad_bits.add_incoming(bad_in, looked)
+        bad_bits = self._flat_check(addr, nbytes, bits)
         self.error_if(e, self.i32_to_mask(bad_bits), abi.ERR_OUT_OF_BOUNDS, addr)
         safe_win = b.select(flat, self.splat(0, i64), win)
         tbase = self.ctx_ptr(abi.CTX_WIN_BASE)
@@ -728,6 +721,43 @@ class WarpCodegen:
         lin = b.zext(self.thread_lin, ivec(64))
         host = b.select(flat, addr, b.add(b.add(bases, b.mul(lin, strides)), off))
         return b.inttoptr(host, VPTR)
+
+    def _flat_check(self, addr: ir.Value, nbytes: int, bits: ir.Value) -> ir.Value:
+        """The lanes (of ``bits``) whose flat address is in no allocation.  Fast path: every
+        lane inside the allocation hit last (one vector compare); else the per-lane search."""
+        b = self.b
+        pre = b.block
+        fn = b.function
+        has_flat = fn.append_basic_block("flat")
+        fast = fn.append_basic_block("flat.hint")
+        slow = fn.append_basic_block("flat.search")
+        join = fn.append_basic_block("flat.done")
+        b.cbranch(b.icmp_unsigned("!=", bits, ir.Constant(i32, 0)), has_flat, join)
+        b.position_at_end(has_flat)
+        count = self.ctx_word(abi.CTX_FLAT_N)
+        b.cbranch(b.icmp_unsigned("!=", count, ir.Constant(i64, 0)), fast, join)
+        b.position_at_end(fast)
+        hint = self.ctx_word(abi.CTX_FLAT_HINT)
+        safe = b.select(b.icmp_unsigned("<", hint, count), hint, ir.Constant(i64, 0))
+        start = b.load(b.gep(self.ctx_ptr(abi.CTX_FLAT_START), [safe], source_etype=i64), typ=i64)
+        end = b.load(b.gep(self.ctx_ptr(abi.CTX_FLAT_END), [safe], source_etype=i64), typ=i64)
+        last = b.add(addr, self.splat(nbytes, i64))
+        inside = b.and_(b.and_(b.icmp_unsigned(">=", addr, self.splat_value(start)),
+                               b.icmp_unsigned("<=", last, self.splat_value(end))),
+                        b.icmp_unsigned(">=", last, addr))
+        miss = b.and_(bits, b.not_(self.mask_to_i32(inside)))
+        b.cbranch(b.icmp_unsigned("==", miss, ir.Constant(i32, 0)), join, slow)
+        b.position_at_end(slow)
+        ok = b.call(flat_lanes_function(self.module), [self.ctx, addr, ir.Constant(i64, nbytes), miss])
+        bad_slow = b.and_(miss, b.not_(ok))
+        b.branch(join)
+        b.position_at_end(join)
+        bad = b.phi(i32)
+        bad.add_incoming(ir.Constant(i32, 0), pre)
+        bad.add_incoming(bits, has_flat)
+        bad.add_incoming(ir.Constant(i32, 0), fast)
+        bad.add_incoming(bad_slow, slow)
+        return bad
 
     def vector_pointers(self, base: ir.Value, idx: ir.Value, elem_bytes: int) -> ir.Value:
         """``base + idx * elem_bytes`` for every lane (``base`` a pointer, ``idx`` i64 lanes)."""
