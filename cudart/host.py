@@ -919,7 +919,9 @@ class HostRuntime:
 
         prof = Profile(self.records, [], [m.source for m in self.modules.values() if m.source is not None],
                        time.perf_counter() - self.t0, "this machine, inside the program")
-        if self.opts.format == "json":
+        if self.opts.by == "line":
+            text = report.profile_lines(prof, self.opts.format)
+        elif self.opts.format == "json":
             dicts = report.profile_dicts(prof)
             if self.opts.by == "kernel":
                 dicts = report.by_kernel(dicts)

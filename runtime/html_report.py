@@ -41,6 +41,8 @@ CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px 32px; color: #222; background: #fff; }
 h1 { font-size: 26px; margin-bottom: 4px; } h2 { font-size: 20px; margin-top: 32px; border-bottom: 2px solid #4e79a7; padding-bottom: 4px; }
 .sub { color: #666; margin-top: 0; }
+table.src td.code { font-family: ui-monospace, Menlo, Consolas, monospace; white-space: pre; max-width: 520px; overflow: hidden; text-overflow: ellipsis; }
+td.heat { background: linear-gradient(90deg, #f28e2b55 var(--w), transparent var(--w)); }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
 th, td { padding: 4px 8px; border-bottom: 1px solid #ddd; text-align: right; white-space: nowrap; }
 td.wrap { white-space: normal; max-width: 260px; font-size: 12px; }
@@ -361,6 +363,55 @@ def _cfg_section(dicts: list[dict], want: str | None, input_options, notices: li
 # -- the page --------------------------------------------------------------------------------------
 
 
+_SOURCE_KERNELS = 8  # kernels shown in the source view (most thread instructions first)
+
+
+def _source_section(dicts: list[dict]) -> str:
+    """Per kernel with line information (``-lineinfo``): each CUDA source line with its
+    counts summed over the kernel's launches, shaded by thread instructions."""
+    kernels: dict[str, dict[tuple, dict]] = {}
+    for d in dicts:
+        for ln in d.get("source_lines") or []:
+            if "index" in ln:
+                continue
+            rows = kernels.setdefault(d["kernel"], {})
+            g = rows.setdefault((ln["file"], ln["line"]), {"file": ln["file"], "line": ln["line"],
+                                                           "source": ln.get("source")})
+            for k, v in ln.items():
+                if isinstance(v, (int, float)) and k not in ("line", "sectors_per_request"):
+                    g[k] = g.get(k, 0) + v
+            if ln.get("sectors_per_request"):  # global requests of the line, to re-divide the sums
+                g["global_requests"] = g.get("global_requests", 0) + ln["sectors"] / ln["sectors_per_request"]
+    if not kernels:
+        return ""
+    order = sorted(kernels, key=lambda k: -sum(r.get("thread_inst_executed", 0) for r in kernels[k].values()))
+    out = ["<h2>Source</h2><p class=sub>Counts per CUDA source line (from the PTX's <code>.loc</code>, a "
+           "<code>-lineinfo</code> build), summed over each kernel's launches; the bar is the line's share of the "
+           "kernel's thread instructions. Sectors/request and bank conflicts need <code>--memory-metrics</code>.</p>"]
+    for k in order[:_SOURCE_KERNELS]:
+        rows = sorted(kernels[k].values(), key=lambda r: (r["file"], r["line"]))
+        top = max((r.get("thread_inst_executed", 0) for r in rows), default=0) or 1
+        out.append(f"<h3 title='{_e(k)}'>{_e(demangle(k))}</h3><table class=src><tr><th class=k>line</th>"
+                   "<th class=k>source</th><th>thread instr.</th><th>warp instr.</th><th>predicated off</th>"
+                   "<th>FLOPs</th><th>divergent</th><th>sectors/req</th><th>bank confl.</th></tr>")
+        for r in rows:
+            t = r.get("thread_inst_executed", 0)
+            fl = r.get("flop_count_sp", 0) + r.get("flop_count_dp", 0) + r.get("flop_count_hp", 0)
+            spr = f"{r['sectors'] / r['global_requests']:.2f}" if r.get("global_requests") else ""
+            div = int(r.get("divergent_branch", 0))
+            out.append(
+                f"<tr><td class=k title='{_e(r['file'])}'>{_e(os.path.basename(r['file']))}:{r['line']}</td>"
+                f"<td class='k code'>{_e(r.get('source') or '')}</td>"
+                f"<td class=heat style='--w:{100 * t / top:.1f}%'>{int(t):,}</td><td>{int(r.get('inst_executed', 0)):,}</td>"
+                f"<td>{int(r.get('predicated_off', 0)):,}</td><td>{int(fl):,}</td>"
+                f"<td class={'bad' if div else ''}>{div:,}</td><td>{spr}</td><td>{int(r.get('bank_conflicts', 0)):,}</td></tr>")
+        out.append("</table>")
+    if len(order) > _SOURCE_KERNELS:
+        out.append(f"<p class=sub>{len(order) - _SOURCE_KERNELS} more kernels with line information: "
+                   f"<code>--by line</code> lists every one.</p>")
+    return "".join(out)
+
+
 def build(dicts: list[dict], static: list[dict] | None = None, summary: str = "", cfg: str | None = None,
           plots_dir: str | None = None, title: str = "hypa report", input_options=None,
           errors: list[str] | None = None) -> Page:
@@ -405,6 +456,7 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
             f"<td class=k>{_bar(g['mix'])}</td><td class='k wrap'>{_e(top)}</td></tr>")
     parts.append("</table>")
 
+    parts.append(_source_section(dicts))
     parts.append(cfg_html)
 
     if plots:

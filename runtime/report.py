@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections.abc import Sequence
 
 from .demangle import demangle
@@ -232,6 +233,10 @@ def record_dict(rec, per_cta: bool = False) -> dict:
     est = getattr(r, "time_estimate", None)
     if est is not None:
         d["time_estimate"] = est.as_dict()
+    if r.program is not None and ".loc" in (rec.source.ptx or ""):  # a -lineinfo build: counts per source line
+        from .source_view import result_lines
+
+        d["source_lines"] = result_lines(r, ptx=rec.source.ptx)
     if per_cta and r.per_cta is not None:
         first = r.ctas[0] if r.ctas else 0
         d["ctas"] = [{"cta": cta_coords(first + i, r.grid), **{k: v[k] for k in METRIC_NAMES}}
@@ -457,4 +462,56 @@ def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bo
     for n in notes:
         lines.append(f"note: {n}")
     lines.append(summary_line(profile))
+    return "\n".join(lines) + "\n"
+
+
+# -- per source line (--by line) ---------------------------------------------------------------
+
+LINE_COLUMNS = ("instructions", "inst_executed", "thread_inst_executed", "predicated_off", "flop_count_sp",
+                "flop_count_dp", "flop_count_hp", "divergent_branch", "requests", "sectors", "sectors_per_request",
+                "bank_conflicts")
+
+
+def profile_line_dicts(profile) -> list[dict]:
+    """Every launch's counts per CUDA source line (per PTX instruction without line info)."""
+    from .source_view import result_lines
+
+    out = []
+    for rec in profile.records:
+        if rec.result is None or rec.result.program is None:
+            continue
+        for d in result_lines(rec.result, ptx=rec.source.ptx):
+            out.append({"launch": rec.index, "kernel": rec.kernel or rec.result.kernel, **d})
+    return out
+
+
+def profile_lines(profile, fmt: str) -> str:
+    """``--by line`` in the chosen format."""
+    dicts = profile_line_dicts(profile)
+    if fmt == "json":
+        return json.dumps(dicts, indent=2, default=_json_default) + "\n"
+    if fmt == "csv":
+        s = io.StringIO()
+        w = csv.writer(s, lineterminator="\n")
+        w.writerow(["launch", "kernel", "file", "line", "ptx", *LINE_COLUMNS, "source"])
+        for d in dicts:
+            w.writerow([d["launch"], d["kernel"], d.get("file") or "", d.get("line") or "", d.get("ptx", ""),
+                        *(_num(d.get(k, 0)) for k in LINE_COLUMNS), d.get("source") or ""])
+        return s.getvalue()
+    lines: list[str] = []
+    launch = None
+    for d in dicts:
+        if d["launch"] != launch:
+            launch = d["launch"]
+            lines.append(f"launch {launch}: {demangle(d['kernel'])}")
+            lines.append(f"  {'where':<28} {'inst_exec':>10} {'thread_inst':>12} {'pred.off':>9} {'flops':>10} "
+                         f"{'diverg.':>7} {'sect/req':>8} {'bank.c':>6}  source")
+        per_line = "index" not in d  # grouped by source line, else one PTX instruction
+        where = f"{_short(os.path.basename(d['file']), 22)}:{d['line']}" if per_line else f"ptx {d['index']}"
+        fl = d.get("flop_count_sp", 0) + d.get("flop_count_dp", 0) + d.get("flop_count_hp", 0)
+        spr = f"{d['sectors_per_request']:.2f}" if d.get("sectors_per_request") else "-"
+        text = d.get("source") if per_line else d.get("ptx")
+        lines.append(f"  {where:<28} {int(d['inst_executed']):>10} {int(d['thread_inst_executed']):>12} "
+                     f"{int(d['predicated_off']):>9} {int(fl):>10} {int(d['divergent_branch']):>7} {spr:>8} "
+                     f"{int(d.get('bank_conflicts', 0)):>6}  {(text or '').strip()[:80]}")
     return "\n".join(lines) + "\n"

@@ -92,7 +92,9 @@ def profile(args: argparse.Namespace) -> int:
 
     prof = _run(args)
     with phase("report"):
-        if args.format == "json":
+        if args.by == "line":
+            text = report.profile_lines(prof, args.format)
+        elif args.format == "json":
             text = report.profile_json(prof, args.per_cta, args.by)
         elif args.format == "csv":
             text = report.profile_csv(prof, args.csv_columns, args.per_cta, args.by)
@@ -216,8 +218,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     _add_batch_arguments(pp)
     o = pp.add_argument_group("output")
     o.add_argument("-o", "--output", help="write the report here instead of stdout")
-    o.add_argument("--by", choices=("launch", "kernel"), default="launch",
-                   help="one row per launch (default) or per kernel (launches summed)")
+    o.add_argument("--by", choices=("launch", "kernel", "line"), default="launch",
+                   help="one row per launch (default), per kernel (launches summed), or per CUDA source line of "
+                        "each launch (from -lineinfo's .loc; per PTX instruction without it)")
     o.add_argument("--blocks", action="store_true", help="table: every launch in full, with per-block counts")
     rp = sub.add_parser("report", help="write an HTML report with plots and a CFG picture",
                         description="Profile (or read a `hypa profile --format json` file) and write a "

@@ -44,7 +44,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rp.add_argument("-o", "--output", help="write the report here (default: a table on stderr)")
     rp.add_argument("--format", choices=("table", "json", "csv"), default=None,
                     help="report format (default: from the -o file's extension, else table)")
-    rp.add_argument("--by", choices=("launch", "kernel"), default="launch", help="one row per launch or per kernel")
+    rp.add_argument("--by", choices=("launch", "kernel", "line"), default="launch",
+                    help="one row per launch, per kernel, or per CUDA source line (build with -lineinfo)")
     rp.add_argument("--capture", metavar="DIR",
                     help="also write each launch as a launch spec with its input buffers to DIR "
                          "(`hypa profile DIR` replays them)")

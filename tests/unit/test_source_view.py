@@ -1,0 +1,116 @@
+"""Counts per CUDA source line (``--by line``, the HTML source view), hand-computed on a
+kernel with ``.loc`` lines, and on an ``nvcc -lineinfo`` build when nvcc is installed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from hypa.ptxdialect import parse_ptx
+from hypa.runtime.emulator import Emulator
+from hypa.runtime.launch import Launch
+from hypa.runtime.source_view import result_lines
+
+PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<4>;
+    .loc 1 10 0
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 8;
+    .loc 1 11 0
+    @%p1 bra $L_small;
+    .loc 1 12 0
+    mov.f32 %f1, 0f3F800000;
+    add.f32 %f2, %f1, %f1;
+    bra $L_done;
+$L_small:
+    .loc 1 14 0
+    mov.f32 %f2, 0f40000000;
+$L_done:
+    .loc 1 16 0
+    @%p1 add.f32 %f2, %f2, %f2;
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.f32 [%rd3], %f2;
+    ret;
+}
+.file 1 "FILE"
+"""
+
+SOURCE = ["// line %d" % i for i in range(1, 10)] + [
+    "int t = threadIdx.x;  // 10", "if (t < 8) {  // 11", "  v = 1.0f + 1.0f;  // 12", "} else {", "  v = 2.0f;  // 14",
+    "}", "if (t < 8) v += v; out[t] = v;  // 16"]
+
+
+def test_counts_per_source_line_by_hand(tmp_path):
+    src = tmp_path / "kern.cu"
+    src.write_text("\n".join(SOURCE) + "\n")
+    m = parse_ptx(PTX.replace("FILE", str(src)))
+    import numpy as np
+
+    r = Emulator(m, mode="full", exact_predicates=True, memory_metrics=True).run(
+        Launch(kernel="k", grid=1, block=32, args=["out"], buffers={"out": np.zeros(32, np.float32)}))
+    lines = {d["line"]: d for d in result_lines(r, m)}
+    # one warp of 32 threads; threads 0-7 take the branch at line 11
+    assert sorted(lines) == [10, 11, 12, 14, 16]
+    assert [lines[n]["thread_inst_executed"] for n in (10, 11, 12, 14, 16)] == [2 * 32, 32, 3 * 24, 8, 6 * 32]
+    assert [lines[n]["inst_executed"] for n in (10, 11, 12, 14, 16)] == [2, 1, 3, 1, 6]
+    assert lines[11]["divergent_branch"] == 1 and lines[12]["divergent_branch"] == 0  # `bra $L_done` is uniform
+    assert lines[12]["flop_count_sp"] == 24
+    assert lines[16]["predicated_off"] == 24 and lines[16]["flop_count_sp"] == 8  # the guarded add: 8 true lanes
+    assert lines[16]["requests"] == 1 and lines[16]["sectors"] == 4 and lines[16]["sectors_per_request"] == 4.0
+    assert lines[14]["source"] == "  v = 2.0f;  // 14"
+    assert sum(d["thread_inst_executed"] for d in lines.values()) == r.metrics["thread_inst_executed"]
+
+
+def test_without_line_information_rows_are_ptx_instructions():
+    m = parse_ptx(PTX.replace(".file 1 \"FILE\"\n", "").replace("    .loc", "//    .loc"))
+    import numpy as np
+
+    r = Emulator(m, mode="full").run(Launch(kernel="k", grid=1, block=32, args=["out"],
+                                            buffers={"out": np.zeros(32, np.float32)}))
+    rows = result_lines(r, m)
+    assert [d["ptx"].split()[0] for d in rows[:3]] == ["mov.u32", "setp.lt.u32", "@%p1"]
+    assert len(rows) == 13 and all("index" in d for d in rows)  # every instruction once
+
+
+def test_lineinfo_build_by_line_and_in_the_html(tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cu = os.path.join(root, "benchmarks", "programs", "matmul.cu")
+    ptx = tmp_path / "matmul.ptx"
+    subprocess.run(["nvcc", "-lineinfo", "-ptx", "-arch=sm_90", "-o", str(ptx), cu], check=True, capture_output=True)
+    toml = tmp_path / "l.toml"
+    toml.write_text('[[launch]]\nkernel = "matmul"\ngrid = [4, 4]\nblock = [16, 16]\nargs = ["a", "b", "c", 64]\n'
+                    '[buffers.a]\ndtype = "float32"\ncount = 4096\n[buffers.b]\ndtype = "float32"\ncount = 4096\n'
+                    '[buffers.c]\ndtype = "float32"\ncount = 4096\n')
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "profile", str(ptx), "--launch", str(toml),
+                        "--mode", "full", "--memory-metrics", "--by", "line", "--format", "json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    by_line = {d["line"]: d for d in json.loads(p.stdout) if d["file"].endswith("matmul.cu")}
+    # line 15, `for (k < T) acc += as[ty][k] * bs[k][tx]`: 4096 threads x 4 tiles x 16 unrolled FMAs x 2 FLOPs
+    assert by_line[15]["flop_count_sp"] == 4096 * 4 * 16 * 2
+    # line 18, `c[row * n + col] = acc`: one store per thread; a warp covers 2 rows of 16 floats: 4 sectors
+    assert by_line[18]["sectors_per_request"] == 4.0 and by_line[18]["requests"] == 4096 // 32
+    assert by_line[15]["bank_conflicts"] == 0
+    html = tmp_path / "r.html"
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "report", str(ptx), "--launch", str(toml),
+                        "--mode", "full", "--cfg", "none", "-o", str(html)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    page = html.read_text()
+    assert "<h2>Source</h2>" in page and "matmul.cu:15" in page and "acc += as[threadIdx.y][k]" in page
