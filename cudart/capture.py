@@ -43,7 +43,7 @@ def capture_launch(rt, rec, prog) -> None:
     if not os.path.exists(ptx_path):
         with open(ptx_path, "w") as f:
             f.write(m.ptx)
-    starts, _ends = rt.memory.tables()
+    starts = rt.memory.tables()[0]
     buffers: dict[str, int] = {}
     notes: list[str] = []
 

@@ -29,6 +29,9 @@ from . import errors as E
 from .api import API, FINISH, UNSUPPORTED
 
 FATBIN_WRAPPER_MAGIC = 0x466243B1
+#: warp-instructions one launch may take under `hypa run` (a real program's launches are
+#: larger than a spec's; a runaway loop still stops, after some minutes)
+RUN_STEP_BUDGET = 100_000_000_000
 FATBIN_MAGIC = 0xBA55ED50
 
 # cudaMemcpyKind
@@ -46,6 +49,7 @@ class RunOptions:
     results: str | None = None  # where the records go (JSON), read back by `hypa run`
     capture: str | None = None
     program: str = "program"
+    exact_bounds: bool = False
     format: str = "table"
     by: str = "launch"
     jobs: int = 1
@@ -104,7 +108,8 @@ class HostRuntime:
 
         self.major = major
         self.opts = opts
-        self.memory = FlatMemory()
+        self.memory = FlatMemory(exact_bounds=opts.exact_bounds)
+        self._grid_sync: dict[str, bool] = {}
         self.modules: dict[int, Module] = {}
         self.functions: dict[int, Kernel] = {}
         self.symbols: dict[int, Symbol] = {}
@@ -246,7 +251,7 @@ class HostRuntime:
             return m.error is None
         from hypa.ptxdialect import parse_ptx
         from hypa.ptxdialect.diagnostics import PTXError
-        from hypa.runtime.emulator import DEFAULT_STEP_BUDGET, Emulator
+        from hypa.runtime.emulator import Emulator
         from hypa.runtime.flat_memory import HostBinding
         from hypa.runtime.inputs import ENTRY_ELF, ENTRY_PTX, InputError, Source, read_fatbins
 
@@ -272,7 +277,7 @@ class HostRuntime:
         except PTXError as e:
             m.error = f"the program's PTX does not parse: {e}"
             return False
-        emu = Emulator(module_op, mode=self.opts.mode, step_budget=self.opts.step_budget or DEFAULT_STEP_BUDGET,
+        emu = Emulator(module_op, mode=self.opts.mode, step_budget=self.opts.step_budget or RUN_STEP_BUDGET,
                        memory_metrics=self.opts.memory_metrics)
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
                                ctypes.cast(self._printf, ctypes.c_void_p).value or 0)
@@ -359,6 +364,12 @@ class HostRuntime:
         except LAUNCH_ERRORS as e:
             self.say(f"kernel {k.name}: {e}", once=("prog", k.name))
             return E.cudaErrorInvalidKernelImage
+        if self._uses_grid_sync(k.name, prog):
+            self.say(f"kernel {k.name} synchronizes the whole grid (cooperative groups' grid.sync(), which reads the "
+                     f"grid workspace in %envreg1/%envreg2); hypa runs one CTA at a time and does not support it",
+                     once=("gridsync", k.name))
+            self.sticky = E.cudaErrorNotSupported
+            return E.cudaErrorNotSupported
         argv = []
         for i, (_n, _t, _off, size) in enumerate(prog.params):
             p = ctypes.c_void_p.from_address(args + 8 * i).value or 0
@@ -375,17 +386,30 @@ class HostRuntime:
         try:
             rec.result = emu.run(launch, jobs=self.opts.jobs)
             rec.result.buffers = {}
+            for n in rec.result.notes:
+                if n.startswith("an access touched"):
+                    self.say(f"warning: launch {index} ({k.name}): {n}")
         except EmulationError as e:
             rec.error = str(e)
             self.sticky = E.for_emulation_error(e.code)
             self.say(f"launch {index}: {e}")
-        except LAUNCH_ERRORS as e:
+        except LAUNCH_ERRORS as e:  # the kernel did not run: later calls say so, as after a fault
             rec.error = str(e)
             self.say(f"launch {index} ({k.name}): {e}")
             self.records.append(rec)
+            self.sticky = E.cudaErrorLaunchFailure
             return E.cudaErrorLaunchFailure
         self.records.append(rec)
         return 0
+
+    def _uses_grid_sync(self, name: str, prog) -> bool:
+        hit = self._grid_sync.get(name)
+        if hit is None:
+            from hypa.ptxdialect.printer import instruction_text
+
+            hit = self._grid_sync[name] = any("%envreg1" in instruction_text(op) or "%envreg2" in instruction_text(op)
+                                              for op in prog.instructions if op.opcode.startswith("mov"))
+        return hit
 
     def _capture(self, rec, prog) -> None:
         from .capture import capture_launch
@@ -838,6 +862,19 @@ class HostRuntime:
     def cudaStreamGetFlags(self, stream, flags):
         ctypes.c_uint.from_address(flags).value = 0
         return self._stream_ok(stream)
+
+    def cudaStreamAddCallback(self, stream, callback, userData, flags):
+        """Work before it on the stream is done (launches are synchronous): call it now."""
+        r = self._stream_ok(stream)
+        if r == 0:
+            ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(callback)(stream or None, 0, userData or None)
+        return r
+
+    def cudaLaunchHostFunc(self, stream, fn, userData):
+        r = self._stream_ok(stream)
+        if r == 0:
+            ctypes.CFUNCTYPE(None, ctypes.c_void_p)(fn)(userData or None)
+        return r
 
     def cudaEventCreate(self, event):
         return self.cudaEventCreateWithFlags(event, 0)

@@ -62,7 +62,9 @@ CTX_FLAT_END = CTX_FLAT_START + 1                    # pointer to i64 ends
 CTX_FLAT_N = CTX_FLAT_START + 2                      # number of ranges (0: no flat memory)
 CTX_FLAT_HINT = CTX_FLAT_START + 3                   # index of the range hit last
 CTX_PRINTF = CTX_FLAT_START + 4                      # device printf: void(*)(ctx, fmt, args) or 0
-CTX_WORDS = CTX_FLAT_START + 5
+CTX_FLAT_EXACT_END = CTX_FLAT_START + 5               # pointer to i64 ends of the bytes asked for
+CTX_FLAT_SLACK = CTX_FLAT_START + 6                   # first address touched past an exact end (0: none)
+CTX_WORDS = CTX_FLAT_START + 7
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40

@@ -746,17 +746,29 @@ class WarpCodegen:
                                b.icmp_unsigned("<=", last, self.splat_value(end))),
                         b.icmp_unsigned(">=", last, addr))
         miss = b.and_(bits, b.not_(self.mask_to_i32(inside)))
+        # lanes inside the allowed slack past the bytes asked for: the first such address is kept
+        exact = b.load(b.gep(self.ctx_ptr(abi.CTX_FLAT_EXACT_END), [safe], source_etype=i64), typ=i64)
+        over = b.and_(b.and_(bits, self.mask_to_i32(inside)),
+                      self.mask_to_i32(b.icmp_unsigned(">", last, self.splat_value(exact))))
+        with b.if_then(b.icmp_unsigned("!=", over, ir.Constant(i32, 0)), likely=False):
+            slack_p = b.gep(self.ctx, [ir.Constant(i64, abi.CTX_FLAT_SLACK)], source_etype=i64)
+            lane = b.call(self.intrinsic("llvm.cttz.i32", i32, [i32, i1]), [over, ir.Constant(i1, 0)])
+            first = b.extract_element(addr, lane)
+            old = b.load(slack_p, typ=i64)
+            b.store(b.select(b.icmp_unsigned("==", old, ir.Constant(i64, 0)), first, old), slack_p)
+        fast_end = b.block
         b.cbranch(b.icmp_unsigned("==", miss, ir.Constant(i32, 0)), join, slow)
         b.position_at_end(slow)
         ok = b.call(flat_lanes_function(self.module), [self.ctx, addr, ir.Constant(i64, nbytes), miss])
         bad_slow = b.and_(miss, b.not_(ok))
+        slow_end = b.block
         b.branch(join)
         b.position_at_end(join)
         bad = b.phi(i32)
         bad.add_incoming(ir.Constant(i32, 0), pre)
         bad.add_incoming(bits, has_flat)
-        bad.add_incoming(ir.Constant(i32, 0), fast)
-        bad.add_incoming(bad_slow, slow)
+        bad.add_incoming(ir.Constant(i32, 0), fast_end)
+        bad.add_incoming(bad_slow, slow_end)
         return bad
 
     def vector_pointers(self, base: ir.Value, idx: ir.Value, elem_bytes: int) -> ir.Value:
@@ -1633,12 +1645,21 @@ def flat_lanes_function(module: ir.Module) -> ir.Function:
     miss_from = b.block
     b.cbranch(hit, found, nxt)
     b.position_at_end(found)
+    k_found = b.phi(i64)
+    k_found.add_incoming(safe_hint, search)
+    k_found.add_incoming(safe_k, miss_from)
+    exact = b.load(b.gep(b.inttoptr(word(abi.CTX_FLAT_EXACT_END), ptr), [k_found], source_etype=i64), typ=i64)
+    slack_p = b.gep(ctx, [ir.Constant(i64, abi.CTX_FLAT_SLACK)], source_etype=i64)
+    with b.if_then(b.and_(b.icmp_unsigned(">", end, exact), b.icmp_unsigned("==", b.load(slack_p, typ=i64), ir.Constant(i64, 0))),
+                   likely=False):
+        b.store(a, slack_p)
     bit = b.shl(ir.Constant(i32, 1), lane)
     ok_found = b.or_(ok, bit)
+    found_end = b.block
     b.branch(nxt)
     b.position_at_end(nxt)
     ok2 = b.phi(i32)
-    ok2.add_incoming(ok_found, found)
+    ok2.add_incoming(ok_found, found_end)
     ok2.add_incoming(ok, miss_from)
     rem2 = b.and_(rem, b.sub(rem, ir.Constant(i32, 1)))
     rem.add_incoming(rem2, nxt)

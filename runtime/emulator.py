@@ -199,6 +199,13 @@ class Emulator:
         rc, compiled = self._execute(prog, compiled, lower, ctx, keep, first, last, jobs, per_cta)
         jit_tier = tier0 if compiled.tier == tier0 else f"{tier0}+{compiled.tier}"
         run_s = time.perf_counter() - t0
+        slack = int(ctx[abi.CTX_FLAT_SLACK]) & 0xFFFFFFFFFFFFFFFF if self.host is not None else 0
+        if slack:
+            a = self.host.memory.find(slack - 1)
+            where = (f"{slack - (a.start + a.size)} bytes past the end of the {a.size}-byte {a.kind} allocation at "
+                     f"{a.start:#x}" if a is not None else "past the end of an allocation")
+            notes.append(f"an access touched {slack:#x}, {where}: a GPU does not fault on such small overruns, "
+                         f"compute-sanitizer reports them (--exact-bounds makes it an error)")
         if rc != abi.RC_EXIT:
             err = EmulationError(self._error_message(prog, launch, ctx, keep))
             err.code = int(ctx[abi.CTX_ERR_CODE])

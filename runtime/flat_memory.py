@@ -35,7 +35,15 @@ class Allocation:
 class FlatMemory:
     """Allocations by start address, and the sorted [start, end) arrays generated code reads."""
 
-    def __init__(self) -> None:
+    #: bytes past the end of an allocation hypa made that emulated code may touch: a GPU
+    #: does not fault on small overruns (allocations come from larger pages), compute-sanitizer
+    #: does; hypa allows them, maps them, and reports the first one of a launch as a warning
+    SLACK = 1024
+
+    def __init__(self, exact_bounds: bool = False) -> None:
+        #: True: an access must lie inside the bytes asked for (compute-sanitizer's memcheck);
+        #: False: inside the allocation rounded up to GRANULARITY, as on a GPU
+        self.exact_bounds = exact_bounds
         self._by_start: dict[int, Allocation] = {}
         self._starts: list[int] = []
         self._tables: tuple[np.ndarray, np.ndarray] | None = None
@@ -47,7 +55,7 @@ class FlatMemory:
         import mmap
 
         n = max(size, 1)
-        m = mmap.mmap(-1, n, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+        m = mmap.mmap(-1, n + self.SLACK, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
         arr = np.frombuffer(m, np.uint8, n)
         assert arr.ctypes.data % min(align, mmap.PAGESIZE) == 0
         return self.register(arr.ctypes.data, size, kind, owner=(m, arr), label=label)
@@ -91,11 +99,16 @@ class FlatMemory:
     def __len__(self) -> int:
         return len(self._starts)
 
-    def tables(self) -> tuple[np.ndarray, np.ndarray]:
+    def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(starts, ends emulated code may reach, ends of the bytes asked for)."""
         if self._tables is None:
+            allocs = [self._by_start[s] for s in self._starts]
             starts = np.array(self._starts, np.uint64).view(np.int64)
-            ends = np.array([self._by_start[s].start + self._by_start[s].size for s in self._starts], np.uint64).view(np.int64)
-            self._tables = (np.ascontiguousarray(starts), np.ascontiguousarray(ends))
+            exact = np.array([a.start + a.size for a in allocs], np.uint64).view(np.int64)
+            slack = 0 if self.exact_bounds else self.SLACK
+            ends = np.array([a.start + a.size + (slack if a.owner is not None else 0) for a in allocs],
+                            np.uint64).view(np.int64)
+            self._tables = tuple(np.ascontiguousarray(x) for x in (starts, ends, exact))
         return self._tables
 
 
@@ -110,7 +123,7 @@ class HostBinding:
     _keep: list = field(default_factory=list)
 
     def setup_context(self, ctx: np.ndarray, nwin: int) -> None:
-        starts, ends = self.memory.tables()
+        starts, ends, exact = self.memory.tables()
         for a in self.memory:
             w = a.start >> abi.WINDOW_SHIFT
             if 0 < w < nwin:
@@ -121,7 +134,9 @@ class HostBinding:
         ctx[abi.CTX_FLAT_N] = len(starts)
         ctx[abi.CTX_FLAT_HINT] = 0
         ctx[abi.CTX_PRINTF] = self.printf
-        self._keep = [starts, ends]
+        ctx[abi.CTX_FLAT_EXACT_END] = exact.ctypes.data
+        ctx[abi.CTX_FLAT_SLACK] = 0
+        self._keep = [starts, ends, exact]
 
 
 def host_address(ctx_address: int, addr: int, size: int = 1) -> int | None:

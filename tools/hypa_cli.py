@@ -160,6 +160,24 @@ def report_cmd(args: argparse.Namespace) -> int:
     return errors
 
 
+def diff_cmd(args: argparse.Namespace) -> int:
+    from hypa.runtime import diff
+
+    try:
+        pairs = diff.pair(diff.load(args.a), diff.load(args.b))
+    except diff.DiffError as e:
+        fail("hypa", str(e))
+    names = (args.a, args.b)
+    text = diff.html_page(pairs, names) if args.output and args.output.endswith(".html") else diff.table(pairs, names)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+        print(f"hypa: wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def process_start_seconds_ago() -> float | None:
     """Seconds since this process started (Linux: /proc), or None where unknown."""
     import time
@@ -238,12 +256,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     from .run_cli import add_parser as add_run_parser
 
     add_run_parser(sub)
+    dp = sub.add_parser("diff", help="what changed between two profiles (JSON from hypa profile/run)",
+                        description="Compare two `--format json` profiles: per kernel and per launch (the k-th launch "
+                                    "of a kernel in A with the k-th in B), counts, FLOPs, branch efficiency, memory "
+                                    "and estimated time, as A, B and the change.")
+    dp.add_argument("a", metavar="A.json")
+    dp.add_argument("b", metavar="B.json")
+    dp.add_argument("-o", "--output", help="write here; a .html name gives an HTML page (default: a table on stdout)")
     args = p.parse_args(argv)
     try:
         if args.command == "run":
             from .run_cli import run
 
             sys.exit(run(args))
+        if args.command == "diff":
+            sys.exit(diff_cmd(args))
         rc = profile(args) if args.command == "profile" else report_cmd(args)
         if args.timing:
             print(timing_report(), file=sys.stderr)

@@ -38,7 +38,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rp.add_argument("--arch", default="sm_90",
                     help="the GPU the program sees (device properties, which embedded PTX runs; default sm_90, an H100)")
     rp.add_argument("--step-budget", type=int, default=0, metavar="N",
-                    help="stop a launch after N warp-instructions (default: the emulator's, 2e9)")
+                    help="stop a launch after N warp-instructions (default 1e11)")
+    rp.add_argument("--exact-bounds", action="store_true",
+                    help="report every access past the bytes a program allocated, as compute-sanitizer's memcheck "
+                         "does (default: as a GPU, which does not fault within CUDA's 256-byte allocation alignment)")
     rp.add_argument("--memory-metrics", action="store_true", help="also count requests, sectors and shared-memory wavefronts")
     rp.add_argument("-j", "--jobs", type=int, default=1, help="CTAs of one launch on N processes (default 1)")
     rp.add_argument("-o", "--output", help="write the report here (default: a table on stderr)")
@@ -107,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     results = os.path.join(tmp, "results.json")
     opts = {"mode": args.mode, "step_budget": args.step_budget, "memory_metrics": args.memory_metrics,
             "arch": args.arch, "results": results, "capture": os.path.abspath(args.capture) if args.capture else None,
-            "program": exe, "format": fmt, "by": args.by, "jobs": args.jobs}
+            "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs}
     env = dict(os.environ)
     libdir = os.path.dirname(lib)
     env["LD_LIBRARY_PATH"] = libdir + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")

@@ -77,7 +77,7 @@ def test_pointers_are_host_addresses_and_stored_pointers_work():
 
 
 def test_access_outside_every_allocation_names_thread_address_and_nearest_allocation():
-    mem = FlatMemory()
+    mem = FlatMemory(exact_bounds=True)  # compute-sanitizer's view: every byte past the size counts
     table = mem.allocate(24, "device")  # room for 3 pointers: thread 3 reads past the end
     vals = mem.allocate(4, "device")
     np.ctypeslib.as_array(table.owner[1])[:] = np.frombuffer(np.array([vals.start] * 3, np.uint64).tobytes(), np.uint8)
@@ -250,3 +250,33 @@ def test_device_printf_reaches_the_host_callback_in_lane_order():
     r2 = emu.run(Launch(kernel="p", grid=1, block=32, args=[]))
     assert lines == [b"v=0 0.00 \n", b"v=1 1.00 \n"]
     assert r.metrics["thread_inst_executed"] == r2.metrics["thread_inst_executed"]
+
+
+def test_as_on_a_gpu_small_overruns_do_not_fault_but_are_reported():
+    # thread 3 reads table[3], 0 bytes past a 24-byte allocation: a GPU does not fault there;
+    # hypa allows SLACK bytes (mapped, zero), notes the first such address, and the zeros are
+    # a null pointer, so the next load faults and names it.  With exact bounds the first does.
+    for exact, expect in ((False, "a null pointer"), (True, "0 bytes past the end of the 24-byte")):
+        mem = FlatMemory(exact_bounds=exact)
+        table = mem.allocate(24, "device")
+        vals = mem.allocate(4, "device")
+        np.ctypeslib.as_array(table.owner[1])[:] = np.frombuffer(np.array([vals.start] * 3, np.uint64).tobytes(), np.uint8)
+        out = mem.allocate(16, "device")
+        emu = Emulator(parse_ptx(GATHER), mode="full")
+        emu.host = _binding(mem, {})
+        with pytest.raises(EmulationError, match=expect):
+            emu.run(Launch(kernel="gather", grid=1, block=4, args=[_ptr(table), _ptr(out)]))
+    # an overrun that stays in the slack: the launch completes and says where it went
+    mem = FlatMemory()
+    vals = [mem.allocate(4, "device") for _ in range(4)]
+    table = mem.allocate(24, "device")  # 3 pointers; the 4th slot is slack: a null pointer
+    np.ctypeslib.as_array(table.owner[1])[:] = np.frombuffer(np.array([a.start for a in vals[:3]], np.uint64).tobytes(), np.uint8)
+    out = mem.allocate(12, "device")  # thread 3's store lands 0 bytes past its end
+    emu = Emulator(parse_ptx(GATHER.replace("ld.global.u64 %rd5, [%rd4];", "ld.global.u64 %rd5, [%rd1];")), mode="full")
+    emu.host = _binding(mem, {})
+    r = emu.run(Launch(kernel="gather", grid=1, block=4, args=[_ptr(table), _ptr(out)]))
+    assert any(f"an access touched {out.start + 12:#x}, 0 bytes past the end of the 12-byte device allocation" in n
+               for n in r.notes)
+    starts, ends, exact = mem.tables()
+    i = list(starts).index(out.start)
+    assert int(ends[i]) - int(exact[i]) == FlatMemory.SLACK and mem.find(out.start + 12) is None  # copies check the size

@@ -1,0 +1,47 @@
+"""`hypa diff`: launches paired per kernel in order, sums per kernel, changes as percentages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from hypa.runtime import diff
+
+
+def _launch(kernel, n, thr, div=0, br=10, est=None, i=0):
+    d = {"launch": i, "kernel": kernel, "inst_executed": n, "thread_inst_executed": thr, "divergent_branch": div,
+         "branch": br, "branch_efficiency": 100.0 * (br - div) / br, "flop_count_sp": 2 * thr, "flop_count_dp": 0,
+         "flop_count_hp": 0, "blocks": []}
+    if est is not None:
+        d["time_estimate"] = {"time_us": est}
+    return d
+
+
+def test_pairs_sums_and_changes(tmp_path):
+    a = [_launch("k", 10, 320, i=0, est=2.0), _launch("k", 10, 320, i=1, est=2.0), _launch("old", 5, 160, i=2)]
+    b = [_launch("k", 10, 320, i=0, est=2.0), _launch("k", 20, 640, div=5, i=1, est=3.0), _launch("new", 1, 32, i=2)]
+    pairs = diff.pair(a, b)
+    assert [(p.kernel, p.index, p.a is not None, p.b is not None) for p in pairs] == [
+        ("k", 0, True, True), ("k", 1, True, True), ("old", 0, True, False), ("new", 0, False, True)]
+    rows = {r["kernel"]: r for r in diff.kernel_rows(pairs)}
+    assert rows["k"]["a"]["thread_inst_executed"] == 640 and rows["k"]["b"]["thread_inst_executed"] == 960
+    assert rows["k"]["b"]["branch_efficiency"] == 75.0  # (20 - 5) / 20 branches
+    text = diff.table(pairs, ("A", "B"))
+    assert "thread instr.                   640 ->                960  +50.0%" in text
+    assert "est. time us                      4 ->                  5  +25.0%" in text
+    assert "launches: 2 paired, 1 changed, 1 only in A, 1 only in B" in text
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "diff", str(tmp_path / "a.json"),
+                        str(tmp_path / "b.json"), "-o", str(tmp_path / "d.html")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    page = (tmp_path / "d.html").read_text()
+    assert "<h1>hypa diff</h1>" in page and "+50.0%" in page
+
+
+def test_not_a_profile_is_a_one_line_error(tmp_path):
+    (tmp_path / "x.json").write_text('{"a": 1}')
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "diff", str(tmp_path / "x.json"), str(tmp_path / "x.json")],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "not a profile" in p.stderr and "Traceback" not in p.stderr

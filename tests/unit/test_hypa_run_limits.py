@@ -1,0 +1,72 @@
+"""What `hypa run` does where a program goes beyond it: grid-wide synchronization and
+instructions without semantics stop with a message and a sticky error (the program's next
+call says the kernel did not run), host callbacks on streams run in order."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+GRID_SYNC = r"""
+#include <cstdio>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(int *out) {
+  cg::grid_group g = cg::this_grid();
+  if (threadIdx.x == 0) atomicAdd(out, 1);
+  g.sync();
+  if (blockIdx.x == 0 && threadIdx.x == 0) out[1] = out[0];
+}
+int main() {
+  int *d; cudaMalloc(&d, 8); cudaMemset(d, 0, 8);
+  void *args[] = {&d};
+  cudaError_t e = cudaLaunchCooperativeKernel((void*)k, dim3(4), dim3(32), args, 0, 0);
+  printf("launch: %s\n", cudaGetErrorName(e));
+  printf("sync: %s\n", cudaGetErrorName(cudaDeviceSynchronize()));
+  return 0;
+}
+"""
+
+CALLBACKS = r"""
+#include <cstdio>
+__global__ void inc(int *p) { atomicAdd(p, 1); }
+void CUDART_CB on_stream(cudaStream_t, cudaError_t status, void *data) { printf("callback %d %s\n", *(int *)data, cudaGetErrorName(status)); }
+void CUDART_CB host_fn(void *data) { printf("host fn %d\n", *(int *)data); }
+int main() {
+  int *d, h = 0, tag1 = 1, tag2 = 2; cudaStream_t s; cudaStreamCreate(&s);
+  cudaMalloc(&d, 4); cudaMemsetAsync(d, 0, 4, s);
+  inc<<<2, 32, 0, s>>>(d);
+  cudaStreamAddCallback(s, on_stream, &tag1, 0);
+  cudaLaunchHostFunc(s, host_fn, &tag2);
+  cudaMemcpyAsync(&h, d, 4, cudaMemcpyDeviceToHost, s); cudaStreamSynchronize(s);
+  printf("sum %d\n", h);
+  return 0;
+}
+"""
+
+
+def _build_and_run(tmp_path, name: str, src: str) -> subprocess.CompletedProcess:
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    (tmp_path / f"{name}.cu").write_text(src)
+    b = subprocess.run(["nvcc", "-cudart", "shared", "-arch=sm_90", "-o", str(tmp_path / name), str(tmp_path / f"{name}.cu")],
+                       capture_output=True, text=True)
+    if b.returncode != 0:
+        pytest.skip(f"nvcc failed: {b.stderr[-300:]}")
+    return subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "run", "--", str(tmp_path / name)],
+                          capture_output=True, text=True)
+
+
+def test_grid_sync_is_a_clear_error_and_the_sync_reports_it(tmp_path):
+    p = _build_and_run(tmp_path, "gridsync", GRID_SYNC)
+    assert p.stdout == "launch: cudaErrorNotSupported\nsync: cudaErrorNotSupported\n"
+    assert "synchronizes the whole grid" in p.stderr and "grid.sync()" in p.stderr
+
+
+def test_stream_callbacks_and_host_functions_run_in_stream_order(tmp_path):
+    p = _build_and_run(tmp_path, "callbacks", CALLBACKS)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "callback 1 cudaSuccess\nhost fn 2\nsum 64\n"
