@@ -169,3 +169,32 @@ def demangle(symbol: str) -> str:
         return _Demangler(symbol).function()
     except (_Fail, IndexError, ValueError):
         return symbol
+
+
+def shorten(name: str, width: int, tail: int | None = None) -> str:
+    """``name`` in at most ``width`` characters, cut in the middle (``~``): generated kernel
+    names differ at the end (``..._batch_norm_relu_12``), C++ names at the start."""
+    if len(name) <= width:
+        return name
+    if tail is None:
+        tail = (width - 1) // 2
+    tail = max(1, min(tail, width - 2))
+    return name[: width - 1 - tail] + "~" + name[len(name) - tail:]
+
+
+def short_names(names, width: int) -> dict[str, str]:
+    """Each name shortened (``shorten``) so that no two distinct names read the same: where
+    two collide, more of their ends is kept."""
+    names = list(dict.fromkeys(names))
+    out = {n: shorten(n, width) for n in names}
+    for tail in range((width - 1) // 2 + 1, width - 1):
+        seen: dict[str, list[str]] = {}
+        for n, s in out.items():
+            seen.setdefault(s, []).append(n)
+        clashes = [ns for ns in seen.values() if len(ns) > 1]
+        if not clashes:
+            break
+        for ns in clashes:
+            for n in ns:
+                out[n] = shorten(n, width, tail)
+    return out

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from .demangle import demangle
+from .demangle import demangle, short_names
 from .report import by_kernel, flops
 
 #: one colour per instruction category (the order of ptxdialect.isa.CATEGORIES)
@@ -41,6 +41,7 @@ CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px 32px; color: #222; background: #fff; }
 h1 { font-size: 26px; margin-bottom: 4px; } h2 { font-size: 20px; margin-top: 32px; border-bottom: 2px solid #4e79a7; padding-bottom: 4px; }
 .sub { color: #666; margin-top: 0; }
+table { display: block; max-width: 100%; overflow-x: auto; }
 table.src td.code { font-family: ui-monospace, Menlo, Consolas, monospace; white-space: pre; max-width: 520px; overflow: hidden; text-overflow: ellipsis; }
 td.heat { background: linear-gradient(90deg, #f28e2b55 var(--w), transparent var(--w)); }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
@@ -58,7 +59,7 @@ tr.reused td { color: #888; }
 .cfg { overflow: auto; border: 1px solid #ddd; padding: 8px; background: #fafafa; }
 .cfg svg { max-width: 100%; height: auto; }
 pre { background: #f6f8fa; padding: 8px; font-size: 12px; overflow: auto; }
-.good { color: #2a7f2a; } .bad { color: #b22; }
+.good { color: #2a7f2a; } .warn { color: #b8730b; } .bad { color: #b22; }
 """
 
 
@@ -138,7 +139,8 @@ def _plots(groups: list[dict], plots_dir: str | None) -> tuple[list[tuple[str, s
         return [], [], "matplotlib is not installed, so the page has no plots (pip install 'hypa[report]')"
     if not groups:
         return [], [], None
-    names = [_short(demangle(g["kernel"]).split("(")[0], 40) for g in groups]
+    short = short_names([demangle(g["kernel"]).split("(")[0] for g in groups], 40)
+    names = [short[demangle(g["kernel"]).split("(")[0]] for g in groups]
     n = len(groups)
     height = max(2.5, 0.32 * n + 1.2)
     out: list[tuple[str, str]] = []
@@ -170,7 +172,8 @@ def _plots(groups: list[dict], plots_dir: str | None) -> tuple[list[tuple[str, s
     ax.invert_yaxis()
     ax.set_xlabel("% of thread instructions executed")
     ax.set_xlim(0, 100)
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(cats), 8), fontsize=8, frameon=False)
+    if cats:  # (a profile without instruction mixes has nothing to put in a legend)
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(cats), 8), fontsize=8, frameon=False)
     emit(fig, "Instruction mix per kernel", "instruction_mix.png")
 
     # FLOPs
@@ -218,6 +221,11 @@ def _flops_plot(ax, groups, names, n) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("floating-point operations (all launches)")
     ax.legend(fontsize=8)
+
+
+def _eff_class(eff: float) -> str:
+    """Branch efficiency colour: a few divergent branches in many are normal."""
+    return "good" if eff >= 95.0 else ("warn" if eff >= 80.0 else "bad")
 
 
 def _short(s: str, n: int) -> str:
@@ -363,6 +371,102 @@ def _cfg_section(dicts: list[dict], want: str | None, input_options, notices: li
 # -- the page --------------------------------------------------------------------------------------
 
 
+def _memory_time_section(dicts: list[dict], short: dict[str, str]) -> str:
+    """Memory (--memory-metrics) and the timing model (--estimate-time) per launch, and a
+    roofline of the launches that have both, against the architecture's ceilings."""
+    from .report import memory_summary
+
+    rows = [d for d in dicts if d.get("reused_from") is None and (d.get("memory") or d.get("time_estimate"))]
+    if not rows:
+        return ("<h2>Memory and time</h2><p class=sub>Run with <code>--memory-metrics</code> (sectors, bank "
+                "conflicts) and <code>--estimate-time</code> (time, bound, occupancy, roofline) to see them here.</p>")
+    mem = any(d.get("memory") for d in rows)
+    est = any(d.get("time_estimate") for d in rows)
+    out = ["<h2>Memory and time</h2>"]
+    if not (mem and est):
+        out.append("<p class=sub>The roofline needs both <code>--memory-metrics</code> and <code>--estimate-time</code>.</p>")
+    head = "<table><tr><th>#</th><th class=k>kernel</th>"
+    if mem:
+        head += "<th>global requests</th><th>sectors</th><th>sectors/req</th><th>bank conflicts</th>"
+    if est:
+        head += "<th>est. time &micro;s</th><th class=k>bound</th><th>occupancy</th><th>waves</th>"
+    if mem and est:
+        head += "<th>FLOP/byte</th><th>GFLOP/s</th>"
+    out.append(head + "</tr>")
+    points = []
+    for d in rows:
+        sec, req, bank = memory_summary(d)
+        e = d.get("time_estimate")
+        cells = f"<td>{_e(d.get('launch', ''))}</td><td class=k title='{_e(demangle(d['kernel']))}'>{_e(short[demangle(d['kernel'])])}</td>"
+        if mem:
+            cells += (f"<td>{req:,}</td><td>{sec:,}</td><td>{sec / req:.2f}</td>" if req else "<td>0</td><td>0</td><td></td>")
+            cells += f"<td class={'bad' if bank else ''}>{bank:,}</td>"
+        if est:
+            if e:
+                occ = e.get("occupancy", {}).get("occupancy", 0.0)
+                cells += (f"<td>{e['time_us']:.2f}</td><td class=k>{_e(e['bound'])}</td><td>{100 * occ:.0f}%</td>"
+                          f"<td>{e.get('waves', 0):.2f}</td>")
+            else:
+                cells += "<td></td><td></td><td></td><td></td>"
+        if mem and est:
+            fl = flops(d)
+            ai = fl / (sec * 32) if sec else None
+            gf = fl / (e["time_us"] * 1e3) if e and e["time_us"] else None
+            cells += f"<td>{'' if ai is None else f'{ai:.2f}'}</td><td>{'' if gf is None else f'{gf:,.1f}'}</td>"
+            if ai and gf:
+                points.append((ai, gf, str(d.get("launch", "")), e["arch"]))
+        out.append(f"<tr>{cells}</tr>")
+    out.append("</table>")
+    if points:
+        out.append(_roofline_svg(points))
+    return "".join(out)
+
+
+def _roofline_svg(points: list[tuple[float, float, str, str]]) -> str:
+    """Log-log roofline: FP32 peak and DRAM bandwidth of the architecture from its arch file."""
+    import math
+
+    from .timing import load_arch
+
+    a = load_arch(points[0][3])
+    peak = a.sm_count * a.units.get("fp32", 128) * 2 * a.clock_mhz * 1e6 / 1e9  # GFLOP/s
+    bw = a.memory.get("dram_gbs", 0.0)  # GB/s
+    knee = peak / bw if bw else 1.0
+    xs = [p[0] for p in points] + [knee]
+    ys = [p[1] for p in points] + [peak]
+    x0, x1 = 10 ** math.floor(math.log10(min(xs) / 2)), 10 ** math.ceil(math.log10(max(xs) * 2))
+    y0, y1 = 10 ** math.floor(math.log10(min(ys) / 2)), 10 ** math.ceil(math.log10(max(ys) * 2))
+    W, H, L, B = 640, 360, 70, 40
+
+    def X(v):
+        return L + (W - L - 20) * (math.log10(v) - math.log10(x0)) / (math.log10(x1) - math.log10(x0))
+
+    def Y(v):
+        return H - B - (H - B - 20) * (math.log10(v) - math.log10(y0)) / (math.log10(y1) - math.log10(y0))
+
+    parts = [f"<h3>Roofline ({_e(a.description)})</h3><svg class=roofline width={W} height={H} "
+             f"xmlns='http://www.w3.org/2000/svg' font-size=11>",
+             f"<rect x={L} y=20 width={W - L - 20} height={H - B - 20} fill='#fafafa' stroke='#ccc' />"]
+    for dec in range(int(math.log10(x0)), int(math.log10(x1)) + 1):
+        parts.append(f"<text x={X(10 ** dec):.1f} y={H - B + 14} text-anchor=middle>{10 ** dec:g}</text>")
+    for dec in range(int(math.log10(y0)), int(math.log10(y1)) + 1):
+        parts.append(f"<text x={L - 6} y={Y(10 ** dec) + 4:.1f} text-anchor=end>{10 ** dec:g}</text>")
+    parts.append(f"<text x={(L + W) / 2:.0f} y={H - 6} text-anchor=middle>arithmetic intensity (FLOP per DRAM-sector byte)</text>"
+                 f"<text x=14 y={H / 2:.0f} transform='rotate(-90 14 {H / 2:.0f})' text-anchor=middle>GFLOP/s</text>")
+    xa, xb = max(x0, y0 / bw if bw else x0), min(knee, x1)
+    if bw and xb > xa:
+        parts.append(f"<line x1={X(xa):.1f} y1={Y(bw * xa):.1f} x2={X(xb):.1f} y2={Y(bw * xb):.1f} stroke='#4e79a7' stroke-width='2' />")
+    parts.append(f"<line x1={X(max(knee, x0)):.1f} y1={Y(peak):.1f} x2={X(x1):.1f} y2={Y(peak):.1f} stroke='#e15759' stroke-width='2' />"
+                 f"<text x={X(x1) - 4:.1f} y={Y(peak) - 5:.1f} text-anchor=end fill='#e15759'>FP32 peak {peak:,.0f} GFLOP/s</text>"
+                 f"<text x={X(max(x0, xa)) + 4:.1f} y={Y(bw * max(x0, xa)) - 6:.1f} fill='#4e79a7'>DRAM {bw:,.0f} GB/s</text>")
+    for ai, gf, label, _arch in points:
+        parts.append(f"<circle cx={X(ai):.1f} cy={Y(gf):.1f} r='4' fill='#f28e2b'><title>launch {_e(label)}: "
+                     f"{ai:.2f} FLOP/byte, {gf:,.1f} GFLOP/s</title></circle>"
+                     f"<text x={X(ai) + 6:.1f} y={Y(gf) + 4:.1f}>#{_e(label)}</text>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 _SOURCE_KERNELS = 8  # kernels shown in the source view (most thread instructions first)
 
 
@@ -445,17 +549,19 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
     parts.append("<table><tr><th class=k>kernel</th><th>launches</th><th>reused</th><th>thread instructions</th>"
                  "<th>FLOPs</th><th>branch eff.</th><th>executed</th><th class=k>instruction mix</th>"
                  "<th class=k>top opcodes</th></tr>")
+    short48 = short_names([demangle(d["kernel"]) for d in dicts], 48)
     for g in sorted(groups, key=lambda g: -g["thread_inst_executed"]):
         top = ", ".join(f"{k} {100 * v / (sum(g['opcodes'].values()) or 1):.0f}%"
                         for k, v in sorted(g["opcodes"].items(), key=lambda kv: -kv[1])[:4])
         eff = g["branch_efficiency"]
         parts.append(
-            f"<tr><td class=k title='{_e(g['kernel'])}'>{_e(_short(demangle(g['kernel']), 48))}</td><td>{g['launches']}</td>"
+            f"<tr><td class=k title='{_e(demangle(g['kernel']))} ({_e(g['kernel'])})'>{_e(short48[demangle(g['kernel'])])}</td><td>{g['launches']}</td>"
             f"<td>{g['reused']}</td><td>{int(g['thread_inst_executed']):,}</td><td>{int(flops(g)):,}</td>"
-            f"<td class={'good' if eff >= 99.99 else 'bad'}>{_pct(eff)}</td><td>{_pct(100 * g['executed_fraction'])}</td>"
+            f"<td class={_eff_class(eff)}>{_pct(eff)}</td><td>{_pct(100 * g['executed_fraction'])}</td>"
             f"<td class=k>{_bar(g['mix'])}</td><td class='k wrap'>{_e(top)}</td></tr>")
     parts.append("</table>")
 
+    parts.append(_memory_time_section(dicts, short48))
     parts.append(_source_section(dicts))
     parts.append(cfg_html)
 
@@ -467,16 +573,16 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
     # launches
     parts.append("<h2>Launches</h2><table><tr><th>#</th><th class=k>kernel</th><th>grid</th><th>block</th>"
                  "<th>warp instr.</th><th>thread instr.</th><th>FLOPs</th><th>branches</th><th>divergent</th>"
-                 "<th>branch eff.</th><th>executed</th><th>ms</th><th class=k>note</th></tr>")
+                 "<th>branch eff.</th><th>executed</th><th title='how long hypa took to emulate the launch, not the kernel&#39;s time'>emulator ms</th><th class=k>note</th></tr>")
     for d in dicts:
         r = d.get("reused_from")
         note = f"same as #{r}" if r is not None else ""
         ms = "" if r is not None else f"{d.get('duration_ms', 0):.1f}"
         parts.append(
             f"<tr class='{'reused' if r is not None else ''}'><td>{_e(d.get('launch', ''))}</td>"
-            f"<td class=k>{_e(_short(demangle(d['kernel']), 48))}</td><td>{_e(_dims(d['grid']))}</td><td>{_e(_dims(d['block']))}</td>"
+            f"<td class=k title='{_e(demangle(d['kernel']))}'>{_e(short48[demangle(d['kernel'])])}</td><td>{_e(_dims(d['grid']))}</td><td>{_e(_dims(d['block']))}</td>"
             f"<td>{int(d['inst_executed']):,}</td><td>{int(d['thread_inst_executed']):,}</td><td>{int(flops(d)):,}</td>"
-            f"<td>{int(d['branch']):,}</td><td>{int(d['divergent_branch']):,}</td><td>{_pct(d['branch_efficiency'])}</td>"
+            f"<td>{int(d['branch']):,}</td><td>{int(d['divergent_branch']):,}</td><td class={_eff_class(d['branch_efficiency'])}>{_pct(d['branch_efficiency'])}</td>"
             f"<td>{_pct(100 * d['executed_fraction'])}</td><td>{ms}</td>"
             f"<td class=k>{_e(note)}</td></tr>")
     parts.append("</table>")

@@ -9,7 +9,7 @@ import json
 import os
 from collections.abc import Sequence
 
-from .demangle import demangle
+from .demangle import demangle, short_names
 from .emulator import LaunchResult
 from .metrics import METRIC_NAMES
 
@@ -342,15 +342,32 @@ def profile_csv(profile, columns: str = "hypa-py", per_cta: bool = False, by: st
                             *(_num(c[k]) for k in METRIC_NAMES)])
         return s.getvalue()
     est_cols = ["est_time_us", "est_cycles", "est_bound", "est_arch"] if est else []
-    w.writerow(["launch", "kernel", "file", "grid", "block", "mode", *METRIC_NAMES, "duration_ms", "reused_from", *est_cols])
+    mem = any(d.get("memory") for d in dicts)
+    mem_cols = ["global_sectors", "global_requests", "sectors_per_request", "bank_conflicts"] if mem else []
+    w.writerow(["launch", "kernel", "file", "grid", "block", "mode", *METRIC_NAMES, "duration_ms", "reused_from", *est_cols,
+                *mem_cols])
     for d in dicts:
         e = d.get("time_estimate")
         w.writerow([d["launch"], d["kernel"], _file(d), _dims(d["grid"]), _dims(d["block"]), d["mode"],
                     *(_num(d[k]) for k in METRIC_NAMES), f"{d['duration_ms']:.3f}",
                     "" if d.get("reused_from") is None else d["reused_from"],
                     *(([f"{e['time_us']:.3f}", f"{e['cycles']:.0f}", e["bound"], e["arch"]] if e else ["", "", "", ""])
-                      if est else [])])
+                      if est else []), *(_memory_cells(d) if mem else [])])
     return s.getvalue()
+
+
+def _memory_cells(d: dict) -> list:
+    sec, req, bank = memory_summary(d)
+    return [sec, req, f"{sec / req:.4f}" if req else "", bank]
+
+
+def memory_summary(d: dict) -> tuple[int, int, int]:
+    """(global sectors, global requests, shared bank conflicts) of a launch dict (--memory-metrics)."""
+    m = d.get("memory") or {}
+    sec = sum(v for k, v in m.items() if k.startswith("global_") and k.endswith("_sectors"))
+    req = sum(v for k, v in m.items() if k.startswith("global_") and k.endswith("_requests"))
+    bank = sum(v for k, v in m.items() if k.endswith("_bank_conflicts"))
+    return int(sec), int(req), int(bank)
 
 
 def _dims(v: Sequence[int]) -> str:
@@ -410,16 +427,22 @@ def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bo
                 lines.append(f"launch {r.index} ({r.source.display})" + (f", same as launch {r.reused_from}" if r.reused_from is not None else ""))
                 lines.append(to_table([r.result]))
     est = any("time_estimate" in d for d in dicts)
+    mem = any(d.get("memory") for d in dicts)
+    names36 = short_names([demangle(d["kernel"]) for d in dicts], 36)
+    names42 = short_names([demangle(d["kernel"]) for d in dicts], 42)
     if dicts and by == "launch":
-        head = f"{'#':>4}  {'kernel':<36} {'grid':>11} {'block':>11} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8} {'ms':>9}"
-        lines.append((head + (f" {'est.us':>10} {'bound'}" if est else "")))
+        head = f"{'#':>4}  {'kernel':<36} {'grid':>11} {'block':>11} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8} {'emu.ms':>9}"
+        lines.append(head + (f" {'sect/req':>8} {'bank.c':>8}" if mem else "") + (f" {'est.us':>10} {'bound'}" if est else ""))
         for d in dicts:
             reused = d.get("reused_from")
             ms = f"= #{reused}" if reused is not None else f"{d['duration_ms']:.1f}"
             e = d.get("time_estimate")
             tail = (f" {e['time_us']:>10.2f} {e['bound']:<10}" if e else f" {'-':>10}") if est else ""
+            if mem:
+                sec, req, bank = memory_summary(d)
+                tail = (f" {sec / req:>8.2f}" if req else f" {'-':>8}") + f" {bank:>8}" + tail
             lines.append(
-                f"{d['launch']:>4}  {_short(demangle(d['kernel']), 36):<36} {_dims(d['grid']):>11} {_dims(d['block']):>11} "
+                f"{d['launch']:>4}  {names36[demangle(d['kernel'])]:<36} {_dims(d['grid']):>11} {_dims(d['block']):>11} "
                 f"{int(d['inst_executed']):>14} {int(d['thread_inst_executed']):>14} {int(flops(d)):>12} "
                 f"{d['branch_efficiency']:>7.2f}% {100 * d['executed_fraction']:>7.2f}% {ms:>9}{tail}".rstrip()
             )
@@ -431,7 +454,7 @@ def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bo
         lines.append(f"{'kernel':<42} {'launches':>8} {'reused':>6} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8}")
         for g in groups:
             lines.append(
-                f"{_short(demangle(g['kernel']), 42):<42} {g['launches']:>8} {g['reused']:>6} {int(g['inst_executed']):>14} "
+                f"{names42[demangle(g['kernel'])]:<42} {g['launches']:>8} {g['reused']:>6} {int(g['inst_executed']):>14} "
                 f"{int(g['thread_inst_executed']):>14} {int(flops(g)):>12} {g['branch_efficiency']:>7.2f}% "
                 f"{100 * g['executed_fraction']:>7.2f}%"
             )
