@@ -11,6 +11,8 @@ out-of-bounds access, the step budget or a trap stops the launch with an
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 import time
 from dataclasses import dataclass, field
@@ -171,18 +173,25 @@ class Emulator:
         return prog
 
     def run(self, launch: Launch, jobs: int = 1, per_cta: bool = False,
-            ctas: tuple[int, int] | None = None) -> LaunchResult:
+            ctas: tuple[int, int] | None = None, in_place: bool = False) -> LaunchResult:
         """Emulate ``launch`` (only CTAs ``[first, last)`` with ``ctas``, linear ids).
-        ``per_cta`` runs CTAs one at a time and keeps each one's metrics."""
+        ``per_cta`` runs CTAs one at a time and keeps each one's metrics.  The caller's arrays
+        are copied; the buffers after the launch are ``result.buffers`` (arrays passed
+        directly as arguments under ``"<array k>"``).  ``in_place=True`` writes into the
+        caller's arrays instead."""
         with phase("emulate"):
-            return self._run(launch, jobs, per_cta, ctas)
+            return self._run(launch, jobs, per_cta, ctas, in_place)
 
-    def _run(self, launch: Launch, jobs: int, per_cta: bool, ctas: tuple[int, int] | None) -> LaunchResult:
+    def _run(self, launch: Launch, jobs: int, per_cta: bool, ctas: tuple[int, int] | None,
+             in_place: bool = False) -> LaunchResult:
         t_all = time.perf_counter()
         notes: list[str] = []
         prog = self.program_for(launch, notes)
         notes.extend(prog.notes)
-        buffers = launch.materialize_buffers()
+        buffers = launch.materialize_buffers(copy=not in_place)
+        if not in_place and any(isinstance(a, np.ndarray) for a in launch.args):
+            launch = dataclasses.replace(launch, args=[np.array(a, copy=True, order="C") if isinstance(a, np.ndarray) else a
+                                                       for a in launch.args])
         first, last = (0, launch.num_ctas) if ctas is None else (int(ctas[0]), int(ctas[1]))
         if not 0 <= first <= last <= launch.num_ctas:
             raise LaunchError(f"CTA range [{first}, {last}) is outside the grid of {launch.num_ctas} CTAs")
@@ -211,6 +220,9 @@ class Emulator:
             err.code = int(ctx[abi.CTX_ERR_CODE])
             raise err
         counters = keep["counters"]
+        for name, arr in keep["arrays"]:  # arrays given as arguments, after the launch
+            if name.startswith("<array "):
+                buffers[name] = arr
         static = self._static_instructions(launch.kernel)
         names = self._block_names(prog)
         m = compute(prog, counters, static, launch.threads, names)

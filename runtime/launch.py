@@ -163,10 +163,16 @@ class Launch:
     def threads(self) -> int:
         return self.threads_per_cta * self.num_ctas
 
-    def materialize_buffers(self) -> dict[str, np.ndarray]:
+    def materialize_buffers(self, copy: bool = True) -> dict[str, np.ndarray]:
+        """The buffers' contents; a caller's array is copied unless ``copy`` is False (then
+        full mode writes the kernel's stores into it)."""
         out: dict[str, np.ndarray] = {}
         for name, b in self.buffers.items():
-            out[name] = check_numeric(name, b) if isinstance(b, np.ndarray) else b.materialize()
+            if isinstance(b, np.ndarray):
+                arr = check_numeric(name, b)
+                out[name] = np.array(arr, copy=True, order="C") if copy else arr
+            else:
+                out[name] = b.materialize()
         return out
 
 

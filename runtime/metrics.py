@@ -101,8 +101,28 @@ class Metrics:
                            for k in isa.CATEGORIES if self.categories[k]},
         }
 
+    # a read-only mapping of metric name -> value (``dict(r.metrics)``, ``sorted(r.metrics)``);
+    # the ``values`` field is that dict itself
     def __getitem__(self, k: str) -> float:
         return self.values[k]
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __contains__(self, k: object) -> bool:
+        return k in self.values
+
+    def keys(self):
+        return self.values.keys()
+
+    def items(self):
+        return self.values.items()
+
+    def get(self, k: str, default=None):
+        return self.values.get(k, default)
 
 
 def compute(prog: KernelProgram, counters, static_instructions: int, threads: int, block_names: dict) -> Metrics:

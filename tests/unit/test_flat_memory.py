@@ -280,3 +280,31 @@ def test_as_on_a_gpu_small_overruns_do_not_fault_but_are_reported():
     starts, ends, exact = mem.tables()
     i = list(starts).index(out.start)
     assert int(ends[i]) - int(exact[i]) == FlatMemory.SLACK and mem.find(out.start + 12) is None  # copies check the size
+
+
+def test_metrics_are_a_mapping_and_inputs_are_copied_unless_in_place():
+    ptx = HEAD + """
+.visible .entry inc(.param .u64 p)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+"""
+    emu = Emulator(parse_ptx(ptx), mode="full")
+    a = np.zeros(32, np.uint32)
+    r = emu.run(Launch(kernel="inc", grid=1, block=32, args=["a"], buffers={"a": a}))
+    assert not a.any() and list(r.buffers["a"]) == list(range(32))
+    b = np.zeros(32, np.uint32)
+    r2 = emu.run(Launch(kernel="inc", grid=1, block=32, args=[b]))  # an array given directly
+    assert not b.any() and list(r2.buffers["<array 0>"]) == list(range(32))
+    emu.run(Launch(kernel="inc", grid=1, block=32, args=["a"], buffers={"a": a}), in_place=True)
+    assert list(a) == list(range(32))
+    m = r.metrics
+    assert sorted(m)[:2] == ["branch", "branch_efficiency"] and dict(m)["thread_inst_executed"] == 6 * 32  # 6 instructions
+    assert "flop_count_sp" in m and len(m) == len(m.values) and m.get("nope", -1) == -1
