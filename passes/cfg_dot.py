@@ -73,9 +73,16 @@ def function_dot(func: FuncOp, max_instructions: int = 40) -> str:
     for i, block in enumerate(cfg.blocks):
         term = block.last_op
         guarded = isinstance(term, InstructionOp) and term.guard_pred is not None
+        c = counts[i]
         for k, s in enumerate(cfg.succs[i]):
-            style = ' [style=dashed, label="F"]' if guarded and k == len(cfg.succs[i]) - 1 else (' [label="T"]' if guarded else "")
-            lines.append(f"  b{i} -> b{s}{style};")
+            fall = guarded and k == len(cfg.succs[i]) - 1
+            label = ("F" if fall else "T") if guarded else ""
+            if c and guarded and "taken" in c:  # threads along the edge (execution counts attached)
+                label += f" {c.get('threads', 0) - c['taken'] if fall else c['taken']}"
+            elif c and len(cfg.succs[i]) == 1:
+                label = str(c.get("threads", 0))
+            attrs = (["style=dashed"] if fall else []) + ([f'label="{label.strip()}"'] if label.strip() else [])
+            lines.append(f"  b{i} -> b{s}{' [' + ', '.join(attrs) + ']' if attrs else ''};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

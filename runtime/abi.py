@@ -107,8 +107,9 @@ ERR_BAD_WINDOW = 8
 ERR_ASSERT = 9  # call __assertfail: a failed assert() stops the kernel, as on the GPU
 
 # -- counters ---------------------------------------------------------------------
-# per block: warp executions, thread executions, divergent branches
-BLOCK_COUNTERS = 3
+# per block: warp executions, thread executions, divergent branches, threads that take the
+# block's conditional branch (its CFG edge counts: the rest fall through)
+BLOCK_COUNTERS = 4
 # per tracked memory instruction (memory metrics): requests, 32-byte sectors,
 # 128-byte lines, shared-memory wavefronts, ideal wavefronts
 MEM_COUNTERS = 5

@@ -1212,6 +1212,7 @@ class WarpCodegen:
             fi = cfg.index[fall]
             tmask = b.and_(active, cond)
             fmask = b.and_(active, b.not_(cond))
+            self.counter_add(abi.BLOCK_COUNTERS * bi + 3, self.popcount(tmask))
             self.edge_writes(bi, 0, taken, tmask)
             self.edge_writes(bi, len(term.successors) - 1, fall, fmask)
             self.gen_two_way(bi, ti, tmask, fi, fmask, is_branch)

@@ -220,7 +220,8 @@ def _flops_plot(ax, groups, names, n) -> None:
     ax.set_yticks(range(n), names)
     ax.invert_yaxis()
     ax.set_xlabel("floating-point operations (all launches)")
-    ax.legend(fontsize=8)
+    # above the axes, like the instruction mix's: inside, it covered the longest bars
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=8, frameon=False)
 
 
 def _eff_class(eff: float) -> str:
@@ -280,10 +281,11 @@ def _block_totals(launches: list[dict], kernel: str) -> dict[int, dict[str, int]
         for b in d.get("blocks", []):
             if b.get("function") != kernel:
                 continue
-            t = tot.setdefault(int(b["index"]), {"warps": 0, "threads": 0, "divergent": 0})
+            t = tot.setdefault(int(b["index"]), {"warps": 0, "threads": 0, "divergent": 0, "taken": 0})
             t["warps"] += int(b["warp_executions"])
             t["threads"] += int(b["thread_executions"])
             t["divergent"] += int(b["divergent_branches"])
+            t["taken"] += int(b.get("branch_taken_threads", 0))
     return tot
 
 
@@ -474,7 +476,13 @@ def _source_section(dicts: list[dict]) -> str:
     """Per kernel with line information (``-lineinfo``): each CUDA source line with its
     counts summed over the kernel's launches, shaded by thread instructions."""
     kernels: dict[str, dict[tuple, dict]] = {}
+    hot: dict[str, dict[int, dict]] = {}
     for d in dicts:
+        for ln in d.get("hot_instructions") or []:
+            g = hot.setdefault(d["kernel"], {}).setdefault(ln["index"], {"ptx": ln["ptx"], "stall": ln.get("stall", "")})
+            for k, v in ln.items():
+                if isinstance(v, (int, float)) and k not in ("index", "sectors_per_request"):
+                    g[k] = g.get(k, 0) + v
         for ln in d.get("source_lines") or []:
             if "index" in ln:
                 continue
@@ -486,7 +494,7 @@ def _source_section(dicts: list[dict]) -> str:
                     g[k] = g.get(k, 0) + v
             if ln.get("sectors_per_request"):  # global requests of the line, to re-divide the sums
                 g["global_requests"] = g.get("global_requests", 0) + ln["sectors"] / ln["sectors_per_request"]
-    if not kernels:
+    if not kernels and not hot:
         return ""
     order = sorted(kernels, key=lambda k: -sum(r.get("thread_inst_executed", 0) for r in kernels[k].values()))
     out = ["<h2>Source</h2><p class=sub>Counts per CUDA source line (from the PTX's <code>.loc</code>, a "
@@ -497,7 +505,8 @@ def _source_section(dicts: list[dict]) -> str:
         top = max((r.get("thread_inst_executed", 0) for r in rows), default=0) or 1
         out.append(f"<h3 title='{_e(k)}'>{_e(demangle(k))}</h3><table class=src><tr><th class=k>line</th>"
                    "<th class=k>source</th><th>thread instr.</th><th>warp instr.</th><th>predicated off</th>"
-                   "<th>FLOPs</th><th>divergent</th><th>sectors/req</th><th>bank confl.</th></tr>")
+                   "<th>FLOPs</th><th>divergent</th><th>sectors/req</th><th>bank confl.</th>"
+                   "<th class=k>est. stall</th></tr>")
         for r in rows:
             t = r.get("thread_inst_executed", 0)
             fl = r.get("flop_count_sp", 0) + r.get("flop_count_dp", 0) + r.get("flop_count_hp", 0)
@@ -508,11 +517,29 @@ def _source_section(dicts: list[dict]) -> str:
                 f"<td class='k code'>{_e(r.get('source') or '')}</td>"
                 f"<td class=heat style='--w:{100 * t / top:.1f}%'>{int(t):,}</td><td>{int(r.get('inst_executed', 0)):,}</td>"
                 f"<td>{int(r.get('predicated_off', 0)):,}</td><td>{int(fl):,}</td>"
-                f"<td class={'bad' if div else ''}>{div:,}</td><td>{spr}</td><td>{int(r.get('bank_conflicts', 0)):,}</td></tr>")
+                f"<td class={'bad' if div else ''}>{div:,}</td><td>{spr}</td><td>{int(r.get('bank_conflicts', 0)):,}</td>"
+                f"<td class=k>{_e(r.get('stall', ''))}</td></tr>")
         out.append("</table>")
     if len(order) > _SOURCE_KERNELS:
         out.append(f"<p class=sub>{len(order) - _SOURCE_KERNELS} more kernels with line information: "
                    f"<code>--by line</code> lists every one.</p>")
+    hot_order = sorted(hot, key=lambda k: -sum(r.get("thread_inst_executed", 0) for r in hot[k].values()))
+    if hot_order:
+        out.append("<p class=sub>Kernels without line information (build with <code>-lineinfo</code> for CUDA "
+                   "lines): their hottest PTX instructions.</p>")
+    for k in hot_order[:_SOURCE_KERNELS]:
+        rows = sorted(hot[k].items(), key=lambda kv: -kv[1].get("thread_inst_executed", 0))[:20]
+        top = max((r.get("thread_inst_executed", 0) for _i, r in rows), default=0) or 1
+        out.append(f"<h3 title='{_e(k)}'>{_e(demangle(k))}</h3><table class=src><tr><th>#</th><th class=k>PTX</th>"
+                   "<th>thread instr.</th><th>warp instr.</th><th>predicated off</th><th>divergent</th>"
+                   "<th class=k>est. stall</th></tr>")
+        for i, r in rows:
+            t = r.get("thread_inst_executed", 0)
+            out.append(f"<tr><td>{i}</td><td class='k code'>{_e(r['ptx'])}</td>"
+                       f"<td class=heat style='--w:{100 * t / top:.1f}%'>{int(t):,}</td><td>{int(r.get('inst_executed', 0)):,}</td>"
+                       f"<td>{int(r.get('predicated_off', 0)):,}</td><td>{int(r.get('divergent_branch', 0)):,}</td>"
+                       f"<td class=k>{_e(r.get('stall', ''))}</td></tr>")
+        out.append("</table>")
     return "".join(out)
 
 

@@ -36,6 +36,8 @@ class BlockMetrics:
     divergent: int = 0
     inst_executed: int = 0
     thread_inst_executed: int = 0
+    #: threads that took the block's conditional branch (the others fell through)
+    taken: int = 0
     #: dynamic counts by full opcode in this block: warp- and thread-level
     opcodes: Counter = field(default_factory=Counter)
     thread_opcodes: Counter = field(default_factory=Counter)
@@ -45,7 +47,7 @@ class BlockMetrics:
         return {
             "function": self.function, "block": self.name, "index": self.block,
             "instructions": self.instructions, "warp_executions": self.warps,
-            "thread_executions": self.threads, "divergent_branches": self.divergent,
+            "thread_executions": self.threads, "divergent_branches": self.divergent, "branch_taken_threads": self.taken,
             "inst_executed": self.inst_executed, "thread_inst_executed": self.thread_inst_executed,
             "instruction_mix": {k: {"warp": v, "thread": self.thread_opcodes[k]} for k, v in ops if v},
         }
@@ -181,6 +183,7 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
             bm.warps += warps
             bm.threads += thr
         bm.divergent += div
+        bm.taken += int(counters[abi.BLOCK_COUNTERS * bi + 3])
         bm.inst_executed += warps * n
         bm.thread_inst_executed += thr * n
         if warps:

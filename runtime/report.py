@@ -416,9 +416,10 @@ def summary_line(profile) -> str:
     return f"hypa profile: {'; '.join(parts)}; {profile.wall_s:.2f} s on {profile.where}"
 
 
-def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bool = False) -> str:
+def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bool = False, wide: bool = False) -> str:
     """The terminal summary: one row per launch (or per kernel), per-CTA groups,
-    statically counted kernels, and a closing line with what was reused."""
+    statically counted kernels, and a closing line with what was reused.  Kernel names are
+    shortened in the middle to fit (``wide``: in full)."""
     lines: list[str] = []
     dicts = profile_dicts(profile, per_cta)
     if blocks:
@@ -428,10 +429,13 @@ def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bo
                 lines.append(to_table([r.result]))
     est = any("time_estimate" in d for d in dicts)
     mem = any(d.get("memory") for d in dicts)
-    names36 = short_names([demangle(d["kernel"]) for d in dicts], 36)
-    names42 = short_names([demangle(d["kernel"]) for d in dicts], 42)
+    full = [demangle(d["kernel"]) for d in dicts]
+    w1 = max([36, *map(len, full)]) if wide else 36
+    w2 = max([42, *map(len, full)]) if wide else 42
+    names36 = short_names(full, w1)
+    names42 = short_names(full, w2)
     if dicts and by == "launch":
-        head = f"{'#':>4}  {'kernel':<36} {'grid':>11} {'block':>11} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8} {'emu.ms':>9}"
+        head = f"{'#':>4}  {'kernel':<{w1}} {'grid':>11} {'block':>11} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8} {'emu.ms':>9}"
         lines.append(head + (f" {'sect/req':>8} {'bank.c':>8}" if mem else "") + (f" {'est.us':>10} {'bound'}" if est else ""))
         for d in dicts:
             reused = d.get("reused_from")
@@ -442,7 +446,7 @@ def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bo
                 sec, req, bank = memory_summary(d)
                 tail = (f" {sec / req:>8.2f}" if req else f" {'-':>8}") + f" {bank:>8}" + tail
             lines.append(
-                f"{d['launch']:>4}  {names36[demangle(d['kernel'])]:<36} {_dims(d['grid']):>11} {_dims(d['block']):>11} "
+                f"{d['launch']:>4}  {names36[demangle(d['kernel'])]:<{w1}} {_dims(d['grid']):>11} {_dims(d['block']):>11} "
                 f"{int(d['inst_executed']):>14} {int(d['thread_inst_executed']):>14} {int(flops(d)):>12} "
                 f"{d['branch_efficiency']:>7.2f}% {100 * d['executed_fraction']:>7.2f}% {ms:>9}{tail}".rstrip()
             )
@@ -451,10 +455,10 @@ def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bo
         if by == "launch":
             lines.append("")
             lines.append("per kernel:")
-        lines.append(f"{'kernel':<42} {'launches':>8} {'reused':>6} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8}")
+        lines.append(f"{'kernel':<{w2}} {'launches':>8} {'reused':>6} {'inst_executed':>14} {'thread_inst':>14} {'flops':>12} {'br.eff':>8} {'exec.':>8}")
         for g in groups:
             lines.append(
-                f"{names42[demangle(g['kernel'])]:<42} {g['launches']:>8} {g['reused']:>6} {int(g['inst_executed']):>14} "
+                f"{names42[demangle(g['kernel'])]:<{w2}} {g['launches']:>8} {g['reused']:>6} {int(g['inst_executed']):>14} "
                 f"{int(g['thread_inst_executed']):>14} {int(flops(g)):>12} {g['branch_efficiency']:>7.2f}% "
                 f"{100 * g['executed_fraction']:>7.2f}%"
             )
@@ -508,6 +512,16 @@ def profile_line_dicts(profile) -> list[dict]:
     return out
 
 
+def hot_instructions(rec, top: int = 40) -> list[dict]:
+    """The ``top`` PTX instructions of a launch by thread executions (the source view of a
+    kernel without line information)."""
+    from .source_view import instruction_rows, row_dict, source_files_of_text
+
+    r = rec.result
+    rows = instruction_rows(r.program, r.counters, source_files_of_text(rec.source.ptx or ""))
+    return [row_dict(x) for x in sorted(rows, key=lambda x: -x.thread_inst_executed)[:top]]
+
+
 def profile_lines(profile, fmt: str) -> str:
     """``--by line`` in the chosen format."""
     dicts = profile_line_dicts(profile)
@@ -516,10 +530,10 @@ def profile_lines(profile, fmt: str) -> str:
     if fmt == "csv":
         s = io.StringIO()
         w = csv.writer(s, lineterminator="\n")
-        w.writerow(["launch", "kernel", "file", "line", "ptx", *LINE_COLUMNS, "source"])
+        w.writerow(["launch", "kernel", "file", "line", "ptx", *LINE_COLUMNS, "stall", "source"])
         for d in dicts:
             w.writerow([d["launch"], d["kernel"], d.get("file") or "", d.get("line") or "", d.get("ptx", ""),
-                        *(_num(d.get(k, 0)) for k in LINE_COLUMNS), d.get("source") or ""])
+                        *(_num(d.get(k, 0)) for k in LINE_COLUMNS), d.get("stall", ""), d.get("source") or ""])
         return s.getvalue()
     lines: list[str] = []
     launch = None
@@ -528,7 +542,7 @@ def profile_lines(profile, fmt: str) -> str:
             launch = d["launch"]
             lines.append(f"launch {launch}: {demangle(d['kernel'])}")
             lines.append(f"  {'where':<28} {'inst_exec':>10} {'thread_inst':>12} {'pred.off':>9} {'flops':>10} "
-                         f"{'diverg.':>7} {'sect/req':>8} {'bank.c':>6}  source")
+                         f"{'diverg.':>7} {'sect/req':>8} {'bank.c':>6} {'est. stall':<18} source")
         per_line = "index" not in d  # grouped by source line, else one PTX instruction
         where = f"{_short(os.path.basename(d['file']), 22)}:{d['line']}" if per_line else f"ptx {d['index']}"
         fl = d.get("flop_count_sp", 0) + d.get("flop_count_dp", 0) + d.get("flop_count_hp", 0)
@@ -536,5 +550,5 @@ def profile_lines(profile, fmt: str) -> str:
         text = d.get("source") if per_line else d.get("ptx")
         lines.append(f"  {where:<28} {int(d['inst_executed']):>10} {int(d['thread_inst_executed']):>12} "
                      f"{int(d['predicated_off']):>9} {int(fl):>10} {int(d['divergent_branch']):>7} {spr:>8} "
-                     f"{int(d.get('bank_conflicts', 0)):>6}  {(text or '').strip()[:80]}")
+                     f"{int(d.get('bank_conflicts', 0)):>6} {d.get('stall', ''):<18} {(text or '').strip()[:80]}")
     return "\n".join(lines) + "\n"

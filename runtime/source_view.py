@@ -28,6 +28,20 @@ LINE_METRICS = ("instructions", "inst_executed", "thread_inst_executed", "predic
                 "flop_count_dp", "flop_count_hp", "divergent_branch", "requests", "sectors", "bank_conflicts")
 
 
+#: timing class (runtime/timing.py, the arch file's [classes]) -> the stall a warp waiting on
+#: such an instruction's result shows, in Nsight Compute's words
+STALL_OF_CLASS = {
+    "ld_global": "long scoreboard", "ld_local": "long scoreboard", "st_local": "long scoreboard",
+    "atom_global": "long scoreboard", "cp_async": "long scoreboard", "async_wait": "long scoreboard",
+    "ld_shared": "short scoreboard", "st_shared": "mio throttle", "atom_shared": "short scoreboard",
+    "ld_const": "imc miss", "ld_param": "imc miss", "sfu": "short scoreboard", "shfl": "short scoreboard",
+    "int_div": "math pipe throttle", "int_div64": "math pipe throttle", "fp32_div": "math pipe throttle",
+    "fp64": "math pipe throttle", "fp64_div": "math pipe throttle", "tensor": "math pipe throttle",
+    "barrier": "barrier", "bar_arrive": "barrier", "fence": "membar", "branch": "branch resolving",
+    "st_global": "lg throttle",
+}
+
+
 @dataclass
 class InstructionRow:
     index: int
@@ -45,6 +59,8 @@ class InstructionRow:
     sectors: int = 0
     bank_conflicts: int = 0
     space: str | None = None
+    timing_class: str = ""
+    latency: float = 0.0
 
 
 def source_files(module) -> dict[int, str]:
@@ -66,9 +82,24 @@ def source_files_of_text(ptx: str) -> dict[int, str]:
     return {int(m.group(1)): m.group(2) for m in _FILE_LINE.finditer(ptx)}
 
 
-def instruction_rows(prog, counters, files: dict[int, str]) -> list[InstructionRow]:
-    """One row per PTX instruction of the prepared kernel, in layout order."""
+def instruction_rows(prog, counters, files: dict[int, str], arch: str = "sm_90") -> list[InstructionRow]:
+    """One row per PTX instruction of the prepared kernel, in layout order, with its timing
+    class and latency on ``arch`` (the estimated stall of a line is its instructions'
+    largest latency times executions)."""
     from hypa.ptxdialect.printer import instruction_text
+
+    from .timing import TimingError, classify, load_arch
+
+    try:
+        a = load_arch(arch)
+    except TimingError:
+        a = None
+
+    def latency(cls: str) -> float:
+        c = a.classes.get(cls) if a is not None else None
+        if c is None:
+            return 0.0
+        return float(c.latency) if not isinstance(c.latency, str) else float(a.level_latency(c.latency))
 
     nb = prog.num_blocks
     mem_base = abi.BLOCK_COUNTERS * nb + len(prog.pred_counters)
@@ -98,6 +129,11 @@ def instruction_rows(prog, counters, files: dict[int, str]) -> list[InstructionR
             counter, weight = isa.flop_weights(op.spec, op.modifiers)
             if counter:
                 r.flops[counter] = weight * true
+            try:
+                r.timing_class = classify(op)
+                r.latency = latency(r.timing_class)
+            except Exception:  # an instruction the timing model does not class: no stall estimate
+                r.timing_class = ""
             if op is block.last_op and op.spec.name in ("bra", "brx.idx"):
                 r.divergent_branch = div
             slot = prog.mem_ops.get(op)
@@ -132,6 +168,9 @@ def row_dict(r: InstructionRow) -> dict:
             d.update(sectors=r.sectors, sectors_per_request=r.sectors / r.requests if r.requests else 0.0)
     if r.call_site:
         d["call_site"] = f"{r.call_site[0]}:{r.call_site[1]}"
+    if r.timing_class:
+        d["stall"] = STALL_OF_CLASS.get(r.timing_class, "wait")
+        d["timing_class"] = r.timing_class
     return d
 
 
@@ -141,11 +180,15 @@ def line_dicts(rows: list[InstructionRow], read_source: bool = True) -> list[dic
     if not any(r.line is not None for r in rows):
         return [row_dict(r) for r in rows]
     groups: dict[tuple, dict] = {}
+    weight: dict[tuple, tuple[float, str]] = {}
     for r in rows:
         key = (r.file or "?", r.line or 0)
         g = groups.get(key)
         if g is None:
             g = groups[key] = {"file": key[0], "line": key[1], **{k: 0 for k in LINE_METRICS}}
+        w = r.latency * r.inst_executed
+        if r.timing_class and w > weight.get(key, (-1.0, ""))[0]:
+            weight[key] = (w, STALL_OF_CLASS.get(r.timing_class, "wait"))
         g["instructions"] += 1
         g["inst_executed"] += r.inst_executed
         g["thread_inst_executed"] += r.thread_inst_executed
@@ -158,6 +201,9 @@ def line_dicts(rows: list[InstructionRow], read_source: bool = True) -> list[dic
             g["global_requests"] = g.get("global_requests", 0) + r.requests
         g["sectors"] += r.sectors
         g["bank_conflicts"] += r.bank_conflicts
+    for key, (w, stall) in weight.items():
+        if w > 0:
+            groups[key]["stall"] = stall  # the line's costliest wait: latency x warp executions
     out = sorted(groups.values(), key=lambda g: (g["file"], g["line"]))
     texts = _SourceCache() if read_source else None
     for g in out:

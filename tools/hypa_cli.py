@@ -99,7 +99,7 @@ def profile(args: argparse.Namespace) -> int:
         elif args.format == "csv":
             text = report.profile_csv(prof, args.csv_columns, args.per_cta, args.by)
         else:
-            text = report.profile_table(prof, args.by, args.per_cta, args.blocks)
+            text = report.profile_table(prof, args.by, args.per_cta, args.blocks, args.wide)
         out = open(args.output, "w") if args.output else sys.stdout
         try:
             out.write(text)
@@ -144,7 +144,13 @@ def report_cmd(args: argparse.Namespace) -> int:
 
         prof = _run(args)
         with phase("report"):
-            page = html_report.build(report.profile_dicts(prof, args.per_cta),
+            dicts = report.profile_dicts(prof, args.per_cta)
+            by_index = {r.index: r for r in prof.records}
+            for d in dicts:  # kernels without line information: their hottest PTX instructions
+                rec = by_index.get(d["launch"])
+                if "source_lines" not in d and rec is not None and rec.result is not None and rec.result.program is not None:
+                    d["hot_instructions"] = report.hot_instructions(rec)
+            page = html_report.build(dicts,
                                      static=[report.static_dict(s) for s in prof.static],
                                      summary=report.summary_line(prof), cfg=args.cfg, plots_dir=args.plots,
                                      title=args.title, input_options=_options(args).inputs,
@@ -240,6 +246,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                    help="one row per launch (default), per kernel (launches summed), or per CUDA source line of "
                         "each launch (from -lineinfo's .loc; per PTX instruction without it)")
     o.add_argument("--blocks", action="store_true", help="table: every launch in full, with per-block counts")
+    o.add_argument("--wide", action="store_true", help="table: kernel names in full (default: shortened in the middle)")
     rp = sub.add_parser("report", help="write an HTML report with plots and a CFG picture",
                         description="Profile (or read a `hypa profile --format json` file) and write a "
                                     "self-contained HTML page.")

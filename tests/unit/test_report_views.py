@@ -91,3 +91,14 @@ def test_the_roofline_renders(profile_json, tmp_path):
     assert count.get((0xE1, 0x57, 0x59), 0) > 100  # the FP32 roof
     assert count.get((0x4E, 0x79, 0xA7), 0) > 100  # the DRAM slope (and the mix bars)
     assert count.get((0xF2, 0x8E, 0x2B), 0) > 10  # the launch's point
+
+
+def test_kernels_without_line_information_show_their_hottest_ptx(tmp_path):
+    (tmp_path / "l.toml").write_text(SAXPY_TOML)
+    html = tmp_path / "r.html"
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "report", os.path.join(ROOT, "examples", "saxpy.ptx"),
+                        "--launch", str(tmp_path / "l.toml"), "--cfg", "none", "-o", str(html)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    page = html.read_text()
+    assert "<h2>Source</h2>" in page and "their hottest PTX instructions" in page
+    assert "<td class='k code'>ld.global.f32" in page and "long scoreboard" in page

@@ -108,9 +108,32 @@ def test_lineinfo_build_by_line_and_in_the_html(tmp_path):
     # line 18, `c[row * n + col] = acc`: one store per thread; a warp covers 2 rows of 16 floats: 4 sectors
     assert by_line[18]["sectors_per_request"] == 4.0 and by_line[18]["requests"] == 4096 // 32
     assert by_line[15]["bank_conflicts"] == 0
+    # estimated stalls (the line's costliest wait in the timing model): global loads, barriers
+    assert by_line[12]["stall"] == "long scoreboard" and by_line[14]["stall"] == "barrier"
     html = tmp_path / "r.html"
     p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "report", str(ptx), "--launch", str(toml),
                         "--mode", "full", "--cfg", "none", "-o", str(html)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     page = html.read_text()
     assert "<h2>Source</h2>" in page and "matmul.cu:15" in page and "acc += as[threadIdx.y][k]" in page
+
+
+def test_cfg_edges_carry_the_threads_that_took_them(tmp_path):
+    import numpy as np
+
+    from hypa.passes.cfg_dot import function_dot
+    from hypa.runtime.html_report import attach_exec_counts
+
+    m = parse_ptx(PTX.replace("FILE", "k.cu"))
+    r = Emulator(m, mode="full").run(Launch(kernel="k", grid=1, block=32, args=["out"],
+                                            buffers={"out": np.zeros(32, np.float32)}))
+    blocks = [b.as_dict() for b in r.metrics.blocks]
+    # the block ending in `@%p1 bra $L_small`: 8 of its 32 threads take it; `bra $L_done` is unconditional
+    assert [b["branch_taken_threads"] for b in blocks] == [8, 0, 0, 0]
+    f = r.program.func
+    attach_exec_counts(f, {b["index"]: {"warps": b["warp_executions"], "threads": b["thread_executions"],
+                                        "divergent": b["divergent_branches"], "taken": b["branch_taken_threads"]}
+                           for b in blocks})
+    dot = function_dot(f)
+    assert 'b0 -> b2 [label="T 8"];' in dot and 'b0 -> b1 [style=dashed, label="F 24"];' in dot
+    assert 'b1 -> b3 [label="24"];' in dot
