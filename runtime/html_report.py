@@ -42,6 +42,7 @@ body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; mar
 h1 { font-size: 26px; margin-bottom: 4px; } h2 { font-size: 20px; margin-top: 32px; border-bottom: 2px solid #4e79a7; padding-bottom: 4px; }
 .sub { color: #666; margin-top: 0; }
 table { display: block; max-width: 100%; overflow-x: auto; }
+details summary { cursor: pointer; } span.full { display: block; white-space: normal; word-break: break-all; color: #555; font-size: 11px; max-width: 420px; }
 table.src td.code { font-family: ui-monospace, Menlo, Consolas, monospace; white-space: pre; max-width: 520px; overflow: hidden; text-overflow: ellipsis; }
 td.heat { background: linear-gradient(90deg, #f28e2b55 var(--w), transparent var(--w)); }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
@@ -376,7 +377,7 @@ def _cfg_section(dicts: list[dict], want: str | None, input_options, notices: li
 def _memory_time_section(dicts: list[dict], short: dict[str, str]) -> str:
     """Memory (--memory-metrics) and the timing model (--estimate-time) per launch, and a
     roofline of the launches that have both, against the architecture's ceilings."""
-    from .report import memory_summary
+    from .report import memory_lines, memory_summary
 
     rows = [d for d in dicts if d.get("reused_from") is None and (d.get("memory") or d.get("time_estimate"))]
     if not rows:
@@ -389,7 +390,7 @@ def _memory_time_section(dicts: list[dict], short: dict[str, str]) -> str:
         out.append("<p class=sub>The roofline needs both <code>--memory-metrics</code> and <code>--estimate-time</code>.</p>")
     head = "<table><tr><th>#</th><th class=k>kernel</th>"
     if mem:
-        head += "<th>global requests</th><th>sectors</th><th>sectors/req</th><th>bank conflicts</th>"
+        head += "<th>global requests</th><th>sectors</th><th>sectors/req</th><th>128-B lines</th><th>bank conflicts</th>"
     if est:
         head += "<th>est. time &micro;s</th><th class=k>bound</th><th>occupancy</th><th>waves</th>"
     if mem and est:
@@ -402,6 +403,7 @@ def _memory_time_section(dicts: list[dict], short: dict[str, str]) -> str:
         cells = f"<td>{_e(d.get('launch', ''))}</td><td class=k title='{_e(demangle(d['kernel']))}'>{_e(short[demangle(d['kernel'])])}</td>"
         if mem:
             cells += (f"<td>{req:,}</td><td>{sec:,}</td><td>{sec / req:.2f}</td>" if req else "<td>0</td><td>0</td><td></td>")
+            cells += f"<td>{memory_lines(d):,}</td>"
             cells += f"<td class={'bad' if bank else ''}>{bank:,}</td>"
         if est:
             if e:
@@ -582,7 +584,8 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
                         for k, v in sorted(g["opcodes"].items(), key=lambda kv: -kv[1])[:4])
         eff = g["branch_efficiency"]
         parts.append(
-            f"<tr><td class=k title='{_e(demangle(g['kernel']))} ({_e(g['kernel'])})'>{_e(short48[demangle(g['kernel'])])}</td><td>{g['launches']}</td>"
+            f"<tr><td class=k title='{_e(demangle(g['kernel']))} ({_e(g['kernel'])})'><details><summary>{_e(short48[demangle(g['kernel'])])}</summary>"
+            f"<span class=full>{_e(demangle(g['kernel']))}<br>{_e(g['kernel'])}</span></details></td><td>{g['launches']}</td>"
             f"<td>{g['reused']}</td><td>{int(g['thread_inst_executed']):,}</td><td>{int(flops(g)):,}</td>"
             f"<td class={_eff_class(eff)}>{_pct(eff)}</td><td>{_pct(100 * g['executed_fraction'])}</td>"
             f"<td class=k>{_bar(g['mix'])}</td><td class='k wrap'>{_e(top)}</td></tr>")

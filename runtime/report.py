@@ -361,6 +361,11 @@ def _memory_cells(d: dict) -> list:
     return [sec, req, f"{sec / req:.4f}" if req else "", bank]
 
 
+def memory_lines(d: dict) -> int:
+    """Global 128-byte cache lines a launch touched per request, summed (--memory-metrics)."""
+    return int(sum(v for k, v in (d.get("memory") or {}).items() if k.startswith("global_") and k.endswith("_lines")))
+
+
 def memory_summary(d: dict) -> tuple[int, int, int]:
     """(global sectors, global requests, shared bank conflicts) of a launch dict (--memory-metrics)."""
     m = d.get("memory") or {}

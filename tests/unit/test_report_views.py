@@ -73,7 +73,9 @@ def test_generated_names_stay_distinguishable():
               "instruction_mix": {"opcodes": {}, "categories": {}}} for i, n in enumerate(names)]
     page = html_report.build(dicts, cfg="none").html
     for s in short_names(names, 48).values():  # the page's width
-        assert f">{s}</td>" in page
+        assert f">{s}</td>" in page and f"<summary>{s}</summary>" in page
+    for n in names:  # and in full, in the kernel's details row
+        assert f"<span class=full>{n}<br>{n}</span>" in page
     # branch efficiency: 100 % good, 80 % a warning, 60 % bad
     assert "<td class=good>100.00%</td>" in page and "<td class=warn>80.00%</td>" in page and "<td class=bad>60.00%</td>" in page
 
