@@ -110,6 +110,9 @@ ERR_ASSERT = 9  # call __assertfail: a failed assert() stops the kernel, as on t
 # per block: warp executions, thread executions, divergent branches, threads that take the
 # block's conditional branch (its CFG edge counts: the rest fall through)
 BLOCK_COUNTERS = 4
+# after every other counter: warp-instructions executed by each warp slot of a CTA (warp 0 .. 31),
+# summed over the CTAs (how evenly a CTA's warps share the work)
+WARP_SLOTS = 32
 # per tracked memory instruction (memory metrics): requests, 32-byte sectors,
 # 128-byte lines, shared-memory wavefronts, ideal wavefronts
 MEM_COUNTERS = 5

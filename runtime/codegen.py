@@ -940,6 +940,11 @@ class WarpCodegen:
                 self.ret(abi.RC_ERROR)
         self.counter_add(abi.BLOCK_COUNTERS * bi, ir.Constant(i64, 1))
         self.counter_add(abi.BLOCK_COUNTERS * bi + 1, self.popcount(self.active))
+        n_instr = len(prog.block_instrs[bi])
+        if n_instr:  # this warp slot's warp-instructions (load balance inside a CTA)
+            wp = b.gep(self.ctx_ptr(abi.CTX_COUNTERS), [b.add(ir.Constant(i64, prog.warp_counter_base), b.zext(self.warp, i64))],
+                       source_etype=i64)
+            b.store(b.add(b.load(wp, typ=i64), ir.Constant(i64, n_instr)), wp)
         block = prog.cfg.blocks[bi]
         term = block.last_op
         for op in block.ops:

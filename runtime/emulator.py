@@ -94,6 +94,7 @@ class LaunchResult:
         d["predicates_estimated"] = self.metrics.predicates_estimated
         d["blocks"] = [b.as_dict() for b in self.metrics.blocks]
         d["instruction_mix"] = self.metrics.instruction_mix()
+        d["warp_inst_executed"] = list(self.metrics.warp_slots)
         if self.metrics.memory is not None:
             d["memory"] = self.metrics.memory
             d["memory_instructions"] = [m.as_dict() for m in self.metrics.memory_instructions]
@@ -482,8 +483,7 @@ class Emulator:
             const[var.offset : var.offset + var.size] = data[: var.size]
         ws_stride = _align_up(abi.WS_FRAME_BYTES_OFFSET + prog.frame_bytes, 64)
         ws = _aligned_zeros(nwarps * ws_stride)
-        ncount = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters) + abi.MEM_COUNTERS * len(prog.mem_ops) + 1
-        counters = np.zeros(ncount, np.int64)
+        counters = np.zeros(prog.num_counters, np.int64)
         for name, arr, word in (("shared", shared, abi.WIN_SHARED), ("local", local, abi.WIN_LOCAL), ("const", const, abi.WIN_CONST), ("param", param, abi.WIN_PARAM), ("cparam", cparam, abi.WIN_CPARAM)):
             win_base[word] = arr.ctypes.data
         win_size[abi.WIN_SHARED] = shared_size

@@ -225,6 +225,16 @@ def _flops_plot(ax, groups, names, n) -> None:
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=8, frameon=False)
 
 
+def _balance_cell(slots) -> str:
+    """Max over mean warp-instructions of a CTA's warp slots, with the per-slot counts on hover."""
+    if not slots:
+        return "<td></td>"
+    mean = sum(slots) / len(slots)
+    r = max(slots) / mean if mean else 1.0
+    cls = "good" if r < 1.2 else ("warn" if r < 2.0 else "bad")
+    return f"<td class={cls} title='per warp slot: {_e(', '.join(f'{v:,}' for v in slots))}'>{r:.2f}</td>"
+
+
 def _eff_class(eff: float) -> str:
     """Branch efficiency colour: a few divergent branches in many are normal."""
     return "good" if eff >= 95.0 else ("warn" if eff >= 80.0 else "bad")
@@ -603,7 +613,8 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
     # launches
     parts.append("<h2>Launches</h2><table><tr><th>#</th><th class=k>kernel</th><th>grid</th><th>block</th>"
                  "<th>warp instr.</th><th>thread instr.</th><th>FLOPs</th><th>branches</th><th>divergent</th>"
-                 "<th>branch eff.</th><th>executed</th><th title='how long hypa took to emulate the launch, not the kernel&#39;s time'>emulator ms</th><th class=k>note</th></tr>")
+                 "<th>branch eff.</th><th>executed</th><th title='most warp-instructions of one warp slot over the mean (1.00: a CTA&#39;s warps share the work evenly)'>warp balance</th>"
+                 "<th title='how long hypa took to emulate the launch, not the kernel&#39;s time'>emulator ms</th><th class=k>note</th></tr>")
     for d in dicts:
         r = d.get("reused_from")
         note = f"same as #{r}" if r is not None else ""
@@ -613,7 +624,7 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
             f"<td class=k title='{_e(demangle(d['kernel']))}'>{_e(short48[demangle(d['kernel'])])}</td><td>{_e(_dims(d['grid']))}</td><td>{_e(_dims(d['block']))}</td>"
             f"<td>{int(d['inst_executed']):,}</td><td>{int(d['thread_inst_executed']):,}</td><td>{int(flops(d)):,}</td>"
             f"<td>{int(d['branch']):,}</td><td>{int(d['divergent_branch']):,}</td><td class={_eff_class(d['branch_efficiency'])}>{_pct(d['branch_efficiency'])}</td>"
-            f"<td>{_pct(100 * d['executed_fraction'])}</td><td>{ms}</td>"
+            f"<td>{_pct(100 * d['executed_fraction'])}</td>{_balance_cell(d.get('warp_inst_executed'))}<td>{ms}</td>"
             f"<td class=k>{_e(note)}</td></tr>")
     parts.append("</table>")
     if static:

@@ -91,6 +91,8 @@ class Metrics:
     memory_instructions: list[MemoryInstructionMetrics] = field(default_factory=list)
     #: the category (isa.CATEGORIES) of every opcode counted
     opcode_categories: dict[str, str] = field(default_factory=dict)
+    #: warp-instructions per warp slot of a CTA (warp 0, 1 ...), summed over the CTAs
+    warp_slots: list[int] = field(default_factory=list)
 
     def instruction_mix(self, top: int | None = None) -> dict:
         """Dynamic instruction mix: warp- and thread-level counts by full opcode and by category."""
@@ -205,8 +207,12 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
     vals["executed_fraction"] = emulated_thread_inst / thread_inst if thread_inst else 0.0
     blocks = sorted(per_origin.values(), key=lambda m: (m.function != prog.func.func_name, m.function, m.block))
     mem_list, mem_totals = _memory(prog, counters)
+    base = prog.warp_counter_base
+    slots = [int(x) for x in counters[base : base + abi.WARP_SLOTS]] if len(counters) >= base + abi.WARP_SLOTS else []
+    while slots and slots[-1] == 0:
+        slots.pop()
     return Metrics(vals, blocks, opcodes, categories, estimated, thread_opcodes, thread_categories,
-                   mem_totals, mem_list, opcode_categories)
+                   mem_totals, mem_list, opcode_categories, slots)
 
 
 def _memory(prog: KernelProgram, counters) -> tuple[list[MemoryInstructionMetrics], dict | None]:

@@ -26,6 +26,8 @@ from hypa.passes.reachable import SymbolIndex, extract_kernel
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
 from hypa.passes.ssa import PTXToSSA, is_ssa, register_types
 from hypa.ptxdialect import isa
+
+from . import abi
 from hypa.ptxdialect.dialect import (
     EntryValueOp,
     FallthroughOp,
@@ -109,6 +111,15 @@ class KernelProgram:
     ops_cloned: int = 0
     functions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def warp_counter_base(self) -> int:
+        """Index of the first per-warp-slot counter (abi.WARP_SLOTS of them, the last counters)."""
+        return abi.BLOCK_COUNTERS * self.num_blocks + len(self.pred_counters) + abi.MEM_COUNTERS * len(self.mem_ops) + 1
+
+    @property
+    def num_counters(self) -> int:
+        return self.warp_counter_base + abi.WARP_SLOTS
 
     @property
     def num_blocks(self) -> int:

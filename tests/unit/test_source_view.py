@@ -137,3 +137,19 @@ def test_cfg_edges_carry_the_threads_that_took_them(tmp_path):
     dot = function_dot(f)
     assert 'b0 -> b2 [label="T 8"];' in dot and 'b0 -> b1 [style=dashed, label="F 24"];' in dot
     assert 'b1 -> b3 [label="24"];' in dot
+
+
+def test_warp_slots_show_how_a_ctas_warps_share_the_work():
+    import numpy as np
+
+    from hypa.runtime.html_report import _balance_cell
+
+    m = parse_ptx(PTX.replace("FILE", "k.cu"))
+    r = Emulator(m, mode="full").run(Launch(kernel="k", grid=3, block=64, args=["out"],
+                                            buffers={"out": np.zeros(192, np.float32)}))
+    # warp 0 (threads 0-7 take the branch) runs both sides: 2 + 1 + 3 + 1 + 6 = 13
+    # warp-instructions; warp 1 only the fall-through side: 2 + 1 + 3 + 6 = 12; three CTAs
+    assert r.metrics.warp_slots == [3 * 13, 3 * 12]
+    assert sum(r.metrics.warp_slots) == r.metrics["inst_executed"]
+    assert r.as_dict()["warp_inst_executed"] == [39, 36]
+    assert ">1.04</td>" in _balance_cell([39, 36]) and "class=good" in _balance_cell([39, 36])
