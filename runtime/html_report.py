@@ -225,6 +225,93 @@ def _flops_plot(ax, groups, names, n) -> None:
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=8, frameon=False)
 
 
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf") and v >= 0
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _counts_map(m) -> bool:
+    """``{name: count}`` or ``{name: {"warp": count, "thread": count}}``."""
+    return isinstance(m, dict) and all(isinstance(k, str) and (_num(v) or (isinstance(v, dict) and _num(v.get("thread"))
+                                                                           and _num(v.get("warp", 0))))
+                                       for k, v in m.items())
+
+
+def profile_problem(data) -> str | None:
+    """Why ``data`` (parsed JSON) is not a profile the page can show, or None.  Checked before
+    anything is drawn, so a damaged or hand-edited file is a message, not a traceback."""
+    from .metrics import METRIC_NAMES
+
+    if not isinstance(data, list):
+        return f"the top level is a {type(data).__name__}, not a list"
+    for i, d in enumerate(data):
+        if not isinstance(d, dict):
+            return f"entry {i} is a {type(d).__name__}, not an object"
+        if not isinstance(d.get("kernel"), str):
+            return f"entry {i} has no valid 'kernel'"
+        if "error" in d:
+            if not isinstance(d["error"], str):
+                return f"entry {i}: 'error' is not text"
+            continue  # a failed launch (hypa run): listed, not drawn
+        for k in METRIC_NAMES:
+            if not _num(d.get(k)):
+                return f"entry {i} has no valid '{k}'"
+        for k in ("duration_ms",):
+            if k in d and not _num(d[k]):
+                return f"entry {i}: '{k}' is not a number"
+        for k in ("file", "member"):
+            if d.get(k) is not None and not isinstance(d[k], str):
+                return f"entry {i}: '{k}' is not text"
+        for k in ("launch", "reused_from"):
+            if d.get(k) is not None and not _int(d[k]):
+                return f"entry {i}: '{k}' is not a launch number"
+        for k in ("grid", "block"):
+            v = d.get(k)
+            if not isinstance(v, list) or len(v) != 3 or not all(_int(x) and x > 0 for x in v):
+                return f"entry {i}: '{k}' must be three positive integers"
+        blocks = d.get("blocks")
+        if not isinstance(blocks, list):
+            return f"entry {i} has no valid 'blocks'"
+        for j, b in enumerate(blocks):
+            if not isinstance(b, dict) or not all(_int(b.get(k)) for k in ("index", "warp_executions", "thread_executions",
+                                                                             "divergent_branches")) \
+                    or not _int(b.get("branch_taken_threads", 0)) or not isinstance(b.get("function", ""), str):
+                return f"entry {i}: block {j} lacks its counts"
+        mix = d.get("instruction_mix")
+        if mix is not None and not (isinstance(mix, dict) and _counts_map(mix.get("opcodes", {}))
+                                    and _counts_map(mix.get("categories", {}))):
+            return f"entry {i}: 'instruction_mix' is not counts by opcode and category"
+        est = d.get("time_estimate")
+        if est is not None and not (isinstance(est, dict) and _num(est.get("time_us")) and isinstance(est.get("bound"), str)
+                                    and isinstance(est.get("arch"), str) and _num(est.get("waves", 0))
+                                    and isinstance(est.get("occupancy", {}), dict)
+                                    and _num(est.get("occupancy", {}).get("occupancy", 0))):
+            return f"entry {i}: 'time_estimate' lacks time_us, bound, arch, waves or occupancy"
+        mem = d.get("memory")
+        if mem is not None and not (isinstance(mem, dict) and all(_num(v) for v in mem.values())):
+            return f"entry {i}: 'memory' is not numbers by name"
+        w = d.get("warp_inst_executed")
+        if w is not None and not (isinstance(w, list) and all(_int(x) for x in w)):
+            return f"entry {i}: 'warp_inst_executed' is not a list of counts"
+        for k, need in (("source_lines", ("file", "line")), ("hot_instructions", ("index", "ptx"))):
+            rows = d.get(k)
+            if rows is None:
+                continue
+            if not isinstance(rows, list):
+                return f"entry {i}: '{k}' is not a list"
+            for r in rows:
+                if not isinstance(r, dict) or not all(k2 in r for k2 in need) or \
+                        not all(_num(v) for k2, v in r.items() if k2 not in ("file", "ptx", "source", "stall", "timing_class",
+                                                                             "call_site", "block", "space")):
+                    return f"entry {i}: a '{k}' row is damaged"
+                if not (isinstance(r.get("file", ""), str) and isinstance(r.get("ptx", ""), str)):
+                    return f"entry {i}: a '{k}' row is damaged"
+    return None
+
+
 def _balance_cell(slots) -> str:
     """Max over mean warp-instructions of a CTA's warp slots, with the per-slot counts on hover."""
     if not slots:

@@ -27,14 +27,22 @@ Dim3 = tuple[int, int, int]
 
 def dim3(value: Any, what: str) -> Dim3:
     """``128`` -> (128, 1, 1); ``[16, 16]`` -> (16, 16, 1)."""
-    if isinstance(value, int):
-        vals = [value]
+    bad = LaunchError(f"{what} must be an integer or a list of up to 3 integers, not {value!r}")
+    if isinstance(value, bool):
+        raise bad
+    if isinstance(value, (int, np.integer)):
+        vals = [int(value)]
     elif isinstance(value, str):
-        vals = [int(v) for v in re.split(r"[x,]", value) if v.strip()]
+        try:
+            vals = [int(v) for v in re.split(r"[x,]", value) if v.strip()]
+        except ValueError:
+            raise bad from None
     elif isinstance(value, (list, tuple)):
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+            raise bad
         vals = [int(v) for v in value]
     else:
-        raise LaunchError(f"{what} must be an integer or a list of up to 3 integers, not {value!r}")
+        raise bad
     if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
         raise LaunchError(f"{what} must have 1 to 3 positive dimensions, got {value!r}")
     while len(vals) < 3:
@@ -50,6 +58,17 @@ MAX_DYNAMIC_SHARED_BYTES = 227 * 1024
 
 #: numpy kinds a device buffer may hold: booleans, integers, floats, complex numbers
 NUMERIC_KINDS = "biufc"
+
+
+def max_buffer_bytes() -> int:
+    """The largest buffer a launch spec may ask for: what a GPU could hold, and what this
+    machine can (an oversized count is a message, not the machine running out of memory)."""
+    gpu = 80 * 10**9
+    try:
+        host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        host = gpu
+    return min(gpu, host)
 
 
 def check_numeric(name: str, arr: np.ndarray) -> np.ndarray:
@@ -73,6 +92,20 @@ class BufferSpec:
 
     def materialize(self) -> np.ndarray:
         try:
+            nbytes = self.count * np.dtype(self.dtype).itemsize
+        except TypeError:
+            nbytes = 0  # (an unknown dtype is reported below)
+        limit = max_buffer_bytes()
+        if nbytes > limit:
+            raise LaunchError(f"buffer '{self.name}': {self.count} x {self.dtype} is {nbytes:,} bytes, more than "
+                              f"{limit:,} (the smaller of an H100's 80 GB and half this machine's memory)")
+        try:
+            return self._materialize()
+        except (ValueError, TypeError, OverflowError, MemoryError) as e:  # a bad count, seed, range or value
+            raise LaunchError(f"buffer '{self.name}': {e}") from None
+
+    def _materialize(self) -> np.ndarray:
+        try:
             dt = np.dtype(self.dtype)
         except TypeError as e:
             raise LaunchError(f"buffer '{self.name}': unknown dtype {self.dtype!r}") from e
@@ -90,6 +123,8 @@ class BufferSpec:
                 return np.full(n, init["value"], dt)
             if "random" in init:
                 r = init["random"]
+                if not isinstance(r, dict):
+                    raise LaunchError(f"buffer '{self.name}': random must be a table {{seed, low, high}}, not {r!r}")
                 rng = np.random.default_rng(r.get("seed", 0))
                 low, high = r.get("low", 0), r.get("high", 1)
                 if dt.kind == "f":
@@ -211,7 +246,12 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
     tables = data.get("launch")
     if not tables:
         raise LaunchError(f"{where}: no [[launch]] table")
-    buffers = {n: _buffer_from_table(n, t, base_dir) for n, t in data.get("buffers", {}).items()}
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise LaunchError(f"{where}: launch must be an array of tables ([[launch]])")
+    btables = data.get("buffers", {})
+    if not isinstance(btables, dict):
+        raise LaunchError(f"{where}: buffers must be a table of tables ([buffers.NAME])")
+    buffers = {n: _buffer_from_table(n, t, base_dir) for n, t in btables.items()}
     out: list[Launch] = []
     for i, t in enumerate(tables):
         known = {"file", "kernel", "grid", "block", "shared_bytes", "args", "variables"}
@@ -222,8 +262,15 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
             raise LaunchError(f"{where}: launch {i + 1} needs grid and block")
         file = t.get("file")
         if file is not None:
+            if not isinstance(file, str):
+                raise LaunchError(f"{where}: launch {i + 1}: file must be a path, not {file!r}")
             file = os.path.join(base_dir, file)
-        args = [_arg_from_table(a, f"{where}: launch {i + 1}") for a in t.get("args", [])]
+        if t.get("kernel") is not None and not isinstance(t["kernel"], str):
+            raise LaunchError(f"{where}: launch {i + 1}: kernel must be a name, not {t['kernel']!r}")
+        raw_args = t.get("args", [])
+        if not isinstance(raw_args, list):
+            raise LaunchError(f"{where}: launch {i + 1}: args must be a list, not {raw_args!r}")
+        args = [_arg_from_table(a, f"{where}: launch {i + 1}") for a in raw_args]
         variables = t.get("variables", {})
         if not isinstance(variables, dict) or not all(isinstance(v, str) and v in buffers for v in variables.values()):
             raise LaunchError(f"{where}: launch {i + 1}: variables must map variable names to [buffers] names")
@@ -238,7 +285,7 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
                 block=t["block"],
                 args=args,
                 buffers=used,  # type: ignore[arg-type]
-                shared_bytes=int(t.get("shared_bytes", 0)),
+                shared_bytes=t.get("shared_bytes", 0),
                 file=file,
                 variables=dict(variables),
             )
@@ -248,6 +295,8 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
 
 def _arg_from_table(a: Any, where: str) -> Any:
     """``{bytes = "0a0b..."}``: a by-value parameter of any size (a struct), as hex."""
+    if a is None or isinstance(a, list):
+        raise LaunchError(f"{where}: an argument must be a number, a buffer name or {{bytes = \"<hex>\"}}, not {a!r}")
     if isinstance(a, dict):
         if set(a) != {"bytes"} or not isinstance(a["bytes"], str):
             raise LaunchError(f"{where}: an argument table must be {{bytes = \"<hex>\"}}, not {a!r}")
@@ -293,6 +342,8 @@ def launch_from_cli(spec: str) -> Launch:
                 count = int(parts[1], 0)
             except ValueError:
                 raise LaunchError(f"--emulate: buffer '{name}': count {parts[1]!r} is not an integer") from None
+            if count < 0:
+                raise LaunchError(f"--emulate: buffer '{name}': count {count} is negative")
             buffers[name] = BufferSpec(name, parts[0], count, init)
         elif k in ("grid", "block", "args", "kernel", "shared", "shared_bytes"):
             fields[k] = v
@@ -300,7 +351,11 @@ def launch_from_cli(spec: str) -> Launch:
             raise LaunchError(f"--emulate: unknown key {k!r} (grid, block, args, kernel, shared, buffer.NAME)")
     if "grid" not in fields or "block" not in fields:
         raise LaunchError("--emulate needs grid=... and block=...")
-    args = [_cli_value(a) for a in fields.get("args", "").split(",") if a != ""]
+    try:
+        args = [_cli_value(a) for a in fields.get("args", "").split(",") if a != ""]
+        shared = int(fields.get("shared", fields.get("shared_bytes", "0")), 0)
+    except ValueError as e:
+        raise LaunchError(f"--emulate: {e}") from None
     for a in args:
         if isinstance(a, str) and a not in buffers:
             raise LaunchError(f"--emulate: argument '{a}' names no buffer (add buffer.{a}=dtype:count)")
@@ -310,7 +365,7 @@ def launch_from_cli(spec: str) -> Launch:
         block=fields["block"],
         args=args,
         buffers=buffers,  # type: ignore[arg-type]
-        shared_bytes=int(fields.get("shared", fields.get("shared_bytes", "0")), 0),
+        shared_bytes=shared,
     )
 
 
@@ -321,5 +376,8 @@ def _cli_init(text: str, name: str) -> Any:
         return {"value": _cli_value(text[6:])}
     m = re.fullmatch(r"random=([-\d.e]+)\.\.([-\d.e]+)(?:@(\d+))?", text)
     if m:
-        return {"random": {"low": _cli_value(m.group(1)), "high": _cli_value(m.group(2)), "seed": int(m.group(3) or 0)}}
+        low, high = _cli_value(m.group(1)), _cli_value(m.group(2))
+        if isinstance(low, str) or isinstance(high, str):
+            raise LaunchError(f"--emulate: buffer '{name}': random={m.group(1)}..{m.group(2)} needs two numbers")
+        return {"random": {"low": low, "high": high, "seed": int(m.group(3) or 0)}}
     raise LaunchError(f"--emulate: buffer '{name}': unknown init {text!r}")

@@ -129,9 +129,9 @@ def report_cmd(args: argparse.Namespace) -> int:
                     data = json.load(fh)
                 except json.JSONDecodeError as e:
                     fail("hypa", f"{f}: not JSON: {e}")
-            if not isinstance(data, list) or not all(isinstance(d, dict) and "kernel" in d and ("blocks" in d or "error" in d)
-                                                     for d in data):
-                fail("hypa", f"{f}: not a profile (a JSON list of launches from `hypa profile --format json`)")
+            problem = html_report.profile_problem(data)
+            if problem is not None:
+                fail("hypa", f"{f}: not a profile (a JSON list of launches from `hypa profile --format json`): {problem}")
             dicts.extend(data)
         failed = [f"launch {d.get('launch')} ({d['kernel']}): {d['error']}" for d in dicts if "error" in d]
         page = html_report.build([d for d in dicts if "error" not in d], static=[], summary=f"from {', '.join(jsons)}",
@@ -292,6 +292,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("hypa: interrupted", file=sys.stderr)
         sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as e:  # a bug in hypa, not in the input
+        if os.environ.get("HYPA_TRACEBACK"):
+            raise
+        print(f"hypa: internal error: {type(e).__name__}: {e}\n"
+              "(this is a bug in hypa; please report it with the command that caused it; "
+              "HYPA_TRACEBACK=1 shows where it happened)", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

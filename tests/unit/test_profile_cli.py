@@ -652,9 +652,7 @@ def test_the_html_report_escapes_what_it_did_not_write(tmp_path, capsys):
     payload = "<img src=x onerror=alert(1)>"
     data = json.loads(out)
     for d in data:
-        d["kernel"] = payload
-        d["launch"] = payload
-        d["grid"] = [payload, 1, 1]
+        d["kernel"] = payload  # any text is a valid name: it is shown escaped
     f = tmp_path / "hostile.json"
     f.write_text(json.dumps(data))
     page = tmp_path / "r.html"
@@ -663,6 +661,12 @@ def test_the_html_report_escapes_what_it_did_not_write(tmp_path, capsys):
     assert rc == 0
     assert "<img src=x" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    # markup where numbers belong is not a profile: refused with a message before anything is drawn
+    for d in data:
+        d["grid"] = [payload, 1, 1]
+    f.write_text(json.dumps(data))
+    rc, _, err = cli(capsys, "report", str(f), "-o", str(tmp_path / "r2.html"), "--cfg", "none")
+    assert rc == 1 and "'grid' must be three positive integers" in err
 
 
 def test_timing_reports_phases_and_work(tmp_path, capsys):

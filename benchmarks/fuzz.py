@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""A mutation fuzzer for hypa's inputs: every outcome is classified, never ignored.
+
+    python benchmarks/fuzz.py --minutes 5                 # all targets, random seeds
+    python benchmarks/fuzz.py --target report-json --cases 2000 --seed 1
+
+Targets (each mutates a valid seed input and feeds it to the code a user's input reaches):
+
+``report-json``
+    a profile JSON (``hypa profile --format json``) with keys deleted, values replaced by other
+    types, NaN, negative or huge numbers, lists truncated; checked by ``profile_problem`` and,
+    if accepted, rendered by ``html_report.build``.
+``launch-spec``
+    a launch-spec table (docs/design.md section 6) with mutated grid, block, shared memory,
+    arguments, buffers and initialisers; read by ``launches_from_dict`` and, if accepted,
+    emulated on the bundled saxpy kernel (slice and full mode).
+``emulate-string``
+    the ``--emulate=`` string of ``hypa-opt``, mutated token by token; parsed by
+    ``launch_from_cli`` and emulated when accepted.
+
+Outcomes: ``accepted`` (ran), ``rejected`` (the input error a user sees: LaunchError,
+EmulationError, InputError ... with a message), ``crash`` (any other exception: a hypa bug; the
+input is written to ``--save DIR`` and its traceback printed). Hangs are bounded by the step
+budget given to every emulation. The exit status is 1 when any case crashed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import random
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STEP_BUDGET = 2_000_000
+
+WEIRD = [None, True, -1, 0, 1, 2**31, 2**63, -2**63, 1.5, float("nan"), float("inf"), -0.0, "", "x", "zeros",
+         "<img src=x onerror=alert(1)>", [], [1], [1, 2, 3], [0, 0, 0], [-1, 1, 1], {}, {"value": 1},
+         {"random": {"seed": -1}}, {"file": "/nonexistent.npy"}, {"bytes": "zz"}, {"bytes": "00"}]
+
+
+def _mutate(rng: random.Random, obj, depth: int = 0):
+    """One random structural change somewhere inside ``obj`` (a JSON-like value)."""
+    if isinstance(obj, dict) and obj and rng.random() < 0.8:
+        k = rng.choice(list(obj))
+        r = rng.random()
+        if r < 0.2:
+            del obj[k]
+        elif r < 0.5 or depth > 4:
+            obj[k] = copy.deepcopy(rng.choice(WEIRD))
+        else:
+            obj[k] = _mutate(rng, obj[k], depth + 1)
+        return obj
+    if isinstance(obj, list) and obj and rng.random() < 0.8:
+        i = rng.randrange(len(obj))
+        r = rng.random()
+        if r < 0.2:
+            del obj[i]
+        elif r < 0.3:
+            obj.append(copy.deepcopy(obj[i]))
+        elif r < 0.6 or depth > 4:
+            obj[i] = copy.deepcopy(rng.choice(WEIRD))
+        else:
+            obj[i] = _mutate(rng, obj[i], depth + 1)
+        return obj
+    if isinstance(obj, (int, float)) and not isinstance(obj, bool) and rng.random() < 0.7:
+        return rng.choice([-obj, obj * 1000003, obj + 1, 0, math.nan if isinstance(obj, float) else -1, 2**40])
+    return copy.deepcopy(rng.choice(WEIRD))
+
+
+# -- targets ----------------------------------------------------------------------------------------
+
+
+def _saxpy_module():
+    from hypa.ptxdialect import parse_ptx_file
+
+    return parse_ptx_file(os.path.join(ROOT, "examples", "saxpy.ptx"))
+
+
+SPEC = {
+    "launch": [{"kernel": "saxpy", "grid": [4, 1, 1], "block": [256, 1, 1], "shared_bytes": 0,
+                "args": [1000, 2.0, "x", "y"]}],
+    "buffers": {"x": {"dtype": "float32", "count": 1000, "init": "arange"},
+                "y": {"dtype": "float32", "count": 1000, "init": {"random": {"seed": 1, "low": 0, "high": 1}}}},
+}
+
+
+class Targets:
+    def __init__(self) -> None:
+        from hypa.runtime.emulator import Emulator
+
+        self._module = _saxpy_module()
+        self.emulators = {m: Emulator(self._module, mode=m, step_budget=STEP_BUDGET) for m in ("slice", "full")}
+        self._profile = None
+
+    def seed_profile(self) -> list:
+        if self._profile is None:
+            from hypa.runtime.launch import launches_from_dict
+            from hypa.runtime.report import record_dict
+            from hypa.runtime.batch import LaunchRecord
+            from hypa.runtime.inputs import Source
+
+            (launch,) = launches_from_dict(copy.deepcopy(SPEC))
+            emu = self.emulators["full"]
+            emu.memory_metrics = False
+            r = emu.run(launch)
+            src = Source(os.path.join(ROOT, "examples", "saxpy.ptx"), "", "ptx")
+            d = record_dict(LaunchRecord(0, src, launch, kernel="saxpy", result=r))
+            d["time_estimate"] = {"time_us": 3.5, "bound": "latency", "arch": "sm_90", "occupancy": {"occupancy": 1.0},
+                                  "waves": 0.03}
+            d["memory"] = {"global_ld_requests": 64, "global_ld_sectors": 250, "global_ld_lines": 64}
+            self._profile = json.loads(json.dumps([d, dict(d, launch=1)], default=float))
+        return self._profile
+
+    def report_json(self, rng: random.Random):
+        from hypa.runtime import html_report
+
+        data = copy.deepcopy(self.seed_profile())
+        for _ in range(rng.randint(1, 3)):
+            data = _mutate(rng, data)
+        problem = html_report.profile_problem(data)
+        if problem is not None:
+            return "rejected", data
+        html_report.build(data, cfg="none")
+        return "accepted", data
+
+    def launch_spec(self, rng: random.Random):
+        from hypa.runtime.launch import launches_from_dict
+
+        spec = copy.deepcopy(SPEC)
+        for _ in range(rng.randint(1, 3)):
+            spec = _mutate(rng, spec)
+        if not isinstance(spec, dict):
+            return "rejected", spec  # (not a table: the TOML reader could not produce it)
+        try:
+            launches = launches_from_dict(copy.deepcopy(spec), ROOT, "fuzz")
+            for launch in launches:
+                launch.kernel = launch.kernel if isinstance(launch.kernel, str) else "saxpy"
+                for emu in self.emulators.values():
+                    emu.run(launch)
+        except USER_ERRORS:
+            return "rejected", spec
+        return "accepted", spec
+
+    def emulate_string(self, rng: random.Random):
+        from hypa.runtime.launch import launch_from_cli
+
+        base = "grid=4 block=256 args=1000,2.0,x,y buffer.x=float32:1000:arange buffer.y=float32:1000:ones shared=0"
+        toks = base.split()
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(toks))
+            k, _, v = toks[i].partition("=")
+            choice = rng.random()
+            if choice < 0.3:
+                del toks[i]
+            elif choice < 0.7:
+                toks[i] = f"{k}={rng.choice(['', '-1', '0', '4294967296x4294967296', '1x1x1x1', 'nan', '1e30', 'x', ',,,', 'float32:-1:zeros', 'object:4:zeros', 'int8:4:random=5..1@x'])}"
+            else:
+                toks[i] = f"{k}={v}{rng.choice(['0', ',1', ':x', '..', '@'])}"
+            if not toks:
+                toks = ["grid=1"]
+        text = " ".join(toks)
+        try:
+            launch = launch_from_cli(text)
+            launch.kernel = "saxpy"
+            for emu in self.emulators.values():
+                emu.run(launch)
+        except USER_ERRORS:
+            return "rejected", text
+        return "accepted", text
+
+
+def _user_errors():
+    from hypa.runtime.emulator import EmulationError
+    from hypa.runtime.errors import LAUNCH_ERRORS
+    from hypa.runtime.inputs import InputError
+    from hypa.runtime.launch import LaunchError
+
+    return (LaunchError, EmulationError, InputError, *LAUNCH_ERRORS)
+
+
+USER_ERRORS: tuple = ()
+TARGETS = {"report-json": "report_json", "launch-spec": "launch_spec", "emulate-string": "emulate_string"}
+
+
+def campaign(targets: list[str], cases: int | None, seconds: float | None, seed: int,
+             save: str | None = None, quiet: bool = False) -> dict[str, dict[str, int]]:
+    """Run cases; returns outcome counts per target."""
+    global USER_ERRORS
+    USER_ERRORS = _user_errors()
+    t = Targets()
+    rng = random.Random(seed)
+    counts = {name: {"accepted": 0, "rejected": 0, "crash": 0} for name in targets}
+    start = time.monotonic()
+    n = 0
+    while (cases is None or n < cases) and (seconds is None or time.monotonic() - start < seconds):
+        name = targets[n % len(targets)]
+        case_rng = random.Random(rng.getrandbits(64))
+        try:
+            outcome, _inp = getattr(t, TARGETS[name])(case_rng)
+        except Exception:  # noqa: BLE001 - every other exception is a defect to report
+            outcome = "crash"
+            if not quiet:
+                print(f"crash in {name} (case {n}):", file=sys.stderr)
+                traceback.print_exc()
+            if save:
+                os.makedirs(save, exist_ok=True)
+                with open(os.path.join(save, f"{name}-{n}.txt"), "w") as f:
+                    f.write(traceback.format_exc())
+        counts[name][outcome] += 1
+        n += 1
+    return counts
+
+
+def limit_memory(gib: int = 8) -> None:
+    """Cap this process's address space, so an input that asks for too much memory shows up
+    as a MemoryError (classified) rather than the machine's OOM killer."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (gib << 30, gib << 30))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", action="append", choices=sorted(TARGETS), help="default: all")
+    ap.add_argument("--cases", type=int, help="stop after this many cases")
+    ap.add_argument("--minutes", type=float, help="stop after this long")
+    ap.add_argument("--seed", type=int, default=None, help="default: random (printed)")
+    ap.add_argument("--save", metavar="DIR", help="write each crash's traceback here")
+    args = ap.parse_args()
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+    if args.cases is None and args.minutes is None:
+        args.cases = 1000
+    limit_memory()
+    t0 = time.monotonic()
+    counts = campaign(args.target or sorted(TARGETS), args.cases, args.minutes * 60 if args.minutes else None, seed,
+                      args.save)
+    total = sum(sum(c.values()) for c in counts.values())
+    print(f"fuzz: seed {seed}, {total} cases in {time.monotonic() - t0:.0f} s")
+    for name, c in counts.items():
+        print(f"  {name:<16} accepted {c['accepted']:>7}  rejected with a message {c['rejected']:>7}  crash {c['crash']:>5}")
+    sys.exit(1 if any(c["crash"] for c in counts.values()) else 0)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(ROOT))
+    main()

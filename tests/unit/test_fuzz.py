@@ -1,0 +1,81 @@
+"""A short deterministic slice of benchmarks/fuzz.py in CI, and the defects it found as
+regression tests: malformed inputs are messages, never exceptions of another kind."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hypa.runtime.launch import LaunchError, launch_from_cli, launches_from_dict
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _fuzz():
+    spec = importlib.util.spec_from_file_location("hypa_fuzz", os.path.join(ROOT, "benchmarks", "fuzz.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_deterministic_campaign_has_no_crash():
+    counts = _fuzz().campaign(["emulate-string", "launch-spec", "report-json"], cases=360, seconds=None, seed=20261126,
+                              quiet=True)
+    assert all(c["crash"] == 0 for c in counts.values()), counts
+    assert all(c["accepted"] > 0 and c["rejected"] > 0 for c in counts.values()), counts  # both sides exercised
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"launch": [{"grid": [1, "x"], "block": 1}]}, "grid must be an integer or a list"),
+    ({"launch": [{"grid": 1.5, "block": 1}]}, "grid must be an integer or a list"),
+    ({"launch": 3}, "launch must be an array of tables"),
+    ({"launch": [{"grid": 1, "block": 1}], "buffers": [1]}, "buffers must be a table of tables"),
+    ({"launch": [{"grid": 1, "block": 1, "args": 5}]}, "args must be a list"),
+    ({"launch": [{"grid": 1, "block": 1, "args": [None]}]}, "an argument must be a number"),
+    ({"launch": [{"grid": 1, "block": 1, "kernel": 7}]}, "kernel must be a name"),
+])
+def test_malformed_launch_specs_are_messages(spec, message):
+    with pytest.raises(LaunchError, match=message):
+        launches_from_dict(spec)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("grid=4@ block=1", "grid must be an integer"),
+    ("grid=1 block=1 shared=0x", "--emulate: invalid literal"),
+    ("grid=1 block=1 buffer.x=float32:-1:zeros", "count -1 is negative"),
+    ("grid=1 block=1 buffer.x=float32:4:random=a..b", "unknown init"),
+])
+def test_malformed_emulate_strings_are_messages(text, message):
+    with pytest.raises(LaunchError, match=message):
+        launch_from_cli(text)
+
+
+def test_bad_random_initialisers_are_messages():
+    (launch,) = launches_from_dict({"launch": [{"grid": 1, "block": 1, "args": ["x"]}],
+                                    "buffers": {"x": {"dtype": "int32", "count": 4, "init": {"random": {"seed": -1}}}}})
+    with pytest.raises(LaunchError, match="buffer 'x'"):
+        launch.materialize_buffers()
+    (launch,) = launches_from_dict({"launch": [{"grid": 1, "block": 1, "args": ["x"]}],
+                                    "buffers": {"x": {"dtype": "int32", "count": 4, "init": {"random": 3}}}})
+    with pytest.raises(LaunchError, match="random must be a table"):
+        launch.materialize_buffers()
+
+
+def test_damaged_report_json_is_a_message_and_bugs_are_reported_as_such(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"kernel": "k", "grid": [1, 1, 1], "block": [1, 1, 1], "blocks": []}]))
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "report", str(bad), "-o", str(tmp_path / "r.html")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "has no valid 'static_instructions'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_buffer_larger_than_a_gpu_or_this_machine_is_a_message():
+    (launch,) = launches_from_dict({"launch": [{"grid": 1, "block": 1, "args": ["x"]}],
+                                    "buffers": {"x": {"dtype": "float32", "count": 10**12}}})
+    with pytest.raises(LaunchError, match=r"4,000,000,000,000 bytes, more than"):
+        launch.materialize_buffers()
