@@ -17,6 +17,10 @@ Targets (each mutates a valid seed input and feeds it to the code a user's input
 ``emulate-string``
     the ``--emulate=`` string of ``hypa-opt``, mutated token by token; parsed by
     ``launch_from_cli`` and emulated when accepted.
+``ptx``
+    a kernel of ``tests/kernels/ptx`` with lines deleted, duplicated or swapped and tokens
+    replaced; parsed, printed and parsed again (the round trip), and each kernel prepared and
+    lowered to LLVM IR (not compiled: that is the slow part, and the IR is what it reads).
 
 Outcomes: ``accepted`` (ran), ``rejected`` (the input error a user sees: LaunchError,
 EmulationError, InputError ... with a message), ``crash`` (any other exception: a hypa bug; the
@@ -133,7 +137,12 @@ class Targets:
         from hypa.runtime.launch import launches_from_dict
 
         spec = copy.deepcopy(SPEC)
-        for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.4:  # a plausible change: other sizes, counts, values
+            t = spec["launch"][0]
+            t[rng.choice(["grid", "block", "shared_bytes"])] = rng.choice([1, 2, 7, 32, 100, 1024, [2, 3], [8, 8, 2], 0])
+            t["args"][0] = rng.choice([0, 1, 999, 1000, 1001, 5000, -1])
+            spec["buffers"]["x"]["count"] = rng.choice([0, 1, 100, 1000, 4096])
+        for _ in range(rng.randint(0 if rng.random() < 0.3 else 1, 2)):
             spec = _mutate(rng, spec)
         if not isinstance(spec, dict):
             return "rejected", spec  # (not a table: the TOML reader could not produce it)
@@ -175,6 +184,57 @@ class Targets:
         return "accepted", text
 
 
+def _ptx_files() -> list[str]:
+    d = os.path.join(ROOT, "tests", "kernels", "ptx")
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".sm_90.ptx"))
+
+
+def fuzz_ptx(self, rng: random.Random):
+    import re as _re
+
+    from hypa.ptxdialect import module_to_ptx, parse_ptx
+    from hypa.runtime.codegen import build_module
+    from hypa.runtime.emulator import Emulator
+    from hypa.runtime.program import module_kernels
+
+    if not hasattr(self, "_ptx"):
+        self._ptx = [open(f).read() for f in _ptx_files()]
+    lines = rng.choice(self._ptx).splitlines()
+    tokens = [t for ln in lines for t in _re.findall(r"[%$\w.]+|[^\s\w]", ln)] or ["0"]
+    for _ in range(rng.randint(1, 4)):
+        i = rng.randrange(len(lines))
+        r = rng.random()
+        if r < 0.25:
+            del lines[i]
+        elif r < 0.4:
+            lines.insert(i, lines[rng.randrange(len(lines))])
+        elif r < 0.5:
+            j = rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            toks = _re.findall(r"[%$\w.]+|[^\s\w]|\s+", lines[i])
+            if toks:
+                k = rng.randrange(len(toks))
+                toks[k] = rng.choice(tokens + ["{", "}", ";", ",", "-1", "0x7fffffff", "4294967296", ".b8", "%r99999"])
+                lines[i] = "".join(toks)
+        if not lines:
+            lines = [".version 8.0"]
+    text = "\n".join(lines) + "\n"
+    try:
+        module = parse_ptx(text, filename="fuzz.ptx")
+        again = module_to_ptx(module)
+        parse_ptx(again, filename="fuzz-printed.ptx")  # what hypa prints, it reads back
+        emu = Emulator(module, mode=rng.choice(["slice", "full"]), step_budget=STEP_BUDGET)
+        for k in module_kernels(module)[:2]:
+            build_module(emu.program(k.func_name))
+    except USER_ERRORS:
+        return "rejected", text
+    return "accepted", text
+
+
+Targets.ptx = fuzz_ptx
+
+
 def _user_errors():
     from hypa.runtime.emulator import EmulationError
     from hypa.runtime.errors import LAUNCH_ERRORS
@@ -185,7 +245,7 @@ def _user_errors():
 
 
 USER_ERRORS: tuple = ()
-TARGETS = {"report-json": "report_json", "launch-spec": "launch_spec", "emulate-string": "emulate_string"}
+TARGETS = {"report-json": "report_json", "launch-spec": "launch_spec", "emulate-string": "emulate_string", "ptx": "ptx"}
 
 
 def campaign(targets: list[str], cases: int | None, seconds: float | None, seed: int,

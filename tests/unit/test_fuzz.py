@@ -24,8 +24,8 @@ def _fuzz():
 
 
 def test_a_deterministic_campaign_has_no_crash():
-    counts = _fuzz().campaign(["emulate-string", "launch-spec", "report-json"], cases=360, seconds=None, seed=20261126,
-                              quiet=True)
+    counts = _fuzz().campaign(["emulate-string", "launch-spec", "ptx", "report-json"], cases=400, seconds=None,
+                              seed=20261126, quiet=True)
     assert all(c["crash"] == 0 for c in counts.values()), counts
     assert all(c["accepted"] > 0 and c["rejected"] > 0 for c in counts.values()), counts  # both sides exercised
 
