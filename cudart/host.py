@@ -130,6 +130,7 @@ class HostRuntime:
         self._printf = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(self._device_printf)
         self._capture_n = 0
         self._lock = threading.RLock()
+        self._printf_out: list[bytes] = []
 
     # -- the dispatcher ------------------------------------------------------------------
 
@@ -169,6 +170,9 @@ class HostRuntime:
                     vals.append(w)
             name = proto.name.removesuffix("_ptsz").removesuffix("_ptds").removesuffix("_ptsa")
             impl = getattr(self, name.lstrip("_") if name.startswith("__cuda") else name)
+            if self.sticky and name in ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+                                        "cudaMemcpy", "cudaDeviceReset"):
+                self._flush_printf()  # output printed before the fault still reaches the program
             if self.sticky and proto.ret == "err" and not name.startswith(("__cuda", "cudaGetError")):
                 if name in ("cudaGetLastError", "cudaPeekAtLastError"):
                     return self.sticky
@@ -346,6 +350,7 @@ class HostRuntime:
         return self._launch(func, grid, block, args, sharedMem)
 
     def _launch(self, func: int, grid, block, args: int, shared: int) -> int:
+        self._flush_printf()
         from hypa.runtime.batch import LaunchRecord
         from hypa.runtime.emulator import EmulationError
         from hypa.runtime.errors import LAUNCH_ERRORS
@@ -535,13 +540,17 @@ class HostRuntime:
         return 0
 
     def cudaMemcpy(self, dst, src, count, kind):
+        self._flush_printf()  # a blocking copy synchronises
+        return self._copy(dst, src, count, kind)
+
+    def _copy(self, dst, src, count, kind):
         r = self._check_copy(dst, src, count, kind, "cudaMemcpy")
         if r == 0 and count:
             ctypes.memmove(dst, src, count)
         return r
 
     def cudaMemcpyAsync(self, dst, src, count, kind, stream):
-        return self.cudaMemcpy(dst, src, count, kind)
+        return self._copy(dst, src, count, kind)
 
     def cudaMemcpy2D(self, dst, dpitch, src, spitch, width, height, kind):
         if width > dpitch or width > spitch:
@@ -596,6 +605,7 @@ class HostRuntime:
         return self.cudaMemcpyToSymbol(symbol, src, count, offset, kind)
 
     def cudaMemcpyFromSymbol(self, dst, symbol, count, offset, kind):
+        self._flush_printf()
         arr, err = self._symbol_storage(symbol)
         if err:
             return err
@@ -723,12 +733,15 @@ class HostRuntime:
         return 0
 
     def cudaDeviceSynchronize(self):
+        self._flush_printf()
         return 0
 
     def cudaThreadSynchronize(self):
+        self._flush_printf()
         return 0
 
     def cudaDeviceReset(self):
+        self._flush_printf()
         for a in list(self.memory):
             if a.kind in ("device", "managed"):
                 self.memory.release(a.start)
@@ -847,6 +860,7 @@ class HostRuntime:
         return 0 if stream in (0, 1, 2) or stream in self.streams else E.cudaErrorInvalidResourceHandle
 
     def cudaStreamSynchronize(self, stream):
+        self._flush_printf()
         return self._stream_ok(stream)
 
     def cudaStreamQuery(self, stream):
@@ -896,6 +910,7 @@ class HostRuntime:
         return self.cudaEventRecord(event, stream)
 
     def cudaEventSynchronize(self, event):
+        self._flush_printf()
         return 0 if event in self.events else E.cudaErrorInvalidResourceHandle
 
     def cudaEventQuery(self, event):
@@ -931,21 +946,36 @@ class HostRuntime:
     def _device_printf(self, ctx: int, fmt: int, args: int) -> None:
         from hypa.runtime.flat_memory import host_address
 
-        from .printf import format_device, write_stdout
+        from .printf import format_device
 
         def string_at(p: int) -> bytes | None:
             h = host_address(ctx, p)
             return ctypes.string_at(h) if h else None
 
         try:
-            write_stdout(format_device(ctypes.string_at(fmt), args, string_at))
+            self._printf_out.append(format_device(ctypes.string_at(fmt), args, string_at))
         except Exception as e:  # never unwind through generated code
             self.say(f"device printf failed: {e}", once=("printf",))
+
+    def _flush_printf(self) -> None:
+        """Write device printf output to the program's stdout.  CUDA flushes its printf buffer
+        only at a kernel launch, a synchronisation (device, stream, event, a blocking copy) and
+        at exit, so host output printed between a launch and the next of those comes first."""
+        if self._printf_out:
+            from .printf import write_stdout
+
+            text, self._printf_out = b"".join(self._printf_out), []
+            write_stdout(text)
 
     # -- the end ---------------------------------------------------------------------------
 
     def finish(self) -> None:
         """Write the records (once) where ``hypa run`` reads them."""
+        if self._printf_out:  # nothing synchronised after the last launch: a GPU drops this output too
+            n = sum(t.count(b"\n") for t in self._printf_out)
+            self.say(f"warning: {n} line(s) of device printf output were never flushed (no synchronisation after "
+                     f"the last launch that printed them) and are dropped, as on a GPU")
+            self._printf_out = []
         if self.finished:
             return
         self.finished = True

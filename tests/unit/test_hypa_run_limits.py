@@ -70,3 +70,23 @@ def test_stream_callbacks_and_host_functions_run_in_stream_order(tmp_path):
     p = _build_and_run(tmp_path, "callbacks", CALLBACKS)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "callback 1 cudaSuccess\nhost fn 2\nsum 64\n"
+
+
+PRINTF_ORDER = r"""
+#include <cstdio>
+__global__ void k() { printf("device %d\n", threadIdx.x); }
+int main() { printf("host 1\n"); k<<<1, 2>>>(); printf("host 2 (after the launch, before the sync)\n"); cudaDeviceSynchronize(); printf("host 3\n"); k<<<1,1>>>(); printf("host 4\n"); return 0; }
+"""
+
+
+def test_device_printf_is_flushed_where_cuda_flushes_it(tmp_path):
+    """Recorded on an H200 (stdout to a pipe): device output appears at the synchronisation,
+    after the host's line printed between launch and sync; the last launch is never
+    synchronised, so its line is dropped (hypa says so on stderr)."""
+    import os
+
+    p = _build_and_run(tmp_path, "printf_order", PRINTF_ORDER)
+    assert p.returncode == 0, p.stderr
+    gpu = os.path.join(os.path.dirname(__file__), "..", "ground_truth", "hypa_run", "printf_order_h200.txt")
+    assert p.stdout == open(gpu).read()
+    assert "1 line(s) of device printf output were never flushed" in p.stderr
