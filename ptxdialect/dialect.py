@@ -379,6 +379,17 @@ class InstructionOp(IRDLOperation):
             t = self.operands[0].type
             if not (isinstance(t, RegType) and t.type_name == "pred"):
                 raise VerifyException(f"'{self.name}': the guard must be a predicate register, found {t}")
+        if spec.sync == "barrier" and spec.name.startswith(("bar", "barrier")) and args:
+            bid = args[1] if ".red" in mods and len(args) > 1 else args[0]
+            if bid[0] == "imm":
+                from .operands import parse_int_immediate
+
+                try:
+                    v = parse_int_immediate(bid[1])
+                except (ValueError, IndexError):
+                    v = None
+                if v is not None and not 0 <= v <= 15:
+                    raise VerifyException(f"'{self.name}': barrier {v} is out of range (a CTA has barriers 0 to 15)")
 
     # -- custom assembly format ---------------------------------------------
     #   [%d =] ptx.op "mods" "args" [if "guard"] [(%uses : types)]

@@ -181,7 +181,7 @@ def load_arch(name: str | Arch = DEFAULT_ARCH) -> Arch:
                 raise TimingError(f"unknown architecture '{name}' (known: {', '.join(available_archs())}, or a .toml file)")
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    arch = _arch_from_dict(data, str(path))
+    arch = _check_arch(_arch_from_dict(data, str(path)))
     _ARCH_CACHE[key] = arch
     return arch
 
@@ -226,6 +226,39 @@ def _arch_from_dict(d: dict[str, Any], source: str) -> Arch:
         )
     except KeyError as e:
         raise TimingError(f"{source}: missing key {e}") from None
+    except (TypeError, ValueError, AttributeError) as e:  # a value of the wrong kind
+        raise TimingError(f"{source}: {e}") from None
+
+
+def _check_arch(a: "Arch") -> "Arch":
+    """Values the model divides by or adds must make sense: an arch file with a zero clock or a
+    negative overhead is an error, not an infinite or negative time."""
+    def bad(what: str, v) -> TimingError:
+        return TimingError(f"{a.source}: {what} must be {'positive' if 'overhead' not in what else 'zero or more'}, not {v}")
+
+    import math
+
+    for what, v in (("core.sm_count", a.sm_count), ("core.clock_mhz", a.clock_mhz), ("core.warp_size", a.warp_size),
+                    ("core.sub_partitions", a.sub_partitions), ("core.issue_per_cycle", a.issue_per_cycle),
+                    ("core.fetch_per_cycle", a.fetch_per_cycle), ("core.pair_window", a.pair_window)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise bad(what, v)
+    for what, v in (("core.launch_overhead_us", a.launch_overhead_us), ("core.cta_launch_cycles", a.cta_launch_cycles)):
+        if not (math.isfinite(v) and v >= 0):
+            raise bad(what, v)
+    for group, values in (("occupancy", a.occupancy), ("units", a.units), ("memory", a.memory), ("tensor", a.tensor)):
+        for k, v in values.items():
+            if not (math.isfinite(v) and v >= 0):
+                raise TimingError(f"{a.source}: {group}.{k} must be zero or more, not {v}")
+    for c in a.classes.values():
+        if isinstance(c.latency, str):
+            if c.latency not in ("shared", "l1", "l2", "global", "const"):
+                raise TimingError(f"{a.source}: classes.{c.name}.latency: unknown memory level '{c.latency}'")
+        elif not (math.isfinite(float(c.latency)) and c.latency >= 0):
+            raise TimingError(f"{a.source}: classes.{c.name}.latency must be zero or more, not {c.latency}")
+        if c.issue < 1 or not (math.isfinite(c.occupancy) and c.occupancy >= 0):
+            raise TimingError(f"{a.source}: classes.{c.name}: issue must be 1 or more and occupancy zero or more")
+    return a
 
 
 # ---------------------------------------------------------------------------

@@ -25,7 +25,12 @@ def _bar_id(e) -> ir.Value:
     if node[0] == "imm":
         from hypa.ptxdialect.operands import parse_int_immediate
 
-        return ir.Constant(i64, parse_int_immediate(node[1]) & 15)
+        v = parse_int_immediate(node[1])
+        if not 0 <= v <= 15:
+            from ..errors import LoweringError
+
+            raise LoweringError(f"barrier {v} is out of range: a CTA has barriers 0 to 15")
+        return ir.Constant(i64, v)
     v = e.src(k, 32)
     return b.zext(b.and_(b.extract_element(v, ir.Constant(i32, 0)), ir.Constant(i32, 15)), i64)
 

@@ -79,3 +79,28 @@ def test_a_buffer_larger_than_a_gpu_or_this_machine_is_a_message():
                                     "buffers": {"x": {"dtype": "float32", "count": 10**12}}})
     with pytest.raises(LaunchError, match=r"4,000,000,000,000 bytes, more than"):
         launch.materialize_buffers()
+
+
+@pytest.mark.parametrize("line, message", [
+    ("clock_mhz = 1980 ", "core.clock_mhz must be positive, not 0.0"),
+    ("launch_overhead_us = ", "core.launch_overhead_us must be zero or more"),
+])
+def test_architecture_files_are_validated(tmp_path, line, message):
+    from hypa.runtime.timing import TimingError, load_arch
+
+    text = open(os.path.join(ROOT, "runtime", "arch", "sm_90.toml")).read()
+    start = text.index(line)
+    end = text.index("\n", start)
+    value = "0" if "clock" in line else "-100"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text[:start] + line.split("=")[0] + "= " + value + text[end:])
+    with pytest.raises(TimingError, match=message):
+        load_arch(str(bad))
+
+
+def test_barrier_ids_beyond_15_are_refused_not_aliased(tmp_path):
+    f = tmp_path / "bar.ptx"
+    f.write_text(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n    bar.sync 20;\n    ret;\n}\n")
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_opt", str(f), "--emulate=grid=1 block=32"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "barrier 20 is out of range (a CTA has barriers 0 to 15)" in p.stderr
