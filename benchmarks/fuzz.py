@@ -101,6 +101,7 @@ class Targets:
         self._module = _saxpy_module()
         self.emulators = {m: Emulator(self._module, mode=m, step_budget=STEP_BUDGET) for m in ("slice", "full")}
         self._profile = None
+        self._ptx: list[str] | None = None
 
     def seed_profile(self) -> list:
         if self._profile is None:
@@ -183,56 +184,53 @@ class Targets:
             return "rejected", text
         return "accepted", text
 
+    def ptx(self, rng: random.Random):
+        import re as _re
+
+        from hypa.ptxdialect import module_to_ptx, parse_ptx
+        from hypa.runtime.codegen import build_module
+        from hypa.runtime.emulator import Emulator
+        from hypa.runtime.program import module_kernels
+
+        if self._ptx is None:
+            self._ptx = [open(f).read() for f in _ptx_files()]
+        lines = rng.choice(self._ptx).splitlines()
+        tokens = [t for ln in lines for t in _re.findall(r"[%$\w.]+|[^\s\w]", ln)] or ["0"]
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(lines))
+            r = rng.random()
+            if r < 0.25:
+                del lines[i]
+            elif r < 0.4:
+                lines.insert(i, lines[rng.randrange(len(lines))])
+            elif r < 0.5:
+                j = rng.randrange(len(lines))
+                lines[i], lines[j] = lines[j], lines[i]
+            else:
+                toks = _re.findall(r"[%$\w.]+|[^\s\w]|\s+", lines[i])
+                if toks:
+                    k = rng.randrange(len(toks))
+                    toks[k] = rng.choice(tokens + ["{", "}", ";", ",", "-1", "0x7fffffff", "4294967296", ".b8", "%r99999"])
+                    lines[i] = "".join(toks)
+            if not lines:
+                lines = [".version 8.0"]
+        text = "\n".join(lines) + "\n"
+        try:
+            module = parse_ptx(text, filename="fuzz.ptx")
+            again = module_to_ptx(module)
+            parse_ptx(again, filename="fuzz-printed.ptx")  # what hypa prints, it reads back
+            emu = Emulator(module, mode=rng.choice(["slice", "full"]), step_budget=STEP_BUDGET)
+            for k in module_kernels(module)[:2]:
+                build_module(emu.program(k.func_name))
+        except USER_ERRORS:
+            return "rejected", text
+        return "accepted", text
+
 
 def _ptx_files() -> list[str]:
     d = os.path.join(ROOT, "tests", "kernels", "ptx")
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".sm_90.ptx"))
 
-
-def fuzz_ptx(self, rng: random.Random):
-    import re as _re
-
-    from hypa.ptxdialect import module_to_ptx, parse_ptx
-    from hypa.runtime.codegen import build_module
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.program import module_kernels
-
-    if not hasattr(self, "_ptx"):
-        self._ptx = [open(f).read() for f in _ptx_files()]
-    lines = rng.choice(self._ptx).splitlines()
-    tokens = [t for ln in lines for t in _re.findall(r"[%$\w.]+|[^\s\w]", ln)] or ["0"]
-    for _ in range(rng.randint(1, 4)):
-        i = rng.randrange(len(lines))
-        r = rng.random()
-        if r < 0.25:
-            del lines[i]
-        elif r < 0.4:
-            lines.insert(i, lines[rng.randrange(len(lines))])
-        elif r < 0.5:
-            j = rng.randrange(len(lines))
-            lines[i], lines[j] = lines[j], lines[i]
-        else:
-            toks = _re.findall(r"[%$\w.]+|[^\s\w]|\s+", lines[i])
-            if toks:
-                k = rng.randrange(len(toks))
-                toks[k] = rng.choice(tokens + ["{", "}", ";", ",", "-1", "0x7fffffff", "4294967296", ".b8", "%r99999"])
-                lines[i] = "".join(toks)
-        if not lines:
-            lines = [".version 8.0"]
-    text = "\n".join(lines) + "\n"
-    try:
-        module = parse_ptx(text, filename="fuzz.ptx")
-        again = module_to_ptx(module)
-        parse_ptx(again, filename="fuzz-printed.ptx")  # what hypa prints, it reads back
-        emu = Emulator(module, mode=rng.choice(["slice", "full"]), step_budget=STEP_BUDGET)
-        for k in module_kernels(module)[:2]:
-            build_module(emu.program(k.func_name))
-    except USER_ERRORS:
-        return "rejected", text
-    return "accepted", text
-
-
-Targets.ptx = fuzz_ptx
 
 
 def _user_errors():

@@ -1572,6 +1572,11 @@ def build_module(prog: KernelProgram) -> ir.Module:
     build_scheduler(module, wr)
     return module
 
+def _cttz(module: ir.Module) -> ir.Function:
+    """``llvm.cttz.i32``, declared once per module (WarpCodegen.intrinsic declares it the same way)."""
+    return module.globals.get("llvm.cttz.i32") or ir.Function(module, ir.FunctionType(i32, [i32, i1]), "llvm.cttz.i32")
+
+
 def flat_lanes_function(module: ir.Module) -> ir.Function:
     """``i32 hypa_flat_lanes(ctx, <32 x i64> addr, i64 n, i32 lanes)``: the lanes (bits)
     whose ``[addr, addr + n)`` lies inside one range of the flat table (abi.CTX_FLAT_*).
@@ -1614,8 +1619,7 @@ def flat_lanes_function(module: ir.Module) -> ir.Function:
     more = b.icmp_unsigned("!=", rem, ir.Constant(i32, 0))
     b.cbranch(more, search, done)
     b.position_at_end(search)
-    cttz = module.globals.get("llvm.cttz.i32") or ir.Function(module, ir.FunctionType(i32, [i32, i1]), "llvm.cttz.i32")
-    lane = b.call(cttz, [rem, ir.Constant(i1, 0)])
+    lane = b.call(_cttz(module), [rem, ir.Constant(i1, 0)])
     a = b.extract_element(addrs, lane)
     end = b.add(a, n)
     no_wrap = b.icmp_unsigned(">=", end, a)
@@ -1698,8 +1702,7 @@ def printf_lanes_function(module: ir.Module) -> ir.Function:
     rem.add_incoming(lanes, entry)
     b.cbranch(b.icmp_unsigned("!=", rem, ir.Constant(i32, 0)), body, done)
     b.position_at_end(body)
-    cttz = module.globals.get("llvm.cttz.i32") or ir.Function(module, ir.FunctionType(i32, [i32, i1]), "llvm.cttz.i32")
-    lane = b.call(cttz, [rem, ir.Constant(i1, 0)])
+    lane = b.call(_cttz(module), [rem, ir.Constant(i1, 0)])
     cb = b.inttoptr(fnp, ir.FunctionType(ir.VoidType(), [i64, i64, i64]).as_pointer())
     b.call(cb, [b.ptrtoint(ctx, i64), b.extract_element(fmts, lane), b.extract_element(argss, lane)])
     rem.add_incoming(b.and_(rem, b.sub(rem, ir.Constant(i32, 1))), body)
