@@ -34,7 +34,8 @@ from hypa.ptxdialect.dialect import (
     InstructionOp,
     LabelOp,
     RegDeclOp,
-    TupleAttr,
+    LabelsAttr,
+    VarDeclAttr,
     VarOp,
     new_op,
 )
@@ -221,11 +222,11 @@ def _copy_op(op: Operation, regs: int, syms: dict[str, str], mapping: dict[Block
     if isinstance(op, BranchTargetsOp):
         return new_op(BranchTargetsOp, {
             "label": StringAttr(syms[op.label.data]),
-            "target_labels": TupleAttr.fast(tuple(syms.get(t, t) for t in op.target_labels.data)),
+            "target_labels": LabelsAttr.fast(tuple(syms.get(t, t) for t in op.target_labels.data)),
         })
     if isinstance(op, VarOp):
         d = op.decl.data
-        return new_op(VarOp, {"decl": TupleAttr.fast((d[0], d[1], d[2], d[3], syms.get(d[4], d[4]), d[5], d[6]))})
+        return new_op(VarOp, {"decl": VarDeclAttr.fast((d[0], d[1], d[2], d[3], syms.get(d[4], d[4]), d[5], d[6]))})
     return op.clone()
 
 

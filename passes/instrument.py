@@ -70,10 +70,12 @@ from hypa.ptxdialect.dialect import (
     RawDirectiveOp,
     RegDeclOp,
     TargetOp,
-    TupleAttr,
+    RegNamesAttr,
+    VarDeclAttr,
     VarOp,
     VersionOp,
     new_op,
+    modifiers_attr,
     string_attr,
 )
 from hypa.ptxdialect.operands import iter_regs
@@ -228,7 +230,7 @@ def _imm(v: int) -> tuple:
 
 def _instr(opcode: str, *args: tuple, guard: tuple | None = None) -> InstructionOp:
     entry, mods = isa.resolve_opcode(opcode)
-    props = {"mods": string_attr("".join(mods)), "args": ArgsAttr.fast(tuple(args))}
+    props = {"mods": modifiers_attr("".join(mods)), "args": ArgsAttr.fast(tuple(args))}
     if guard is not None:
         props["guard"] = GuardAttr.fast(guard)
     return new_op(INSTRUCTION_OPS[entry.name], props)  # type: ignore[return-value]
@@ -237,7 +239,7 @@ def _instr(opcode: str, *args: tuple, guard: tuple | None = None) -> Instruction
 def _reg_decl(ptx_type: str, names: list[str]) -> RegDeclOp:
     return new_op(  # type: ignore[return-value]
         RegDeclOp,
-        {"ptx_type": string_attr(ptx_type), "names": TupleAttr.fast(tuple((n, 0) for n in names)), "scope": IntAttr(0)},
+        {"ptx_type": string_attr(ptx_type), "names": RegNamesAttr.fast(tuple((n, 0) for n in names)), "scope": IntAttr(0)},
     )
 
 
@@ -474,7 +476,7 @@ def instrument_module(module: ModuleOp, guards: bool = True) -> CounterMap:
 
 def _declare_counters(module: ModuleOp, cmap: CounterMap) -> None:
     decl = ((".visible",), ".global", ((".align", 8),), ".u64", COUNTER_SYMBOL, (cmap.slots,), None)
-    var = new_op(VarOp, {"decl": TupleAttr.fast(decl)})
+    var = new_op(VarOp, {"decl": VarDeclAttr.fast(decl)})
     anchor = None
     for op in module.ops:
         if isinstance(op, VersionOp):

@@ -35,9 +35,10 @@ from hypa.ptxdialect.dialect import (
     LabelOp,
     RegDeclOp,
     RegType,
-    TupleAttr,
+    RegNamesAttr,
     _def_positions,
     new_op,
+    modifiers_attr,
     string_attr,
 )
 from hypa.ptxdialect.isa import TYPE_BITS
@@ -278,7 +279,7 @@ class _Function:
             for t, names in self.fresh_decls.items():
                 decl = new_op(RegDeclOp, {
                     "ptx_type": string_attr(t),
-                    "names": TupleAttr.fast(tuple((n, 0) for n in names)),
+                    "names": RegNamesAttr.fast(tuple((n, 0) for n in names)),
                     "scope": IntAttr(0),
                 })
                 if anchor is None:
@@ -318,7 +319,7 @@ class _Function:
             for m in movs:
                 split.add_op(m)
             split.add_op(new_op(INSTRUCTION_OPS["bra"], {
-                "mods": string_attr(".uni"),
+                "mods": modifiers_attr(".uni"),
                 "args": ArgsAttr.fast((("sym", target, 0),)),
             }, [succ]))
             region.insert_block_after(split, _block_without_fallthrough_into_next(self.func, block))
@@ -403,7 +404,7 @@ def _bits_type(t: str) -> str:
 def _mov(dst: Name, src: Name, ptx_type: str) -> Operation:
     t = ptx_type if ptx_type in (".pred", ".f32", ".f64") else _bits_type(ptx_type)
     return new_op(INSTRUCTION_OPS["mov"], {
-        "mods": string_attr(t),
+        "mods": modifiers_attr(t),
         "args": ArgsAttr.fast((("reg", dst[0], dst[1]), ("reg", src[0], src[1]))),
     })
 

@@ -36,7 +36,7 @@ from hypa.ptxdialect.dialect import (
     FuncOp,
     InstructionOp,
     RegDeclOp,
-    TupleAttr,
+    IntsAttr,
     reg_type,
 )
 from hypa.ptxdialect.operands import Operand, format_reg_annotated
@@ -305,7 +305,7 @@ def convert_function(func: FuncOp) -> None:
             operands.extend(args)
             sizes.append(len(args))
         if any(sizes):
-            new.properties["succ_sizes"] = TupleAttr.fast(tuple(sizes))
+            new.properties["succ_sizes"] = IntsAttr.fast(tuple(sizes))
         if operands:
             new.operands = operands
 

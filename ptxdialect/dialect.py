@@ -23,9 +23,11 @@ operation is ``Pure``: counting must never depend on what a rewrite removed.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import ClassVar
+
+from typing_extensions import Self
 
 from xdsl.dialects.builtin import UNKNOWN_LOC, ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import (
@@ -57,89 +59,163 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from . import declarations as decl
 from . import isa
-from .operands import Operand, format_operand, format_reg_annotated, iter_regs
+from .operands import (
+    Operand,
+    format_operand,
+    format_reg_annotated,
+    iter_regs,
+    parse_guard_text,
+    parse_int_immediate,
+    parse_operand_text,
+)
 
 # ---------------------------------------------------------------------------
 # Attributes
 # ---------------------------------------------------------------------------
 
 
-def _fast_data(cls: type, value: object) -> Attribute:
-    """Build a ``Data`` attribute without re-verifying it (front-end hot path)."""
-    attr = object.__new__(cls)
-    object.__setattr__(attr, "data", value)
-    return attr
+class PtxTextAttr(Data[tuple]):
+    """A tuple the MLIR form prints as the PTX it stands for (``#ptx.args<"%r1, 4">``).
 
+    Subclasses name the attribute and give ``to_text``/``from_text``; the
+    grammars live in ``operands.py`` and ``declarations.py``."""
 
-@irdl_attr_definition
-class ArgsAttr(Data[tuple]):
-    """Operands of one statement, printed as PTX text (``#ptx.args<"%r1, 4">``)."""
-
-    name = "ptx.args"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> tuple:
-        from .parser import parse_operand_text
-
-        with parser.in_angle_brackets():
-            text = parser.parse_str_literal()
-        return parse_operand_text(text)
-
-    def print_parameter(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            printer.print_string_literal(args_text(self.data))
-
-    @staticmethod
-    def fast(args: tuple) -> "ArgsAttr":
-        return _fast_data(ArgsAttr, args)  # type: ignore[return-value]
-
-
-@irdl_attr_definition
-class GuardAttr(Data[tuple]):
-    """A guard predicate: ``(register, negated)``, printed ``#ptx.guard<"!%p1">``."""
-
-    name = "ptx.guard"
+    to_text: ClassVar[Callable[[tuple], str]]
+    from_text: ClassVar[Callable[[str], tuple]]
 
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> tuple:
         with parser.in_angle_brackets():
+            pos = parser.pos
             text = parser.parse_str_literal()
-        return parse_guard_text(text)
+        try:
+            return cls.from_text(text)
+        except ValueError as e:
+            parser.raise_error(f"invalid #{cls.name} text: {e}", pos, parser.pos)
 
     def print_parameter(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
-            printer.print_string_literal(guard_text(self.data))
+            printer.print_string_literal(type(self).to_text(self.data))
 
-    @staticmethod
-    def fast(guard: tuple) -> "GuardAttr":
-        return _fast_data(GuardAttr, guard)  # type: ignore[return-value]
+    @classmethod
+    def fast(cls, value: tuple) -> Self:
+        """Build without re-verifying (front-end hot path)."""
+        attr = object.__new__(cls)
+        object.__setattr__(attr, "data", value)
+        return attr
+
+
+def _text_attr(name: str, doc: str, to_text: Callable[[tuple], str], from_text: Callable[[str], tuple]) -> type:
+    cls = type(
+        "".join(p.capitalize() for p in name.split(".")[1].split("_")) + "Attr",
+        (PtxTextAttr,),
+        {
+            "name": name,
+            "__doc__": doc,
+            "__module__": __name__,
+            "to_text": staticmethod(to_text),
+            "from_text": staticmethod(from_text),
+        },
+    )
+    return irdl_attr_definition(cls)
+
+
+ArgsAttr = _text_attr(
+    "ptx.args", "Operands of one statement as PTX text (``operands.py``).",
+    lambda args: args_text(args), parse_operand_text)
+GuardAttr = _text_attr(
+    "ptx.guard", "A guard predicate ``(register, negated)``: ``#ptx.guard<\"!%p1\">``.",
+    lambda g: guard_text(g), parse_guard_text)
+ParamsAttr = _text_attr(
+    "ptx.params", "Function parameters as PTX declarations.", decl.format_params, decl.parse_params)
+VarDeclAttr = _text_attr(
+    "ptx.var_decl", "A variable declaration as PTX (without ``;``).", decl.format_var_decl, decl.parse_var_decl)
+RegNamesAttr = _text_attr(
+    "ptx.reg_names", "Register names of a ``.reg`` declaration (``%r<8>, %x``).",
+    decl.format_reg_names, decl.parse_reg_names)
+WordsAttr = _text_attr(
+    "ptx.words", "Qualifiers such as linkage (``.visible .weak``).", decl.format_words, decl.parse_words)
+LabelsAttr = _text_attr("ptx.labels", "A label list (``L1, L2``).", decl.format_names, decl.parse_names)
+IntsAttr = _text_attr("ptx.ints", "A list of integers.", decl.format_ints, decl.parse_ints)
+DirectivesAttr = _text_attr(
+    "ptx.directives", "Performance directives after a signature (``.maxntid 256, 1, 1; .noreturn``).",
+    decl.format_directives, decl.parse_directives)
+
+
+def print_modifiers(printer: Printer, mods: tuple[str, ...]) -> None:
+    """``<rounding = ".rn", type = ".f32">``: each modifier in written order, with the
+    role the ISA table gives it (``isa.ROLES``); modifiers without one print bare."""
+    printer.print_string("<")
+    for i, m in enumerate(mods):
+        if i:
+            printer.print_string(", ")
+        role = isa.modifier_role(m)
+        if role:
+            printer.print_string(role + " = ")
+        printer.print_string_literal(m)
+    printer.print_string(">")
+
+
+def parse_modifiers(parser: AttrParser) -> tuple[str, ...]:
+    """What ``print_modifiers`` printed; a role must be the one the table gives."""
+    parser.parse_punctuation("<")
+    mods: list[str] = []
+    if parser.parse_optional_punctuation(">"):
+        return ()
+    while True:
+        start = parser.pos
+        role = parser.parse_optional_identifier()
+        if role is not None:
+            parser.parse_punctuation("=")
+        m = parser.parse_str_literal()
+        if role is not None and isa.modifier_role(m) != role:
+            actual = isa.modifier_role(m)
+            what = f"a {actual} modifier" if actual else "a modifier without a role"
+            parser.raise_error(f"'{m}' is {what}, not {role}", start, parser.pos)
+        mods.append(m)
+        if not parser.parse_optional_punctuation(","):
+            break
+    parser.parse_punctuation(">")
+    return tuple(mods)
 
 
 @irdl_attr_definition
-class TupleAttr(Data[tuple]):
-    """A tuple of plain Python values (parameter lists, directive operands).
+class ModifiersAttr(Data[tuple]):
+    """An instruction's modifiers in written order (``(".rn", ".f32")``), printed with
+    their roles: ``#ptx.mods<rounding = ".rn", type = ".f32">``."""
 
-    Printed as a Python literal inside a string, which round-trips exactly.
-    """
-
-    name = "ptx.tuple"
+    name = "ptx.mods"
 
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> tuple:
-        import ast
-
-        with parser.in_angle_brackets():
-            text = parser.parse_str_literal()
-        return ast.literal_eval(text)
+        return parse_modifiers(parser)
 
     def print_parameter(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            printer.print_string_literal(repr(self.data))
+        print_modifiers(printer, self.data)
 
-    @staticmethod
-    def fast(value: tuple) -> "TupleAttr":
-        return _fast_data(TupleAttr, value)  # type: ignore[return-value]
+    @property
+    def text(self) -> str:
+        """As PTX writes them after the entry name: ``".rn.f32"``."""
+        t = _MODIFIERS_TEXT.get(self.data)
+        if t is None:
+            t = _MODIFIERS_TEXT[self.data] = "".join(self.data)
+        return t
+
+
+_MODIFIERS_TEXT: dict[tuple[str, ...], str] = {}
+
+
+_MODIFIERS_CACHE: dict[str, ModifiersAttr] = {}
+
+
+def modifiers_attr(text: str) -> ModifiersAttr:
+    """The interned attribute for modifiers written ``text`` (``".rn.f32"``)."""
+    a = _MODIFIERS_CACHE.get(text)
+    if a is None:
+        a = _MODIFIERS_CACHE[text] = ModifiersAttr.new(split_mods(text))
+    return a
 
 
 @irdl_attr_definition
@@ -179,15 +255,6 @@ def args_text(args: tuple) -> str:
 def guard_text(guard: tuple) -> str:
     reg, negated = guard
     return ("!" if negated else "") + format_reg_annotated(reg)
-
-
-def parse_guard_text(text: str) -> tuple:
-    from .parser import parse_operand_text
-
-    t = text.strip()
-    negated = t.startswith("!")
-    (node,) = parse_operand_text(t[1:] if negated else t)
-    return (node, negated)
 
 
 # ---------------------------------------------------------------------------
@@ -264,10 +331,10 @@ class InstructionOp(IRDLOperation):
     dsts = var_result_def()
     targets = var_successor_def()
 
-    mods = prop_def(StringAttr)
+    mods = prop_def(ModifiersAttr)
     args = prop_def(ArgsAttr)
     guard = opt_prop_def(GuardAttr)
-    succ_sizes = opt_prop_def(TupleAttr)
+    succ_sizes = opt_prop_def(IntsAttr)
 
     ISA: ClassVar[isa.Instr]
 
@@ -280,7 +347,16 @@ class InstructionOp(IRDLOperation):
 
     @property
     def modifiers(self) -> tuple[str, ...]:
-        return split_mods(self.properties["mods"].data)  # type: ignore[union-attr]
+        return self.properties["mods"].data  # type: ignore[union-attr]
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """The type modifiers, in order (``cvt.rn.f32.s32``: ``.f32``, ``.s32``)."""
+        return isa.type_modifiers(self.modifiers)
+
+    def modifier(self, role: str) -> str | None:
+        """The first modifier with ``role`` (``isa.ROLES``): ``op.modifier("rounding")``."""
+        return next((m for m in self.modifiers if isa.modifier_role(m) == role), None)
 
     @property
     def operands_ast(self) -> tuple:
@@ -294,7 +370,7 @@ class InstructionOp(IRDLOperation):
     @property
     def opcode(self) -> str:
         """The full opcode as written, ``ld.global.v4.f32``."""
-        return self.spec.name + self.properties["mods"].data  # type: ignore[union-attr]
+        return self.spec.name + self.properties["mods"].text  # type: ignore[union-attr]
 
     def register_roles(self) -> tuple[tuple[Operand, ...], tuple[Operand, ...]]:
         return register_roles(self.spec, self.modifiers, self.operands_ast, self.guard_pred)
@@ -349,6 +425,13 @@ class InstructionOp(IRDLOperation):
         sizes = self.succ_sizes.data if self.succ_sizes is not None else ()
         if sizes and len(sizes) != len(self.successors):
             raise VerifyException(f"'{self.name}': succ_sizes does not match successors")
+        declared: dict[Operand, str] = {}
+        for node, value in (*zip(uses, ops), *zip(defs, self.results)):
+            if isinstance(value.type, RegType):
+                declared[node] = "." + value.type.type_name
+        why = isa.operand_type_error(self.spec, self.modifiers, self.operands_ast, declared.get)
+        if why is not None:
+            raise VerifyException(f"'{self.name}' '{self.opcode} {args_text(self.operands_ast)}': {why}")
 
     def _verify_against_isa(self) -> None:
         """What the front end checks of a statement, checked again from the same ISA table
@@ -356,7 +439,7 @@ class InstructionOp(IRDLOperation):
         this instruction, the operand count is in range, written operands are registers,
         and in SSA form the guard is a predicate."""
         spec = self.spec
-        mods = self.properties["mods"].data  # type: ignore[union-attr]
+        mods = self.properties["mods"].text  # type: ignore[union-attr]
         try:
             found, _ = isa.resolve_opcode(spec.name + mods)
         except isa.UnknownModifier as e:
@@ -382,8 +465,6 @@ class InstructionOp(IRDLOperation):
         if spec.sync == "barrier" and spec.name.startswith(("bar", "barrier")) and args:
             bid = args[1] if ".red" in mods and len(args) > 1 else args[0]
             if bid[0] == "imm":
-                from .operands import parse_int_immediate
-
                 try:
                     v = parse_int_immediate(bid[1])
                 except (ValueError, IndexError):
@@ -392,12 +473,12 @@ class InstructionOp(IRDLOperation):
                     raise VerifyException(f"'{self.name}': barrier {v} is out of range (a CTA has barriers 0 to 15)")
 
     # -- custom assembly format ---------------------------------------------
-    #   [%d =] ptx.op "mods" "args" [if "guard"] [(%uses : types)]
+    #   [%d =] ptx.op <role = "mod", ...> "args" [if "guard"] [(%uses : types)]
     #          [[^bb(%a : t), ^bb]] [attr-dict] [: result types]
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_string_literal(self.properties["mods"].data)  # type: ignore[union-attr]
+        print_modifiers(printer, self.modifiers)
         printer.print_string(" ")
         printer.print_string_literal(args_text(self.operands_ast))
         g = self.guard_pred
@@ -434,11 +515,9 @@ class InstructionOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "InstructionOp":
-        from .parser import parse_operand_text
-
-        mods = parser.parse_str_literal()
+        mods = parse_modifiers(parser)
         args = parse_operand_text(parser.parse_str_literal())
-        props: dict[str, Attribute] = {"mods": string_attr(mods), "args": ArgsAttr.fast(args)}
+        props: dict[str, Attribute] = {"mods": modifiers_attr("".join(mods)), "args": ArgsAttr.fast(args)}
         if parser.parse_optional_keyword("if"):
             props["guard"] = GuardAttr.fast(parse_guard_text(parser.parse_str_literal()))
         operands: list[SSAValue] = []
@@ -470,7 +549,7 @@ class InstructionOp(IRDLOperation):
                     break
             parser.parse_punctuation("]")
             if any(sizes):
-                props["succ_sizes"] = TupleAttr.fast(tuple(sizes))
+                props["succ_sizes"] = IntsAttr.fast(tuple(sizes))
         attrs = parser.parse_optional_attr_dict()
         result_types: list[Attribute] = []
         if parser.parse_optional_punctuation(":"):
@@ -588,7 +667,7 @@ class VarOp(DirectiveOp):
     """
 
     name = "ptx.var"
-    decl = prop_def(TupleAttr)
+    decl = prop_def(VarDeclAttr)
 
     @property
     def linkage(self) -> tuple[str, ...]:
@@ -642,6 +721,37 @@ class VarOp(DirectiveOp):
         return n
 
 
+class _RegisterTypes:
+    """Declared register types of one function body, looked up by ``(name, scope)``;
+    a range ``%r<N>`` is one entry, however large N is."""
+
+    def __init__(self) -> None:
+        self.singles: dict[tuple[str, int], str | None] = {}
+        self.ranges: dict[tuple[str, int], tuple[int, str | None]] = {}
+
+    def declare(self, op: "RegDeclOp") -> None:
+        # vector registers (.v2/.v4) are not checked against scalar instruction types
+        t = None if op.qualifiers is not None and op.qualifiers.data else op.ptx_type.data
+        scope = op.scope.data
+        for name, count in op.names.data:
+            if count:
+                self.ranges[(name, scope)] = (max(count, 0), t)
+            else:
+                self.singles[(name, scope)] = t
+
+    def lookup(self, node: Operand) -> str | None:
+        name, scope = node[1], node[2]
+        t = self.singles.get((name, scope))
+        if t is not None:
+            return t
+        stem = name.rstrip("0123456789")
+        digits = name[len(stem):]
+        hit = self.ranges.get((stem, scope)) if digits else None
+        if hit is not None and int(digits) < hit[0]:
+            return hit[1]
+        return None
+
+
 @irdl_op_definition
 class FuncOp(DirectiveOp):
     """``.entry`` (kernel) or ``.func`` (device function), with its body.
@@ -657,10 +767,10 @@ class FuncOp(DirectiveOp):
     name = "ptx.func"
     symbol = prop_def(StringAttr)  # not "sym_name": PTX may declare a function before defining it
     kind = prop_def(StringAttr)
-    linkage = prop_def(TupleAttr)
-    params = prop_def(TupleAttr)
-    ret_params = opt_prop_def(TupleAttr)
-    directives = prop_def(TupleAttr)
+    linkage = prop_def(WordsAttr)
+    params = prop_def(ParamsAttr)
+    ret_params = opt_prop_def(ParamsAttr)
+    directives = prop_def(DirectivesAttr)
     body = region_def()
 
     @property
@@ -678,6 +788,20 @@ class FuncOp(DirectiveOp):
     @property
     def param_names(self) -> list[str]:
         return [p[1] for p in self.params.data]
+
+    def verify_(self) -> None:
+        """Register form: every register operand fits its instruction's type
+        (SSA form checks the operand types in ``InstructionOp.verify_``)."""
+        if not self.body.blocks or "hypa.ssa" in self.attributes:
+            return
+        types = _RegisterTypes()
+        for op in self.body.walk():
+            if isinstance(op, RegDeclOp):
+                types.declare(op)
+            elif isinstance(op, InstructionOp):
+                why = isa.operand_type_error(op.spec, op.modifiers, op.operands_ast, types.lookup)
+                if why is not None:
+                    raise VerifyException(f"'{op.name}' '{op.opcode} {args_text(op.operands_ast)}': {why}")
 
     def directive(self, keyword: str) -> str | None:
         for k, text in self.directives.data:
@@ -719,9 +843,9 @@ class RegDeclOp(DirectiveOp):
     ptx_type = prop_def(StringAttr)
     #: (name, count): count 0 is one register ``name``, n > 0 the range ``name<n>``,
     #: -1 the empty range ``name<0>`` that ptxas accepts
-    names = prop_def(TupleAttr)
+    names = prop_def(RegNamesAttr)
     scope = prop_def(IntAttr)
-    qualifiers = opt_prop_def(TupleAttr)
+    qualifiers = opt_prop_def(WordsAttr)
 
     def registers(self):
         """Every ``(name, scope)`` this declaration introduces."""
@@ -754,7 +878,7 @@ class BranchTargetsOp(DirectiveOp):
 
     name = "ptx.branchtargets"
     label = prop_def(StringAttr)
-    target_labels = prop_def(TupleAttr)
+    target_labels = prop_def(LabelsAttr)
 
 
 @irdl_op_definition
@@ -828,8 +952,6 @@ class EntryValueOp(DirectiveOp):
 
     @property
     def register(self) -> Operand:
-        from .parser import parse_operand_text
-
         (node,) = parse_operand_text(self.reg.data)
         return node
 
@@ -846,7 +968,8 @@ assert not _clash, f"directive op names clash with instructions: {_clash}"
 PTX = Dialect(
     "ptx",
     [*DIRECTIVE_OPS, *INSTRUCTION_OPS.values()],
-    [ArgsAttr, GuardAttr, TupleAttr, RegType],
+    [ModifiersAttr, ArgsAttr, GuardAttr, ParamsAttr, VarDeclAttr, RegNamesAttr, WordsAttr, LabelsAttr, IntsAttr,
+     DirectivesAttr, RegType],
 )
 
 

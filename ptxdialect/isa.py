@@ -731,6 +731,24 @@ def resolve_opcode(token: str) -> tuple[Instr, tuple[str, ...]]:
 _TYPE_TOKENS = ALL_TYPES | INSTR_ONLY_TYPES
 
 
+#: what a modifier token says, where the table knows it: the structure the MLIR
+#: form prints (``<rounding = ".rn", type = ".f32">``) and accessors read
+MODIFIER_ROLES: dict[str, str] = {
+    **{t: "type" for t in _TYPE_TOKENS},
+    **{t: "rounding" for t in GROUPS["rnd"] | GROUPS["irnd"] | {".rna", ".rs"}},
+    **{t: "space" for t in GROUPS["space"] | GROUPS["cvtaspace"]},
+    **{t: "vector" for t in GROUPS["vec"]},
+    **{t: "scope" for t in GROUPS["scope"]},
+    **{t: "ordering" for t in (".relaxed", ".acquire", ".release", ".acq_rel", ".weak", ".volatile", ".mmio", ".sc")},
+}
+ROLES = ("type", "rounding", "space", "vector", "scope", "ordering")
+
+
+def modifier_role(token: str) -> str:
+    """The role of a modifier token (one of ``ROLES``), or ``""``."""
+    return MODIFIER_ROLES.get(token, "")
+
+
 def type_modifiers(mods: tuple[str, ...]) -> tuple[str, ...]:
     """The type modifiers among ``mods``, in order (``cvt.f32.s32`` -> f32, s32)."""
     return tuple(m for m in mods if m in _TYPE_TOKENS)
@@ -809,3 +827,73 @@ def fully_described_entries() -> list[str]:
 def coverage_rows() -> list[tuple[str, str, str]]:
     """``(entry, kind, status)`` for every entry, in table order (for the README)."""
     return [(i.name, i.kind, i.status) for i in INSTRUCTIONS]
+
+
+# ---------------------------------------------------------------------------
+# Operand types (PTX ISA "Type checking rules" for instruction types)
+# ---------------------------------------------------------------------------
+
+#: entries whose register operands all have the instruction's type (when it has one)
+_SAME_TYPE_ALL = frozenset(
+    "add sub min max abs neg and or xor not cnot div rem fma mad mul sqrt rcp rsqrt sin cos "
+    "lg2 ex2 tanh copysign brev mov".split()
+)
+#: entries where only some operand positions have the instruction's type
+_SAME_TYPE_AT = {"selp": (0, 1, 2), "setp": (1, 2), "shl": (0, 1), "shr": (0, 1)}
+
+
+def typed_positions(instr: Instr, mods: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The operand positions whose registers must be of the instruction type, or None
+    where the rule is not this simple (several types, ``.wide``, other entries)."""
+    if instr.name in _SAME_TYPE_ALL:
+        if ".wide" in mods:
+            return None
+        return tuple(range(8))
+    return _SAME_TYPE_AT.get(instr.name)
+
+
+def _type_class(t: str) -> str:
+    if t == ".pred":
+        return "pred"
+    if t[1] == "b":
+        return "bits"
+    if t in FLOAT_TYPES:
+        return "float"
+    return "int"
+
+
+def register_fits(register_type: str, instruction_type: str) -> bool:
+    """Whether a register declared ``register_type`` may be an operand of an
+    instruction of ``instruction_type``: the same size, and ``.bN`` goes with any
+    type of size N, ``.uN``/``.sN`` with each other, ``.fN`` only with ``.fN``/``.bN``."""
+    if TYPE_BITS.get(register_type) != TYPE_BITS.get(instruction_type):
+        return False
+    r, i = _type_class(register_type), _type_class(instruction_type)
+    if "pred" in (r, i):
+        return r == i
+    return r == i or "bits" in (r, i)
+
+
+def operand_type_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_type) -> str | None:
+    """Why a statement's register operands do not fit its instruction type, or None.
+
+    ``reg_type(node)`` gives the declared type of a register node (or None where
+    unknown).  Only scalar register operands in ``typed_positions`` are checked."""
+    positions = typed_positions(instr, mods)
+    if positions is None:
+        return None
+    types = type_modifiers(mods)
+    if len(types) != 1:
+        return None
+    t = types[0]
+    for k in positions:
+        if k >= len(args):
+            break
+        node = args[k]
+        if node[0] != "reg" or node[1] == "%cc":
+            continue
+        rt = reg_type(node)
+        if rt is not None and not register_fits(rt, t):
+            return (f"operand {k + 1} ('{node[1]}') is a {rt} register, which does not fit "
+                    f"the instruction type {t}")
+    return None

@@ -52,7 +52,7 @@ match_token = _TOKEN_RE.match
 """``match_token(text, pos)``: the match of the next token at or after ``pos``
 (never ``None``; its ``lastgroup`` is the token kind or an error kind)."""
 
-_ERROR_KINDS = frozenset(["unclosed", "badnum", "badstr", "bad"])
+ERROR_KINDS = frozenset(["unclosed", "badnum", "badstr", "bad"])
 
 
 def lex_error(source: SourceFile, kind: str, text: str, offset: int) -> PTXSyntaxError:
@@ -96,7 +96,7 @@ def tokenize(source: SourceFile) -> list[Token]:
             append((EOF, "", len(text)))
             return out
         tok = m.group(kind)  # type: ignore[arg-type]
-        if kind in _ERROR_KINDS:
+        if kind in ERROR_KINDS:
             raise lex_error(source, kind, tok, m.start(kind))  # type: ignore[arg-type]
         pos = m.end()
         append((kind, tok, pos - len(tok)))  # type: ignore[arg-type]

@@ -178,3 +178,162 @@ def is_float_immediate(text: str) -> bool:
     return t[:2] in ("0f", "0F", "0d", "0D") or (
         not t[:2].lower() == "0x" and ("." in t or "e" in t.lower())
     )
+
+
+# ---------------------------------------------------------------------------
+# The operand text of the MLIR form (``args``, guards, entry values)
+# ---------------------------------------------------------------------------
+
+
+class _OperandText:
+    """Recursive descent over the tokens of one operand list.
+
+    There are no declarations here: a ``%``-name is a register unless it is a
+    special register, and a name followed by ``#N`` is a register of scope N
+    (``format_reg_annotated`` writes them so).  The front end's statement
+    parser builds the same tuples from PTX, where declarations decide."""
+
+    def __init__(self, text: str):
+        from .diagnostics import SourceFile
+        from .lexer import tokenize
+
+        self.src = SourceFile(text, "<args>")
+        self.toks = tokenize(self.src)
+        self.i = 0
+
+    def error(self, message: str) -> Exception:
+        from .diagnostics import PTXSyntaxError
+
+        return PTXSyntaxError(self.src, self.toks[self.i][2], message)
+
+    def peek(self, k: int = 0) -> tuple[str, str, int]:
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    def at(self, text: str) -> bool:
+        t = self.peek()
+        return t[1] == text and t[0] != "str"
+
+    def accept(self, text: str) -> bool:
+        if self.at(text):
+            self.i += 1
+            return True
+        return False
+
+    def describe(self) -> str:
+        t = self.peek()
+        return "end of text" if t[0] == "eof" else repr(t[1])
+
+    def expect(self, text: str) -> None:
+        if not self.accept(text):
+            raise self.error(f"expected {text!r}, found {self.describe()}")
+
+    def integer(self, what: str) -> int:
+        neg = self.accept("-")
+        t = self.peek()
+        try:
+            v = parse_int_immediate(t[1]) if t[0] == "num" else None
+        except ValueError:
+            v = None
+        if v is None:
+            raise self.error(f"expected {what}, found {self.describe()}")
+        self.i += 1
+        return -v if neg else v
+
+    def operand_list(self) -> tuple:
+        if self.peek()[0] == "eof":
+            return ()
+        args = [self.operand()]
+        while self.accept(","):
+            args.append(self.operand())
+        if self.peek()[0] != "eof":
+            raise self.error(f"unexpected {self.describe()} in operand text")
+        return tuple(args)
+
+    def operand(self) -> Operand:
+        node = self.primary()
+        if self.accept("|"):
+            return ("pair", node, self.primary())
+        return node
+
+    def items(self, close: str) -> tuple:
+        out = [self.operand()]
+        while self.accept(","):
+            out.append(self.operand())
+        self.expect(close)
+        return tuple(out)
+
+    def primary(self) -> Operand:
+        from .isa import SPECIAL_REGISTERS
+
+        kind, text, _ = self.peek()
+        if kind == "punct":
+            self.i += 1
+            if text == "!":
+                return ("not", self.primary())
+            if text == "{":
+                return ("vec", self.items("}"))
+            if text == "(":
+                return ("paren", () if self.accept(")") else self.items(")"))
+            if text == "[":
+                return self.address()
+            if text == "-" and self.peek()[0] == "num":
+                self.i += 1
+                return ("imm", "-" + self.toks[self.i - 1][1])
+            self.i -= 1
+        elif kind == "num":
+            self.i += 1
+            return ("imm", text)
+        elif kind == "name" and not text.startswith("."):
+            self.i += 1
+            if text == "_":
+                return ("sink",)
+            if self.accept("#"):
+                return ("reg", text, self.integer("a scope id after '#'"))
+            if text.startswith("%") and (text not in SPECIAL_REGISTERS or text == "%cc"):
+                return ("reg", text, 0)
+            if text in SPECIAL_REGISTERS:
+                return ("sreg", text)
+            off = 0
+            if self.at("+") or (self.at("-") and self.peek(1)[0] == "num"):
+                sign = -1 if self.peek()[1] == "-" else 1
+                self.i += 1
+                off = sign * self.integer("an offset")
+            return ("sym", text, off)
+        raise self.error(f"expected an operand, found {self.describe()}")
+
+    def address(self) -> Operand:
+        first = self.operand()
+        if self.at(","):
+            items = [first]
+            while self.accept(","):
+                items.append(self.operand())
+            self.expect("]")
+            return ("brk", tuple(items))
+        off = 0
+        if first[0] == "sym":
+            off, first = first[2], ("sym", first[1], 0)
+        if first[0] not in ("reg", "sym", "imm"):
+            raise self.error("expected a register, variable or immediate address inside '[ ]'")
+        if self.at("+") or self.at("-"):
+            sign = -1 if self.peek()[1] == "-" else 1
+            self.i += 1
+            off += sign * self.integer("an integer offset in the address")
+        self.expect("]")
+        suffix = ""
+        if self.peek()[1] == ".unified":
+            self.i += 1
+            suffix = ".unified"
+        return ("addr", first, off, suffix)
+
+
+def parse_operand_text(text: str) -> tuple:
+    """Operands from the MLIR form's operand text (``"%r1, [%rd2+4]"``)."""
+    return _OperandText(text).operand_list()
+
+
+def parse_guard_text(text: str) -> tuple:
+    """A guard ``(register, negated)`` from ``"%p1"`` / ``"!%p1"``."""
+    t = text.strip()
+    negated = t.startswith("!")
+    (node,) = parse_operand_text(t[1:] if negated else t)
+    return (node, negated)

@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import UNKNOWN_LOC, ArrayAttr, IntAttr, ModuleOp, Str
 from xdsl.ir import Block, Operation, Region, Use
 
 from . import isa
+from .declarations import LINKAGE, OPAQUE_TYPES, VAR_SPACES, VECTORS
 from .diagnostics import PTXError, PTXSyntaxError, SourceFile
 from .dialect import (
     INSTRUCTION_OPS,
@@ -48,26 +49,28 @@ from .dialect import (
     ScopeBeginOp,
     ScopeEndOp,
     TargetOp,
-    TupleAttr,
+    VarDeclAttr,
+    WordsAttr,
+    ParamsAttr,
+    DirectivesAttr,
+    LabelsAttr,
+    RegNamesAttr,
     VarOp,
     VersionOp,
     new_func,
     new_op,
+    modifiers_attr,
     string_attr,
 )
-from .lexer import _ERROR_KINDS, EOF, NAME, NUM, PUNCT, STR, lex_error, match_token
+from .lexer import ERROR_KINDS, EOF, NAME, NUM, PUNCT, STR, lex_error, match_token
 from .operands import parse_int_immediate
 
-LINKAGE = frozenset([".extern", ".visible", ".weak", ".common"])
-VAR_SPACES = frozenset([".global", ".const", ".shared", ".local", ".param", ".tex"])
 PERF_DIRECTIVES = frozenset(
     ".maxntid .reqntid .minnctapersm .maxnctapersm .maxnreg .noreturn .explicitcluster "
     ".reqnctapercluster .maxclusterrank .blocksareclusters .abi_preserve .abi_preserve_control "
     ".alias".split()
 )
 LABEL_DIRECTIVES = frozenset([".branchtargets", ".calltargets", ".callprototype"])
-_OPAQUE_TYPES = frozenset([".texref", ".samplerref", ".surfref"])
-_VECTORS = frozenset([".v2", ".v4", ".v8"])
 #: directives a body may hold but module level may not, and the reverse
 _BODY_ONLY = frozenset([".reg", ".loc"]) | LABEL_DIRECTIVES
 _MODULE_ONLY = frozenset([".version", ".target", ".address_size", ".section", ".entry", ".func", ".alias"])
@@ -283,7 +286,7 @@ class PTXParser:
             tok: Tok = (EOF, "", len(self.text))
         else:
             text = m.group(kind)  # type: ignore[arg-type]
-            if kind in _ERROR_KINDS:
+            if kind in ERROR_KINDS:
                 raise lex_error(self.src, kind, text, m.start(kind))  # type: ignore[arg-type]
             self.pos = end = m.end()
             tok = (kind, text, end - len(text))  # type: ignore[assignment]
@@ -530,14 +533,14 @@ class PTXParser:
             self.advance()
             if t[1] == ".align":
                 quals.append((".align", self._int("an alignment after '.align'")))
-            elif t[1] in _VECTORS:
+            elif t[1] in VECTORS:
                 quals.append((t[1],))
             elif t[1] == ".attribute":
                 self.expect("(", "'(' after '.attribute'")
                 inner = self._until(")")
                 self.expect(")")
                 quals.append((f".attribute({_join(inner)})",))
-            elif t[1] in isa.ALL_TYPES or t[1] in _OPAQUE_TYPES:
+            elif t[1] in isa.ALL_TYPES or t[1] in OPAQUE_TYPES:
                 if ptx_type is not None:
                     raise self.error(f"second type {t[1]!r} in a variable declaration (already {ptx_type!r})", t)
                 ptx_type = t[1]
@@ -572,7 +575,7 @@ class PTXParser:
                 ops.append(
                     new_op(
                         VarOp,
-                        {"decl": TupleAttr.fast((linkage, space, tuple(quals), ptx_type, n, tuple(dims), init))},
+                        {"decl": VarDeclAttr.fast((linkage, space, tuple(quals), ptx_type, n, tuple(dims), init))},
                     )
                 )
             if self.accept(","):
@@ -623,11 +626,11 @@ class PTXParser:
                 n = self.peek()
                 align = self._int("an alignment after '.align'")
                 decl.append(n)
-            elif q in isa.ALL_TYPES or q in _OPAQUE_TYPES:
+            elif q in isa.ALL_TYPES or q in OPAQUE_TYPES:
                 if ptx_type:
                     raise self.error(f"second type {q!r} in a parameter (already {ptx_type!r})", t)
                 ptx_type = q
-            elif q in (".ptr", ".global", ".shared", ".const", ".local") or q in _VECTORS:
+            elif q in (".ptr", ".global", ".shared", ".const", ".local") or q in VECTORS:
                 pass
             else:
                 raise self.error(f"unexpected {q!r} in a parameter declaration", t)
@@ -677,12 +680,12 @@ class PTXParser:
         props = {
             "symbol": StringAttr(name[1]),
             "kind": string_attr(kind),
-            "linkage": TupleAttr.fast(linkage),
-            "params": TupleAttr.fast(params),
-            "directives": TupleAttr.fast(tuple(directives)),
+            "linkage": WordsAttr.fast(linkage),
+            "params": ParamsAttr.fast(params),
+            "directives": DirectivesAttr.fast(tuple(directives)),
         }
         if ret_params is not None:
-            props["ret_params"] = TupleAttr.fast(ret_params)
+            props["ret_params"] = ParamsAttr.fast(ret_params)
         if self.accept(";"):
             return new_func(props, Region())
         if not self.at("{"):
@@ -704,6 +707,7 @@ class PTXParser:
         self.scopes = _Scopes()
         self.scopes.push()
         self._operand_cache = {}
+        self._node_types: dict[tuple, str] = {}  # declared type of each pre-filled register node
         self._layers = []
         self._shadow = []
         self._shadow_marks = []
@@ -757,9 +761,18 @@ class PTXParser:
                                 break
                         else:
                             args = ()
-                        cls, mods, lo, hi, term = entry
+                        cls, mods, lo, hi, term, typed = entry
                         if not lo <= len(args) <= hi:
                             break
+                        if typed is not None:
+                            declared = self._node_types
+                            for k in typed[0]:
+                                if k >= len(args):
+                                    break
+                                node = args[k]
+                                if node[0] == "reg" and not _FITS.get((declared.get(node), typed[1])):
+                                    self._check_types(cls.ISA, mods.data, args, m.start("ins"))
+                                    break
                         aa = new_obj(ArgsAttr)
                         set_attr(aa, "data", args)
                         props = {"mods": mods, "args": aa}
@@ -880,7 +893,7 @@ class PTXParser:
                         tables[ttext] = names
                         label_tok.setdefault(ttext, t)
                         ops.append(
-                            new_op(BranchTargetsOp, {"label": StringAttr(ttext), "target_labels": TupleAttr.fast(names)})
+                            new_op(BranchTargetsOp, {"label": StringAttr(ttext), "target_labels": LabelsAttr.fast(names)})
                         )
                     else:
                         ops.append(self._raw(nxt[1], [t, (PUNCT, ":", t[2])] + toks))
@@ -925,10 +938,27 @@ class PTXParser:
         except (isa.UnknownOpcode, isa.UnknownModifier):
             return None
         lo, hi = instr.arity if instr.arity is not None else (0, 1 << 30)
-        entry = self._opcodes[opc] = (
-            INSTRUCTION_OPS[instr.name], string_attr(opc[len(instr.name):]), lo, hi, instr.terminator
-        )
+        mods = modifiers_attr(opc[len(instr.name):])
+        positions = isa.typed_positions(instr, mods.data)
+        types = isa.type_modifiers(mods.data)
+        typed = (positions, types[0]) if positions is not None and len(types) == 1 else None
+        entry = self._opcodes[opc] = (INSTRUCTION_OPS[instr.name], mods, lo, hi, instr.terminator, typed)
         return entry
+
+    def _check_types(self, instr: isa.Instr, mods: tuple[str, ...], args: tuple, offset: int) -> None:
+        """Register operands must fit the instruction type, as ``ptxas`` checks
+        (``isa.operand_type_error``; the verifier checks IR from elsewhere)."""
+        lookup = self.scopes.lookup
+        why = isa.operand_type_error(instr, mods, args, lambda node: (lookup(node[1]) or (0, None))[1])
+        if why is not None:
+            raise self.error_at(offset, f"'{instr.name}{''.join(mods)}': {why}")
+        types = isa.type_modifiers(mods)
+        if len(types) == 1:  # remember the type pairs that fit (the fast path's test)
+            for k in isa.typed_positions(instr, mods) or ():
+                if k < len(args) and args[k][0] == "reg":
+                    d = lookup(args[k][1])
+                    if d is not None:
+                        _FITS[(d[1], types[0])] = True
 
     def _fast_args(self, a: str, m: re.Match[str], cache: dict[str, tuple]) -> tuple | None:
         """Operand nodes of the operand text ``a`` of the statement ``m``."""
@@ -1000,12 +1030,14 @@ class PTXParser:
             for k in [k for k in cache if any(n in k for n in stems)]:
                 del cache[k]
         pred = ptx_type == ".pred"
+        node_types = self._node_types
         for name, count in names:
             if count > 65536:
                 continue  # resolved on demand instead
             for n in [f"{name}{i}" for i in range(count)] if count else [name]:
                 node = ("reg", n, scope)
                 cache[n] = node
+                node_types[node] = ptx_type
                 if pred:
                     cache["@" + n] = node
 
@@ -1122,14 +1154,14 @@ class PTXParser:
     def _fast_param(self, m: re.Match[str]) -> Operation | None:
         """``.param [.align N] .type name[[N]];`` in a body (call sequences)."""
         ptx_type = m.group("ptype")
-        if ptx_type not in isa.ALL_TYPES and ptx_type not in _OPAQUE_TYPES:
+        if ptx_type not in isa.ALL_TYPES and ptx_type not in OPAQUE_TYPES:
             return None
         align, dim = m.group("palign", "pdim")
         quals = ((".align", parse_int_immediate(align)),) if align is not None else ()
         dims = (parse_int_immediate(dim),) if dim is not None else ()
         if dim is not None and (dims[0] == 0 and dim != "0"):
             return None
-        return new_op(VarOp, {"decl": TupleAttr.fast(((), ".param", quals, ptx_type, m.group("pname"), dims, None))})
+        return new_op(VarOp, {"decl": VarDeclAttr.fast(((), ".param", quals, ptx_type, m.group("pname"), dims, None))})
 
     def _fast_loc(self, m: re.Match[str]) -> Operation | None:
         raw = m.group("loc")
@@ -1242,7 +1274,7 @@ class PTXParser:
                 if ptx_type is not None:
                     raise self.error(f"second type {q[1]!r} in a register declaration (already {ptx_type!r})", q)
                 ptx_type = q[1]
-            elif q[1] in _VECTORS:
+            elif q[1] in VECTORS:
                 quals.append(q[1])
             else:
                 raise self.error(f"unexpected {q[1]!r} in a register declaration (expected a type such as .b32)", q)
@@ -1270,11 +1302,11 @@ class PTXParser:
         self._declared(names, ptx_type, self.scopes.current)
         props = {
             "ptx_type": string_attr(ptx_type),
-            "names": TupleAttr.fast(tuple(names)),
+            "names": RegNamesAttr.fast(tuple(names)),
             "scope": IntAttr(self.scopes.current),
         }
         if quals:
-            props["qualifiers"] = TupleAttr.fast(tuple(quals))
+            props["qualifiers"] = WordsAttr.fast(tuple(quals))
         return new_op(RegDeclOp, props)
 
     # -- instructions --------------------------------------------------------
@@ -1328,7 +1360,8 @@ class PTXParser:
             if not lo <= len(args) <= hi:
                 want = str(lo) if lo == hi else f"{lo} to {hi}"
                 raise self.error(f"'{instr.name}' expects {want} operands, found {len(args)}", t)
-        props = {"mods": string_attr(t[1][len(instr.name):]), "args": ArgsAttr.fast(tuple(args))}
+        self._check_types(instr, mods, tuple(args), t[2])
+        props = {"mods": modifiers_attr(t[1][len(instr.name):]), "args": ArgsAttr.fast(tuple(args))}
         if guard is not None:
             props["guard"] = GuardAttr.fast(guard)
         return new_op(INSTRUCTION_OPS[instr.name], props), instr.terminator
@@ -1442,6 +1475,8 @@ class PTXParser:
 
 
 _CLOSER = {"{": "}", "[": "]", "(": ")"}
+#: (declared register type, instruction type) pairs known to fit (``isa.register_fits``)
+_FITS: dict[tuple[str, str], bool] = {}
 _SECTION_SCAN = re.compile(r'[{}]|"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 
 
@@ -1510,43 +1545,3 @@ def parse_ptx_file(path: str) -> ModuleOp:
     with open(path, "rb") as f:
         data = f.read()
     return parse_ptx(decode_source(data, path), path)
-
-
-def parse_operand_text(text: str) -> tuple:
-    """Operands from the MLIR form's ``args`` string.
-
-    There are no declarations here: a ``%``-name is a register unless it is a
-    special register, and a name followed by ``#N`` is a register of scope N.
-    """
-    p = PTXParser(text.replace("#", " # "), "<args>")
-    p.scopes = _OperandTextScopes(p)
-    args: list[tuple] = []
-    if p.peek()[0] == EOF:
-        return ()
-    while True:
-        args.append(p._operand())
-        if not p.accept(","):
-            break
-    if p.peek()[0] != EOF:
-        raise p.error(f"unexpected {p._describe(p.peek())} in operand text")
-    return tuple(args)
-
-
-class _OperandTextScopes(_Scopes):
-    """Resolves registers syntactically (``%name`` or ``name # scope``)."""
-
-    def __init__(self, parser: PTXParser):
-        super().__init__()
-        self.parser = parser
-        self.stack = [(0, {}, {})]
-
-    def lookup(self, name: str) -> tuple[int, str] | None:
-        p = self.parser
-        if p.at("#"):
-            p.advance()
-            return (p._int("a scope id"), "")
-        if name.startswith("%") and name not in isa.SPECIAL_REGISTERS and name != "%cc":
-            return (0, "")
-        if name == "%cc":
-            return (0, "")
-        return None

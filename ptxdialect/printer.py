@@ -31,6 +31,7 @@ from .dialect import (
     VarOp,
     VersionOp,
 )
+from .declarations import format_reg_names, format_var_decl
 from .operands import Operand, format_operand
 
 #: renames registers of one instruction: (op, register node) -> text
@@ -38,22 +39,12 @@ Namer = Callable[[InstructionOp, Operand], str]
 
 
 def var_decl_text(op: VarOp) -> str:
-    linkage, space, quals, ptx_type, name, dims, init = op.decl.data
-    parts = [*linkage, space]
-    for q in quals:
-        parts.append(q[0] if len(q) == 1 else f"{q[0]} {q[1]}")
-    parts.append(ptx_type)
-    dim_text = "".join("[]" if d < 0 else f"[{d}]" for d in dims)
-    text = " ".join(parts) + " " + name + dim_text
-    if init is not None:
-        text += " = " + init
-    return text + ";"
+    return format_var_decl(op.decl.data) + ";"
 
 
 def reg_decl_text(op: RegDeclOp) -> str:
     quals = op.qualifiers.data if op.qualifiers is not None else ()
-    names = ", ".join(f"{n}<{max(c, 0)}>" if c else n for n, c in op.names.data)  # -1: %r<0>
-    return " ".join([".reg", *quals, op.ptx_type.data, names]) + ";"
+    return " ".join([".reg", *quals, op.ptx_type.data, format_reg_names(op.names.data)]) + ";"
 
 
 _PLAIN = frozenset(["reg", "sreg", "imm"])
@@ -61,7 +52,7 @@ _PLAIN = frozenset(["reg", "sreg", "imm"])
 
 def instruction_text(op: InstructionOp, namer: Namer | None = None) -> str:
     props = op.properties
-    text = op.ISA.name + props["mods"].data  # type: ignore[union-attr]
+    text = op.ISA.name + props["mods"].text  # type: ignore[union-attr]
     args = props["args"].data  # type: ignore[union-attr]
     g = props.get("guard")
     if namer is None:

@@ -29,8 +29,9 @@ from hypa.ptxdialect.dialect import (
     ImplicitReturnOp,
     LabelOp,
     RegDeclOp,
-    TupleAttr,
+    RegNamesAttr,
     new_op,
+    modifiers_attr,
     string_attr,
 )
 from hypa.ptxdialect.parser import _fast_str, _link_ops, _set_successors
@@ -45,7 +46,7 @@ def _uses(block: Block) -> list[tuple[int, int]]:
 
 def test_new_op_equals_create():
     props = {
-        "mods": string_attr(".lo.s32"),
+        "mods": modifiers_attr(".lo.s32"),
         "args": ArgsAttr.fast((("reg", "%r1", 0), ("reg", "%r2", 0), ("imm", "4"), ("reg", "%r3", 0))),
         "guard": GuardAttr.fast((("reg", "%p1", 0), True)),
     }
@@ -73,7 +74,7 @@ def test_fast_attributes_equal_verified_ones():
     assert hash(_fast_str("x")) == hash(StringAttr("x"))
     args = (("addr", ("reg", "%rd1", 0), 8, ""), ("vec", (("reg", "%f1", 0), ("imm", "0f3F800000"))))
     assert ArgsAttr.fast(args) == ArgsAttr(args)
-    assert TupleAttr.fast((1, "a")) == TupleAttr((1, "a"))
+    assert RegNamesAttr.fast((("%r", 4),)) == RegNamesAttr((("%r", 4),))
     assert GuardAttr.fast((("reg", "%p", 0), False)) == GuardAttr((("reg", "%p", 0), False))
 
 
@@ -81,8 +82,8 @@ def _ops():
     bra = INSTRUCTION_OPS["bra"]
     return [
         new_op(LabelOp, {"label": StringAttr("L")}),
-        new_op(RegDeclOp, {"ptx_type": StringAttr(".b32"), "names": TupleAttr.fast((("%r", 4),)), "scope": IntAttr(0)}),
-        new_op(bra, {"mods": string_attr(""), "args": ArgsAttr.fast((("sym", "L", 0),))}),
+        new_op(RegDeclOp, {"ptx_type": StringAttr(".b32"), "names": RegNamesAttr.fast((("%r", 4),)), "scope": IntAttr(0)}),
+        new_op(bra, {"mods": modifiers_attr(""), "args": ArgsAttr.fast((("sym", "L", 0),))}),
     ]
 
 

@@ -415,7 +415,7 @@ def test_coverage_files_name_every_entry():
 def test_decoded_modifiers_match_resolution():
     """The dialect's view of the modifiers agrees with the table's split."""
     for op in _coverage_module_ops():
-        mods = op.properties["mods"].data
+        mods = op.properties["mods"].text
         assert split_mods(mods) == isa.resolve_opcode(op.spec.name + mods)[1] == op.modifiers
 
 
