@@ -315,11 +315,11 @@ class HostRuntime:
         m = s.module
         if s.name not in m.initialised and self._load(m):
             from hypa.ptxdialect.dialect import VarOp
-            from hypa.runtime.emulator import _init_bytes
+            from hypa.runtime.emulator import initial_bytes
 
             for op in m.emulator.module.ops:
                 if isinstance(op, VarOp) and op.var_name == s.name:
-                    self._variable(m, s.name, s.size, _init_bytes(s.size, op.init, op.ptx_type))
+                    self._variable(m, s.name, s.size, initial_bytes(s.size, op.init, op.ptx_type))
                     break
         return self._storage(m, s.name, s.size), 0
 
@@ -590,31 +590,30 @@ class HostRuntime:
             ctypes.memset(devPtr + row * pitch, value & 0xFF, width)
         return 0
 
-    def cudaMemcpyToSymbol(self, symbol, src, count, offset, kind):
+    def _symbol_copy(self, symbol, other: int, count, offset, kind, to_symbol: bool) -> int:
+        """``count`` bytes between a variable (from ``offset``) and ``other``, host memory or,
+        with ``cudaMemcpyDeviceToDevice``, an allocation."""
         arr, err = self._symbol_storage(symbol)
         if err:
             return err
         if offset + count > arr.nbytes:
             return E.cudaErrorInvalidValue
-        if kind == D2D and self.memory.find(src, count) is None:
+        if kind == D2D and self.memory.find(other, count) is None:
             return E.cudaErrorInvalidValue
-        ctypes.memmove(arr.ctypes.data + offset, src, count)
+        at = arr.ctypes.data + offset
+        dst, src = (at, other) if to_symbol else (other, at)
+        ctypes.memmove(dst, src, count)
         return 0
+
+    def cudaMemcpyToSymbol(self, symbol, src, count, offset, kind):
+        return self._symbol_copy(symbol, src, count, offset, kind, to_symbol=True)
 
     def cudaMemcpyToSymbolAsync(self, symbol, src, count, offset, kind, stream):
         return self.cudaMemcpyToSymbol(symbol, src, count, offset, kind)
 
     def cudaMemcpyFromSymbol(self, dst, symbol, count, offset, kind):
         self._flush_printf()
-        arr, err = self._symbol_storage(symbol)
-        if err:
-            return err
-        if offset + count > arr.nbytes:
-            return E.cudaErrorInvalidValue
-        if kind == D2D and self.memory.find(dst, count) is None:
-            return E.cudaErrorInvalidValue
-        ctypes.memmove(dst, arr.ctypes.data + offset, count)
-        return 0
+        return self._symbol_copy(symbol, dst, count, offset, kind, to_symbol=False)
 
     def cudaMemcpyFromSymbolAsync(self, dst, symbol, count, offset, kind, stream):
         return self.cudaMemcpyFromSymbol(dst, symbol, count, offset, kind)
@@ -851,9 +850,13 @@ class HostRuntime:
         return 0
 
     def cudaStreamDestroy(self, stream):
-        if self.streams.pop(stream, None) is None:
+        return self._release_handle(self.streams, stream)
+
+    def _release_handle(self, table: dict, handle: int) -> int:
+        """Forget a stream or event and free the allocation that made its handle."""
+        if table.pop(handle, None) is None:
             return E.cudaErrorInvalidResourceHandle
-        self.memory.release(stream)
+        self.memory.release(handle)
         return 0
 
     def _stream_ok(self, stream) -> int:
@@ -930,10 +933,7 @@ class HostRuntime:
         return 0
 
     def cudaEventDestroy(self, event):
-        if self.events.pop(event, None) is None:
-            return E.cudaErrorInvalidResourceHandle
-        self.memory.release(event)
-        return 0
+        return self._release_handle(self.events, event)
 
     def cudaProfilerStart(self):
         return 0

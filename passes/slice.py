@@ -92,7 +92,7 @@ UNKNOWN = "?"
 
 
 @dataclass
-class _Bases:
+class AddressBases:
     """Trace SSA address values back to the objects they point into."""
 
     kernel_params: set[str]
@@ -278,7 +278,7 @@ class _Slicer:
     def _slice_function(self, fs: FunctionSlice) -> set[str]:
         f = fs.func
         kernel_params = set(f.param_names) if f.is_kernel else set()
-        bases = _Bases(kernel_params, self.variables)
+        bases = AddressBases(kernel_params, self.variables)
         instrs = [op for op in f.body.walk() if isinstance(op, InstructionOp)]
         writers = [op for op in instrs if memory_effect(op)[1] or op.spec.name == "call"]
         # every (load, store) pair may be asked about: the stores' spaces once

@@ -12,9 +12,10 @@
    contents of the buffers the emulated code can read -- so identical launches
    are analysed once and the rest reuse the result (NVBit's sampling by unique
    grid, made exact);
-4. run the unique launches here, on a local pool of forked processes, or on a
-   Dask cluster, optionally cut into CTA ranges whose counters are added up
-   (``Emulator.merge``), and put the results back in launch order.
+4. run the unique launches with an executor (``runtime/executor.py``): here, on a
+   local pool of forked processes, or on a Dask cluster, optionally cut into CTA
+   ranges whose counters are added up (``Emulator.merge``), and put the results
+   back in launch order.
 
 Kernels that no launch names are counted statically.
 """
@@ -26,6 +27,7 @@ import hashlib
 import os
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +35,7 @@ import numpy as np
 
 from .emulator import DEFAULT_STEP_BUDGET, Emulator, LaunchResult
 from .errors import LAUNCH_ERRORS
+from .executor import DaskCluster, Executor, Forked, InProcess, TaskFailed
 from .inputs import InputError, InputOptions, Source, expand_inputs, load_sources
 from .launch import Launch, LaunchError, launches_from_toml
 from .phases import phase
@@ -187,10 +190,10 @@ def read_parameters(prog) -> set[str] | None:
     The emulated instructions are the slice (or everything in full mode); a
     buffer no emulated instruction reads cannot change the counts, so its
     contents need not be part of a launch's key."""
-    from hypa.passes.slice import _Bases, memory_effect
+    from hypa.passes.slice import AddressBases, memory_effect
     from hypa.ptxdialect import isa
 
-    bases = _Bases(set(prog.func.param_names), set(prog.global_vars) | set(prog.shared_vars))
+    bases = AddressBases(set(prog.func.param_names), set(prog.global_vars) | set(prog.shared_vars))
     out: set[str] = set()
     for op in prog.instructions:
         if op not in prog.emulated:
@@ -397,18 +400,11 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
 
     bar = Progress(len(units), "hypa", progress)
     try:
-        if opts.scheduler:
-            from .distributed import run_units_dask
-
-            outcomes = run_units_dask(opts.scheduler, records, units, opts, bar)
-            where = f"Dask scheduler {opts.scheduler}"
-        elif opts.jobs > 1 and len(units) >= opts.jobs:
-            with phase("workers"):
-                outcomes = _run_units_pool(cat, records, units, opts, bar)
-            where = f"local pool of {opts.jobs} processes"
-        else:
-            outcomes = _run_units_here(cat, records, units, opts, bar)
-            where = "this process" + (f" ({opts.jobs} CTA workers per launch)" if opts.jobs > 1 else "")
+        with _executor(opts, len(units)) as ex:
+            # the phases of forked workers are not seen here: their time shows as one phase
+            with phase("workers") if isinstance(ex, Forked) else nullcontext():
+                outcomes = run_units(ex, cat, records, units, opts, bar)
+            where = ex.where + (f" ({opts.jobs} CTA workers per launch)" if ex.in_process and opts.jobs > 1 else "")
     finally:
         bar.close()
 
@@ -416,8 +412,8 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
     parts: dict[int, list[LaunchResult]] = {}
     for u, out in zip(units, outcomes):
         rec = records[u.record]
-        if isinstance(out, str):
-            rec.error = rec.error or out
+        if isinstance(out, (str, TaskFailed)):
+            rec.error = rec.error or str(out)
         elif out is not None:
             parts.setdefault(u.record, []).append(out)
     for i, ps in parts.items():
@@ -457,55 +453,63 @@ def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str) -> N
             rec.result.notes.append(f"no timing estimate: {e}")
 
 
-def _run_one(emu: Emulator, launch: Launch, ctas, per_cta: bool, jobs: int) -> LaunchResult | str:
+def _executor(opts: ProfileOptions, n_units: int) -> Executor:
+    """A Dask cluster with ``--scheduler``; a pool of ``-j`` forked processes when there are
+    at least as many units as processes; else this process (where ``-j`` splits the CTAs of
+    each launch instead)."""
+    if opts.scheduler:
+        return DaskCluster(opts.scheduler)
+    if opts.jobs > 1 and n_units >= opts.jobs:
+        return Forked(opts.jobs)
+    return InProcess()
+
+
+def run_units(ex: Executor, cat: Catalog, records: list[LaunchRecord], units: list[Unit], opts: ProfileOptions,
+              bar: Progress) -> list:
+    """Each unit's result (or error message) in unit order, run by ``ex``.  Here, a launch's
+    CTAs may be split over ``-j`` workers and results keep their buffers; elsewhere results
+    come back without them.  Forked workers inherit the programs prepared above (parsed and
+    sliced once, here); on a cluster a task carries the kernel's PTX (sent once per source)
+    instead of the emulator."""
+    if ex.shares_memory:
+        jobs, keep_memory = (opts.jobs, True) if ex.in_process else (1, False)
+        tasks = [(cat.emulator(records[u.record].source), records[u.record].launch, u.ctas, opts.per_cta, jobs,
+                  keep_memory) for u in units]
+        fn = run_unit
+    else:
+        texts: dict[str, Any] = {}
+        options = tuple(sorted(opts.emulator_options().items()))
+        tasks = []
+        for u in units:
+            src = records[u.record].source
+            if src.label not in texts:
+                texts[src.label] = ex.share(src.ptx)
+            tasks.append((texts[src.label], src.label, options, records[u.record].launch, u.ctas, opts.per_cta))
+        fn = run_unit_from_text
+    stop = (lambda r: isinstance(r, str)) if opts.fail_fast else None
+    return ex.map(fn, tasks, done=lambda k, _r: bar.update(1, records[units[k].record].kernel), stop=stop)
+
+
+def run_unit(emu: Emulator, launch: Launch, ctas, per_cta: bool, jobs: int = 1,
+             keep_memory: bool = False) -> LaunchResult | str:
+    """One unit of work: its result, or the message of the launch error that stopped it."""
     try:
-        return emu.run(launch, jobs=jobs, per_cta=per_cta, ctas=ctas)
+        r = emu.run(launch, jobs=jobs, per_cta=per_cta, ctas=ctas)
     except LAUNCH_ERRORS as e:
         return str(e)
+    return r if keep_memory else r.without_memory()
 
 
-def _run_units_here(cat: Catalog, records, units, opts: ProfileOptions, bar: Progress) -> list:
-    out: list = []
-    failed = False
-    for u in units:
-        rec = records[u.record]
-        if failed:
-            out.append(None)
-            continue
-        r = _run_one(cat.emulator(rec.source), rec.launch, u.ctas, opts.per_cta, opts.jobs)
-        out.append(r)
-        bar.update(1, rec.kernel)
-        if isinstance(r, str) and opts.fail_fast:
-            failed = True
-    return out
+_EMULATORS: dict[tuple, Emulator] = {}
 
 
-# forked pool workers read the work from here (set before the pool forks)
-_POOL: dict[str, Any] = {}
+def run_unit_from_text(ptx: str, label: str, options: tuple, launch: Launch, ctas, per_cta: bool) -> LaunchResult | str:
+    """``run_unit`` on a cluster's worker: the emulator is made from the PTX text, once per
+    worker process and kernel source."""
+    key = (hashlib.sha256(ptx.encode("utf-8", errors="replace")).hexdigest(), label, options)
+    emu = _EMULATORS.get(key)
+    if emu is None:
+        from hypa.ptxdialect import parse_ptx
 
-
-def _pool_work(k: int):
-    cat, records, units, opts = _POOL["work"]
-    u = units[k]
-    rec = records[u.record]
-    r = _run_one(cat.emulator(rec.source), rec.launch, u.ctas, opts.per_cta, 1)
-    return k, (r.without_memory() if isinstance(r, LaunchResult) else r)
-
-
-def _run_units_pool(cat: Catalog, records, units, opts: ProfileOptions, bar: Progress) -> list:
-    import multiprocessing as mp
-
-    # parse and slice in the parent, so forked workers inherit the programs
-    for u in units:
-        rec = records[u.record]
-        cat.emulator(rec.source).program_for(rec.launch)
-    _POOL["work"] = (cat, records, units, opts)
-    out: list = [None] * len(units)
-    try:
-        with mp.get_context("fork").Pool(opts.jobs) as pool:
-            for k, r in pool.imap_unordered(_pool_work, range(len(units))):
-                out[k] = r
-                bar.update(1, records[units[k].record].kernel)
-    finally:
-        _POOL.clear()
-    return out
+        emu = _EMULATORS[key] = Emulator(parse_ptx(ptx, label), **dict(options))
+    return run_unit(emu, launch, ctas, per_cta)

@@ -281,8 +281,8 @@ class Emulator:
         """Run CTAs [first, last).  A baseline-compiled program runs the first CTA alone; if the
         other CTAs would take longer than an optimized compile (estimated from the baseline
         compile, ``jit.OPTIMIZED_COMPILE_FACTOR``) repays, the rest run optimized code."""
+        from .cta_ranges import run_each, run_forked
         from .jit import OPTIMIZED_COMPILE_FACTOR, compile_ir, jit_policy
-        from .parallel import run_each, run_forked
 
         rows0 = None
         if compiled.tier == "baseline" and jit_policy() == "auto" and last - first > 1:
@@ -407,7 +407,7 @@ class Emulator:
         host = self.host
         for name, var in prog.global_vars.items():
             init = _variable_bytes(launch, buffers, name, var) if name in launch.variables else \
-                _init_bytes(var.size, var.init, var.ptx_type, symbols)
+                initial_bytes(var.size, var.init, var.ptx_type, symbols)
             glob_arrays.append((name, init if host is None else host.variable(name, var.size, init)))
         buf_ids: dict[str, int] = {}
         anon = 0
@@ -477,7 +477,7 @@ class Emulator:
         const = _aligned_zeros(prog.const_bytes + 16)
         for cname, var in prog.const_vars.items():
             data = _variable_bytes(launch, buffers, cname, var) if cname in launch.variables else \
-                _init_bytes(var.size, var.init, var.ptx_type)
+                initial_bytes(var.size, var.init, var.ptx_type)
             if host is not None:  # __constant__ data the program wrote (cudaMemcpyToSymbol)
                 data = host.variable(cname, var.size, data)
             const[var.offset : var.offset + var.size] = data[: var.size]
@@ -531,9 +531,9 @@ class Emulator:
         """A pointer parameter that a sliced load reads through must be bound to a buffer."""
         if prog.slice_info is None:
             return
-        from hypa.passes.slice import _Bases, memory_effect
+        from hypa.passes.slice import AddressBases, memory_effect
 
-        bases = _Bases(set(prog.func.param_names), set(prog.global_vars) | set(prog.shared_vars))
+        bases = AddressBases(set(prog.func.param_names), set(prog.global_vars) | set(prog.shared_vars))
         by_name = {n: a for (n, *_), a in zip(prog.params, launch.args)}
         for op in prog.slice_info.ops:
             reads, _w = memory_effect(op)
@@ -556,8 +556,6 @@ class Emulator:
             )
 
     def _branch_needing(self, prog: KernelProgram, load: InstructionOp) -> str:
-        from hypa.passes.slice import _incoming  # noqa: F401
-
         for v in load.results:
             seen = set()
             work = [v]
@@ -690,7 +688,7 @@ def _assertion_text(prog: KernelProgram, call: InstructionOp) -> str | None:
         for name in iter_syms(d.operands_ast[-1]):
             var = prog.global_vars.get(name) or prog.const_vars.get(name)
             if var is not None and var.init:
-                raw = bytes(_init_bytes(var.size, var.init, var.ptx_type))
+                raw = bytes(initial_bytes(var.size, var.init, var.ptx_type))
                 return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
         return string_of(d.operands[-1], depth + 1) if d.operands else None
 
@@ -725,7 +723,7 @@ def _symbol_addresses(prog: KernelProgram) -> dict[str, int]:
 _ADDRESS_INIT = re.compile(r"(?:generic\(\s*)?([A-Za-z_$%][\w$]*)\s*\)?\s*(?:\+\s*(\d+))?")
 
 
-def _init_bytes(size: int, init: str | None, ptx_type: str, symbols: dict[str, int] | None = None) -> np.ndarray:
+def initial_bytes(size: int, init: str | None, ptx_type: str, symbols: dict[str, int] | None = None) -> np.ndarray:
     """Bytes of a variable with an initializer like ``{1, 2, 3}`` (integers or
     floats) or ``{generic(x), y+8}`` (addresses of variables in ``symbols``)."""
     out = np.zeros(max(size, 1), np.uint8)

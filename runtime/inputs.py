@@ -437,6 +437,21 @@ def _read_entries(blob: bytes, pos: int, end: int, where: str) -> list[FatbinEnt
     return out
 
 
+def _lz4_length(src: bytes, i: int, length: int, what: str) -> tuple[int, int]:
+    """An LZ4 length from its 4 bits in the token (``length``) and, when they are all ones,
+    the extra bytes at ``src[i:]`` (255 means more follow); returns it and the next index."""
+    if length == 15:
+        while True:
+            if i >= len(src):
+                raise InputError(f"corrupt LZ4 block: {what} length runs past the end")
+            b = src[i]
+            i += 1
+            length += b
+            if b != 255:
+                break
+    return length, i
+
+
 def lz4_block_decompress(src: bytes, size: int | None = None) -> bytes:
     """Decompress one LZ4 block (the raw block format, no frame): a run of
     sequences, each a token (literal length << 4 | match length - 4), extra length
@@ -447,16 +462,7 @@ def lz4_block_decompress(src: bytes, size: int | None = None) -> bytes:
     while i < n:
         token = src[i]
         i += 1
-        lit = token >> 4
-        if lit == 15:
-            while True:
-                if i >= n:
-                    raise InputError("corrupt LZ4 block: literal length runs past the end")
-                b = src[i]
-                i += 1
-                lit += b
-                if b != 255:
-                    break
+        lit, i = _lz4_length(src, i, token >> 4, "literal")
         if i + lit > n:
             raise InputError("corrupt LZ4 block: literals run past the end")
         out += src[i : i + lit]
@@ -467,16 +473,7 @@ def lz4_block_decompress(src: bytes, size: int | None = None) -> bytes:
             raise InputError("corrupt LZ4 block: truncated match offset")
         off = src[i] | (src[i + 1] << 8)
         i += 2
-        mlen = token & 15
-        if mlen == 15:
-            while True:
-                if i >= n:
-                    raise InputError("corrupt LZ4 block: match length runs past the end")
-                b = src[i]
-                i += 1
-                mlen += b
-                if b != 255:
-                    break
+        mlen, i = _lz4_length(src, i, token & 15, "match")
         mlen += 4
         if off == 0 or off > len(out):
             raise InputError("corrupt LZ4 block: match offset outside the output")

@@ -77,6 +77,15 @@ def instruction_kernel(
         counter[b] += 1
         return f"{_REG[b]}{counter[b]}"
 
+    def element_address(param: str, esize: int) -> str:
+        """A register with the address of this thread's element of the array in ``param``."""
+        p, a, o = reg(64), reg(64), reg(64)
+        body.append(f"ld.param.u64 {p}, [{param}];")
+        body.append(f"cvta.to.global.u64 {p}, {p};")
+        body.append(f"mul.lo.u64 {o}, %rd1, {esize};")
+        body.append(f"add.s64 {a}, {p}, {o};")
+        return a
+
     params = []
     body = []
     arrays = []
@@ -112,14 +121,7 @@ def instruction_kernel(
             continue
         bits = _bits(s)
         mt = _mem_type(s)
-        esize = max(bits, 8) // 8 if s != ".pred" else 4
-        p = reg(64)
-        a = reg(64)
-        o = reg(64)
-        body.append(f"ld.param.u64 {p}, [{name}_in{k}];")
-        body.append(f"cvta.to.global.u64 {p}, {p};")
-        body.append(f"mul.lo.u64 {o}, %rd1, {esize};")
-        body.append(f"add.s64 {a}, {p}, {o};")
+        a = element_address(f"{name}_in{k}", max(bits, 8) // 8 if s != ".pred" else 4)
         if s == ".pred":
             t = reg(32)
             body.append(f"ld.global.u32 {t}, [{a}];")
@@ -154,14 +156,7 @@ def instruction_kernel(
         stmt = f"@{guard_reg} {stmt}"
     body.append(stmt + ";")
     for k, (d, t) in enumerate(zip(dst_regs, results)):
-        p = reg(64)
-        a = reg(64)
-        o = reg(64)
-        esize = 4 if t == ".pred" else max(_bits(t), 8) // 8
-        body.append(f"ld.param.u64 {p}, [{name}_out{k}];")
-        body.append(f"cvta.to.global.u64 {p}, {p};")
-        body.append(f"mul.lo.u64 {o}, %rd1, {esize};")
-        body.append(f"add.s64 {a}, {p}, {o};")
+        a = element_address(f"{name}_out{k}", 4 if t == ".pred" else max(_bits(t), 8) // 8)
         if t == ".pred":
             v = reg(32)
             body.append(f"selp.u32 {v}, 1, 0, {d};")

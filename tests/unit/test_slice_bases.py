@@ -1,4 +1,4 @@
-"""Base-pointer analysis (passes/slice.py ``_Bases``): which objects an address may point into.
+"""Base-pointer analysis (passes/slice.py ``AddressBases``): which objects an address may point into.
 
 Slicing trusts it to leave out stores that cannot alias a sliced load, so an address must
 never lose a root, whatever order the questions come in.
@@ -6,7 +6,7 @@ never lose a root, whatever order the questions come in.
 
 from xdsl.context import Context
 
-from hypa.passes.slice import _Bases, _may_alias, compute_slices
+from hypa.passes.slice import AddressBases, _may_alias, compute_slices
 from hypa.passes.ssa import PTXToSSA
 from hypa.ptxdialect import InstructionOp, parse_ptx
 from hypa.ptxdialect.dialect import FuncOp
@@ -57,7 +57,7 @@ def _accesses():
 
 
 def _bases(f):
-    return _Bases(set(f.param_names), set())
+    return AddressBases(set(f.param_names), set())
 
 
 def test_every_root_of_a_loop_carried_pointer_whatever_the_query_order():

@@ -1,22 +1,21 @@
-"""CTAs spread over forked worker processes.
+"""The CTAs of one launch: one at a time (each CTA's counters kept), or split over forked workers.
 
-CTAs are independent, so the grid is cut into contiguous ranges, one per
-worker.  Buffers the kernel may write are moved into shared memory first, so
-every worker's stores (and host atomics) land in the same place; each worker
-sends back its counters, which are summed.  Workers are forked after
+CTAs are independent, so the grid is cut into contiguous ranges, one per worker, run on
+the ``Forked`` executor (``runtime/executor.py``).  What is particular to splitting one
+launch: the buffers the kernel may write are moved into shared memory first, so every
+worker's stores (and host atomics) land in the same place; each worker sends back its
+counters, error words and per-CTA rows, which are summed here.  Workers are forked after
 compilation, so they share the compiled code and pay no compile cost.
 """
 
 from __future__ import annotations
 
 import mmap
-import os
-import pickle
-import struct
 
 import numpy as np
 
 from . import abi
+from .executor import Forked, TaskFailed
 
 _ERR_WORDS = range(abi.CTX_ERR_CODE, abi.CTX_ERR_AUX + 1)
 
@@ -57,45 +56,30 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
         shared.append((m, view, arr))
         win_base[abi.WIN_FIRST_GLOBAL + k] = view.ctypes.data if view.size else 0
     counters = keep["counters"]
-    start = first
-    bounds = [start + (num_ctas - start) * j // jobs for j in range(jobs + 1)]
-    rows_all = np.zeros((num_ctas - start, counters.size), counters.dtype) if per_cta else None
-    children = []
-    for j in range(jobs):
-        first, last = bounds[j], bounds[j + 1]
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # worker
-            try:
-                os.close(r)
-                counters[:] = 0
-                rc = run_each(run_ctas, ctx, keep, first, last) if per_cta else run_ctas(ctx.ctypes.data, first, last)
-                rows = keep["cta_rows"].tobytes() if per_cta else b""
-                payload = pickle.dumps((rc, counters.tobytes(), [int(ctx[i]) for i in _ERR_WORDS], int(ctx[abi.CTX_CTA_LINEAR]), rows))
-                with os.fdopen(w, "wb") as f:
-                    f.write(struct.pack("<Q", len(payload)) + payload)
-            finally:
-                os._exit(0)
-        os.close(w)
-        children.append((pid, r, first))
+    bounds = [first + (num_ctas - first) * j // jobs for j in range(jobs + 1)]
+    ranges = [(bounds[j], bounds[j + 1]) for j in range(jobs)]
+
+    def run_range(lo: int, hi: int):  # in a worker
+        counters[:] = 0
+        rc = run_each(run_ctas, ctx, keep, lo, hi) if per_cta else run_ctas(ctx.ctypes.data, lo, hi)
+        return (rc, counters, [int(ctx[i]) for i in _ERR_WORDS], int(ctx[abi.CTX_CTA_LINEAR]),
+                keep["cta_rows"] if per_cta else None)
+
+    outcomes = Forked(jobs).map(run_range, ranges)
     rc_out = abi.RC_EXIT
     first_err = None
     total = counters.copy()  # what ran here before (a first CTA run alone) counts too
-    for pid, r, first in children:
-        with os.fdopen(r, "rb") as f:
-            head = f.read(8)
-            data = f.read(struct.unpack("<Q", head)[0]) if len(head) == 8 else b""
-        os.waitpid(pid, 0)
-        if not data:
+    rows_all = np.zeros((num_ctas - first, counters.size), counters.dtype) if per_cta else None
+    for (lo, _hi), out in zip(ranges, outcomes):
+        if isinstance(out, TaskFailed):
             rc_out = abi.RC_ERROR
             continue
-        rc, cbytes, err, cta, rows = pickle.loads(data)
-        total += np.frombuffer(cbytes, dtype=counters.dtype)
-        if rows_all is not None and rows:
-            part = np.frombuffer(rows, dtype=counters.dtype).reshape(-1, counters.size)
-            rows_all[first - start : first - start + len(part)] = part
-        if rc != abi.RC_EXIT and (first_err is None or first < first_err[0]):
-            first_err = (first, err, cta)
+        rc, part_counters, err, cta, rows = out
+        total += part_counters
+        if rows_all is not None and rows is not None:
+            rows_all[lo - first : lo - first + len(rows)] = rows
+        if rc != abi.RC_EXIT and (first_err is None or lo < first_err[0]):
+            first_err = (lo, err, cta)
             rc_out = rc
     counters[:] = total
     if rows_all is not None:
