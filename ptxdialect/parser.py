@@ -63,7 +63,7 @@ from .dialect import (
     string_attr,
 )
 from .lexer import ERROR_KINDS, EOF, NAME, NUM, PUNCT, STR, lex_error, match_token
-from .operands import parse_int_immediate
+from .operands import is_float_immediate, parse_int_immediate
 
 PERF_DIRECTIVES = frozenset(
     ".maxntid .reqntid .minnctapersm .maxnctapersm .maxnreg .noreturn .explicitcluster "
@@ -275,6 +275,7 @@ class PTXParser:
         self._shadow: list[str] = []
         self._shadow_marks: list[int] = []
         self._loc_cache: dict[str, StringAttr] = {}
+        self._closing_angle = False
         self._defined_funcs: dict[str, Tok] = {}
 
     # -- token helpers -------------------------------------------------------
@@ -354,6 +355,8 @@ class PTXParser:
         return "end of file" if t[0] == EOF else repr(t[1])
 
     def _int(self, what: str) -> int:
+        if self._starts_expression():
+            return self._const_expr(what)
         neg = self.accept("-")
         t = self.peek()
         if t[0] != NUM:
@@ -364,6 +367,84 @@ class PTXParser:
             raise self.error(f"expected {what}, found {t[1]!r}", t) from None
         self.advance()
         return -v if neg else v
+
+    # -- constant expressions (PTX ISA 4.6: C's integer operators, 64-bit) -----
+
+    def _starts_expression(self) -> bool:
+        """Whether an integer constant expression (more than one literal) starts here."""
+        t = self.peek()
+        if t[0] == PUNCT:
+            if t[1] in ("~", "("):
+                return self._is_expr_operand(self.peek(1)) or self.peek(1)[1] in ("~", "(", "-", "!")
+            if t[1] in ("-", "!"):
+                n = self.peek(1)
+                return n[1] in ("(", "~") or (n[0] == NUM and self.peek(2)[1] in _BINARY_START)
+            return False
+        n = self.peek(1)
+        if n[0] != PUNCT or n[1] not in _BINARY_START:
+            return False
+        return self._is_expr_operand(t) and (n[1] != ">" or not self._closing_angle or self.peek(2)[1] in (">", "="))
+
+    @staticmethod
+    def _is_expr_operand(t: Tok) -> bool:
+        return t[0] == NUM and not is_float_immediate(t[1])
+
+    def _const_expr(self, what: str) -> int:
+        start = self.peek()
+        v = self._ternary(what)
+        v &= (1 << 64) - 1
+        return v - (1 << 64) if v >> 63 else v
+
+    def _ternary(self, what: str) -> int:
+        cond = self._binary(0, what)
+        if self.accept("?"):
+            a = self._ternary(what)
+            self.expect(":", "':' of a '?:' constant expression")
+            b = self._ternary(what)
+            return a if cond else b
+        return cond
+
+    def _binary_operator(self) -> str | None:
+        t, n = self.peek(), self.peek(1)
+        if t[0] != PUNCT:
+            return None
+        two = t[1] + n[1] if n[0] == PUNCT and n[2] == t[2] + 1 else ""
+        if two in _OPERATORS_2:
+            return two
+        if t[1] == ">" and self._closing_angle:
+            return None
+        return t[1] if t[1] in _OPERATORS_1 else None
+
+    def _binary(self, min_prec: int, what: str) -> int:
+        lhs = self._unary(what)
+        while True:
+            op = self._binary_operator()
+            if op is None or _PRECEDENCE[op] < min_prec:
+                return lhs
+            tok = self.peek()
+            for _ in op:
+                self.advance()
+            rhs = self._binary(_PRECEDENCE[op] + 1, what)
+            lhs = _apply(op, lhs, rhs, lambda m: self.error(m, tok))
+
+    def _unary(self, what: str) -> int:
+        t = self.peek()
+        if t[0] == PUNCT and t[1] in ("-", "~", "!", "+"):
+            self.advance()
+            v = self._unary(what)
+            return {"-": -v, "~": ~v, "!": int(not v), "+": v}[t[1]]
+        if t[0] == PUNCT and t[1] == "(":
+            self.advance()
+            v = self._ternary(what)
+            self.expect(")", "')' closing the constant expression")
+            return v
+        if not self._is_expr_operand(t):
+            raise self.error(f"expected {what} (an integer constant expression), found {self._describe(t)}")
+        self.advance()
+        try:
+            return parse_int_immediate(t[1])
+        except ValueError:
+            raise self.error(f"expected {what}, found {t[1]!r}", t) from None
 
     def _same_line(self, a: Tok, b: Tok) -> bool:
         end = a[2] + len(a[1])
@@ -590,7 +671,11 @@ class PTXParser:
 
     def _count(self, what: str, minimum: int = 1) -> int:
         t = self.peek()
-        n = self._int(what)
+        self._closing_angle = True  # '>' closes the count, it is no operator here
+        try:
+            n = self._int(what)
+        finally:
+            self._closing_angle = False
         if n < minimum:
             raise self.error(f"{what} must be {'positive' if minimum else 'at least 0'}, found {n}", t)
         return n
@@ -1325,6 +1410,9 @@ class PTXParser:
         if t[0] != NAME or t[1].startswith("."):
             raise self.error(f"expected an instruction, found {self._describe(t)}")
         self.advance()
+        while self.peek()[0] == NAME and self.peek()[1].startswith("."):
+            # ``mov .u32``: ptxas reads modifiers after white space (no operand starts with '.')
+            t = (NAME, t[1] + self.advance()[1], t[2])
         try:
             instr, mods = isa.resolve_opcode(t[1])
         except isa.UnknownOpcode as e:
@@ -1387,6 +1475,14 @@ class PTXParser:
     def _primary(self) -> tuple:
         t = self.peek()
         kind, text = t[0], t[1]
+        if (kind == NUM or kind == PUNCT) and self._starts_expression():
+            mark = self.i
+            try:
+                return ("imm", str(self._const_expr("an operand")))
+            except PTXSyntaxError:
+                if text != "(":
+                    raise
+                self.i = mark  # a parenthesised operand list, not an expression
         if kind == PUNCT:
             if text == "!":
                 self.advance()
@@ -1475,6 +1571,32 @@ class PTXParser:
 
 
 _CLOSER = {"{": "}", "[": "]", "(": ")"}
+#: constant-expression operators by precedence (C's), two-character ones first
+_PRECEDENCE = {
+    "||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6,
+    "<": 7, ">": 7, "<=": 7, ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10,
+}
+_OPERATORS_2 = frozenset(op for op in _PRECEDENCE if len(op) == 2)
+_OPERATORS_1 = frozenset(op for op in _PRECEDENCE if len(op) == 1)
+_BINARY_START = frozenset(op[0] for op in _PRECEDENCE) | {"?"}
+
+
+def _apply(op: str, a: int, b: int, error) -> int:
+    if op in ("/",) and b == 0:
+        raise error("division by zero in a constant expression")
+    if op in ("<<", ">>") and not 0 <= b < 64:
+        raise error(f"shift by {b} in a constant expression (0 to 63)")
+    if op == "/":
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q  # C truncates toward zero
+    return {
+        "||": lambda: int(bool(a) or bool(b)), "&&": lambda: int(bool(a) and bool(b)),
+        "|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b,
+        "==": lambda: int(a == b), "!=": lambda: int(a != b), "<": lambda: int(a < b),
+        ">": lambda: int(a > b), "<=": lambda: int(a <= b), ">=": lambda: int(a >= b),
+        "<<": lambda: (a << b) & ((1 << 64) - 1), ">>": lambda: a >> b,
+        "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+    }[op]()
 #: (declared register type, instruction type) pairs known to fit (``isa.register_fits``)
 _FITS: dict[tuple[str, str], bool] = {}
 _SECTION_SCAN = re.compile(r'[{}]|"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
