@@ -156,14 +156,26 @@ class _Function:
         self.fresh_count = 0
         self.fresh_decls: dict[str, list[str]] = {}
         self.taken: set[str] = set()
+        self.taken_ranges: dict[str, int] = {}  # declared ranges %r<N>, however large N is
         for op in func.body.walk():
             if isinstance(op, RegDeclOp):
-                self.taken.update(n for n, _ in op.registers())
+                for n, count in op.names.data:
+                    if count:
+                        self.taken_ranges[n] = max(count, self.taken_ranges.get(n, 0))
+                    else:
+                        self.taken.add(n)
             if isinstance(op, LabelOp):
                 self.taken.add(op.label.data)
 
+    def is_taken(self, name: str) -> bool:
+        if name in self.taken:
+            return True
+        stem = name.rstrip("0123456789")
+        digits = name[len(stem):]
+        return bool(digits) and stem in self.taken_ranges and int(digits) < self.taken_ranges[stem]
+
     def fresh(self, ptx_type: str) -> Name:
-        while f"%ssa{self.fresh_count}" in self.taken:
+        while self.is_taken(f"%ssa{self.fresh_count}"):
             self.fresh_count += 1
         name = f"%ssa{self.fresh_count}"
         self.taken.add(name)
@@ -172,7 +184,7 @@ class _Function:
 
     def fresh_label(self, stem: str) -> str:
         k = 0
-        while f"{stem}{k}" in self.taken:
+        while self.is_taken(f"{stem}{k}"):
             k += 1
         self.taken.add(f"{stem}{k}")
         return f"{stem}{k}"

@@ -35,7 +35,7 @@ from hypa.ptxdialect.dialect import (
     FallthroughOp,
     FuncOp,
     InstructionOp,
-    RegDeclOp,
+    RegisterTypes,
     IntsAttr,
     reg_type,
 )
@@ -54,18 +54,10 @@ def is_ssa(func: FuncOp) -> bool:
     return SSA_ATTR in func.attributes
 
 
-def register_types(func: FuncOp) -> dict[RegKey, str]:
+def register_types(func: FuncOp) -> RegisterTypes:
     """Declared type of every register of a function (``.reg`` and ``.reg`` params)."""
-    types: dict[RegKey, str] = {("%cc", 0): CC_TYPE}
-    for plist in (func.params.data, func.ret_params.data if func.ret_params is not None else ()):
-        for _text, name, space, ptx_type, _align, _dims in plist:
-            if space == ".reg":
-                types[(name, 0)] = ptx_type
-    for op in func.body.walk():
-        if isinstance(op, RegDeclOp):
-            t = op.ptx_type.data
-            for key in op.registers():
-                types[key] = t
+    types = RegisterTypes.of(func)
+    types.singles[("%cc", 0)] = CC_TYPE
     return types
 
 
@@ -323,7 +315,7 @@ def _key(r: Operand) -> RegKey:
     return (r[1], r[2])
 
 
-def _type(types: dict[RegKey, str], key: RegKey):
+def _type(types: RegisterTypes, key: RegKey):
     return reg_type(types.get(key, ".b32"))
 
 

@@ -32,6 +32,7 @@ from typing_extensions import Self
 from xdsl.dialects.builtin import UNKNOWN_LOC, ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import (
     Attribute,
+    ErasedSSAValue,
     Block,
     Data,
     Dialect,
@@ -324,6 +325,38 @@ def register_roles(
     return tuple(uses), tuple(defs)
 
 
+class BlockTerminator:
+    """Verification of an op that ends its block (``IsTerminator``) in time independent
+    of the region's size.
+
+    xDSL 0.74's ``Operation.verify`` counts the blocks of the region (a walk) for the
+    last op of every block, to decide whether that op must be a terminator: quadratic in
+    the blocks of a function (4,000 blocks took a minute).  For an op that *is* a
+    terminator the answer is yes either way, so this does the same checks without the
+    count; ops that are not terminators keep xDSL's verification."""
+
+    def verify(self, verify_nested_ops: bool = True) -> None:
+        op: Operation = self  # type: ignore[assignment]
+        for operand in op.operands:
+            if isinstance(operand, ErasedSSAValue):
+                raise ValueError("Erased SSA value is used by the operation")
+        block = op.parent
+        region = None if block is None else block.parent
+        if op.successors:
+            if block is None or region is None:
+                raise VerifyException(
+                    f"Operation {op.name} with block successors does not belong to a block or a region")
+            if block.last_op is not op:
+                raise VerifyException(f"Operation {op.name} with block successors must terminate its parent block")
+            for succ in op.successors:
+                if succ.parent != region:
+                    raise VerifyException(f"Operation {op.name} is branching to a block of a different region")
+        try:
+            op.verify_()
+        except VerifyException as err:
+            op.emit_error(f"Operation does not verify: {err}", err)
+
+
 class InstructionOp(IRDLOperation):
     """Base of every PTX instruction operation (see the module docstring)."""
 
@@ -587,9 +620,11 @@ def _make_instruction_class(instr: isa.Instr) -> type[InstructionOp]:
         "__doc__": f"PTX ``{instr.name}`` ({instr.kind}).",
         "__module__": __name__,
     }
+    bases: tuple[type, ...] = (InstructionOp,)
     if instr.terminator:
         namespace["traits"] = traits_def(IsTerminator())
-    cls = type(_class_name(instr.name), (InstructionOp,), namespace)
+        bases = (BlockTerminator, InstructionOp)
+    cls = type(_class_name(instr.name), bases, namespace)
     return irdl_op_definition(cls)  # type: ignore[return-value]
 
 
@@ -721,17 +756,30 @@ class VarOp(DirectiveOp):
         return n
 
 
-class _RegisterTypes:
+class RegisterTypes:
     """Declared register types of one function body, looked up by ``(name, scope)``;
-    a range ``%r<N>`` is one entry, however large N is."""
+    a range ``%r<N>`` is one entry, however large N is (ptxas accepts 2^31 - 1)."""
 
     def __init__(self) -> None:
         self.singles: dict[tuple[str, int], str | None] = {}
         self.ranges: dict[tuple[str, int], tuple[int, str | None]] = {}
 
-    def declare(self, op: "RegDeclOp") -> None:
-        # vector registers (.v2/.v4) are not checked against scalar instruction types
-        t = None if op.qualifiers is not None and op.qualifiers.data else op.ptx_type.data
+    @classmethod
+    def of(cls, func: "FuncOp", vectors: bool = True) -> "RegisterTypes":
+        """Every ``.reg`` declaration and ``.reg`` parameter of ``func``; with
+        ``vectors=False`` registers of vector type (``.v2``) have no type here."""
+        types = cls()
+        for plist in (func.params.data, func.ret_params.data if func.ret_params is not None else ()):
+            for _text, name, space, ptx_type, _align, _dims in plist:
+                if space == ".reg":
+                    types.singles[(name, 0)] = ptx_type
+        for op in func.body.walk():
+            if isinstance(op, RegDeclOp):
+                types.declare(op, vectors)
+        return types
+
+    def declare(self, op: "RegDeclOp", vectors: bool = True) -> None:
+        t = op.ptx_type.data if vectors or not (op.qualifiers is not None and op.qualifiers.data) else None
         scope = op.scope.data
         for name, count in op.names.data:
             if count:
@@ -739,17 +787,22 @@ class _RegisterTypes:
             else:
                 self.singles[(name, scope)] = t
 
-    def lookup(self, node: Operand) -> str | None:
-        name, scope = node[1], node[2]
-        t = self.singles.get((name, scope))
+    def get(self, key: tuple[str, int], default: str | None = None) -> str | None:
+        """The type of register ``(name, scope)``, or ``default``."""
+        t = self.singles.get(key)
         if t is not None:
             return t
+        name, scope = key
         stem = name.rstrip("0123456789")
         digits = name[len(stem):]
         hit = self.ranges.get((stem, scope)) if digits else None
-        if hit is not None and int(digits) < hit[0]:
+        if hit is not None and int(digits) < hit[0] and (digits == "0" or digits[0] != "0") and hit[1] is not None:
             return hit[1]
-        return None
+        return default
+
+    def lookup(self, node: Operand) -> str | None:
+        """The type of a register operand node."""
+        return self.get((node[1], node[2]))
 
 
 @irdl_op_definition
@@ -794,11 +847,9 @@ class FuncOp(DirectiveOp):
         (SSA form checks the operand types in ``InstructionOp.verify_``)."""
         if not self.body.blocks or "hypa.ssa" in self.attributes:
             return
-        types = _RegisterTypes()
+        types = RegisterTypes.of(self, vectors=False)
         for op in self.body.walk():
-            if isinstance(op, RegDeclOp):
-                types.declare(op)
-            elif isinstance(op, InstructionOp):
+            if isinstance(op, InstructionOp):
                 why = isa.operand_type_error(op.spec, op.modifiers, op.operands_ast, types.lookup)
                 if why is not None:
                     raise VerifyException(f"'{op.name}' '{op.opcode} {args_text(op.operands_ast)}': {why}")
@@ -882,7 +933,7 @@ class BranchTargetsOp(DirectiveOp):
 
 
 @irdl_op_definition
-class FallthroughOp(DirectiveOp):
+class FallthroughOp(BlockTerminator, DirectiveOp):
     """Control passes to the next block in layout order.  Not a PTX statement:
     it makes the CFG edge explicit and prints as nothing."""
 
@@ -916,7 +967,7 @@ class FallthroughOp(DirectiveOp):
 
 
 @irdl_op_definition
-class ImplicitReturnOp(DirectiveOp):
+class ImplicitReturnOp(BlockTerminator, DirectiveOp):
     """The body ends without ``ret``/``exit``: control leaves the function.
     Not a PTX statement; prints as nothing."""
 

@@ -24,7 +24,7 @@ from hypa.passes.inline import PTXInline, block_origins, has_calls_to_inline
 from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
-from hypa.passes.ssa import PTXToSSA, is_ssa, register_types
+from hypa.passes.ssa import PTXToSSA, is_ssa
 from hypa.ptxdialect import isa
 
 from . import abi
@@ -486,6 +486,3 @@ def reconvergence(prog: KernelProgram, block: int) -> int:
     r = prog.ipdom[block]
     return -1 if r == VIRTUAL_EXIT else r
 
-
-def register_type_map(func: FuncOp) -> dict[tuple[str, int], str]:
-    return register_types(func)

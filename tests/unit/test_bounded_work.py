@@ -1,0 +1,83 @@
+"""Work bounded by what a kernel holds, not by what it declares (issue 17, "bounded work").
+
+Each case failed before its fix: verification counted the blocks of a region once per
+block (4,000 blocks: a minute), and a declared register range ``%r<2147483647>`` (which
+ptxas accepts) was expanded one register at a time by ``ptx-to-ssa`` and ``ptx-out-of-ssa``
+(MemoryError, or gigabytes and minutes).  No timing is asserted: the block test counts
+the walks, the register test runs in a child process with a memory limit.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from xdsl.ir.core import RegionBlocks
+
+from hypa.ptxdialect.parser import parse_ptx
+
+
+def _branchy_kernel(blocks: int) -> str:
+    body = []
+    for i in range(blocks):
+        body += [f"setp.eq.u32 %p1, %r1, {i};", f"@%p1 bra L{i};", "add.u32 %r1, %r1, 1;", f"L{i}:"]
+    return "\n".join([
+        ".version 8.0", ".target sm_80", ".address_size 64", ".visible .entry k(.param .u32 p)", "{",
+        ".reg .pred %p<2>;", ".reg .b32 %r<4>;", "ld.param.u32 %r1, [p];", *body, "ret;", "}", ""])
+
+
+def test_verification_does_not_walk_the_region_per_block(monkeypatch):
+    calls = []
+    original = RegionBlocks.__len__
+    monkeypatch.setattr(RegionBlocks, "__len__", lambda self: calls.append(1) or original(self))
+    counts = []
+    for blocks in (200, 2000):
+        module = parse_ptx(_branchy_kernel(blocks))
+        calls.clear()
+        module.verify()
+        counts.append(len(calls))
+    # xDSL's generic check walked the region once per block (2,000 blocks: 4,001 walks);
+    # now the number of walks does not depend on the kernel's size
+    assert counts[0] == counts[1] < 10
+
+
+_HUGE_RANGE = textwrap.dedent("""
+    .version 8.0
+    .target sm_80
+    .address_size 64
+    .visible .entry k(.param .u32 p)
+    {
+    \t.reg .b32 %r<2147483647>;
+    \tld.param.u32 %r1, [p];
+    \tadd.u32 %r2, %r1, 1;
+    \tret;
+    }
+""")
+
+_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+from hypa.ptxdialect.parser import parse_ptx
+from hypa.ptxdialect.printer import module_to_ptx
+from hypa.passes.ssa import PTXToSSA
+from hypa.passes.out_of_ssa import PTXOutOfSSA
+from hypa.runtime.emulator import emulate
+from hypa.runtime.launch import Launch
+from xdsl.context import Context
+text = sys.stdin.read()
+m = parse_ptx(text)
+PTXToSSA().apply(Context(), m)
+PTXOutOfSSA().apply(Context(), m)
+out = module_to_ptx(m)
+assert ".reg .b32 %r<2147483647>;" in out, out
+r = emulate(text, Launch(grid=1, block=32, args=[3]), mode="full")
+print(r.metrics["thread_inst_executed"], r.metrics["inst_executed"])
+"""
+
+
+def test_a_huge_declared_register_range_costs_what_is_used():
+    r = subprocess.run([sys.executable, "-c", _CHILD], input=_HUGE_RANGE, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["96", "3"]  # ld, add, ret for 32 threads: 96 thread- and 3 warp-instructions
