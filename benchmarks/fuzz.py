@@ -22,10 +22,21 @@ Targets (each mutates a valid seed input and feeds it to the code a user's input
     replaced; parsed, printed and parsed again (the round trip), and each kernel prepared and
     lowered to LLVM IR (not compiled: that is the slow part, and the IR is what it reads).
 
+``arch-file``
+    an architecture description (``runtime/arch/*.toml``) with values replaced by zero, negative,
+    huge, NaN or other types and keys deleted; read by the timing model's loader and, if
+    accepted, used for a time estimate of the saxpy launch.
+``binary``
+    a fatbin (uncompressed, LZ4, Zstandard), a cubin or a shared library of
+    ``tests/unit/data/binaries`` with bytes flipped, header fields set to 0, -1 or huge values,
+    truncated or extended; read by ``load_sources`` with hypa's own fatbin reader, the PTX it
+    yields parsed, and the ELF reader of ``hypa run`` (``cudart.program.inspect``) run on it.
+
 Outcomes: ``accepted`` (ran), ``rejected`` (the input error a user sees: LaunchError,
 EmulationError, InputError ... with a message), ``crash`` (any other exception: a hypa bug; the
-input is written to ``--save DIR`` and its traceback printed). Hangs are bounded by the step
-budget given to every emulation. The exit status is 1 when any case crashed.
+input is written to ``--save DIR`` and its traceback printed), ``hang`` (a case that ran past
+``--case-seconds``, 60 s by default: stopped by an alarm, also saved). Emulations get a step
+budget too. The exit status is 1 when any case crashed or hung.
 """
 
 from __future__ import annotations
@@ -102,6 +113,9 @@ class Targets:
         self.emulators = {m: Emulator(self._module, mode=m, step_budget=STEP_BUDGET) for m in ("slice", "full")}
         self._profile = None
         self._ptx: list[str] | None = None
+        self._arch = None
+        self._arch_result = None
+        self._binaries: list[tuple[str, bytes]] | None = None
 
     def seed_profile(self) -> list:
         if self._profile is None:
@@ -227,6 +241,82 @@ class Targets:
         return "accepted", text
 
 
+    def arch_file(self, rng: random.Random):
+        import tomllib
+
+        from hypa.runtime import timing
+
+        if self._arch is None:
+            with open(os.path.join(ROOT, "runtime", "arch", "sm_90.toml"), "rb") as f:
+                self._arch = tomllib.load(f)
+            launch = timing_launch()
+            self._arch_result = (self.emulators["slice"].run(launch), launch)
+        data = copy.deepcopy(self._arch)
+        for _ in range(rng.randint(1, 3)):
+            data = _mutate(rng, data)
+        if not isinstance(data, dict):
+            return "rejected", data  # (not a table: the TOML reader could not produce it)
+        try:
+            arch = timing._check_arch(timing._arch_from_dict(data, "fuzz.toml"))
+            result, launch = self._arch_result
+            est = timing.estimate(result, launch, arch=arch)
+            if not math.isfinite(est.time_us) or est.time_us < 0:
+                raise AssertionError(f"estimate of {est.time_us} us from an accepted architecture")
+        except timing.TimingError:
+            return "rejected", data
+        return "accepted", data
+
+    def binary(self, rng: random.Random):
+        import tempfile
+
+        from hypa.cudart.program import inspect
+        from hypa.ptxdialect import parse_ptx
+        from hypa.runtime.inputs import InputOptions, load_sources
+
+        if self._binaries is None:
+            d = os.path.join(ROOT, "tests", "unit", "data", "binaries")
+            self._binaries = [(f, open(os.path.join(d, f), "rb").read()) for f in sorted(os.listdir(d))]
+        name, seed = rng.choice(self._binaries)
+        data = bytearray(seed)
+        for _ in range(rng.randint(1, 4)):
+            r = rng.random()
+            i = rng.randrange(len(data)) if data else 0
+            if r < 0.35:  # a header field (the first bytes of the file or of a fatbin/ELF header inside)
+                i = rng.choice([rng.randrange(min(len(data), 256) or 1), i]) & ~3
+                data[i:i + rng.choice([2, 4, 8])] = rng.choice([b"\0" * 8, b"\xff" * 8, b"\xff\xff\xff\x7f" * 2,
+                                                                 (1 << 40).to_bytes(8, "little")])[:rng.choice([2, 4, 8])]
+            elif r < 0.7:
+                for _ in range(rng.randint(1, 16)):
+                    if data:
+                        data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+            elif r < 0.85:
+                del data[rng.randrange(len(data) + 1):]
+            else:
+                data[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
+        suffix = os.path.splitext(name)[1]
+        with tempfile.NamedTemporaryFile(suffix=suffix) as f:
+            f.write(bytes(data))
+            f.flush()
+            try:
+                inspect(f.name)
+            except Exception as e:  # noqa: BLE001 - only the ELF reader's own error is a rejection
+                if type(e).__name__ != "NotAProgram":
+                    raise
+            try:
+                for src in load_sources(f.name, InputOptions(cuobjdump=False)):
+                    parse_ptx(src.ptx, filename=f.name)
+            except USER_ERRORS:
+                return "rejected", bytes(data)
+        return "accepted", bytes(data)
+
+
+def timing_launch():
+    from hypa.runtime.launch import launches_from_dict
+
+    (launch,) = launches_from_dict(copy.deepcopy(SPEC))
+    return launch
+
+
 def _ptx_files() -> list[str]:
     d = os.path.join(ROOT, "tests", "kernels", "ptx")
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".sm_90.ptx"))
@@ -239,39 +329,62 @@ def _user_errors():
     from hypa.runtime.inputs import InputError
     from hypa.runtime.launch import LaunchError
 
-    return (LaunchError, EmulationError, InputError, *LAUNCH_ERRORS)
+    from hypa.runtime.timing import TimingError
+
+    return (LaunchError, EmulationError, InputError, TimingError, *LAUNCH_ERRORS)
 
 
 USER_ERRORS: tuple = ()
-TARGETS = {"report-json": "report_json", "launch-spec": "launch_spec", "emulate-string": "emulate_string", "ptx": "ptx"}
+TARGETS = {"report-json": "report_json", "launch-spec": "launch_spec", "emulate-string": "emulate_string", "ptx": "ptx",
+           "arch-file": "arch_file", "binary": "binary"}
+
+
+class Hang(Exception):
+    """A case ran past its time (raised by the alarm)."""
+
+
+def _alarm(signum, frame):
+    raise Hang()
 
 
 def campaign(targets: list[str], cases: int | None, seconds: float | None, seed: int,
-             save: str | None = None, quiet: bool = False) -> dict[str, dict[str, int]]:
+             save: str | None = None, quiet: bool = False, case_seconds: int = 60) -> dict[str, dict[str, int]]:
     """Run cases; returns outcome counts per target."""
+    import signal
+
     global USER_ERRORS
     USER_ERRORS = _user_errors()
     t = Targets()
     rng = random.Random(seed)
-    counts = {name: {"accepted": 0, "rejected": 0, "crash": 0} for name in targets}
+    counts = {name: {"accepted": 0, "rejected": 0, "crash": 0, "hang": 0} for name in targets}
     start = time.monotonic()
     n = 0
-    while (cases is None or n < cases) and (seconds is None or time.monotonic() - start < seconds):
-        name = targets[n % len(targets)]
-        case_rng = random.Random(rng.getrandbits(64))
-        try:
-            outcome, _inp = getattr(t, TARGETS[name])(case_rng)
-        except Exception:  # noqa: BLE001 - every other exception is a defect to report
-            outcome = "crash"
-            if not quiet:
-                print(f"crash in {name} (case {n}):", file=sys.stderr)
-                traceback.print_exc()
-            if save:
-                os.makedirs(save, exist_ok=True)
-                with open(os.path.join(save, f"{name}-{n}.txt"), "w") as f:
-                    f.write(traceback.format_exc())
-        counts[name][outcome] += 1
-        n += 1
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        while (cases is None or n < cases) and (seconds is None or time.monotonic() - start < seconds):
+            name = targets[n % len(targets)]
+            case_rng = random.Random(rng.getrandbits(64))
+            signal.alarm(case_seconds)
+            text = ""
+            try:
+                outcome, _inp = getattr(t, TARGETS[name])(case_rng)
+            except Hang:
+                outcome, text = "hang", traceback.format_exc()
+            except Exception:  # noqa: BLE001 - every other exception is a defect to report
+                outcome, text = "crash", traceback.format_exc()
+            finally:
+                signal.alarm(0)
+            if outcome in ("crash", "hang"):
+                if not quiet:
+                    print(f"{outcome} in {name} (case {n}):\n{text}", file=sys.stderr)
+                if save:
+                    os.makedirs(save, exist_ok=True)
+                    with open(os.path.join(save, f"{name}-{n}-{outcome}.txt"), "w") as f:
+                        f.write(f"seed {seed}, case {n}\n{text}")
+            counts[name][outcome] += 1
+            n += 1
+    finally:
+        signal.signal(signal.SIGALRM, old)
     return counts
 
 
@@ -292,7 +405,8 @@ def main() -> None:
     ap.add_argument("--cases", type=int, help="stop after this many cases")
     ap.add_argument("--minutes", type=float, help="stop after this long")
     ap.add_argument("--seed", type=int, default=None, help="default: random (printed)")
-    ap.add_argument("--save", metavar="DIR", help="write each crash's traceback here")
+    ap.add_argument("--save", metavar="DIR", help="write each crash's and hang's traceback here")
+    ap.add_argument("--case-seconds", type=int, default=60, help="a case running longer is a hang (default 60)")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     if args.cases is None and args.minutes is None:
@@ -300,12 +414,13 @@ def main() -> None:
     limit_memory()
     t0 = time.monotonic()
     counts = campaign(args.target or sorted(TARGETS), args.cases, args.minutes * 60 if args.minutes else None, seed,
-                      args.save)
+                      args.save, case_seconds=args.case_seconds)
     total = sum(sum(c.values()) for c in counts.values())
     print(f"fuzz: seed {seed}, {total} cases in {time.monotonic() - t0:.0f} s")
     for name, c in counts.items():
-        print(f"  {name:<16} accepted {c['accepted']:>7}  rejected with a message {c['rejected']:>7}  crash {c['crash']:>5}")
-    sys.exit(1 if any(c["crash"] for c in counts.values()) else 0)
+        print(f"  {name:<16} accepted {c['accepted']:>7}  rejected with a message {c['rejected']:>7}  "
+              f"crash {c['crash']:>5}  hang {c['hang']:>3}")
+    sys.exit(1 if any(c["crash"] or c["hang"] for c in counts.values()) else 0)
 
 
 if __name__ == "__main__":

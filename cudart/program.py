@@ -29,8 +29,17 @@ class NotAProgram(Exception):
 def inspect(path: str) -> ProgramInfo:
     with open(path, "rb") as f:
         data = f.read()
+    try:
+        return _inspect(path, data)
+    except (struct.error, ValueError, IndexError, OverflowError) as e:
+        raise NotAProgram(f"{path}: a damaged ELF file ({e})") from None
+
+
+def _inspect(path: str, data: bytes) -> ProgramInfo:
     if data[:4] != b"\x7fELF":
         raise NotAProgram(f"{path} is not an ELF executable")
+    if len(data) < 64:
+        raise NotAProgram(f"{path}: a damaged ELF file (its header is cut off at {len(data)} bytes)")
     if data[4] != 2 or data[5] != 1:
         raise NotAProgram(f"{path} is not a 64-bit little-endian ELF executable")
     phoff, = struct.unpack_from("<Q", data, 0x20)

@@ -381,7 +381,7 @@ def elf_fatbin_sections(data: bytes) -> list[bytes]:
             if nm in FATBIN_SECTIONS and typ != 8:  # not SHT_NOBITS
                 out.append(data[off : off + size])
         return out
-    except struct.error:
+    except (struct.error, OverflowError):  # a header pointing outside the file
         return []
 
 
@@ -505,4 +505,7 @@ def zstd_decompress(src: bytes, size: int, where: str) -> bytes:
             f"{where}: its PTX is compressed with Zstandard (CUDA 13's default); install the `zstandard` package "
             f"(pip install 'hypa[binaries]') or cuobjdump, or rebuild with `--compress-mode=none`"
         ) from None
-    return zstandard.ZstdDecompressor().decompress(src, max_output_size=max(size, 1 << 20))
+    try:
+        return zstandard.ZstdDecompressor().decompress(src, max_output_size=max(size, 1 << 20))
+    except zstandard.ZstdError as e:
+        raise InputError(f"{where}: its Zstandard-compressed PTX is damaged ({e})") from None

@@ -226,8 +226,17 @@ def _arch_from_dict(d: dict[str, Any], source: str) -> Arch:
         )
     except KeyError as e:
         raise TimingError(f"{source}: missing key {e}") from None
-    except (TypeError, ValueError, AttributeError) as e:  # a value of the wrong kind
+    except (TypeError, ValueError, AttributeError, OverflowError) as e:  # a value of the wrong kind
         raise TimingError(f"{source}: {e}") from None
+
+
+#: what the model reads from an architecture file's [memory] and [occupancy] tables
+_MEMORY_KEYS = ("shared_latency", "l1_latency", "l2_latency", "const_latency", "dram_latency", "l2_bytes",
+                "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk")
+_MEMORY_DIVISORS = ("l2_bytes", "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk")
+_OCCUPANCY_KEYS = ("max_ctas_per_sm", "max_registers_per_thread", "max_threads_per_cta", "max_threads_per_sm",
+                   "max_warps_per_sm", "register_alloc_unit", "registers_per_sm", "shared_alloc_unit",
+                   "shared_per_cta_max", "shared_per_sm")
 
 
 def _check_arch(a: "Arch") -> "Arch":
@@ -250,7 +259,21 @@ def _check_arch(a: "Arch") -> "Arch":
         for k, v in values.items():
             if not (math.isfinite(v) and v >= 0):
                 raise TimingError(f"{a.source}: {group}.{k} must be zero or more, not {v}")
+    for group, values, keys in (("memory", a.memory, _MEMORY_KEYS), ("occupancy", a.occupancy, _OCCUPANCY_KEYS)):
+        missing = sorted(k for k in keys if k not in values)
+        if missing:
+            raise TimingError(f"{a.source}: [{group}] lacks {', '.join(missing)}")
+    for group, values, keys in (("memory", a.memory, _MEMORY_DIVISORS), ("occupancy", a.occupancy, _OCCUPANCY_KEYS)):
+        for k in keys:
+            if not values[k] > 0:
+                raise TimingError(f"{a.source}: {group}.{k} must be positive, not {values[k]}")
+    if "misc" not in a.classes:
+        raise TimingError(f"{a.source}: [classes] lacks misc (the class of instructions no other class names)")
     for c in a.classes.values():
+        if not isinstance(c.unit, str):
+            raise TimingError(f"{a.source}: classes.{c.name}.unit must be the name of a unit, not {c.unit!r}")
+        if isinstance(c.latency, bool) or not isinstance(c.latency, (int, float, str)):
+            raise TimingError(f"{a.source}: classes.{c.name}.latency must be cycles or a memory level, not {c.latency!r}")
         if isinstance(c.latency, str):
             if c.latency not in ("shared", "l1", "l2", "global", "const"):
                 raise TimingError(f"{a.source}: classes.{c.name}.latency: unknown memory level '{c.latency}'")
