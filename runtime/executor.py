@@ -152,6 +152,7 @@ class _Worker:
         self.pid, self.sock = pid, sock
         self.task: int | None = None
         self.buf = bytearray()
+        LIVE_WORKERS.add(pid)
 
     def give(self, k: int) -> None:
         """Hand out task ``k`` (-1: no more).  A worker that died meanwhile shows as the end
@@ -183,7 +184,22 @@ class _Worker:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        return os.waitpid(self.pid, 0)[1]
+        status = os.waitpid(self.pid, 0)[1]
+        LIVE_WORKERS.discard(self.pid)
+        return status
+
+
+#: the worker processes this process has forked and not yet reaped
+LIVE_WORKERS: set[int] = set()
+
+
+def kill_workers() -> None:
+    """Stop every live worker at once (a command's ``--timeout`` ran out)."""
+    for pid in list(LIVE_WORKERS):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _death(status: int) -> str:

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .deadline import positive_seconds
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
@@ -71,6 +73,8 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
                         "recorded in the IR says, else off)")
     g.add_argument("--step-budget", type=int, default=step_budget_default, metavar="N",
                    help="stop after N warp-instructions (runaway loops)")
+    g.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                   help="stop the whole command after SECONDS of wall-clock time (exit status 124)")
     g.add_argument("--kernel", default=None, help="kernel to launch (mangled or demangled name)")
     g.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="spread CTAs over N processes")
     g.add_argument("--memory-metrics", action="store_true",

@@ -271,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     dp.add_argument("b", metavar="B.json")
     dp.add_argument("-o", "--output", help="write here; a .html name gives an HTML page (default: a table on stdout)")
     args = p.parse_args(argv)
+    if args.command in ("profile", "report"):
+        from .deadline import arm
+
+        arm(args.timeout, f"hypa {args.command}")
     try:
         if args.command == "run":
             from .run_cli import run

@@ -255,6 +255,9 @@ class HypaOptMain(xDSLOptMain):
             raise
 
     def run(self) -> None:
+        from .deadline import arm
+
+        arm(self.args.timeout, "hypa-opt")
         try:
             if self.args.emulate is not None or self.args.launch:
                 self.run_emulation()

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from .deadline import EXIT_TIMEOUT, positive_seconds
+
 FORMATS = {".json": "json", ".csv": "csv", ".txt": "table"}
 
 
@@ -39,6 +41,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="the GPU the program sees (device properties, which embedded PTX runs; default sm_90, an H100)")
     rp.add_argument("--step-budget", type=int, default=0, metavar="N",
                     help="stop a launch after N warp-instructions (default 1e11)")
+    rp.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                    help="stop the program after SECONDS of wall-clock time (exit status 124)")
     rp.add_argument("--exact-bounds", action="store_true",
                     help="report every access past the bytes a program allocated, as compute-sanitizer's memcheck "
                          "does (default: as a GPU, which does not fault within CUDA's 256-byte allocation alignment)")
@@ -123,7 +127,13 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         _fail(f"{exe}: {e.strerror}")
     try:
-        rc = proc.wait()
+        rc = proc.wait(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+        print(f"hypa run: error: stopped {os.path.basename(exe)} after {args.timeout:g} s (--timeout)", file=sys.stderr)
+        return EXIT_TIMEOUT
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
         rc = proc.wait()
