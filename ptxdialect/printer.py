@@ -34,6 +34,10 @@ from .dialect import (
 from .declarations import format_reg_names, format_var_decl
 from .operands import Operand, format_operand
 
+#: nested ``{ }`` scopes indent up to this depth (10,000 levels at one tab each printed
+#: 100 MB for a 200 KB input)
+MAX_INDENT = 16
+
 #: renames registers of one instruction: (op, register node) -> text
 Namer = Callable[[InstructionOp, Operand], str]
 
@@ -162,10 +166,10 @@ class PTXPrinter:
                 elif k == _BEGIN:
                     put(ind + "{\n")
                     depth += 1
-                    ind = "\t" * depth
+                    ind = "\t" * min(depth, MAX_INDENT)
                 elif k == _END:
                     depth -= 1
-                    ind = "\t" * depth
+                    ind = "\t" * min(depth, MAX_INDENT)
                     put(ind + "}\n")
                 elif k == _TABLE:
                     put(f"{op.label.data}: .branchtargets {', '.join(op.target_labels.data)};\n")  # type: ignore[attr-defined]

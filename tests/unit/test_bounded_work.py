@@ -81,3 +81,14 @@ def test_a_huge_declared_register_range_costs_what_is_used():
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["96", "3"]  # ld, add, ret for 32 threads: 96 thread- and 3 warp-instructions
+
+
+def test_deeply_nested_scopes_print_in_proportion_to_the_input():
+    from hypa.ptxdialect.printer import module_to_ptx
+
+    n = 10000
+    text = (".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n" + "{\n" * n
+            + ".reg .b32 %r1;\nmov.u32 %r1, 1;\n" + "}\n" * n + "ret;\n}\n")
+    out = module_to_ptx(parse_ptx(text))
+    assert len(out) < 20 * len(text)  # one tab per level printed 100 MB for this 40 KB input
+    assert module_to_ptx(parse_ptx(out)) == out
