@@ -147,6 +147,32 @@ def _var_layout(ops: list[VarOp], start: int = 0) -> tuple[dict[str, Variable], 
     return out, off
 
 
+def _call_param_layout(ops: list[VarOp]) -> tuple[dict[str, Variable], int]:
+    """Call arguments and return values (``.param`` declared in a body), one slot per name.
+
+    Each call sequence declares its parameters in its own ``{ }`` scope, and ``-G`` builds
+    reuse a name (``param0``) with other sizes in other scopes.  The scopes never overlap
+    in time, so one slot per name, as large and as aligned as its largest declaration,
+    serves them all (laid out by the last declaration, a smaller one was out of bounds)."""
+    widest: dict[str, VarOp] = {}
+    sizes: dict[str, tuple[int, int]] = {}
+    for v in ops:
+        size = v.size_bytes() or 0
+        align = v.align or max(1, isa.TYPE_BITS.get(v.ptx_type, 8) // 8)
+        old = sizes.get(v.var_name)
+        if old is None or size > old[0]:
+            widest[v.var_name] = v
+        sizes[v.var_name] = (max(size, old[0]), max(align, old[1])) if old else (size, align)
+    out: dict[str, Variable] = {}
+    off = 0
+    for name, v in widest.items():
+        size, align = sizes[name]
+        off = _align(off, align)
+        out[name] = Variable(name, v.space, off, size, align, v.init, v.ptx_type)
+        off += size
+    return out, off
+
+
 def module_kernels(module: ModuleOp) -> list[FuncOp]:
     """The kernels (defined ``.entry`` functions) of a module, in order."""
     return [op for op in module.ops if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration]
@@ -364,7 +390,7 @@ def prepare(
     global_vars, _ = _var_layout([v for v in var_ops if v.space == ".global"])
     local_vars, local_bytes = _var_layout([v for v in var_ops if v.space == ".local"])
     # .param variables declared inside bodies: call arguments and return values
-    call_params, call_param_bytes = _var_layout(
+    call_params, call_param_bytes = _call_param_layout(
         [v for v in var_ops if v.space == ".param" and v.parent_op() is not module]
     )
 

@@ -92,3 +92,21 @@ def test_deeply_nested_scopes_print_in_proportion_to_the_input():
     out = module_to_ptx(parse_ptx(text))
     assert len(out) < 20 * len(text)  # one tab per level printed 100 MB for this 40 KB input
     assert module_to_ptx(parse_ptx(out)) == out
+
+
+def test_call_parameters_reusing_a_name_with_another_size_get_the_largest_slot():
+    """-G builds declare ``param0`` again in each call scope, with other sizes; laid out by the
+    last declaration, the 32-byte argument of the first call was out of bounds."""
+    import os
+
+    import numpy as np
+
+    from hypa.runtime.emulator import emulate
+    from hypa.runtime.launch import Launch
+
+    path = os.path.join(os.path.dirname(__file__), "data", "call_param_scopes.ptx")
+    out = np.zeros(2, dtype=np.uint64)
+    r = emulate(open(path).read(), Launch(grid=1, block=1, args=[out]), mode="full")
+    (result,) = r.buffers.values()
+    assert int(result[0]) == 42 and int(result[1]) & 0xFFFFFFFF == 7
+    assert r.metrics["thread_inst_executed"] == 21
