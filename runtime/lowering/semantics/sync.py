@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hypa.runtime import abi
+from hypa.ptxdialect.operands import parse_int_immediate
 
-from ..rules import rule
-
-i32, i64 = ir.IntType(32), ir.IntType(64)
+from ... import abi
+from ..rules import LoweringError, rule
+from ..types import i32, i64
 
 
 def _bar_id(e) -> ir.Value:
@@ -23,12 +23,8 @@ def _bar_id(e) -> ir.Value:
     node = e.args[1] if ".red" in e.mods else e.args[0]
     k = 1 if ".red" in e.mods else 0
     if node[0] == "imm":
-        from hypa.ptxdialect.operands import parse_int_immediate
-
         v = parse_int_immediate(node[1])
         if not 0 <= v <= 15:
-            from ..errors import LoweringError
-
             raise LoweringError(f"barrier {v} is out of range: a CTA has barriers 0 to 15")
         return ir.Constant(i64, v)
     v = e.src(k, 32)
