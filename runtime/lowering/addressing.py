@@ -168,15 +168,8 @@ def flat_lanes_function(module: ir.Module) -> ir.Function:
     if not new:
         return f
     ctx, addrs, n, lanes = f.args
-    entry = f.append_basic_block("entry")
-    loop = f.append_basic_block("lane")
-    search = f.append_basic_block("search")
-    bs_head = f.append_basic_block("bs_head")
-    bs_body = f.append_basic_block("bs_body")
-    bs_done = f.append_basic_block("bs_done")
-    found = f.append_basic_block("found")
-    nxt = f.append_basic_block("next")
-    done = f.append_basic_block("done")
+    entry, loop, search, bs_head, bs_body, bs_done, found, nxt, done = (
+        f.append_basic_block(n) for n in ("entry", "lane", "search", "bs_head", "bs_body", "bs_done", "found", "next", "done"))
     b = ir.IRBuilder(entry)
 
     def word(k):

@@ -44,10 +44,7 @@ def printf_lanes_function(module: ir.Module) -> ir.Function:
     if not new:
         return f
     ctx, fmts, argss, lanes = f.args
-    entry = f.append_basic_block("entry")
-    loop = f.append_basic_block("lane")
-    body = f.append_basic_block("call")
-    done = f.append_basic_block("done")
+    entry, loop, body, done = (f.append_basic_block(n) for n in ("entry", "lane", "call", "done"))
     b = ir.IRBuilder(entry)
     fnp = b.load(b.gep(ctx, [ir.Constant(i64, abi.CTX_PRINTF)], source_etype=i64), typ=i64)
     b.branch(loop)

@@ -38,6 +38,12 @@ def _int_operands(e, n: int, bits: int, signed: bool) -> list[ir.Value]:
     return [e.src(k, bits, signed) for k in range(1, n + 1)]
 
 
+def _typed_source(e) -> tuple[str, int, ir.Value]:
+    """(the instruction's type, its bits, operand 1 at that width)."""
+    t = op_type(e)
+    return t, type_bits(t), e.src(1, type_bits(t))
+
+
 def _float_or_int(name: str, float_rule: Rule, is_float: Callable[[Any], bool] = fp.is_float_op) -> Callable[[Rule], Rule]:
     """Register the rule of an entry shared by integer and floating-point types: the
     floating-point rule (``floating.py``) where ``is_float(e)``, else the decorated one."""
@@ -585,8 +591,7 @@ def prmt(e) -> None:
 @rule("popc", "clz", "brev")
 def bit_count(e) -> None:
     """popc and clz (a 32-bit count), brev (the bits reversed): LLVM's intrinsics."""
-    bits = type_bits(op_type(e))
-    x = e.src(1, bits)
+    _t, bits, x = _typed_source(e)
     name = e.spec.name
     if name == "brev":
         e.dst(0, e.call(f"llvm.bitreverse.v32i{bits}", x.type, [x]))
@@ -598,10 +603,8 @@ def bit_count(e) -> None:
 
 @rule("bfind")
 def bfind(e) -> None:
-    t = op_type(e)
-    bits = type_bits(t)
     b = e.b
-    x = e.src(1, bits)
+    t, bits, x = _typed_source(e)
     v = x
     if is_signed(t):
         neg = b.icmp_signed("<", x, ir.Constant(x.type, 0))
@@ -633,10 +636,8 @@ def _low_mask(e, n: ir.Value, bits: int) -> ir.Value:
 
 @rule("bfe")
 def bfe(e) -> None:
-    t = op_type(e)
-    bits = type_bits(t)
     b = e.b
-    x = e.src(1, bits)
+    t, bits, x = _typed_source(e)
     pos = _field_operand(e, 2, bits)
     ln = _field_operand(e, 3, bits)
     # field bits that lie inside the source: L = min(len, bits - pos), 0 past the msb
