@@ -28,18 +28,18 @@ class Emitter:
     """What an instruction rule sees: operands by textual position, results,
     the active lanes and the guard, and helpers for memory and intrinsics."""
 
-    def __init__(self, wg: WarpFunction, op: InstructionOp):
-        self.wg = wg
-        self.b: ir.IRBuilder = wg.b
+    def __init__(self, wf: WarpFunction, op: InstructionOp):
+        self.wf = wf
+        self.b: ir.IRBuilder = wf.b
         self.op = op
         self.spec = op.spec
         self.mods = op.modifiers
         self.types = isa.type_modifiers(self.mods)
         self.args = op.operands_ast
-        self.instr_id = wg.prog.instr_ids[op]
+        self.instr_id = wf.prog.instr_ids[op]
         self._map_registers()
-        self.active: ir.Value = wg.active
-        self.guard: ir.Value | None = wg.guard_lanes(op)
+        self.active: ir.Value = wf.active
+        self.guard: ir.Value | None = wf.guard_lanes(op)
         self.exec_mask = self.active if self.guard is None else self.b.and_(self.active, self.guard)
 
     # -- register mapping -----------------------------------------------------
@@ -77,13 +77,13 @@ class Emitter:
     # -- constants and types ----------------------------------------------------
 
     def splat(self, value, ty: ir.Type) -> ir.Constant:
-        return self.wg.splat(value, ty)
+        return self.wf.splat(value, ty)
 
     def zeros(self, bits: int) -> ir.Constant:
         return self.splat(0, ir.IntType(bits))
 
     def call(self, name: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
-        return self.b.call(self.wg.intrinsic(name, ret, [a.type for a in args]), args)
+        return self.b.call(self.wf.intrinsic(name, ret, [a.type for a in args]), args)
 
     def fail(self, msg: str) -> LoweringError:
         return LoweringError(f"{self.op.opcode}: {msg}")
@@ -104,13 +104,13 @@ class Emitter:
         kind = node[0]
         if kind == "reg":
             v = self.slot_of[k][reg_index][1]
-            return self.fit(self.wg.read(v), bits, signed)
+            return self.fit(self.wf.read(v), bits, signed)
         if kind == "imm":
             return self.splat(self.imm_bits(node[1], bits), ir.IntType(bits))
         if kind == "sreg":
-            return self.fit(self.wg.special_register(node[1]), bits, signed)
+            return self.fit(self.wf.special_register(node[1]), bits, signed)
         if kind == "sym":
-            return self.fit(self.wg.symbol_address(node[1], node[2]), bits, False)
+            return self.fit(self.wf.symbol_address(node[1], node[2]), bits, False)
         if kind == "not":
             inner = self.value_of(node[1], k, 1, False, reg_index)
             return self.b.not_(inner)
@@ -185,7 +185,7 @@ class Emitter:
         self.write_def(v, value, signed)
 
     def write_def(self, v: SSAValue, value: ir.Value, signed: bool = False) -> None:
-        if v not in self.wg.prog.slots and v not in self.wg.prog.local_values:
+        if v not in self.wf.prog.slots and v not in self.wf.prog.local_values:
             return  # not emulated (slice mode)
         bits = value_bits(v)
         if bits == 1:
@@ -198,11 +198,11 @@ class Emitter:
         if self.guard is not None:
             j = list(self.op.results).index(v)
             if j < len(self.tied):
-                old = self.wg.read(self.tied[j])
+                old = self.wf.read(self.tied[j])
                 if bits != 1 and old.type != value.type:
                     old = self.fit(old, bits, False)
                 value = self.b.select(self.guard, value, old)
-        self.wg.write(v, value, self.active)
+        self.wf.write(v, value, self.active)
 
     def dst_elements(self, k: int, values: list[ir.Value], signed: bool = False) -> None:
         node = self.operand_node(k)
@@ -250,7 +250,7 @@ class Emitter:
         if base[0] == "imm":
             return "reg", self.splat(parse_int_immediate(base[1]) + off, i64), base
         if base[0] == "sym":
-            return self.wg.symbol_kind(base[1]), self.wg.symbol_address(base[1], base[2] + off), base
+            return self.wf.symbol_kind(base[1]), self.wf.symbol_address(base[1], base[2] + off), base
         raise self.fail("unsupported address")
 
     def space(self) -> str:
@@ -258,14 +258,14 @@ class Emitter:
         return sp or "generic"
 
     def load(self, space: str, addr: ir.Value, bits: int, mask: ir.Value, kind: str = "reg") -> ir.Value:
-        return access(self.wg, self.instr_id, space, addr, bits, mask, None, kind)
+        return access(self.wf, self.instr_id, space, addr, bits, mask, None, kind)
 
     def store(self, space: str, addr: ir.Value, value: ir.Value, mask: ir.Value, kind: str = "reg") -> None:
-        access(self.wg, self.instr_id, space, addr, value.type.element.width, mask, value, kind)  # type: ignore[attr-defined]
+        access(self.wf, self.instr_id, space, addr, value.type.element.width, mask, value, kind)  # type: ignore[attr-defined]
 
     def host_pointers(self, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str = "reg") -> ir.Value:
         """Bounds-checked host pointers (``<32 x ptr>``) for ``nbytes`` at ``addr``."""
-        return host_pointers(self.wg, self.instr_id, space, addr, nbytes, mask, kind)
+        return host_pointers(self.wf, self.instr_id, space, addr, nbytes, mask, kind)
 
     def entry_alloca(self, ty: ir.Type) -> ir.Value:
         """Stack space in the warp function's entry block.  An ``alloca`` where the

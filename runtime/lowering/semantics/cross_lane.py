@@ -17,7 +17,7 @@ def _membermask(e, k: int) -> ir.Value:
     """The member mask operand as lanes: the active lanes that are members."""
     b = e.b
     m = e.src(k, 32)
-    bit = b.and_(b.lshr(m, e.wg.lane_ids), e.splat(1, i32))
+    bit = b.and_(b.lshr(m, e.wf.lane_ids), e.splat(1, i32))
     return b.and_(e.active, b.icmp_unsigned("!=", bit, e.splat(0, i32)))
 
 
@@ -26,8 +26,8 @@ def _permute(e, v: ir.Value, idx: ir.Value) -> ir.Value:
     b = e.b
     buf = e.entry_alloca(v.type)
     b.store(v, buf)
-    ptrs = e.wg.vector_pointers(buf, b.zext(idx, vec(i64)), v.type.element.width // 8)
-    return e.wg.masked_gather(ptrs, ir.Constant(MASK, 1), ir.Constant(v.type, 0))
+    ptrs = e.wf.vector_pointers(buf, b.zext(idx, vec(i64)), v.type.element.width // 8)
+    return e.wf.masked_gather(ptrs, ir.Constant(MASK, 1), ir.Constant(v.type, 0))
 
 
 @rule("shfl.sync", "shfl")
@@ -36,7 +36,7 @@ def shfl(e) -> None:
     a = e.src(1, 32)
     bb = b.and_(e.src(2, 32), e.splat(31, i32))
     c = e.src(3, 32)
-    lane = e.wg.lane_ids
+    lane = e.wf.lane_ids
     clamp = b.and_(c, e.splat(0x1F, i32))
     segmask = b.and_(b.lshr(c, e.splat(8, i32)), e.splat(0x1F, i32))
     maxlane = b.or_(b.and_(lane, segmask), b.and_(clamp, b.not_(segmask)))
@@ -72,7 +72,7 @@ def vote(e) -> None:
     mbits = b.bitcast(members, i32)
     tbits = b.bitcast(b.and_(members, p), i32)
     if ".ballot" in e.mods:
-        e.dst(0, e.wg.splat_value(tbits))
+        e.dst(0, e.wf.splat_value(tbits))
         return
     if ".all" in e.mods:
         r = b.icmp_unsigned("==", tbits, mbits)
@@ -80,12 +80,12 @@ def vote(e) -> None:
         r = b.icmp_unsigned("!=", tbits, ir.Constant(i32, 0))
     else:  # .uni
         r = b.or_(b.icmp_unsigned("==", tbits, mbits), b.icmp_unsigned("==", tbits, ir.Constant(i32, 0)))
-    e.dst(0, e.wg.splat_value(r))
+    e.dst(0, e.wf.splat_value(r))
 
 
 @rule("activemask")
 def activemask(e) -> None:
-    e.dst(0, e.wg.splat_value(e.b.bitcast(e.active, i32)))
+    e.dst(0, e.wf.splat_value(e.b.bitcast(e.active, i32)))
 
 
 @rule("match")
@@ -98,20 +98,20 @@ def match(e) -> None:
     eq_masks = e.splat(0, i32)
     for lane in range(LANES):
         li = ir.Constant(i32, lane)
-        x = e.wg.splat_value(b.extract_element(v, li))
+        x = e.wf.splat_value(b.extract_element(v, li))
         same = b.and_(b.icmp_unsigned("==", v, x), members)
         bit = b.bitcast(same, i32)
         eq_masks = b.insert_element(eq_masks, bit, li)
     if ".any" in e.mods:
         e.dst(0, eq_masks)
         return
-    mbits = e.wg.splat_value(b.bitcast(members, i32))
+    mbits = e.wf.splat_value(b.bitcast(members, i32))
     all_same = b.icmp_unsigned("==", eq_masks, mbits)
     anyall = ir.Constant(i1, 1)
     for lane in range(LANES):
         anyall = b.and_(anyall, b.or_(b.extract_element(all_same, ir.Constant(i32, lane)), b.not_(b.extract_element(members, ir.Constant(i32, lane)))))
-    res = b.select(e.wg.splat_value(anyall), mbits, e.splat(0, i32))
-    e.dst_pair(0, res, e.wg.splat_value(anyall))
+    res = b.select(e.wf.splat_value(anyall), mbits, e.splat(0, i32))
+    e.dst_pair(0, res, e.wf.splat_value(anyall))
 
 
 @rule("redux.sync")
@@ -129,7 +129,7 @@ def redux(e) -> None:
     name = {".add": "add", ".and": "and", ".or": "or", ".xor": "xor",
             ".min": "smin" if is_signed(t) else "umin", ".max": "smax" if is_signed(t) else "umax"}[op]
     r = e.call(f"llvm.vector.reduce.{name}.v32i32", i32, [v])
-    e.dst(0, e.wg.splat_value(r))
+    e.dst(0, e.wf.splat_value(r))
 
 
 @rule("elect.sync")
@@ -138,5 +138,5 @@ def elect(e) -> None:
     members = _membermask(e, 1)
     bits = b.bitcast(members, i32)
     lead = e.call("llvm.cttz.i32", i32, [bits, ir.Constant(i1, 1)])
-    is_lead = b.and_(b.icmp_unsigned("==", e.wg.lane_ids, e.wg.splat_value(lead)), members)
-    e.dst_pair(0, e.wg.splat_value(lead), is_lead)
+    is_lead = b.and_(b.icmp_unsigned("==", e.wf.lane_ids, e.wf.splat_value(lead)), members)
+    e.dst_pair(0, e.wf.splat_value(lead), is_lead)

@@ -127,7 +127,7 @@ def _carry(e, op: str, x: ir.Value, y: ir.Value, bits: int) -> None:
         y = b.not_(y)
     xw, yw = b.zext(x, wide), b.zext(y, wide)
     if e.cc_in is not None:
-        cin = b.zext(b.trunc(e.wg.read(e.cc_in), vec(i1)), wide)
+        cin = b.zext(b.trunc(e.wf.read(e.cc_in), vec(i1)), wide)
     else:
         cin = ir.Constant(wide, 1 if op == "sub" else 0)
     r = b.add(b.add(xw, yw), cin)

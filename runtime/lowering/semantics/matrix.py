@@ -135,7 +135,7 @@ def _wmma_pointers(e, which: str, k_addr: int, k_stride: int, ebits: int, F: int
 
 
 def _masked_gather(e, ptrs: ir.Value, bits: int, mask: ir.Value) -> ir.Value:
-    return e.wg.masked_gather(ptrs, mask, ir.Constant(vec(ir.IntType(bits)), 0))
+    return e.wf.masked_gather(ptrs, mask, ir.Constant(vec(ir.IntType(bits)), 0))
 
 
 def _which(e, default: str) -> str:
@@ -182,11 +182,11 @@ def wmma_store(e) -> None:
     regs = e.src_elements(1, rbits)
     for r in range(nregs):
         if whole:
-            e.wg.masked_scatter(regs[r], ptrs[r * per], e.exec_mask)
+            e.wf.masked_scatter(regs[r], ptrs[r * per], e.exec_mask)
             continue
         for p in range(per):
             v = b.trunc(b.lshr(regs[r], e.splat(p * ebits, ir.IntType(rbits))), vec(ir.IntType(ebits)))
-            e.wg.masked_scatter(v, ptrs[r * per + p], e.exec_mask)
+            e.wf.masked_scatter(v, ptrs[r * per + p], e.exec_mask)
 
 
 def _frag_values(e, k: int, t: str, comp: ir.Type, rows: int = 0, cols: int = 0) -> tuple[list[ir.Value], int]:
@@ -255,15 +255,15 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
     esz = 4 if isinstance(comp, ir.FloatType) else 8
     all_lanes = ir.Constant(MASK, 1)
     vt = vec(comp)
-    scatter = e.wg.scatter_function(vt)
-    gather = e.wg.gather_function(vt)
+    scatter = e.wf.scatter_function(vt)
+    gather = e.wf.gather_function(vt)
     # the fragments, row-major in a buffer each (the C buffer becomes D)
     bufs = []
     for vals, fc, cols, size in ((av, coords[0], k, m * k), (bv, coords[1], n, k * n), (cv, coords[2], n, m * n)):
         buf = e.entry_alloca(ir.ArrayType(comp, size))
         for j, v in enumerate(vals):
             idx = ir.Constant(vec(i64), [r * cols + c for r, c in (fc(l, j) for l in range(LANES))])
-            b.call(scatter, [v, e.wg.vector_pointers(buf, idx, esz), all_lanes])
+            b.call(scatter, [v, e.wf.vector_pointers(buf, idx, esz), all_lanes])
         bufs.append(buf)
     abuf, bbuf, dbuf = bufs
     # D = A * B + C, element by element, one rounding per multiply-add in k order
@@ -289,7 +289,7 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
         nxt = b.add(b.mul(x, y), acc)
     else:
         fname = "llvm.fma.f64" if isinstance(comp, ir.DoubleType) else "llvm.fma.f32"
-        nxt = b.call(e.wg.intrinsic(fname, comp, [comp, comp, comp]), [x, y, acc])
+        nxt = b.call(e.wf.intrinsic(fname, comp, [comp, comp, comp]), [x, y, acc])
     kk.add_incoming(b.add(kk, ir.Constant(i64, 1)), b.block)
     acc.add_incoming(nxt, b.block)
     b.branch(head)
@@ -306,7 +306,7 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
         for p in range(per):
             j = r * per + p
             idx = ir.Constant(vec(i64), [rr * n + cc for rr, cc in (coords[2](l, j) for l in range(LANES))])
-            v = b.call(gather, [e.wg.vector_pointers(dbuf, idx, esz), all_lanes, ir.Constant(vt, None)])
+            v = b.call(gather, [e.wf.vector_pointers(dbuf, idx, esz), all_lanes, ir.Constant(vt, None)])
             v = _wmma_result(e, v, dt, satfinite)
             if ebits < rbits:
                 v = b.zext(v, vec(ir.IntType(rbits)))

@@ -168,7 +168,7 @@ def _atomic_lane(e, op, t, p, v, c, is_float, ity):
         if op == ".add":
             nf = b.fadd(of, vf)
         else:
-            nf = b.call(e.wg.intrinsic(f"llvm.{'minnum' if op == '.min' else 'maxnum'}.{'f32' if bits == 32 else 'f64'}", ft, [ft, ft]), [of, vf])
+            nf = b.call(e.wf.intrinsic(f"llvm.{'minnum' if op == '.min' else 'maxnum'}.{'f32' if bits == 32 else 'f64'}", ft, [ft, ft]), [of, vf])
         new = b.bitcast(nf, ity)
     pair = b.cmpxchg(p, old, new, "seq_cst", "seq_cst")
     seen = b.extract_value(pair, 0)

@@ -48,20 +48,20 @@ def _expected_warps(e) -> ir.Value:
 def _bar_word(e, bid: ir.Value, word: int) -> ir.Value:
     b = e.b
     idx = b.add(ir.Constant(i64, abi.CTX_BAR + word), b.mul(bid, ir.Constant(i64, abi.BAR_WORDS)))
-    return b.gep(e.wg.ctx, [idx], source_etype=i64)
+    return b.gep(e.wf.ctx, [idx], source_etype=i64)
 
 
 def barrier_suspend(e) -> None:
     b = e.b
-    wg = e.wg
+    wf = e.wf
     bid = _bar_id(e)
-    wg.set_ws_word(abi.WS_BAR_ID, bid)
-    wg.set_ws_word(abi.WS_BAR_EXPECT, _expected_warps(e))
+    wf.set_ws_word(abi.WS_BAR_ID, bid)
+    wf.set_ws_word(abi.WS_BAR_EXPECT, _expected_warps(e))
     if ".red" in e.mods:
         pred_k = len(e.args) - 1
         p = e.src_pred(pred_k)
-        part = b.zext(wg.popcount(e.active), i64)
-        true = b.zext(wg.popcount(b.and_(e.active, p)), i64)
+        part = b.zext(wf.popcount(e.active), i64)
+        true = b.zext(wf.popcount(b.and_(e.active, p)), i64)
         for word, v in ((abi.BAR_PART, part), (abi.BAR_TRUE, true)):
             ptr = _bar_word(e, bid, word)
             b.store(b.add(b.load(ptr, typ=i64), v), ptr)
@@ -75,11 +75,11 @@ def barrier_resume(e) -> None:
     part = b.load(_bar_word(e, bid, abi.BAR_RES_PART), typ=i64)
     true = b.load(_bar_word(e, bid, abi.BAR_RES_TRUE), typ=i64)
     if ".popc" in e.mods:
-        e.dst(0, e.wg.splat_value(b.trunc(true, i32)))
+        e.dst(0, e.wf.splat_value(b.trunc(true, i32)))
     elif ".and" in e.mods:
-        e.dst(0, e.wg.splat_value(b.icmp_unsigned("==", true, part)))
+        e.dst(0, e.wf.splat_value(b.icmp_unsigned("==", true, part)))
     else:
-        e.dst(0, e.wg.splat_value(b.icmp_unsigned("!=", true, ir.Constant(i64, 0))))
+        e.dst(0, e.wf.splat_value(b.icmp_unsigned("!=", true, ir.Constant(i64, 0))))
 
 
 @rule("bar", "barrier")
