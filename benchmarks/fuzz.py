@@ -202,7 +202,7 @@ class Targets:
         import re as _re
 
         from hypa.ptxdialect import module_to_ptx, parse_ptx
-        from hypa.runtime.codegen import build_module
+        from hypa.runtime.lowering import build_module
         from hypa.runtime.emulator import Emulator
         from hypa.runtime.program import module_kernels
 

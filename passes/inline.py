@@ -50,7 +50,7 @@ class InlineError(Exception):
     pass
 
 
-def _callee_name(call: InstructionOp) -> tuple[str | None, bool]:
+def callee_name(call: InstructionOp) -> tuple[str | None, bool]:
     """(callee, direct): the called symbol; direct is False for ``call %rd``."""
     args = call.operands_ast
     i = 1 if args and args[0][0] == "paren" and len(args) > 1 else 0
@@ -62,7 +62,7 @@ def _callee_name(call: InstructionOp) -> tuple[str | None, bool]:
     return None, False
 
 
-def _call_params(call: InstructionOp) -> tuple[list[str], list[str]]:
+def call_params(call: InstructionOp) -> tuple[list[str], list[str]]:
     """(return symbols, argument symbols) of a call."""
     args = call.operands_ast
     rets: list[str] = []
@@ -115,7 +115,7 @@ def inline_calls(module: ModuleOp, kernel: FuncOp) -> list[tuple[str, int, int]]
                     continue
                 if RETURN_ATTR + ".done" in op.attributes:
                     continue
-                name, direct = _callee_name(op)
+                name, direct = callee_name(op)
                 if not direct:
                     raise InlineError(f"indirect call '{op.opcode} ...' in {kernel.func_name} is not supported by the emulator")
                 callee = funcs.get(name or "")
@@ -147,7 +147,7 @@ def _inline_one(kernel, block, call, callee, k, origins, chains) -> None:
         rest.add_op(o)
     call.attributes[RETURN_ATTR + ".done"] = UnitAttr()
     # 2. copy the callee
-    rets, argv = _call_params(call)
+    rets, argv = call_params(call)
     formals = [p[1] for p in callee.params.data]
     formal_rets = [p[1] for p in (callee.ret_params.data if callee.ret_params else ())]
     if len(argv) != len(formals) or len(rets) != len(formal_rets):
@@ -258,7 +258,7 @@ def has_calls_to_inline(module: ModuleOp, kernel: FuncOp) -> bool:
             if op.name == "ptx.call" and RETURN_ATTR + ".done" not in op.attributes:
                 if defined is None:
                     defined = {f.func_name for f in module.ops if isinstance(f, FuncOp) and not f.is_declaration}
-                name, direct = _callee_name(op)  # type: ignore[arg-type]
+                name, direct = callee_name(op)  # type: ignore[arg-type]
                 if not direct or name in defined:
                     return True
     return False

@@ -36,7 +36,7 @@ from hypa.ptxdialect.dialect import (
     RegDeclOp,
     RegType,
     RegNamesAttr,
-    _def_positions,
+    def_positions,
     new_op,
     modifiers_attr,
     string_attr,
@@ -375,7 +375,7 @@ def _register_form(op: InstructionOp, use_names: list[Name], def_names: list[Nam
         g = use_names[0]
         guard = (("reg", g[0], g[1]), guard[1])
         ui = 1
-    dpos = _def_positions(spec, mods, args)
+    dpos = def_positions(spec, mods, args)
     new_args: list[Operand] = []
     for i, a in enumerate(args):
         if i in dpos:

@@ -76,7 +76,7 @@ def _spaces(op: InstructionOp) -> set[str]:
     return {sp}
 
 
-def _address_operand_index(op: InstructionOp) -> int | None:
+def address_operand_index(op: InstructionOp) -> int | None:
     """Position in ``operands_ast`` of the memory operand ``[...]``."""
     for i, a in enumerate(op.operands_ast):
         if a[0] in ("addr", "brk"):
@@ -158,7 +158,7 @@ class AddressBases:
         if name in ("ld", "ldu"):
             sp = isa.state_space(op.spec, op.modifiers)
             if sp == "param":
-                addr = op.operands_ast[_address_operand_index(op) or 1]
+                addr = op.operands_ast[address_operand_index(op) or 1]
                 hit = set(iter_syms(addr)) & self.kernel_params
                 if hit:
                     return frozenset("param:" + s for s in hit), ()
@@ -194,7 +194,7 @@ class AddressBases:
         return hit
 
     def _of_access(self, op: InstructionOp, index: int | None = None) -> frozenset[str] | str:
-        i = _address_operand_index(op) if index is None else index
+        i = address_operand_index(op) if index is None else index
         if i is None:
             return UNKNOWN
         addr = op.operands_ast[i]
@@ -352,7 +352,7 @@ class _Slicer:
                 # cp.async reads global memory (and writes shared memory)
                 spaces = {"global", "generic"} if name == "cp.async" else _spaces(op)
                 if "param" in spaces:
-                    syms = set(iter_syms(op.operands_ast[_address_operand_index(op) or 1]))
+                    syms = set(iter_syms(op.operands_ast[address_operand_index(op) or 1]))
                     for w in writers:
                         if w.spec.name == "call" and syms & _call_ret_symbols(w):
                             fs.memory_edges.append((w, op))

@@ -276,7 +276,8 @@ def split_mods(mods: str) -> tuple[str, ...]:
     return (first,) + out if first else out
 
 
-def _def_positions(instr: isa.Instr, mods: tuple[str, ...], args: tuple) -> range:
+def def_positions(instr: isa.Instr, mods: tuple[str, ...], args: tuple) -> range:
+    """Positions in ``args`` of the operands the instruction writes (a call: its return parameters)."""
     if instr.kind == "call":
         return range(1) if args and args[0][0] == "paren" and len(args) > 1 else range(0)
     return range(min(instr.num_defs(mods), len(args)))
@@ -305,7 +306,7 @@ def register_roles(
     of old and new value).  defs: registers written in textual order, then the
     carry flag if written.  Sinks ``_`` are neither.
     """
-    dpos = _def_positions(instr, mods, args)
+    dpos = def_positions(instr, mods, args)
     uses: list[Operand] = [guard[0]] if guard is not None else []
     defs: list[Operand] = []
     for i, a in enumerate(args):
@@ -414,7 +415,7 @@ class InstructionOp(IRDLOperation):
     def arg_operands(self, k: int) -> list[SSAValue]:
         """SSA form: the operands standing for registers read inside textual operand ``k``."""
         args = self.operands_ast
-        dpos = _def_positions(self.spec, self.modifiers, args)
+        dpos = def_positions(self.spec, self.modifiers, args)
         ops = self.instruction_operands()
         i = 1 if self.guard_pred is not None else 0
         for j, a in enumerate(args):
@@ -487,7 +488,7 @@ class InstructionOp(IRDLOperation):
             if not lo <= len(args) <= hi:
                 want = str(lo) if lo == hi else f"{lo} to {hi}"
                 raise VerifyException(f"'{self.name}' expects {want} operands, found {len(args)}: '{args_text(args)}'")
-        for k in _def_positions(spec, self.modifiers, args) if spec.kind != "call" else ():  # call: (ret params)
+        for k in def_positions(spec, self.modifiers, args) if spec.kind != "call" else ():  # call: (ret params)
             if not _writable(args[k]):
                 raise VerifyException(
                     f"'{self.name}': operand {k + 1} ('{args_text((args[k],))}') is written, so it must be a register")

@@ -253,7 +253,7 @@ class Emulator:
         """The compiled program: the best tier cached (in this process or on disk), else a
         new compile at the tier ``HYPA_JIT`` asks for (``auto``: baseline first).  Returns
         it and a function giving the LLVM IR text (built at most once)."""
-        from .codegen import build_module
+        from .lowering import build_module
         from .jit import cached, compile_ir, jit_policy
 
         text: list[str] = []
@@ -665,10 +665,10 @@ def _assertion_text(prog: KernelProgram, call: InstructionOp) -> str | None:
     """``file:line: function: Assertion `expr` failed.`` from the constant strings
     ``__assertfail`` is called with (CUDA's layout: message, file, line, function),
     found by following each argument's ``st.param`` back to the variable it points to."""
-    from hypa.passes.inline import _call_params
+    from hypa.passes.inline import call_params
     from hypa.ptxdialect.operands import iter_syms
 
-    _rets, argv = _call_params(call)
+    _rets, argv = call_params(call)
     if len(argv) < 4 or call.parent is None:
         return None
     stored: dict[str, object] = {}
@@ -729,7 +729,7 @@ def initial_bytes(size: int, init: str | None, ptx_type: str, symbols: dict[str,
     out = np.zeros(max(size, 1), np.uint8)
     if not init:
         return out
-    from hypa.runtime.codegen import float_imm_bits
+    from hypa.runtime.lowering import float_imm_bits
 
     toks = [t.strip() for t in re.split(r"[,{}]", init) if t.strip()]
     esize = max(1, isa.TYPE_BITS.get(ptx_type, 8) // 8)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypa.ptxdialect.diagnostics import PTXError
 
-from .codegen import LoweringError
+from .lowering import LoweringError
 from .emulator import EmulationError
 from .inputs import InputError
 from .launch import LaunchError

@@ -124,19 +124,25 @@ def _full_key(key: str, tier: str) -> str:
 _SOURCES: str | None = None
 
 
+def source_files() -> list[str]:
+    """The sources whose code transforms a kernel on its way to native code: the passes,
+    the preparation and every module of ``runtime/lowering/`` (its rules included)."""
+    import glob
+
+    here = os.path.dirname(__file__)
+    passes = os.path.join(os.path.dirname(here), "passes")
+    return sorted([os.path.join(here, n) for n in ("program.py", "abi.py")]
+                  + glob.glob(os.path.join(here, "lowering", "**", "*.py"), recursive=True)
+                  + glob.glob(os.path.join(passes, "*.py")))
+
+
 def _sources_digest() -> str:
-    """A hash of the passes, code generator and semantics sources: program keys hash the
-    kernel's input, so editing any code that transforms it invalidates the cache."""
+    """A hash of ``source_files()``: program keys hash the kernel's input, so editing any
+    code that transforms it invalidates the cache."""
     global _SOURCES
     if _SOURCES is None:
-        import glob
-
-        here = os.path.dirname(__file__)
-        passes = os.path.join(os.path.dirname(here), "passes")
         h = hashlib.sha256()
-        for path in sorted([os.path.join(here, n) for n in ("codegen.py", "program.py", "abi.py")]
-                           + glob.glob(os.path.join(here, "semantics", "*.py"))
-                           + glob.glob(os.path.join(passes, "*.py"))):
+        for path in source_files():
             with open(path, "rb") as f:
                 h.update(f.read())
         _SOURCES = h.hexdigest()

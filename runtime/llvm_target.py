@@ -27,7 +27,7 @@ class LLVMTarget(Target):
     memory_metrics: bool = False
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from .codegen import LoweringError, build_module
+        from .lowering import LoweringError, build_module
         from .program import ProgramError, find_kernel, module_kernels, prepare
 
         try:

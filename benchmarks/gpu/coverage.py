@@ -11,7 +11,7 @@ Columns, per ISA entry (``ptxdialect/isa.py``):
 
 * **ISA table** -- ``full`` (operand roles, modifiers and category described:
   counted exactly) or ``parse`` (read and printed only);
-* **emulator** -- the entry has lowering semantics (``runtime.codegen.RULES``,
+* **emulator** -- the entry has lowering semantics (``runtime.lowering.rules.RULES``,
   or it is control flow the emulator handles itself);
 * **on hardware** -- recorded probe variants (opcode/type/modifier
   combinations) under ``tests/ground_truth``, and how many of them the
@@ -38,7 +38,7 @@ CONTROL = {"bra", "brx.idx", "ret", "exit", "trap", "call"}
 
 
 def emulated_entries() -> set[str]:
-    from hypa.runtime.codegen import supported_entries
+    from hypa.runtime.lowering import supported_entries
 
     return supported_entries() | CONTROL
 

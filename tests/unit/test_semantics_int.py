@@ -1013,7 +1013,7 @@ if pytest is not None:
     def test_lop3_normal_form_all_luts() -> None:
         """The lowering writes lop3 as an XOR of AND monomials: check the monomials
         of all 256 truth tables against the table itself, bit by bit."""
-        from hypa.runtime.semantics.integer import lop3_anf
+        from hypa.runtime.lowering.semantics.integer import lop3_anf
 
         va, vb, vc = 0xF0F0F0F0, 0xCCCCCCCC, 0xAAAAAAAA  # every (a, b, c) combination
         for lut in range(256):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.codegen import LoweringError
+from hypa.runtime.lowering import LoweringError
 from hypa.runtime.emulator import Emulator
 from hypa.runtime.launch import Launch
 

@@ -1,174 +1,41 @@
-"""Warp-wide operations: shfl, vote, match, redux, activemask, elect."""
+"""Matrix instructions: wmma.load / wmma.mma / wmma.store, mma.sync and ldmatrix.
+
+The PTX ISA leaves the distribution of wmma's matrix elements over the lanes'
+fragments unspecified ("architecture dependent"), so a program can only rely
+on load, mma and store agreeing with each other (and on element-wise
+operations on fragments).  The emulator's layout: a fragment of F elements
+per lane holds, in lane l, element j, the matrix element at row-major index
+(l * F + j) mod (rows * cols); when 32 * F exceeds the matrix (f16 A and B
+fragments of m16n16k16 hold every element twice) the elements repeat.
+wmma.mma computes D = A * B + C with one rounding per multiply-add, in f32
+(f16, bf16, tf32 inputs; products of f16/bf16 are exact in f32), f64, or
+integers (s8/u8 -> s32, .satfinite clamps).  Hardware accumulation order
+and rounding are unspecified: float results agree to rounding.  ``mma.sync``
+and ``ldmatrix`` use the fragment layouts the ISA specifies.
+"""
 
 from __future__ import annotations
 
+import re
+
 from llvmlite import ir
 
+from hypa.ptxdialect.operands import parse_int_immediate
+
+from .. import softfloat as sf
 from ..rules import rule
-from .common import MASK
-from .common import LANES, is_signed, type_bits, vec
-from .memory import entry_alloca
-
-i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
-
-
-def _membermask(e, k: int) -> ir.Value:
-    """The member mask operand as lanes: the active lanes that are members."""
-    b = e.b
-    m = e.src(k, 32)
-    bit = b.and_(b.lshr(m, e.wg.lane_ids), e.splat(1, i32))
-    return b.and_(e.active, b.icmp_unsigned("!=", bit, e.splat(0, i32)))
-
-
-def _permute(e, v: ir.Value, idx: ir.Value) -> ir.Value:
-    """``out[l] = v[idx[l]]`` for 32 lanes (via a stack buffer)."""
-    b = e.b
-    buf = entry_alloca(e, v.type)
-    b.store(v, buf)
-    elem = v.type.element
-    ptrs = e.wg.vector_pointers(buf, b.zext(idx, vec(i64)), elem.width // 8)
-    g = e.wg.intrinsic(f"llvm.masked.gather.v32i{elem.width}.v32p0", v.type, [ir.VectorType(ir.PointerType(), LANES), MASK, v.type])
-    return b.call(g, [ptrs, ir.Constant(MASK, 1), ir.Constant(v.type, 0)])
-
-
-@rule("shfl.sync", "shfl")
-def shfl(e) -> None:
-    b = e.b
-    sync = e.spec.name == "shfl.sync"
-    a = e.src(1, 32)
-    bb = b.and_(e.src(2, 32), e.splat(31, i32))
-    c = e.src(3, 32)
-    lane = e.wg.lane_ids
-    clamp = b.and_(c, e.splat(0x1F, i32))
-    segmask = b.and_(b.lshr(c, e.splat(8, i32)), e.splat(0x1F, i32))
-    maxlane = b.or_(b.and_(lane, segmask), b.and_(clamp, b.not_(segmask)))
-    minlane = b.and_(lane, segmask)
-    mode = next(m for m in e.mods if m in (".up", ".down", ".bfly", ".idx"))
-    if mode == ".up":  # the ISA: pval = (j >= maxLane); the usual c = 0 makes it the segment start
-        j = b.sub(lane, bb)
-        ok = b.icmp_signed(">=", j, maxlane)
-    elif mode == ".down":
-        j = b.add(lane, bb)
-        ok = b.icmp_signed("<=", j, maxlane)
-    elif mode == ".bfly":
-        j = b.xor(lane, bb)
-        ok = b.icmp_signed("<=", j, maxlane)
-    else:
-        j = b.or_(minlane, b.and_(bb, b.not_(segmask)))
-        ok = b.icmp_signed("<=", j, maxlane)
-    j = b.select(ok, j, lane)
-    j = b.and_(j, e.splat(31, i32))
-    # shfl.sync: reading a lane that is not in membermask (or not active) is
-    # undefined in the ISA; the emulator reads that lane's register as it is
-    del sync
-    r = _permute(e, a, j)
-    e.dst_pair(0, r, ok)
-
-
-@rule("vote", "vote.sync")
-def vote(e) -> None:
-    b = e.b
-    # ``vote.ballot.sync.b32 d, p, mask`` (CUB writes the mode before ``.sync``) is vote.sync
-    sync = e.spec.name == "vote.sync" or ".sync" in e.mods
-    members = _membermask(e, 2) if sync else e.active
-    p = e.src_pred(1)
-    mbits = b.bitcast(members, i32)
-    tbits = b.bitcast(b.and_(members, p), i32)
-    if ".ballot" in e.mods:
-        e.dst(0, e.wg.splat_value(tbits))
-        return
-    if ".all" in e.mods:
-        r = b.icmp_unsigned("==", tbits, mbits)
-    elif ".any" in e.mods:
-        r = b.icmp_unsigned("!=", tbits, ir.Constant(i32, 0))
-    else:  # .uni
-        r = b.or_(b.icmp_unsigned("==", tbits, mbits), b.icmp_unsigned("==", tbits, ir.Constant(i32, 0)))
-    e.dst(0, e.wg.splat_value(r))
-
-
-@rule("activemask")
-def activemask(e) -> None:
-    e.dst(0, e.wg.splat_value(e.b.bitcast(e.active, i32)))
-
-
-@rule("match")
-def match(e) -> None:
-    b = e.b
-    t = e.types[-1]
-    bits = type_bits(t)
-    v = e.src(1, bits)
-    members = _membermask(e, 2)
-    eq_masks = e.splat(0, i32)
-    for lane in range(LANES):
-        li = ir.Constant(i32, lane)
-        x = e.wg.splat_value(b.extract_element(v, li))
-        same = b.and_(b.icmp_unsigned("==", v, x), members)
-        bit = b.bitcast(same, i32)
-        eq_masks = b.insert_element(eq_masks, bit, li)
-    if ".any" in e.mods:
-        e.dst(0, eq_masks)
-        return
-    mbits = e.wg.splat_value(b.bitcast(members, i32))
-    all_same = b.icmp_unsigned("==", eq_masks, mbits)
-    anyall = ir.Constant(i1, 1)
-    for lane in range(LANES):
-        anyall = b.and_(anyall, b.or_(b.extract_element(all_same, ir.Constant(i32, lane)), b.not_(b.extract_element(members, ir.Constant(i32, lane)))))
-    res = b.select(e.wg.splat_value(anyall), mbits, e.splat(0, i32))
-    e.dst_pair(0, res, e.wg.splat_value(anyall))
-
-
-@rule("redux.sync")
-def redux(e) -> None:
-    b = e.b
-    t = e.types[-1]
-    members = _membermask(e, 2)
-    op = next(m for m in e.mods if m in (".add", ".min", ".max", ".and", ".or", ".xor"))
-    if t == ".f32":
-        raise e.fail("redux.sync.f32 is not emulated yet")
-    v = e.src(1, 32, is_signed(t))
-    ident = {".add": 0, ".and": -1, ".or": 0, ".xor": 0,
-             ".min": (0x7FFFFFFF if is_signed(t) else -1), ".max": (-0x80000000 if is_signed(t) else 0)}[op]
-    v = b.select(members, v, e.splat(ident, i32))
-    name = {".add": "add", ".and": "and", ".or": "or", ".xor": "xor",
-            ".min": "smin" if is_signed(t) else "umin", ".max": "smax" if is_signed(t) else "umax"}[op]
-    r = e.call(f"llvm.vector.reduce.{name}.v32i32", i32, [v])
-    e.dst(0, e.wg.splat_value(r))
-
-
-@rule("elect.sync")
-def elect(e) -> None:
-    b = e.b
-    members = _membermask(e, 1)
-    bits = b.bitcast(members, i32)
-    lead = e.call("llvm.cttz.i32", i32, [bits, ir.Constant(i1, 1)])
-    is_lead = b.and_(b.icmp_unsigned("==", e.wg.lane_ids, e.wg.splat_value(lead)), members)
-    e.dst_pair(0, e.wg.splat_value(lead), is_lead)
-
+from ..types import LANES, MASK, VPTR, i32, i64, vec
 
 # ---------------------------------------------------------------------------
 # WMMA: wmma.load / wmma.mma / wmma.store
 # ---------------------------------------------------------------------------
-#
-# The PTX ISA leaves the distribution of matrix elements over the lanes'
-# fragments unspecified ("architecture dependent"), so a program can only rely
-# on load, mma and store agreeing with each other (and on element-wise
-# operations on fragments).  The emulator's layout: a fragment of F elements
-# per lane holds, in lane l, element j, the matrix element at row-major index
-# (l * F + j) mod (rows * cols); when 32 * F exceeds the matrix (f16 A and B
-# fragments of m16n16k16 hold every element twice) the elements repeat.
-# wmma.mma computes D = A * B + C with one rounding per multiply-add, in f32
-# (f16, bf16, tf32 inputs; products of f16/bf16 are exact in f32), f64, or
-# integers (s8/u8 -> s32, .satfinite clamps).  Hardware accumulation order
-# and rounding are unspecified: float results agree to rounding.
-
-import re as _re
 
 _WMMA_ELEM_BITS = {".f16": 16, ".bf16": 16, ".tf32": 32, ".f32": 32, ".s32": 32, ".s8": 8, ".u8": 8, ".f64": 64}
 
 
 def _wmma_shape(e) -> tuple[int, int, int]:
     for m in e.mods:
-        g = _re.fullmatch(r"\.m(\d+)n(\d+)k(\d+)", m)
+        g = re.fullmatch(r"\.m(\d+)n(\d+)k(\d+)", m)
         if g:
             return int(g.group(1)), int(g.group(2)), int(g.group(3))
     raise e.fail("needs a shape (.m16n16k16, ...)")
@@ -241,8 +108,6 @@ def _contiguous(which, rows, cols, col_major: bool, F: int, per: int) -> bool:
 def _wmma_stride(e, k: int, rows: int, cols: int, col_major: bool) -> ir.Value:
     if k < len(e.args):
         if e.args[k][0] == "imm":  # an integer whatever the fragment's type
-            from hypa.ptxdialect.operands import parse_int_immediate
-
             return e.splat(parse_int_immediate(e.args[k][1]), i64)
         return e.b.zext(e.src(k, 32), vec(i64))
     return e.splat(rows if col_major else cols, i64)
@@ -266,21 +131,11 @@ def _wmma_pointers(e, which: str, k_addr: int, k_stride: int, ebits: int, F: int
     first = e.host_pointers(space, b.add(base, b.mul(lo, esz)), ebits // 8, mask, kind)
     e.host_pointers(space, b.add(base, b.mul(hi, esz)), ebits // 8, mask, kind)
     fi = b.ptrtoint(first, vec(i64))
-    return [b.inttoptr(b.add(fi, b.mul(b.sub(o, lo), esz)), ir.VectorType(ir.PointerType(), LANES)) for o in offs]
+    return [b.inttoptr(b.add(fi, b.mul(b.sub(o, lo), esz)), VPTR) for o in offs]
 
 
 def _masked_gather(e, ptrs: ir.Value, bits: int, mask: ir.Value) -> ir.Value:
-    vt = vec(ir.IntType(bits))
-    vptr = ir.VectorType(ir.PointerType(), LANES)
-    g = e.wg.intrinsic(f"llvm.masked.gather.v32i{bits}.v32p0", vt, [vptr, ir.VectorType(i1, LANES), vt])
-    return e.b.call(g, [ptrs, mask, ir.Constant(vt, 0)])
-
-
-def _masked_scatter(e, value: ir.Value, ptrs: ir.Value, mask: ir.Value) -> None:
-    vt = value.type
-    vptr = ir.VectorType(ir.PointerType(), LANES)
-    s = e.wg.intrinsic(f"llvm.masked.scatter.v32i{vt.element.width}.v32p0", ir.VoidType(), [vt, vptr, ir.VectorType(i1, LANES)])
-    e.b.call(s, [value, ptrs, mask])
+    return e.wf.masked_gather(ptrs, mask, ir.Constant(vec(ir.IntType(bits)), 0))
 
 
 def _which(e, default: str) -> str:
@@ -327,18 +182,16 @@ def wmma_store(e) -> None:
     regs = e.src_elements(1, rbits)
     for r in range(nregs):
         if whole:
-            _masked_scatter(e, regs[r], ptrs[r * per], e.exec_mask)
+            e.wf.masked_scatter(regs[r], ptrs[r * per], e.exec_mask)
             continue
         for p in range(per):
             v = b.trunc(b.lshr(regs[r], e.splat(p * ebits, ir.IntType(rbits))), vec(ir.IntType(ebits)))
-            _masked_scatter(e, v, ptrs[r * per + p], e.exec_mask)
+            e.wf.masked_scatter(v, ptrs[r * per + p], e.exec_mask)
 
 
 def _frag_values(e, k: int, t: str, comp: ir.Type, rows: int = 0, cols: int = 0) -> tuple[list[ir.Value], int]:
     """The elements of fragment operand k (type t) as ``comp`` lanes, and F (the
     register count is checked against a rows x cols WMMA fragment when given)."""
-    from . import floating as fp
-
     b = e.b
     ebits = _WMMA_ELEM_BITS[t]
     nregs = len(e.elements(k))
@@ -350,9 +203,9 @@ def _frag_values(e, k: int, t: str, comp: ir.Type, rows: int = 0, cols: int = 0)
             if ebits < rbits:
                 v = b.trunc(b.lshr(v, e.splat(p * ebits, ir.IntType(rbits))), vec(ir.IntType(ebits)))
             if t == ".f16":
-                v = fp.f16_to_f32(e, v)
+                v = sf.f16_to_f32(e, v)
             elif t == ".bf16":
-                v = fp.bf16_to_f32(e, v)
+                v = sf.bf16_to_f32(e, v)
             elif t == ".tf32":  # the low 13 bits of a tf32 operand are ignored
                 v = b.bitcast(b.and_(v, e.splat(0xFFFFE000, i32)), vec(ir.FloatType()))
             elif t == ".f32":
@@ -400,19 +253,17 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
     is_int = at in (".s8", ".u8")
     comp = ir.IntType(64) if is_int else (ir.DoubleType() if at == ".f64" else ir.FloatType())
     esz = 4 if isinstance(comp, ir.FloatType) else 8
-    all_lanes = ir.Constant(ir.VectorType(i1, LANES), 1)
-    vptr = ir.VectorType(ir.PointerType(), LANES)
+    all_lanes = ir.Constant(MASK, 1)
     vt = vec(comp)
-    tname = "i64" if is_int else ("f64" if isinstance(comp, ir.DoubleType) else "f32")
-    scatter = e.wg.intrinsic(f"llvm.masked.scatter.v32{tname}.v32p0", ir.VoidType(), [vt, vptr, ir.VectorType(i1, LANES)])
-    gather = e.wg.intrinsic(f"llvm.masked.gather.v32{tname}.v32p0", vt, [vptr, ir.VectorType(i1, LANES), vt])
+    scatter = e.wf.scatter_function(vt)
+    gather = e.wf.gather_function(vt)
     # the fragments, row-major in a buffer each (the C buffer becomes D)
     bufs = []
     for vals, fc, cols, size in ((av, coords[0], k, m * k), (bv, coords[1], n, k * n), (cv, coords[2], n, m * n)):
-        buf = entry_alloca(e, ir.ArrayType(comp, size))
+        buf = e.entry_alloca(ir.ArrayType(comp, size))
         for j, v in enumerate(vals):
             idx = ir.Constant(vec(i64), [r * cols + c for r, c in (fc(l, j) for l in range(LANES))])
-            b.call(scatter, [v, e.wg.vector_pointers(buf, idx, esz), all_lanes])
+            b.call(scatter, [v, e.wf.vector_pointers(buf, idx, esz), all_lanes])
         bufs.append(buf)
     abuf, bbuf, dbuf = bufs
     # D = A * B + C, element by element, one rounding per multiply-add in k order
@@ -438,7 +289,7 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
         nxt = b.add(b.mul(x, y), acc)
     else:
         fname = "llvm.fma.f64" if isinstance(comp, ir.DoubleType) else "llvm.fma.f32"
-        nxt = b.call(e.wg.intrinsic(fname, comp, [comp, comp, comp]), [x, y, acc])
+        nxt = b.call(e.wf.intrinsic(fname, comp, [comp, comp, comp]), [x, y, acc])
     kk.add_incoming(b.add(kk, ir.Constant(i64, 1)), b.block)
     acc.add_incoming(nxt, b.block)
     b.branch(head)
@@ -455,7 +306,7 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
         for p in range(per):
             j = r * per + p
             idx = ir.Constant(vec(i64), [rr * n + cc for rr, cc in (coords[2](l, j) for l in range(LANES))])
-            v = b.call(gather, [e.wg.vector_pointers(dbuf, idx, esz), all_lanes, ir.Constant(vt, None)])
+            v = b.call(gather, [e.wf.vector_pointers(dbuf, idx, esz), all_lanes, ir.Constant(vt, None)])
             v = _wmma_result(e, v, dt, satfinite)
             if ebits < rbits:
                 v = b.zext(v, vec(ir.IntType(rbits)))
@@ -609,8 +460,6 @@ def ldmatrix(e) -> None:
 
 
 def _wmma_result(e, v: ir.Value, dt: str, satfinite: bool) -> ir.Value:
-    from . import floating as fp
-
     b = e.b
     if dt == ".s32":
         if satfinite:
@@ -624,5 +473,5 @@ def _wmma_result(e, v: ir.Value, dt: str, satfinite: bool) -> ir.Value:
         neg = b.fneg(big)
         v = b.select(b.fcmp_ordered(">", v, big), big, b.select(b.fcmp_ordered("<", v, neg), neg, v))
     if dt == ".f16":
-        return fp.f32_to_f16_bits(e, v, "rn")
+        return sf.f32_to_f16_bits(e, v, "rn")
     return b.bitcast(v, vec(i32))

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hypa.runtime import abi
+from hypa.ptxdialect.operands import parse_int_immediate
 
-from ..rules import rule
-
-i32, i64 = ir.IntType(32), ir.IntType(64)
+from ... import abi
+from ..rules import LoweringError, rule
+from ..types import i32, i64
 
 
 def _bar_id(e) -> ir.Value:
@@ -23,12 +23,8 @@ def _bar_id(e) -> ir.Value:
     node = e.args[1] if ".red" in e.mods else e.args[0]
     k = 1 if ".red" in e.mods else 0
     if node[0] == "imm":
-        from hypa.ptxdialect.operands import parse_int_immediate
-
         v = parse_int_immediate(node[1])
         if not 0 <= v <= 15:
-            from ..errors import LoweringError
-
             raise LoweringError(f"barrier {v} is out of range: a CTA has barriers 0 to 15")
         return ir.Constant(i64, v)
     v = e.src(k, 32)
@@ -52,20 +48,20 @@ def _expected_warps(e) -> ir.Value:
 def _bar_word(e, bid: ir.Value, word: int) -> ir.Value:
     b = e.b
     idx = b.add(ir.Constant(i64, abi.CTX_BAR + word), b.mul(bid, ir.Constant(i64, abi.BAR_WORDS)))
-    return b.gep(e.wg.ctx, [idx], source_etype=i64)
+    return b.gep(e.wf.ctx, [idx], source_etype=i64)
 
 
 def barrier_suspend(e) -> None:
     b = e.b
-    wg = e.wg
+    wf = e.wf
     bid = _bar_id(e)
-    wg.set_ws_word(abi.WS_BAR_ID, bid)
-    wg.set_ws_word(abi.WS_BAR_EXPECT, _expected_warps(e))
+    wf.set_ws_word(abi.WS_BAR_ID, bid)
+    wf.set_ws_word(abi.WS_BAR_EXPECT, _expected_warps(e))
     if ".red" in e.mods:
         pred_k = len(e.args) - 1
         p = e.src_pred(pred_k)
-        part = b.zext(wg.popcount(e.active), i64)
-        true = b.zext(wg.popcount(b.and_(e.active, p)), i64)
+        part = b.zext(wf.popcount(e.active), i64)
+        true = b.zext(wf.popcount(b.and_(e.active, p)), i64)
         for word, v in ((abi.BAR_PART, part), (abi.BAR_TRUE, true)):
             ptr = _bar_word(e, bid, word)
             b.store(b.add(b.load(ptr, typ=i64), v), ptr)
@@ -79,11 +75,11 @@ def barrier_resume(e) -> None:
     part = b.load(_bar_word(e, bid, abi.BAR_RES_PART), typ=i64)
     true = b.load(_bar_word(e, bid, abi.BAR_RES_TRUE), typ=i64)
     if ".popc" in e.mods:
-        e.dst(0, e.wg.splat_value(b.trunc(true, i32)))
+        e.dst(0, e.wf.splat_value(b.trunc(true, i32)))
     elif ".and" in e.mods:
-        e.dst(0, e.wg.splat_value(b.icmp_unsigned("==", true, part)))
+        e.dst(0, e.wf.splat_value(b.icmp_unsigned("==", true, part)))
     else:
-        e.dst(0, e.wg.splat_value(b.icmp_unsigned("!=", true, ir.Constant(i64, 0))))
+        e.dst(0, e.wf.splat_value(b.icmp_unsigned("!=", true, ir.Constant(i64, 0))))
 
 
 @rule("bar", "barrier")

@@ -8,21 +8,12 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from hypa.ptxdialect.operands import parse_int_immediate
+
+from ...program import value_bits
 from ..rules import rule
-from .common import FLOAT_KIND, LANES, is_signed, type_bits, vec
-
-i1, i8, i32, i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-
-
-def entry_alloca(e, ty: ir.Type) -> ir.Value:
-    """Stack space in the warp function's entry block.  An ``alloca`` where the
-    instruction is would run every time the instruction does, and the stack
-    only shrinks when the warp function returns (at a barrier or the exit): a
-    loop in the kernel would grow it without bound."""
-    entry = e.b.function.entry_basic_block
-    eb = ir.IRBuilder(entry)
-    eb.position_at_start(entry)
-    return eb.alloca(ty)
+from ..softfloat import half_add
+from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, type_bits, vec
 
 
 def _vec_width(e) -> int:
@@ -47,34 +38,34 @@ def _space(e, kind: str) -> str:
     return sp
 
 
+def _memory_operand(e, k: int) -> tuple[str, int, str, ir.Value, str]:
+    """(element type, its bits, address kind, address, state space) of memory operand ``k``."""
+    t = _elem_type(e)
+    kind, addr, _base = e.address(k)
+    return t, type_bits(t), kind, addr, _space(e, kind)
+
+
+def _element_address(e, addr: ir.Value, k: int, bits: int) -> ir.Value:
+    """The address of element ``k`` of a vector of ``bits``-bit elements at ``addr``."""
+    return addr if k == 0 else e.b.add(addr, e.splat(k * bits // 8, i64))
+
+
 @rule("ld", "ldu")
 def ld(e) -> None:
-    t = _elem_type(e)
-    n = _vec_width(e)
-    bits = type_bits(t)
-    kind, addr, _base = e.address(1)
-    space = _space(e, kind)
-    values = []
-    for k in range(n):
-        a = addr if k == 0 else e.b.add(addr, e.splat(k * bits // 8, i64))
-        values.append(e.load(space, a, bits, e.exec_mask, kind))
-    signed = is_signed(t)
-    e.dst_elements(0, values, signed)
+    t, bits, kind, addr, space = _memory_operand(e, 1)
+    values = [e.load(space, _element_address(e, addr, k, bits), bits, e.exec_mask, kind) for k in range(_vec_width(e))]
+    e.dst_elements(0, values, is_signed(t))
 
 
 @rule("st")
 def st(e) -> None:
-    t = _elem_type(e)
-    n = _vec_width(e)
-    bits = type_bits(t)
-    kind, addr, _base = e.address(0)
-    space = _space(e, kind)
+    _t, bits, kind, addr, space = _memory_operand(e, 0)
     vals = e.src_elements(1, bits)  # also ``{%r1}``: a one-element vector (Triton)
+    n = _vec_width(e)
     if len(vals) != n:
         raise e.fail(f"stores {n} elements, the source has {len(vals)}")
     for k, v in enumerate(vals):
-        a = addr if k == 0 else e.b.add(addr, e.splat(k * bits // 8, i64))
-        e.store(space, a, v, e.exec_mask, kind)
+        e.store(space, _element_address(e, addr, k, bits), v, e.exec_mask, kind)
 
 
 @rule("prefetch", "prefetchu", "applypriority", "discard", "createpolicy")
@@ -114,9 +105,8 @@ def _atomic(e, returns: bool) -> None:
     ity = ir.IntType(bits)
     results = []
     for k, val in enumerate(vals):
-        a = addr if k == 0 else b.add(addr, e.splat(k * bits // 8, i64))
-        ptrs = e.host_pointers(space, a, bits // 8, e.exec_mask, kind)
-        res_slot = entry_alloca(e, vec(ity))
+        ptrs = e.host_pointers(space, _element_address(e, addr, k, bits), bits // 8, e.exec_mask, kind)
+        res_slot = e.entry_alloca(vec(ity))
         b.store(ir.Constant(vec(ity), 0), res_slot)
         for lane in range(LANES):
             li = ir.Constant(i32, lane)
@@ -162,7 +152,7 @@ def _atomic_lane(e, op, t, p, v, c, is_float, ity):
         wrap = b.or_(b.icmp_unsigned("==", old, ir.Constant(ity, 0)), b.icmp_unsigned(">", old, v))
         new = b.select(wrap, v, b.sub(old, ir.Constant(ity, 1)))
     elif t in _HALF_FORMATS:  # .add.noftz: exact in f64, one rounding, subnormals kept
-        new = _half_add(b, old, v, _HALF_FORMATS[t])
+        new = half_add(b, old, v, _HALF_FORMATS[t])
     elif t in _PACKED:
         fmt = _HALF_FORMATS[_PACKED[t]]
         i16 = ir.IntType(16)
@@ -170,7 +160,7 @@ def _atomic_lane(e, op, t, p, v, c, is_float, ity):
         for sh in (0, 16):
             x = b.trunc(b.lshr(old, ir.Constant(ity, sh)), i16)
             y = b.trunc(b.lshr(v, ir.Constant(ity, sh)), i16)
-            halves.append(b.zext(_half_add(b, x, y, fmt), ity))
+            halves.append(b.zext(half_add(b, x, y, fmt), ity))
         new = b.or_(halves[0], b.shl(halves[1], ir.Constant(ity, 16)))
     else:
         ft = {32: ir.FloatType(), 64: ir.DoubleType()}[bits]
@@ -178,7 +168,7 @@ def _atomic_lane(e, op, t, p, v, c, is_float, ity):
         if op == ".add":
             nf = b.fadd(of, vf)
         else:
-            nf = b.call(e.wg.intrinsic(f"llvm.{'minnum' if op == '.min' else 'maxnum'}.{'f32' if bits == 32 else 'f64'}", ft, [ft, ft]), [of, vf])
+            nf = b.call(e.wf.intrinsic(f"llvm.{'minnum' if op == '.min' else 'maxnum'}.{'f32' if bits == 32 else 'f64'}", ft, [ft, ft]), [of, vf])
         new = b.bitcast(nf, ity)
     pair = b.cmpxchg(p, old, new, "seq_cst", "seq_cst")
     seen = b.extract_value(pair, 0)
@@ -187,64 +177,6 @@ def _atomic_lane(e, op, t, p, v, c, is_float, ity):
     b.cbranch(ok, done, loop)
     b.position_at_end(done)
     return seen
-
-
-def _half_to_f64(b: ir.IRBuilder, h: ir.Value, fmt: tuple[int, int]) -> ir.Value:
-    """16-bit float bits (i16) -> double, exactly (scalar integer arithmetic: no
-    dependence on the host's half-precision support)."""
-    eb, mb = fmt
-    bias = (1 << (eb - 1)) - 1
-    x = b.zext(h, i64)
-    sign = b.shl(b.lshr(x, ir.Constant(i64, 15)), ir.Constant(i64, 63))
-    ex = b.and_(b.lshr(x, ir.Constant(i64, mb)), ir.Constant(i64, (1 << eb) - 1))
-    man = b.and_(x, ir.Constant(i64, (1 << mb) - 1))
-    normal = b.or_(b.shl(b.add(ex, ir.Constant(i64, 1023 - bias)), ir.Constant(i64, 52)), b.shl(man, ir.Constant(i64, 52 - mb)))
-    special = b.or_(ir.Constant(i64, 0x7FF << 52), b.shl(man, ir.Constant(i64, 52 - mb)))
-    dt = ir.DoubleType()
-    sub = b.bitcast(b.fmul(b.uitofp(man, dt), ir.Constant(dt, 2.0 ** (1 - bias - mb))), i64)
-    mag = b.select(b.icmp_unsigned("==", ex, ir.Constant(i64, 0)), sub,
-                   b.select(b.icmp_unsigned("==", ex, ir.Constant(i64, (1 << eb) - 1)), special, normal))
-    return b.bitcast(b.or_(mag, sign), dt)
-
-
-def _f64_to_half(b: ir.IRBuilder, d: ir.Value, fmt: tuple[int, int]) -> ir.Value:
-    """double -> 16-bit float bits (i16), round to nearest even, subnormals kept,
-    overflow to infinity, NaN -> the canonical 0x7FFF."""
-    eb, mb = fmt
-    bias = (1 << (eb - 1)) - 1
-    C = lambda v: ir.Constant(i64, v)  # noqa: E731
-    x = b.bitcast(d, i64)
-    sign = b.shl(b.lshr(x, C(63)), C(15))
-    ex = b.and_(b.lshr(x, C(52)), C(0x7FF))
-    frac = b.and_(x, C((1 << 52) - 1))
-    is_nan = b.and_(b.icmp_unsigned("==", ex, C(0x7FF)), b.icmp_unsigned("!=", frac, C(0)))
-    M = b.select(b.icmp_unsigned("==", ex, C(0)), C(0), b.or_(frac, C(1 << 52)))  # f64 subnormals: far below
-    e_unb = b.sub(ex, C(1023))
-    emin = 1 - bias
-    # shift M (53 bits) down to mb + 1 bits, more below the normal range
-    below = b.sub(C(emin), e_unb)  # > 0: subnormal in the target format
-    shift = b.add(C(52 - mb), b.select(b.icmp_signed(">", below, C(0)), below, C(0)))
-    shift = b.select(b.icmp_signed(">", shift, C(63)), C(63), shift)
-    q = b.lshr(M, shift)
-    r = b.and_(M, b.sub(b.shl(C(1), shift), C(1)))
-    half = b.shl(C(1), b.sub(shift, C(1)))
-    up = b.or_(b.icmp_unsigned(">", r, half), b.and_(b.icmp_unsigned("==", r, half), b.icmp_unsigned("==", b.and_(q, C(1)), C(1))))
-    q = b.add(q, b.zext(up, i64))
-    biased = b.add(e_unb, C(bias - 1))
-    biased = b.select(b.icmp_signed(">", biased, C(0)), biased, C(0))
-    mag = b.add(b.shl(biased, C(mb)), q)
-    inf = C(((1 << eb) - 1) << mb)
-    big = b.or_(b.icmp_signed(">", e_unb, C(bias)), b.icmp_unsigned(">=", mag, inf))
-    mag = b.select(big, inf, mag)
-    res = b.select(is_nan, C(0x7FFF), b.or_(mag, sign))
-    return b.trunc(res, ir.IntType(16))
-
-
-def _half_add(b: ir.IRBuilder, x: ir.Value, y: ir.Value, fmt: tuple[int, int]) -> ir.Value:
-    """x + y on 16-bit float bits: the sum is exact in f64 (or off by far less than
-    half an ulp of the result), then rounded once."""
-    s = b.fadd(_half_to_f64(b, x, fmt), _half_to_f64(b, y, fmt))
-    return _f64_to_half(b, s, fmt)
 
 
 @rule("atom")
@@ -263,8 +195,6 @@ def _is_predicate_operand(e, k: int) -> bool:
         return True
     if node[0] != "reg":
         return False
-    from ..program import value_bits
-
     return value_bits(e.slot_of[k][0][1]) == 1
 
 
@@ -278,8 +208,6 @@ def cp_async(e) -> None:
     real hardware may or may not show).  Bytes past ``src-size`` (all of them when
     ``ignore-src`` is true) are zero-filled.
     """
-    from hypa.ptxdialect.operands import parse_int_immediate
-
     b = e.b
     dkind, dst, _ = e.address(0)
     skind, src, _ = e.address(1)
@@ -305,14 +233,14 @@ def cp_async(e) -> None:
     dspace = "shared"
     if src_size is None:
         for w in range(cp // 4):
-            sa = src if w == 0 else b.add(src, e.splat(4 * w, i64))
-            da = dst if w == 0 else b.add(dst, e.splat(4 * w, i64))
+            sa = _element_address(e, src, w, 32)
+            da = _element_address(e, dst, w, 32)
             v = e.load("global", sa, 32, mask, skind)
             e.store(dspace, da, v, mask, dkind)
         return
     for k in range(cp):
-        sa = src if k == 0 else b.add(src, e.splat(k, i64))
-        da = dst if k == 0 else b.add(dst, e.splat(k, i64))
+        sa = _element_address(e, src, k, 8)
+        da = _element_address(e, dst, k, 8)
         present = b.and_(mask, b.icmp_unsigned("<", e.splat(k, i32), src_size))
         v = e.load("global", sa, 8, present, skind)  # zero where not present
         e.store(dspace, da, v, mask, dkind)

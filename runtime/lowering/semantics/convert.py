@@ -1,7 +1,7 @@
 """Data movement and conversion: mov, cvta, isspacep, cvt (every type pair) and cvt.pack.
 
 Every conversion to a floating-point format rounds on integers through
-``floating.round_pack`` (one rounding, any mode, subnormals, overflow by mode,
+``softfloat.round_pack`` (one rounding, any mode, subnormals, overflow by mode,
 ``.satfinite``), so f64 -> f16 is not rounded twice and no libcalls appear.
 """
 
@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hypa.runtime import abi
-
+from ... import abi
+from .. import softfloat as sf
 from ..rules import rule
+from ..types import F32V, F64V, i1, i16, i32, i64, is_signed, type_bits, vec
 from . import floating as fp
-from .common import is_signed, type_bits, vec
-
-i1, i16, i32, i64 = ir.IntType(1), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 
 
 @rule("mov")
@@ -122,31 +120,31 @@ def cvt(e) -> None:
 def _finish(e, bits, fmt, *, relu=False, sat=False, ftz=False):
     """Destination modifiers on a float encoding."""
     if ftz:
-        bits = fp.flush_bits(e, bits, fmt)
+        bits = sf.flush_bits(e, bits, fmt)
     if relu:
-        bits = fp.relu_bits(e, bits, fmt)
+        bits = sf.relu_bits(e, bits, fmt)
     if sat:
-        bits = fp.sat_bits(e, bits, fmt)
+        bits = sf.sat_bits(e, bits, fmt)
     return bits
 
 
 def _round_parts(e, p, fmt, mode, satfinite=False, rbits=None):
     """A float's parts rounded to ``fmt`` (specials: inf, NaN -> canonical)."""
-    r = fp.round_pack(e, p.neg, p.M, p.E, fmt, mode, satfinite, rbits)
-    r = fp._fit(e, r, fmt.width)
-    return fp.special_bits(e, fmt, p.neg, p.inf, p.nan, r, satfinite)
+    r = sf.round_pack(e, p.neg, p.M, p.E, fmt, mode, satfinite, rbits)
+    r = sf.fit_width(e, r, fmt.width)
+    return sf.special_bits(e, fmt, p.neg, p.inf, p.nan, r, satfinite)
 
 
 def _cvt_pair_to_16(e, dt: str) -> None:
     """cvt.frnd{.relu}{.satfinite}.f16x2/bf16x2.f32 d, a, b: a to the upper half."""
     kind = dt[1:-2]
-    fmt = fp.FMTS[kind]
+    fmt = sf.FMTS[kind]
     mode = fp.rounding(e)
     m = e.mods
     outs = []
     rb = e.src(3, 32) if mode == "rs" else None
     for k, shift in ((1, 16), (2, 0)):
-        p = fp.unpack(e, e.src(k, 32), fp.FMTS["f32"])
+        p = sf.unpack(e, e.src(k, 32), sf.FMTS["f32"])
         rbits = None
         if rb is not None:
             part = e.b.and_(e.b.lshr(rb, e.splat(shift, i32)), e.splat(0xFFFF if kind == "bf16" else 0x1FFF, i32))
@@ -159,13 +157,13 @@ def _cvt_pair_to_16(e, dt: str) -> None:
 def _cvt_to_fp8(e, dt: str, st: str) -> None:
     """cvt.rn.satfinite{.relu}.e4m3x2/e5m2x2.{f32 (a, b) | f16x2 (a)}: a (the
     upper half) to the upper byte."""
-    fmt = fp.FMTS[_FP8[dt]]
+    fmt = sf.FMTS[_FP8[dt]]
     m = e.mods
     if st == ".f32":
-        srcs = [fp.unpack(e, e.src(k, 32), fp.FMTS["f32"]) for k in (2, 1)]  # low byte from b
+        srcs = [sf.unpack(e, e.src(k, 32), sf.FMTS["f32"]) for k in (2, 1)]  # low byte from b
     else:
         lo, hi = fp.src_parts(e, 1, "f16", 2)
-        srcs = [fp.unpack(e, h, fp.FMTS["f16"]) for h in (lo, hi)]
+        srcs = [sf.unpack(e, h, sf.FMTS["f16"]) for h in (lo, hi)]
     outs = []
     for p in srcs:
         r = _round_parts(e, p, fmt, "rn", satfinite=True)
@@ -175,13 +173,13 @@ def _cvt_to_fp8(e, dt: str, st: str) -> None:
 
 def _cvt_from_fp8(e, st: str) -> None:
     """cvt.rn{.relu}.f16x2.e4m3x2/e5m2x2 d, a: exact; the upper byte to the upper half."""
-    sfmt = fp.FMTS[_FP8[st]]
-    f16 = fp.FMTS["f16"]
+    sfmt = sf.FMTS[_FP8[st]]
+    f16 = sf.FMTS["f16"]
     a = e.src(1, 16)
     outs = []
     for shift in (0, 8):
         byte = e.b.trunc(e.b.lshr(a, e.splat(shift, i16)), vec(ir.IntType(8)))
-        p = fp.unpack(e, byte, sfmt)
+        p = sf.unpack(e, byte, sfmt)
         r = _round_parts(e, p, f16, "rn")
         outs.append(_finish(e, r, f16, relu=".relu" in e.mods))
     e.dst(0, fp.pack_parts(e, outs))
@@ -199,17 +197,17 @@ def _cvt_to_tf32(e) -> None:
     magnitude; ``.rn``/``.rz`` give 0x7fffe000 for NaN."""
     b = e.b
     m = e.mods
-    tf = fp.FMTS["tf32"]
+    tf = sf.FMTS["tf32"]
     a = e.src(1, 32)
-    p = fp.unpack(e, a, fp.FMTS["f32"])
+    p = sf.unpack(e, a, sf.FMTS["f32"])
     mode = fp.rounding(e, "rna")
-    sf = ".satfinite" in m
-    f32 = fp.FMTS["f32"]
-    if mode == "rna" and not sf:
+    satfinite = ".satfinite" in m
+    f32 = sf.FMTS["f32"]
+    if mode == "rna" and not satfinite:
         rounded = b.and_(b.add(a, e.splat(0x1000, i32)), e.splat(0xFFFFE000, i32))
         e.dst(0, b.select(b.or_(p.inf, p.nan), b.and_(a, e.splat(0xFFFFE000, i32)), rounded))
         return
-    r = fp.round_pack(e, p.neg, p.M, p.E, tf, mode, sf)
+    r = sf.round_pack(e, p.neg, p.M, p.E, tf, mode, satfinite)
     r = b.trunc(b.shl(r, e.splat(13, i64)), vec(i32))
     sign = b.select(p.neg, e.splat(0x80000000, i32), e.splat(0, i32))
     special = b.or_(p.inf, p.nan)
@@ -217,7 +215,7 @@ def _cvt_to_tf32(e) -> None:
         mag = b.sub(b.and_(a, e.splat(0x7FFFE000, i32)), e.splat(0x2000, i32))
         r = b.select(special, b.or_(sign, mag), r)
     else:
-        inf = e.splat((tf.max_enc << 13) if sf else 0x7F800000, i32)
+        inf = e.splat((tf.max_enc << 13) if satfinite else 0x7F800000, i32)
         r = b.select(p.inf, b.or_(sign, inf), r)
         r = b.select(p.nan, e.splat(0x7FFFE000, i32), r)
     r = _finish(e, r, f32, relu=".relu" in m)
@@ -258,15 +256,15 @@ def _cvt_int_to_float(e, dt: str, st: str) -> None:
     else:
         neg = e.splat(0, i1)
         mag = x64
-    fmt = fp.FMTS[_CVT_FLOAT[dt]]
+    fmt = sf.FMTS[_CVT_FLOAT[dt]]
     mode = fp.rounding(e)
     if dt in (".f32", ".f64") and (mode == "rn" or sb < fmt.mbits + 1):
         # LLVM's conversion rounds to nearest (and is exact for narrow integers)
-        ft = fp.F32V if dt == ".f32" else fp.F64V
+        ft = F32V if dt == ".f32" else F64V
         r = b.sitofp(x, ft) if is_signed(st) else b.uitofp(x, ft)
         r = b.bitcast(r, vec(ir.IntType(fmt.width)))
     else:
-        r = fp.encode(e, neg, mag, e.splat(0, i64), fmt, mode)
+        r = sf.encode(e, neg, mag, e.splat(0, i64), fmt, mode)
     e.dst(0, _finish(e, r, fmt, sat=".sat" in e.mods))
 
 
@@ -276,11 +274,11 @@ def _cvt_float_to_int(e, dt: str, st: str) -> None:
     when the source is .f64 or the destination is 64-bit (PTX ISA)."""
     b = e.b
     kind = _CVT_FLOAT[st]
-    fmt = fp.FMTS[kind]
+    fmt = sf.FMTS[kind]
     bits = e.src(1, fmt.width)
     if ".ftz" in e.mods and kind == "f32":
-        bits = fp.flush_bits(e, bits, fmt)
-    x = b.bitcast(bits, fp.F64V) if kind == "f64" else fp.to_f32(e, bits, kind)
+        bits = sf.flush_bits(e, bits, fmt)
+    x = b.bitcast(bits, F64V) if kind == "f64" else sf.to_f32(e, bits, kind)
     vt = "v32f64" if kind == "f64" else "v32f32"
     r = e.call(f"llvm.{_irnd(e) or 'trunc'}.{vt}", x.type, [x])
     db = type_bits(dt)
@@ -295,37 +293,37 @@ def _cvt_float_to_int(e, dt: str, st: str) -> None:
 def _cvt_float_float(e, dt: str, st: str) -> None:
     b = e.b
     sk, dk = _CVT_FLOAT[st], _CVT_FLOAT[dt]
-    sfmt, dfmt = fp.FMTS[sk], fp.FMTS[dk]
+    sfmt, dfmt = sf.FMTS[sk], sf.FMTS[dk]
     m = e.mods
     # .ftz flushes f32 inputs and results; a Hopper GPU ignores it on cvt.f16.f32
     ftz_in = ".ftz" in m and sk == "f32" and dk != "f16"
     ftz_out = ".ftz" in m and dk == "f32"
     bits = e.src(1, sfmt.width)
     if ftz_in:
-        bits = fp.flush_bits(e, bits, sfmt)
+        bits = sf.flush_bits(e, bits, sfmt)
     irnd = _irnd(e)
     if irnd is None and ".relu" not in m and ".satfinite" not in m and (sk, dk) in (
             ("f16", "f32"), ("f16", "f64"), ("bf16", "f32"), ("bf16", "f64"), ("f32", "f64")) and not ftz_in:
         # widening: exact
-        x = fp.to_f32(e, bits, sk)
+        x = sf.to_f32(e, bits, sk)
         if dk == "f64":
-            x = b.fpext(x, fp.F64V)
+            x = b.fpext(x, F64V)
         r = b.bitcast(x, vec(ir.IntType(dfmt.width)))
         if sk == "f16":  # f16 NaN -> the canonical NaN (f32), its payload (f64)
-            r = b.select(fp.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r) if dk == "f64" else \
-                b.select(fp.unpack(e, bits, sfmt).nan, e.splat(fp.CANON_NAN["f32"], i32), r)
+            r = b.select(sf.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r) if dk == "f64" else \
+                b.select(sf.unpack(e, bits, sfmt).nan, e.splat(sf.CANON_NAN["f32"], i32), r)
         elif dk == "f64":
-            r = b.select(fp.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r)
+            r = b.select(sf.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r)
         e.dst(0, _finish(e, r, dfmt, sat=".sat" in m, ftz=ftz_out))
         return
     if irnd is not None:
         # same-size conversion rounding to an integral value
-        x = b.bitcast(bits, fp.F64V) if sk == "f64" else b.fpext(fp.to_f32(e, bits, sk), fp.F64V)
-        x = e.call(f"llvm.{irnd}.v32f64", fp.F64V, [x])
-        p = fp.unpack(e, b.bitcast(x, vec(i64)), fp.FMTS["f64"])
+        x = b.bitcast(bits, F64V) if sk == "f64" else b.fpext(sf.to_f32(e, bits, sk), F64V)
+        x = e.call(f"llvm.{irnd}.v32f64", F64V, [x])
+        p = sf.unpack(e, b.bitcast(x, vec(i64)), sf.FMTS["f64"])
         mode = "rn"
     else:
-        p = fp.unpack(e, bits, sfmt)
+        p = sf.unpack(e, bits, sfmt)
         mode = fp.rounding(e)
     r = _round_parts(e, p, dfmt, mode, ".satfinite" in m)
     # NaNs (Hopper GPU): to f64 the payload is kept (quietened) -- after an f32
@@ -335,7 +333,7 @@ def _cvt_float_float(e, dt: str, st: str) -> None:
     if dk == "f64" or sk == "f64" or (sk, dk) == ("bf16", "f32"):
         src = bits
         if ftz_in:
-            src = b.select(p.nan, e.splat(fp.CANON_NAN["f32"], i32), src)
+            src = b.select(p.nan, e.splat(sf.CANON_NAN["f32"], i32), src)
         r = b.select(p.nan, _nan_convert(e, src, sfmt, dfmt, (sk, dk) == ("bf16", "f32")), r)
     e.dst(0, _finish(e, r, dfmt, relu=".relu" in m, sat=".sat" in m, ftz=ftz_out))
 
@@ -346,10 +344,10 @@ def _nan_convert(e, src, sfmt, dfmt, raw: bool):
     mant = b.zext(b.and_(src, e.splat((1 << sfmt.mbits) - 1, ir.IntType(sfmt.width))), vec(i64))
     shift = dfmt.mbits - sfmt.mbits
     mant = b.shl(mant, e.splat(shift, i64)) if shift >= 0 else b.lshr(mant, e.splat(-shift, i64))
-    neg = fp.unpack(e, src, sfmt).neg
+    neg = sf.unpack(e, src, sfmt).neg
     sign = b.select(neg, e.splat(dfmt.sign_bit, i64), e.splat(0, i64))
     quiet = 0 if raw else 1 << (dfmt.mbits - 1)
-    return fp._fit(e, b.or_(b.or_(sign, e.splat(dfmt.inf_enc | quiet, i64)), mant), dfmt.width)
+    return sf.fit_width(e, b.or_(b.or_(sign, e.splat(dfmt.inf_enc | quiet, i64)), mant), dfmt.width)
 
 
 # ---------------------------------------------------------------------------

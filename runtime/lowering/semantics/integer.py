@@ -17,13 +17,17 @@ the ISA's text, the lowering follows what an H100/H200 returns (checked with
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
 from llvmlite import ir
 
-from ..rules import rule
-from . import floating as fp
-from .common import is_signed, op_type, type_bits, vec
+from hypa.ptxdialect.operands import parse_int_immediate
 
-i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+from ..rules import Rule, rule
+from ..types import i1, i32, i64, is_signed, op_type, type_bits, vec
+from . import floating as fp
 
 
 def _ity(bits: int) -> ir.IntType:
@@ -32,6 +36,28 @@ def _ity(bits: int) -> ir.IntType:
 
 def _int_operands(e, n: int, bits: int, signed: bool) -> list[ir.Value]:
     return [e.src(k, bits, signed) for k in range(1, n + 1)]
+
+
+def _typed_source(e) -> tuple[str, int, ir.Value]:
+    """(the instruction's type, its bits, operand 1 at that width)."""
+    t = op_type(e)
+    return t, type_bits(t), e.src(1, type_bits(t))
+
+
+def _float_or_int(name: str, float_rule: Rule, is_float: Callable[[Any], bool] = fp.is_float_op) -> Callable[[Rule], Rule]:
+    """Register the rule of an entry shared by integer and floating-point types: the
+    floating-point rule (``floating.py``) where ``is_float(e)``, else the decorated one."""
+
+    def deco(int_rule: Rule) -> Rule:
+        @rule(name)
+        def dispatch(e) -> None:
+            if is_float(e):
+                return float_rule(e)
+            return int_rule(e)
+
+        return int_rule
+
+    return deco
 
 
 PACKED = {".u16x2": (16, False), ".s16x2": (16, True), ".u8x4": (8, False), ".s8x4": (8, True)}
@@ -56,17 +82,13 @@ def _packed(e, fn) -> None:
 # ---------------------------------------------------------------------------
 
 
-@rule("add")
+@_float_or_int("add", fp.float_add)
 def add(e) -> None:
-    if fp.is_float_op(e):
-        return fp.float_add(e)
     _add_sub(e, "add")
 
 
-@rule("sub")
+@_float_or_int("sub", fp.float_sub)
 def sub(e) -> None:
-    if fp.is_float_op(e):
-        return fp.float_sub(e)
     _add_sub(e, "sub")
 
 
@@ -105,7 +127,7 @@ def _carry(e, op: str, x: ir.Value, y: ir.Value, bits: int) -> None:
         y = b.not_(y)
     xw, yw = b.zext(x, wide), b.zext(y, wide)
     if e.cc_in is not None:
-        cin = b.zext(b.trunc(e.wg.read(e.cc_in), vec(i1)), wide)
+        cin = b.zext(b.trunc(e.wf.read(e.cc_in), vec(i1)), wide)
     else:
         cin = ir.Constant(wide, 1 if op == "sub" else 0)
     r = b.add(b.add(xw, yw), cin)
@@ -134,43 +156,36 @@ def _mul_parts(e, t: str, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.mul(ext(x, wide), ext(y, wide))
 
 
-@rule("mul")
-def mul(e) -> None:
-    if fp.is_float_op(e):
-        return fp.float_mul(e)
-    t = op_type(e)
+def _product(e, t: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    """``x * y``: the full product (``.wide``), its upper half (``.hi``) or its lower half."""
     b = e.b
-    bits = type_bits(t)
-    x, y = _int_operands(e, 2, bits, is_signed(t))
     if ".wide" in e.mods:
-        e.dst(0, _mul_parts(e, t, x, y))
-    elif ".hi" in e.mods:
-        p = _mul_parts(e, t, x, y)
-        e.dst(0, b.trunc(b.lshr(p, ir.Constant(p.type, bits)), vec(_ity(bits))))
-    else:
-        e.dst(0, b.mul(x, y))
-
-
-@rule("mad")
-def mad(e) -> None:
-    if fp.is_float_op(e):
-        return fp.float_fma(e)
-    t = op_type(e)
-    b = e.b
-    bits = type_bits(t)
-    x, y = _int_operands(e, 2, bits, is_signed(t))
-    if ".wide" in e.mods:
-        c = e.src(3, 2 * bits, is_signed(t))
-        r = b.add(_mul_parts(e, t, x, y), c)
-        e.dst(0, r)
-        return
-    c = e.src(3, bits, is_signed(t))
+        return _mul_parts(e, t, x, y)
     if ".hi" in e.mods:
         p = _mul_parts(e, t, x, y)
-        prod = b.trunc(b.lshr(p, ir.Constant(p.type, bits)), vec(_ity(bits)))
-    else:
-        prod = b.mul(x, y)
-    if ".sat" in e.mods:
+        return b.trunc(b.lshr(p, ir.Constant(p.type, type_bits(t))), vec(_ity(type_bits(t))))
+    return b.mul(x, y)
+
+
+@_float_or_int("mul", fp.float_mul)
+def mul(e) -> None:
+    t = op_type(e)
+    x, y = _int_operands(e, 2, type_bits(t), is_signed(t))
+    e.dst(0, _product(e, t, x, y))
+
+
+@_float_or_int("mad", fp.float_fma)
+def mad(e) -> None:
+    t = op_type(e)
+    b = e.b
+    bits = type_bits(t)
+    x, y = _int_operands(e, 2, bits, is_signed(t))
+    wide = ".wide" in e.mods
+    c = e.src(3, 2 * bits if wide else bits, is_signed(t))
+    prod = _product(e, t, x, y)
+    if wide:
+        e.dst(0, b.add(prod, c))
+    elif ".sat" in e.mods:
         e.dst(0, e.call(f"llvm.sadd.sat.v32i{bits}", vec(_ity(bits)), [prod, c]))
     elif ".cc" in e.mods or e.spec.cc_use:
         _carry(e, "add", prod, c, bits)
@@ -233,34 +248,20 @@ def sad(e) -> None:
 # ---------------------------------------------------------------------------
 
 
-@rule("div")
+@_float_or_int("div", fp.float_div)
 def div(e) -> None:
-    if fp.is_float_op(e):
-        return fp.float_div(e)
-    t = op_type(e)
-    b = e.b
-    bits = type_bits(t)
-    signed = is_signed(t)
-    x, y = _int_operands(e, 2, bits, signed)
-    vt = vec(_ity(bits))
-    zero = ir.Constant(vt, 0)
-    one = ir.Constant(vt, 1)
-    yz = b.icmp_unsigned("==", y, zero)
-    safe = b.select(yz, one, y)
-    if signed:
-        # INT_MIN / -1 overflows in LLVM: the GPU gives INT_MIN (x / 1 = x)
-        minv = ir.Constant(vt, 1 << (bits - 1))
-        ov = b.and_(b.icmp_unsigned("==", x, minv), b.icmp_signed("==", y, ir.Constant(vt, -1)))
-        safe = b.select(ov, one, safe)
-        q = b.sdiv(x, safe)
-    else:
-        q = b.udiv(x, safe)
-    # division by zero: all ones, whatever the type and the dividend (GPU)
-    e.dst(0, b.select(yz, ir.Constant(vt, -1), q))
+    _div_rem(e, "div")
 
 
 @rule("rem")
 def rem(e) -> None:
+    _div_rem(e, "rem")
+
+
+def _div_rem(e, op: str) -> None:
+    """Integer ``div``/``rem``.  By zero: all ones, whatever the type and the dividend
+    (GPU).  ``INT_MIN / -1`` overflows in LLVM: the GPU gives INT_MIN (x / 1 = x), and
+    remainder 0."""
     t = op_type(e)
     b = e.b
     bits = type_bits(t)
@@ -272,20 +273,20 @@ def rem(e) -> None:
     yz = b.icmp_unsigned("==", y, zero)
     safe = b.select(yz, one, y)
     if signed:
-        ov = b.icmp_signed("==", y, ir.Constant(vt, -1))
+        if op == "div":
+            minv = ir.Constant(vt, 1 << (bits - 1))
+            ov = b.and_(b.icmp_unsigned("==", x, minv), b.icmp_signed("==", y, ir.Constant(vt, -1)))
+        else:
+            ov = b.icmp_signed("==", y, ir.Constant(vt, -1))
         safe = b.select(ov, one, safe)
-        r = b.srem(x, safe)
-        r = b.select(ov, zero, r)
+        r = b.sdiv(x, safe) if op == "div" else b.select(ov, zero, b.srem(x, safe))
     else:
-        r = b.urem(x, safe)
-    # remainder by zero: all ones, whatever the type and the dividend (GPU)
+        r = b.udiv(x, safe) if op == "div" else b.urem(x, safe)
     e.dst(0, b.select(yz, ir.Constant(vt, -1), r))
 
 
-@rule("abs")
+@_float_or_int("abs", fp.float_abs)
 def abs_(e) -> None:
-    if fp.is_float_op(e):
-        return fp.float_abs(e)
     t = op_type(e)
     if t in PACKED:
         _packed(e, lambda x: e.call(f"llvm.abs.v32i{PACKED[t][0]}", x.type, [x, ir.Constant(i1, 0)]))
@@ -295,10 +296,8 @@ def abs_(e) -> None:
     e.dst(0, e.call(f"llvm.abs.v32i{bits}", x.type, [x, ir.Constant(i1, 0)]))
 
 
-@rule("neg")
+@_float_or_int("neg", fp.float_neg)
 def neg(e) -> None:
-    if fp.is_float_op(e):
-        return fp.float_neg(e)
     t = op_type(e)
     if t in PACKED:
         _packed(e, lambda x: e.b.neg(x))
@@ -328,17 +327,13 @@ def _int_minmax(e, is_max: bool) -> None:
     e.dst(0, fn(*_int_operands(e, 2, bits, signed)))
 
 
-@rule("min")
+@_float_or_int("min", partial(fp.float_minmax, is_max=False))
 def min_(e) -> None:
-    if fp.is_float_op(e):
-        return fp.float_minmax(e, False)
     _int_minmax(e, False)
 
 
-@rule("max")
+@_float_or_int("max", partial(fp.float_minmax, is_max=True))
 def max_(e) -> None:
-    if fp.is_float_op(e):
-        return fp.float_minmax(e, True)
     _int_minmax(e, True)
 
 
@@ -350,20 +345,9 @@ _ICMP = {
     ".eq": ("==", None), ".ne": ("!=", None), ".lt": ("<", "s"), ".le": ("<=", "s"), ".gt": (">", "s"),
     ".ge": (">=", "s"), ".lo": ("<", "u"), ".ls": ("<=", "u"), ".hi": (">", "u"), ".hs": (">=", "u"),
 }
-_FCMP = {
-    ".eq": ("==", True), ".ne": ("!=", True), ".lt": ("<", True), ".le": ("<=", True), ".gt": (">", True),
-    ".ge": (">=", True), ".equ": ("==", False), ".neu": ("!=", False), ".ltu": ("<", False),
-    ".leu": ("<=", False), ".gtu": (">", False), ".geu": (">=", False), ".num": ("ord", True), ".nan": ("uno", False),
-}
-
-
-def compare(e, cmpop: str, x: ir.Value, y: ir.Value, t: str) -> ir.Value:
+def _compare(e, cmpop: str, x: ir.Value, y: ir.Value, t: str) -> ir.Value:
+    """Integer comparison (floating-point comparisons are ``floating.py``'s)."""
     b = e.b
-    if t in fp.FLOAT_KIND or t in (".f16x2", ".bf16x2"):
-        op, ordered = _FCMP[cmpop]
-        if op in ("ord", "uno"):
-            return b.fcmp_ordered("ord", x, y) if op == "ord" else b.fcmp_unordered("uno", x, y)
-        return b.fcmp_ordered(op, x, y) if ordered else b.fcmp_unordered(op, x, y)
     op, sign = _ICMP[cmpop]
     if sign is None:
         return b.icmp_unsigned(op, x, y)
@@ -373,12 +357,6 @@ def compare(e, cmpop: str, x: ir.Value, y: ir.Value, t: str) -> ir.Value:
 
 
 def _cmp_operands(e, t: str, kidx: tuple[int, int]) -> tuple[ir.Value, ir.Value]:
-    if t in fp.FLOAT_KIND:
-        kind = fp.FLOAT_KIND[t]
-        x, y = e.src_float(kidx[0], kind), e.src_float(kidx[1], kind)
-        if ".ftz" in e.mods and kind == "f32":
-            x, y = fp.flush(e, x), fp.flush(e, y)
-        return x, y
     bits = type_bits(t)
     return e.src(kidx[0], bits, is_signed(t)), e.src(kidx[1], bits, is_signed(t))
 
@@ -394,31 +372,17 @@ def _bool_combine(e, r: ir.Value, k: int) -> ir.Value:
 
 def _cmp_op(e) -> str:
     for m in e.mods:
-        if m in _ICMP or m in _FCMP:
+        if m in _ICMP:
             return m
     raise e.fail("needs a comparison")
 
 
-@rule("setp")
+@_float_or_int("setp", fp.float_setp, fp.is_float_compare)
 def setp(e) -> None:
-    if fp.is_float_compare(e):
-        return fp.float_setp(e)
     t = e.types[-1]
     b = e.b
-    cmpop = _cmp_op(e)
-    if t in (".f16x2", ".bf16x2"):
-        kind = t[1:-2]
-        conv = fp.f16_to_f32 if kind == "f16" else fp.bf16_to_f32
-        xa, xb = fp.halves(e, 1)
-        ya, yb = fp.halves(e, 2)
-        lo = compare(e, cmpop, conv(e, xa), conv(e, ya), ".f32")
-        hi = compare(e, cmpop, conv(e, xb), conv(e, yb), ".f32")
-        lo = _bool_combine(e, lo, 3)
-        hi = _bool_combine(e, hi, 3)
-        e.dst_pair(0, lo, hi)
-        return
     x, y = _cmp_operands(e, t, (1, 2))
-    t_ = compare(e, cmpop, x, y, t)
+    t_ = _compare(e, _cmp_op(e), x, y, t)
     # p = BoolOp(t, c); q = BoolOp(!t, c)
     if e.args[0][0] == "pair":
         e.dst_pair(0, _bool_combine(e, t_, 3), _bool_combine(e, b.not_(t_), 3))
@@ -426,14 +390,12 @@ def setp(e) -> None:
         e.dst(0, _bool_combine(e, t_, 3))
 
 
-@rule("set")
+@_float_or_int("set", fp.float_set, fp.is_float_compare)
 def set_(e) -> None:
-    if fp.is_float_compare(e):
-        return fp.float_set(e)
     dtype, stype = e.types[0], e.types[-1]
     b = e.b
     x, y = _cmp_operands(e, stype, (1, 2))
-    r = _bool_combine(e, compare(e, _cmp_op(e), x, y, stype), 3)
+    r = _bool_combine(e, _compare(e, _cmp_op(e), x, y, stype), 3)
     if dtype == ".f32":
         out = b.select(r, e.splat(0x3F800000, i32), e.splat(0, i32))
     else:
@@ -450,21 +412,12 @@ def selp(e) -> None:
     e.dst(0, e.b.select(c, e.src(1, bits), e.src(2, bits)))
 
 
-@rule("slct")
+@_float_or_int("slct", fp.float_slct, lambda e: bool(e.types) and e.types[-1] == ".f32")
 def slct(e) -> None:
-    if e.types and e.types[-1] == ".f32":
-        return fp.float_slct(e)
-    dtype, ctype = e.types[0], e.types[-1]
     b = e.b
-    bits = type_bits(dtype)
-    if ctype == ".f32":
-        c = e.src_float(3, "f32")
-        if ".ftz" in e.mods:
-            c = fp.flush(e, c)
-        ge = b.fcmp_ordered(">=", c, ir.Constant(c.type, 0.0))
-    else:
-        c = e.src(3, 32, True)
-        ge = b.icmp_signed(">=", c, e.splat(0, i32))
+    bits = type_bits(e.types[0])
+    c = e.src(3, 32, True)
+    ge = b.icmp_signed(">=", c, e.splat(0, i32))
     e.dst(0, b.select(ge, e.src(1, bits), e.src(2, bits)))
 
 
@@ -498,12 +451,9 @@ def not_(e) -> None:
 
 @rule("cnot")
 def cnot(e) -> None:
-    t = op_type(e)
-    bits = type_bits(t)
     b = e.b
-    x = e.src(1, bits)
-    z = b.icmp_unsigned("==", x, ir.Constant(x.type, 0))
-    e.dst(0, b.zext(z, x.type))
+    x = e.src(1, type_bits(op_type(e)))
+    e.dst(0, b.zext(b.icmp_unsigned("==", x, ir.Constant(x.type, 0)), x.type))
 
 
 @rule("shl", "shr")
@@ -544,8 +494,6 @@ def lop3(e) -> None:
     node = e.args[4]
     if node[0] != "imm":
         raise e.fail("lop3 needs an immediate truth table")
-    from hypa.ptxdialect.operands import parse_int_immediate
-
     zero = e.splat(0, i32)
     terms: list[ir.Value] = []
     invert = False
@@ -576,15 +524,18 @@ def lop3(e) -> None:
         e.dst(0, acc)
 
 
+def _bit_position(e, v: ir.Value) -> ir.Value:
+    """A shift or bit position of shf, szext, bmsk: clamped to 32 (``.clamp``), else mod 32."""
+    if ".clamp" in e.mods:
+        return e.call("llvm.umin.v32i32", v.type, [v, e.splat(32, i32)])
+    return e.b.and_(v, e.splat(31, i32))
+
+
 @rule("shf")
 def shf(e) -> None:
     b = e.b
     lo, hi = e.src(1, 32), e.src(2, 32)
-    n = e.src(3, 32)
-    if ".clamp" in e.mods:
-        n = e.call("llvm.umin.v32i32", n.type, [n, e.splat(32, i32)])
-    else:
-        n = b.and_(n, e.splat(31, i32))
+    n = _bit_position(e, e.src(3, 32))
     wide = b.or_(b.zext(lo, vec(i64)), b.shl(b.zext(hi, vec(i64)), e.splat(32, i64)))
     nw = b.zext(n, vec(i64))
     if ".l" in e.mods:
@@ -637,36 +588,23 @@ def prmt(e) -> None:
     e.dst(0, out)
 
 
-@rule("popc")
-def popc(e) -> None:
-    t = op_type(e)
-    bits = type_bits(t)
-    x = e.src(1, bits)
-    e.dst(0, e.fit(e.call(f"llvm.ctpop.v32i{bits}", x.type, [x]), 32, False))
-
-
-@rule("clz")
-def clz(e) -> None:
-    t = op_type(e)
-    bits = type_bits(t)
-    x = e.src(1, bits)
-    e.dst(0, e.fit(e.call(f"llvm.ctlz.v32i{bits}", x.type, [x, ir.Constant(i1, 0)]), 32, False))
-
-
-@rule("brev")
-def brev(e) -> None:
-    t = op_type(e)
-    bits = type_bits(t)
-    x = e.src(1, bits)
-    e.dst(0, e.call(f"llvm.bitreverse.v32i{bits}", x.type, [x]))
+@rule("popc", "clz", "brev")
+def bit_count(e) -> None:
+    """popc and clz (a 32-bit count), brev (the bits reversed): LLVM's intrinsics."""
+    _t, bits, x = _typed_source(e)
+    name = e.spec.name
+    if name == "brev":
+        e.dst(0, e.call(f"llvm.bitreverse.v32i{bits}", x.type, [x]))
+    elif name == "popc":
+        e.dst(0, e.fit(e.call(f"llvm.ctpop.v32i{bits}", x.type, [x]), 32, False))
+    else:
+        e.dst(0, e.fit(e.call(f"llvm.ctlz.v32i{bits}", x.type, [x, ir.Constant(i1, 0)]), 32, False))
 
 
 @rule("bfind")
 def bfind(e) -> None:
-    t = op_type(e)
-    bits = type_bits(t)
     b = e.b
-    x = e.src(1, bits)
+    t, bits, x = _typed_source(e)
     v = x
     if is_signed(t):
         neg = b.icmp_signed("<", x, ir.Constant(x.type, 0))
@@ -698,13 +636,10 @@ def _low_mask(e, n: ir.Value, bits: int) -> ir.Value:
 
 @rule("bfe")
 def bfe(e) -> None:
-    t = op_type(e)
-    bits = type_bits(t)
     b = e.b
-    x = e.src(1, bits)
+    t, bits, x = _typed_source(e)
     pos = _field_operand(e, 2, bits)
     ln = _field_operand(e, 3, bits)
-    vt = x.type
     # field bits that lie inside the source: L = min(len, bits - pos), 0 past the msb
     inside = b.icmp_unsigned("<", pos, e.splat(bits, i32))
     avail = b.sub(e.splat(bits, i32), b.select(inside, pos, e.splat(bits, i32)))
@@ -719,7 +654,6 @@ def bfe(e) -> None:
         sbit = b.trunc(b.lshr(x, e.fit(b.trunc(top, vec(i32)), bits, False)), vec(i1))
         sbit = b.and_(sbit, b.icmp_unsigned("!=", ln, e.splat(0, i32)))
         r = b.select(sbit, b.or_(r, b.not_(mask)), r)
-    del vt
     e.dst(0, r)
 
 
@@ -806,11 +740,7 @@ def szext(e) -> None:
     t = op_type(e)
     b = e.b
     a = e.src(1, 32)
-    n = e.src(2, 32)
-    if ".clamp" in e.mods:
-        n = e.call("llvm.umin.v32i32", n.type, [n, e.splat(32, i32)])
-    else:
-        n = b.and_(n, e.splat(31, i32))
+    n = _bit_position(e, e.src(2, 32))
     zero_n = b.icmp_unsigned("==", n, e.splat(0, i32))
     full = b.icmp_unsigned(">=", n, e.splat(32, i32))
     sh = b.sub(e.splat(32, i32), n)
@@ -826,13 +756,7 @@ def szext(e) -> None:
 @rule("bmsk")
 def bmsk(e) -> None:
     b = e.b
-    a = e.src(1, 32)
-    n = e.src(2, 32)
-    if ".clamp" in e.mods:
-        a = e.call("llvm.umin.v32i32", a.type, [a, e.splat(32, i32)])
-        n = e.call("llvm.umin.v32i32", n.type, [n, e.splat(32, i32)])
-    else:
-        a = b.and_(a, e.splat(31, i32))
-        n = b.and_(n, e.splat(31, i32))
+    a, n = e.src(1, 32), e.src(2, 32)
+    a, n = _bit_position(e, a), _bit_position(e, n)
     wide = b.shl(b.sub(b.shl(e.splat(1, i64), b.zext(n, vec(i64))), e.splat(1, i64)), b.zext(a, vec(i64)))
     e.dst(0, b.trunc(wide, vec(i32)))

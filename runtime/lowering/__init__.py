@@ -1,0 +1,51 @@
+"""Lowering of a ``KernelProgram`` (``runtime/program.py``) to LLVM IR, which the JIT compiles.
+
+The module has two functions: ``warp_run(ws, ctx, warp)`` runs one warp until it exits,
+waits at a barrier or fails; ``run_ctas(ctx, first, last)`` schedules the CTAs of a range
+and their warps.  ``hypa-opt -t llvm`` prints it.  The package's modules, each importing
+only those above it in this list:
+
+- ``types``: lane types (``<32 x iN>``, masks), PTX type facts, immediates' bit patterns
+- ``rules``: the rule registry keyed by ISA entry, and ``LoweringError``
+- ``irbuild``: counted loops, a scalar broadcast, ``llvm.cttz``, helper functions
+- ``softfloat``: rounding to any float format on integers, exact float arithmetic
+- ``function``: ``WarpFunction``, the warp function's state: context, frame, lanes, errors
+- ``addressing``: state-space addresses to bounds-checked host pointers, flat lookup
+- ``emitter``: ``Emitter``, what a rule sees of one instruction
+- ``semantics/``: the rules, one module per instruction family
+- ``memory_metrics``: the ``--memory-metrics`` counters
+- ``printf``: device ``printf``
+- ``warp``: ``WarpCodegen``, the SIMT control flow and each block's lowering
+- ``scheduler``: the CTA scheduler
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..program import KernelProgram
+from .rules import LoweringError
+from .types import float_imm_bits
+
+__all__ = ["LoweringError", "build_module", "float_imm_bits", "supported_entries"]
+
+
+def build_module(prog: KernelProgram) -> ir.Module:
+    """The LLVM module of ``prog``: ``warp_run`` and ``run_ctas``."""
+    import llvmlite.binding as llvm
+
+    from .scheduler import build_scheduler
+    from .warp import WarpCodegen
+
+    module = ir.Module(name=f"hypa_{prog.func.func_name}")
+    module.triple = llvm.get_process_triple()
+    build_scheduler(module, WarpCodegen(prog, module).generate())
+    return module
+
+
+def supported_entries() -> set[str]:
+    """The ISA entries that have a lowering rule."""
+    from . import semantics  # noqa: F401  (registers the rules)
+    from .rules import RULES
+
+    return set(RULES)

@@ -1,0 +1,573 @@
+"""Floating-point semantics: f16, bf16, f32, f64 and the packed f16x2, bf16x2, f32x2.
+
+Results are made exact by the soft-float helpers (``softfloat.py``): one rounding on
+integers to any format and mode, exact f16/bf16/f32 arithmetic in f64, f64 with directed
+rounding on the integer significands.
+
+Where the PTX ISA leaves a result unspecified the lowering does what a
+Hopper GPU (an H200, sm_90) does, checked bit for bit by
+``tests/unit/test_semantics_float.py --gpu``:
+
+* NaN results of f32/f16/bf16 arithmetic, neg and abs are the canonical NaN
+  (``0x7FFFFFFF``/``0x7FFF``); f64 arithmetic carries a NaN operand's payload,
+  quietened (add/sub/mul: the second operand's first, fma: b, c, a, div: a
+  first), neg/abs.f64 return a NaN quietened with its sign unchanged, and an
+  invalid f64 operation gives ``0xFFF8000000000000``;
+* ``.ftz`` flushes a result whose value rounded to the format's precision
+  with an unbounded exponent is below the smallest normal number;
+* ``.sat`` and ``.relu`` turn -0 into +0; ``fma.oob`` recognises the OOB-NaN
+  ``0x7FF7``/``0xFFF7``.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..rules import rule
+from ..softfloat import (
+    CANON_NAN, FMTS, PACKED, QUIET, K, Fmt, bool_splat, canon_bits, differs, encode, equals,
+    f64_directed, f64_nan_result, flush_bits, ieee_rn, is_nan_bits, lane_width, nan_order,
+    narrow_arith, relu_bits, sat_bits, sel, special_bits, tiny_f32, to_f32, unpack,
+)
+from ..types import F32V, F64V, FLOAT_KIND, ivec, type_bits
+
+
+# ---------------------------------------------------------------------------
+# Operand layout
+# ---------------------------------------------------------------------------
+
+
+def kind_of(e) -> str:
+    for t in e.types:
+        if t in FLOAT_KIND:
+            return FLOAT_KIND[t]
+        if t in PACKED:
+            return t[1:]
+    raise e.fail("needs a floating-point type")
+
+
+def layout(e) -> tuple[str, int]:
+    """(element kind, 1 or 2 elements) of the instruction's (first) float type."""
+    for t in e.types:
+        if t in PACKED:
+            return PACKED[t], 2
+        if t in FLOAT_KIND:
+            return FLOAT_KIND[t], 1
+    raise e.fail("needs a floating-point type")
+
+
+def is_float_op(e) -> bool:
+    return any(t in FLOAT_KIND or t in PACKED for t in e.types)
+
+
+def src_parts(e, k: int, kind: str, n: int) -> list[ir.Value]:
+    """Operand ``k`` as ``n`` element encodings (element 0 in the low bits)."""
+    w = FMTS[kind].width
+    if n == 1:
+        return [e.src(k, w)]
+    v = e.src(k, w * n)
+    return [e.b.trunc(e.b.lshr(v, K(e, i * w, w * n)), ivec(w)) if i else e.b.trunc(v, ivec(w)) for i in range(n)]
+
+
+def pack_parts(e, parts: list[ir.Value]) -> ir.Value:
+    if len(parts) == 1:
+        return parts[0]
+    w = lane_width(parts[0])
+    tw = w * len(parts)
+    acc = e.b.zext(parts[0], ivec(tw))
+    for i, p in enumerate(parts[1:], 1):
+        acc = e.b.or_(acc, e.b.shl(e.b.zext(p, ivec(tw)), K(e, i * w, tw)))
+    return acc
+
+
+def rounding(e, default: str = "rn") -> str:
+    for m in e.mods:
+        if m in (".rn", ".rz", ".rm", ".rp", ".rna", ".rs"):
+            return m[1:]
+    return default
+
+
+def _ftz_kinds(kind: str) -> bool:
+    return kind in ("f32", "f16")
+
+
+# ---------------------------------------------------------------------------
+# add / sub / mul / fma / mad / div
+# ---------------------------------------------------------------------------
+
+
+def _post(e, bits, fmt: Fmt, kind: str):
+    """Result modifiers on an element encoding: .ftz, .relu, .sat."""
+    m = e.mods
+    if ".ftz" in m and _ftz_kinds(kind):
+        bits = flush_bits(e, bits, fmt)
+    if ".relu" in m:
+        bits = relu_bits(e, bits, fmt)
+    if ".sat" in m:
+        bits = sat_bits(e, bits, fmt)
+    return bits
+
+
+#: the OOB-NaN that tensor loads fill with (0x7ff7/0xfff7 for f16 and bf16 on a Hopper GPU)
+OOB_NAN = 0x7FF7
+
+
+def _oob(e, parts: list[ir.Value], fmt: Fmt):
+    """.oob: an operand equal to the OOB-NaN (either sign) forces +0."""
+    b = e.b
+    hit = bool_splat(e, False)
+    for p in parts:
+        hit = b.or_(hit, equals(e, b.and_(p, K(e, 0x7FFF, 16)), OOB_NAN))
+    return hit
+
+
+def arith_element(e, op: str, parts: list[ir.Value], kind: str, mode: str, src_kinds: list[str] | None = None):
+    """One element of add/sub/mul/fma/div/rcp/sqrt: encodings in, encoding out."""
+    b = e.b
+    fmt = FMTS[kind]
+    m = e.mods
+    ftz = ".ftz" in m and _ftz_kinds(kind)
+    src_kinds = src_kinds or [kind] * len(parts)
+    if ftz:
+        parts = [flush_bits(e, p, FMTS[k]) for p, k in zip(parts, src_kinds)]
+    if kind == "f64":
+        xs = [b.bitcast(p, F64V) for p in parts]
+        if mode == "rn":
+            r = ieee_rn(e, op, xs)
+            r = f64_nan_result(e, nan_order(op, parts), b.bitcast(r, ivec(64)))
+        else:
+            r = f64_directed(e, op, parts, mode)
+        return r
+    xs = [to_f32(e, p, k) for p, k in zip(parts, src_kinds)]
+    if kind == "f32" and mode == "rn":
+        r = b.bitcast(ieee_rn(e, op, xs), ivec(32))
+        r = canon_bits(e, r, fmt)
+        if ftz:
+            minn = equals(e, b.and_(r, K(e, 0x7FFFFFFF, 32)), 0x00800000)
+            r = sel(e, b.and_(minn, tiny_f32(e, op, xs)), b.and_(r, K(e, 0x80000000, 32)), r)
+    else:
+        r = narrow_arith(e, op, xs, kind, mode, ftz)
+    r = _post(e, r, fmt, kind)
+    if ".oob" in m:
+        r = sel(e, _oob(e, parts, fmt), K(e, 0, fmt.width), r)
+    return r
+
+
+def _arith(e, op: str, nsrc: int) -> None:
+    kind, n = layout(e)
+    mode = rounding(e)
+    src_kinds = None
+    types = e.types
+    if len(types) >= 2 and types[0] == ".f32" and types[1] in (".f16", ".bf16"):
+        # mixed precision (sm_100): add/sub .f32.f16 d, a, c; fma .f32.f16 d, a, b, c
+        low = FLOAT_KIND[types[1]]
+        src_kinds = ([low] + ["f32"]) if nsrc == 2 else [low, low, "f32"]
+        parts = [src_parts(e, k + 1, sk, 1)[0] for k, sk in enumerate(src_kinds)]
+        e.dst(0, arith_element(e, op, parts, "f32", mode, src_kinds))
+        return
+    srcs = [src_parts(e, k + 1, kind, n) for k in range(nsrc)]
+    out = [arith_element(e, op, [s[i] for s in srcs], kind, mode) for i in range(n)]
+    e.dst(0, pack_parts(e, out))
+
+
+def float_add(e) -> None:
+    _arith(e, "add", 2)
+
+
+def float_sub(e) -> None:
+    _arith(e, "sub", 2)
+
+
+def float_mul(e) -> None:
+    _arith(e, "mul", 2)
+
+
+def float_fma(e) -> None:
+    _arith(e, "fma", 3)
+
+
+def float_div(e) -> None:
+    m = e.mods
+    kind, n = layout(e)
+    if kind == "f32" and (".approx" in m or ".full" in m):
+        a = src_parts(e, 1, "f32", 1)[0]
+        c = src_parts(e, 2, "f32", 1)[0]
+        e.dst(0, _div_approx(e, a, c, full=".full" in m))
+        return
+    _arith(e, "div", 2)
+
+
+def _div_approx(e, a, c, full: bool):
+    """div.approx.f32: a * (1/b) with the reciprocal's subnormal results flushed
+    (|b| > 2**126 gives a signed zero, or NaN for an infinite a);
+    div.full.f32: the correctly rounded quotient (within the stated 2 ulp)."""
+    b = e.b
+    fmt = FMTS["f32"]
+    ftz = ".ftz" in e.mods
+    if ftz:
+        a, c = flush_bits(e, a, fmt), flush_bits(e, c, fmt)
+    x, y = b.bitcast(a, F32V), b.bitcast(c, F32V)
+    if full:
+        r = b.fdiv(x, y)
+    else:
+        # a * (1/b) for |b| > 2^126 (where the reciprocal flushes, as on the
+        # GPU); elsewhere -- subnormal divisors included -- the quotient itself,
+        # which is within the stated 2 ulp (an H100 gives 1.0 for 2^-149/2^-149)
+        one = ir.Constant(F32V, 1.0)
+        rc = b.bitcast(flush_bits(e, b.bitcast(b.fdiv(one, y), ivec(32)), fmt), F32V)
+        big = b.fcmp_ordered(">", e.call("llvm.fabs.v32f32", F32V, [y]), ir.Constant(F32V, 2.0**126))
+        r = b.select(big, b.fmul(x, rc), b.fdiv(x, y))
+    rb = b.bitcast(r, ivec(32))
+    if ftz:
+        rb = flush_bits(e, rb, fmt)
+    return canon_bits(e, rb, fmt)
+
+
+# ---------------------------------------------------------------------------
+# neg / abs / copysign
+# ---------------------------------------------------------------------------
+
+
+def _sign_op(e, how: str) -> None:
+    """neg/abs on the sign bit.  NaN inputs (PTX: unspecified for f32/f16/bf16,
+    passed through for f64) give what a Hopper GPU gives: the canonical NaN, and
+    for f64 the input NaN quietened with its sign unchanged."""
+    kind, n = layout(e)
+    fmt = FMTS[kind]
+    b = e.b
+    ftz = ".ftz" in e.mods and _ftz_kinds(kind)
+    out = []
+    for p in src_parts(e, 1, kind, n):
+        if ftz:
+            p = flush_bits(e, p, fmt)
+        if how == "neg":
+            r = b.xor(p, K(e, fmt.sign_bit, fmt.width))
+        else:
+            r = b.and_(p, K(e, fmt.sign_bit - 1, fmt.width))
+        isn = is_nan_bits(e, p, fmt)
+        nanv = b.or_(p, K(e, QUIET["f64"], 64)) if kind == "f64" else K(e, CANON_NAN[kind], fmt.width)
+        out.append(sel(e, isn, nanv, r))
+    e.dst(0, pack_parts(e, out))
+
+
+def float_neg(e) -> None:
+    _sign_op(e, "neg")
+
+
+def float_abs(e) -> None:
+    _sign_op(e, "abs")
+
+
+@rule("copysign")
+def copysign(e) -> None:
+    """copysign d, a, b: b with the sign of a (bits, NaN payloads kept)."""
+    fmt = FMTS[kind_of(e)]
+    b = e.b
+    w = fmt.width
+    a, c = e.src(1, w), e.src(2, w)
+    e.dst(0, b.or_(b.and_(c, K(e, fmt.sign_bit - 1, w)), b.and_(a, K(e, fmt.sign_bit, w))))
+
+
+# ---------------------------------------------------------------------------
+# min / max
+# ---------------------------------------------------------------------------
+
+
+def _as_float(e, bits, kind):
+    if kind == "f64":
+        return e.b.bitcast(bits, F64V)
+    return to_f32(e, bits, kind)
+
+
+def _pick(e, x, y, fx, fy, kind, is_max: bool, nan_mode: bool):
+    """min/max of two encodings (x, y) with float views (fx, fy)."""
+    b = e.b
+    fmt = FMTS[kind]
+    w = fmt.width
+    nx = b.fcmp_unordered("uno", fx, fx)
+    ny = b.fcmp_unordered("uno", fy, fy)
+    sx = differs(e, b.and_(x, K(e, fmt.sign_bit, w)), 0)
+    sy = differs(e, b.and_(y, K(e, fmt.sign_bit, w)), 0)
+    eqv = b.fcmp_ordered("==", fx, fy)
+    if is_max:
+        take_x = b.or_(b.fcmp_ordered(">", fx, fy), b.and_(eqv, b.and_(b.not_(sx), sy)))
+    else:
+        take_x = b.or_(b.fcmp_ordered("<", fx, fy), b.and_(eqv, b.and_(sx, b.not_(sy))))
+    z = sel(e, take_x, x, y)
+    if nan_mode:
+        isn = b.or_(nx, ny)
+        z = sel(e, isn, K(e, CANON_NAN[kind], w), z)
+    else:
+        z = sel(e, nx, y, sel(e, ny, x, z))
+    return z
+
+
+def _minmax_element(e, parts, kind: str, is_max: bool):
+    b = e.b
+    fmt = FMTS[kind]
+    w = fmt.width
+    m = e.mods
+    if ".ftz" in m and _ftz_kinds(kind):
+        parts = [flush_bits(e, p, fmt) for p in parts]
+    xorsign = ".xorsign" in m and len(parts) == 2
+    if xorsign:
+        sgn = b.and_(b.xor(parts[0], parts[1]), K(e, fmt.sign_bit, w))
+    if ".abs" in m:
+        parts = [b.and_(p, K(e, fmt.sign_bit - 1, w)) for p in parts]
+    nan_mode = ".NaN" in m
+    fl = [_as_float(e, p, kind) for p in parts]
+    z = _pick(e, parts[0], parts[1], fl[0], fl[1], kind, is_max, nan_mode)
+    if len(parts) == 3:
+        z = _pick(e, z, parts[2], _as_float(e, z, kind), fl[2], kind, is_max, nan_mode)
+    isn = is_nan_bits(e, z, fmt)
+    if kind == "f64":
+        z = sel(e, isn, b.or_(z, K(e, QUIET["f64"], 64)), z)
+    else:
+        z = sel(e, isn, K(e, CANON_NAN[kind], w), z)
+    if xorsign:
+        z = sel(e, isn, z, b.or_(b.and_(z, K(e, fmt.sign_bit - 1, w)), sgn))
+    return z
+
+
+def float_minmax(e, is_max: bool) -> None:
+    kind, n = layout(e)
+    nsrc = len(e.args) - 1
+    srcs = [src_parts(e, k + 1, kind, n) for k in range(nsrc)]
+    out = [_minmax_element(e, [s[i] for s in srcs], kind, is_max) for i in range(n)]
+    e.dst(0, pack_parts(e, out))
+
+
+# ---------------------------------------------------------------------------
+# rcp / sqrt / rsqrt / sin / cos / lg2 / ex2 / tanh
+# ---------------------------------------------------------------------------
+
+
+def _approx_f64h(e, a_bits, name: str):
+    """rcp/rsqrt.approx.ftz.f64: computed on the upper word of ``a`` (1.11.20),
+    rounded to 20 mantissa bits in the upper word of the result; subnormals are
+    flushed and NaNs give 0x7fffffff00000000."""
+    b = e.b
+    fmt = FMTS["f64"]
+    hi = b.and_(a_bits, K(e, 0xFFFFFFFF00000000, 64))
+    hi = flush_bits(e, hi, fmt)
+    x = b.bitcast(hi, F64V)
+    one = ir.Constant(F64V, 1.0)
+    if name == "rcp":
+        r = b.fdiv(one, x)
+    else:
+        r = b.fdiv(one, e.call("llvm.sqrt.v32f64", F64V, [x]))
+    p = unpack(e, b.bitcast(r, ivec(64)), fmt)
+    h = FMTS["f64h"]
+    enc = encode(e, p.neg, p.M, p.E, h, "rn")
+    enc = special_bits(e, h, p.neg, p.inf, p.nan, enc)
+    enc = flush_bits(e, enc, h)
+    out = b.shl(b.zext(enc, ivec(64)), K(e, 32, 64))
+    return out
+
+
+def _sfu_f64(e, name: str, x):
+    one = ir.Constant(x.type, 1.0)
+    b = e.b
+    vt = "v32f64"
+    if name == "rsqrt":
+        return b.fdiv(one, e.call(f"llvm.sqrt.{vt}", x.type, [x]))
+    if name == "sin":
+        return e.call(f"llvm.sin.{vt}", x.type, [x])
+    if name == "cos":
+        return e.call(f"llvm.cos.{vt}", x.type, [x])
+    if name == "lg2":
+        return e.call(f"llvm.log2.{vt}", x.type, [x])
+    if name == "ex2":
+        return e.call(f"llvm.exp2.{vt}", x.type, [x])
+    if name == "tanh":
+        return e.call(f"llvm.tanh.{vt}", x.type, [x])
+    if name == "rcp":
+        return b.fdiv(one, x)
+    if name == "sqrt":
+        return e.call(f"llvm.sqrt.{vt}", x.type, [x])
+    raise e.fail(f"no special function {name}")
+
+
+def _approx_element(e, name: str, p, kind: str):
+    """An .approx special function of one element, computed in f64 and rounded
+    to nearest in ``kind`` (well within every error bound the ISA states)."""
+    b = e.b
+    fmt = FMTS[kind]
+    ftz = ".ftz" in e.mods
+    if ftz:
+        p = flush_bits(e, p, fmt)
+    x = b.fpext(to_f32(e, p, kind), F64V)
+    r = _sfu_f64(e, name, x)
+    rp = unpack(e, b.bitcast(r, ivec(64)), FMTS["f64"])
+    enc = encode(e, rp.neg, rp.M, rp.E, fmt, "rn")
+    enc = special_bits(e, fmt, rp.neg, rp.inf, rp.nan, enc)
+    if ftz:
+        enc = flush_bits(e, enc, fmt)
+    return enc
+
+
+@rule("rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2", "tanh")
+def special_function(e) -> None:
+    kind, n = layout(e)
+    name = e.spec.name
+    m = e.mods
+    if kind == "f64":
+        a = e.src(1, 64)
+        if ".approx" in m and ".ftz" in m and name in ("rcp", "rsqrt"):
+            e.dst(0, _approx_f64h(e, a, name))
+            return
+        if name in ("rcp", "sqrt") and ".approx" not in m:
+            e.dst(0, arith_element(e, name, [a], "f64", rounding(e)))
+            return
+        # rsqrt.approx.f64 (and anything else approximate): f64 evaluation
+        r = e.b.bitcast(_sfu_f64(e, name, e.b.bitcast(a, F64V)), ivec(64))
+        e.dst(0, f64_nan_result(e, [a], r))
+        return
+    if name in ("rcp", "sqrt") and ".approx" not in m:
+        e.dst(0, pack_parts(e, [arith_element(e, name, [p], kind, rounding(e)) for p in src_parts(e, 1, kind, n)]))
+        return
+    out = [_approx_element(e, name, p, kind) for p in src_parts(e, 1, kind, n)]
+    e.dst(0, pack_parts(e, out))
+
+
+# ---------------------------------------------------------------------------
+# testp
+# ---------------------------------------------------------------------------
+
+
+@rule("testp")
+def testp(e) -> None:
+    fmt = FMTS[kind_of(e)]
+    b = e.b
+    w = fmt.width
+    bits = e.src(1, w)
+    ex = b.and_(bits, K(e, fmt.inf_enc, w))
+    mn = b.and_(bits, K(e, (1 << fmt.mbits) - 1, w))
+    is_maxexp = equals(e, ex, fmt.inf_enc)
+    is_zeroexp = equals(e, ex, 0)
+    mant_zero = equals(e, mn, 0)
+    m = e.mods
+    if ".finite" in m:
+        r = b.not_(is_maxexp)
+    elif ".infinite" in m:
+        r = b.and_(is_maxexp, mant_zero)
+    elif ".number" in m:
+        r = b.not_(b.and_(is_maxexp, b.not_(mant_zero)))
+    elif ".notanumber" in m:
+        r = b.and_(is_maxexp, b.not_(mant_zero))
+    elif ".normal" in m:
+        # zeros count as normal numbers (PTX ISA)
+        r = b.and_(b.not_(is_maxexp), b.or_(b.not_(is_zeroexp), mant_zero))
+    elif ".subnormal" in m:
+        r = b.and_(is_zeroexp, b.not_(mant_zero))
+    else:
+        raise e.fail("unknown testp operation")
+    e.dst(0, r)
+
+
+# ---------------------------------------------------------------------------
+# setp / set / slct on floating-point operands
+# ---------------------------------------------------------------------------
+
+_FCMP = {
+    ".eq": ("==", True), ".ne": ("!=", True), ".lt": ("<", True), ".le": ("<=", True), ".gt": (">", True),
+    ".ge": (">=", True), ".equ": ("==", False), ".neu": ("!=", False), ".ltu": ("<", False),
+    ".leu": ("<=", False), ".gtu": (">", False), ".geu": (">=", False), ".num": ("ord", True),
+    ".nan": ("uno", False),
+}
+
+
+def is_float_compare(e) -> bool:
+    """The compared (last) type is a floating-point type."""
+    return bool(e.types) and (e.types[-1] in FLOAT_KIND or e.types[-1] in PACKED)
+
+
+def _fcompare(e, op: str, x, y):
+    b = e.b
+    how, ordered = _FCMP[op]
+    if how == "ord":
+        return b.fcmp_ordered("ord", x, y)
+    if how == "uno":
+        return b.fcmp_unordered("uno", x, y)
+    return b.fcmp_ordered(how, x, y) if ordered else b.fcmp_unordered(how, x, y)
+
+
+def _cmp_op(e) -> str:
+    for m in e.mods:
+        if m in _FCMP:
+            return m
+    raise e.fail("needs a floating-point comparison")
+
+
+def _compare_elements(e) -> list[ir.Value]:
+    t = e.types[-1]
+    kind, n = (PACKED[t], 2) if t in PACKED else (FLOAT_KIND[t], 1)
+    fmt = FMTS[kind]
+    ftz = ".ftz" in e.mods and _ftz_kinds(kind)
+    xs = src_parts(e, 1, kind, n)
+    ys = src_parts(e, 2, kind, n)
+    op = _cmp_op(e)
+    out = []
+    for x, y in zip(xs, ys):
+        if ftz:
+            x, y = flush_bits(e, x, fmt), flush_bits(e, y, fmt)
+        out.append(_fcompare(e, op, _as_float(e, x, kind), _as_float(e, y, kind)))
+    return out
+
+
+def _boolop(e, t, k: int):
+    b = e.b
+    for m in e.mods:
+        if m in (".and", ".or", ".xor"):
+            c = e.src_pred(k)
+            return {".and": b.and_, ".or": b.or_, ".xor": b.xor}[m](t, c)
+    return t
+
+
+def float_setp(e) -> None:
+    ts = _compare_elements(e)
+    b = e.b
+    if len(ts) == 2:
+        # setp.f16x2 p|q: p from the low halves, q from the high halves
+        e.dst_pair(0, _boolop(e, ts[0], 3), _boolop(e, ts[1], 3))
+        return
+    t = ts[0]
+    p = _boolop(e, t, 3)
+    if e.args[0][0] == "pair":
+        e.dst_pair(0, p, _boolop(e, b.not_(t), 3))
+    else:
+        e.dst(0, p)
+
+
+def float_set(e) -> None:
+    ts = [_boolop(e, t, 3) for t in _compare_elements(e)]
+    d = e.types[0]
+    b = e.b
+    if len(ts) == 2:
+        if d in (".f16x2", ".bf16x2"):
+            one = FMTS[PACKED[d]].one_enc
+            vals = [sel(e, t, K(e, one, 16), K(e, 0, 16)) for t in ts]
+        else:
+            vals = [sel(e, t, K(e, 0xFFFF, 16), K(e, 0, 16)) for t in ts]
+        e.dst(0, pack_parts(e, vals))
+        return
+    t = ts[0]
+    if d in (".f32", ".f16", ".bf16"):
+        fmt = FMTS[FLOAT_KIND[d]]
+        out = sel(e, t, K(e, fmt.one_enc, fmt.width), K(e, 0, fmt.width))
+    else:
+        bits = type_bits(d)
+        out = b.sext(t, ivec(bits))
+    e.dst(0, out)
+
+
+def float_slct(e) -> None:
+    """slct.dtype.f32 d, a, b, c: a if c >= 0 (-0 too), b if c < 0 or NaN."""
+    b = e.b
+    bits = type_bits(e.types[0])
+    fmt = FMTS["f32"]
+    c = e.src(3, 32)
+    if ".ftz" in e.mods:
+        c = flush_bits(e, c, fmt)
+    ge = b.fcmp_ordered(">=", b.bitcast(c, F32V), ir.Constant(F32V, 0.0))
+    e.dst(0, b.select(ge, e.src(1, bits), e.src(2, bits)))
