@@ -3,7 +3,8 @@ launch in one call, the project's launches emulated once per session, the comman
 as subprocesses, markers that skip where a tool is missing, and scripts of benchmarks/.
 
 Test modules import it as ``helpers`` (pytest puts ``tests/unit`` on ``sys.path``; so does
-running a test file as a script); the fixtures are in ``tests/conftest.py``."""
+running a test file as a script); the fixtures are in ``tests/conftest.py``.  pytest is
+imported where it is needed only: the semantics tests' GPU checks run where it may be missing."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 ROOT = Path(os.path.abspath(__file__)).parents[2]
 KERNELS = ROOT / "tests" / "kernels"
@@ -60,6 +61,29 @@ def kernel(signature: str, body: str, *, before: str = "", regs: str = REGISTERS
     return ptx_header(target, version) + before + f"\n{entry} {signature}\n{{\n{regs}{body.rstrip(chr(10))}\n}}\n"
 
 
+#: a loop counting %r2 up to the parameter k_n (``k(.param .u32 k_n)``), without the ``ret``
+COUNT_TO_N = """
+    ld.param.u32 %r1, [k_n];
+    mov.u32 %r2, 0;
+$L_loop:
+    add.s32 %r2, %r2, 1;
+    setp.lt.s32 %p1, %r2, %r1;
+    @%p1 bra $L_loop;
+"""
+
+
+def store_at_tid(param: str, value: str) -> str:
+    """The end of many test kernels: ``param[%r1] = value`` (``.u32``; %r1 holds the thread's
+    index, %rd1 to %rd3 are used) and ``ret``, 5 instructions."""
+    return f"""\
+    ld.param.u64 %rd1, [{param}];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], {value};
+    ret;
+"""
+
+
 def strided_kernel(stride: int, via_shared: bool = False) -> str:
     """``strided(a)``: thread t loads ``a[t * stride]`` (f32) and stores it back there;
     ``via_shared``: through ``sh[t * stride]`` (4-byte words of shared memory) on the way."""
@@ -83,6 +107,15 @@ def strided_kernel(stride: int, via_shared: bool = False) -> str:
     ld.global.f32 %f1, [%rd4];{tail}
     ret;
 """)
+
+
+def saxpy_toml(n: int, a: float, grid: int, count: int, y_init: str | None = None) -> str:
+    """A launch file: one launch of ``saxpy(n, a, x, y)`` (examples/saxpy.ptx) on ``grid``
+    CTAs of 256 threads, buffers of ``count`` floats, x = 0, 1, 2 ..."""
+    y = f'init = "{y_init}"\n' if y_init else ""
+    return (f'[[launch]]\nkernel = "saxpy"\ngrid = {grid}\nblock = 256\nargs = [{n}, {a}, "x", "y"]\n'
+            f'[buffers.x]\ndtype = "float32"\ncount = {count}\ninit = "arange"\n'
+            f'[buffers.y]\ndtype = "float32"\ncount = {count}\n{y}')
 
 
 # -- emulation ----------------------------------------------------------------------------------
@@ -130,6 +163,27 @@ PRED = ".pred"
 #: bits of a value of each register type in memory (a predicate as a 32-bit word)
 WIDTH = {".b8": 8, ".b16": 16, ".b32": 32, ".b64": 64, PRED: 1}
 DTYPE = {".b8": np.uint8, ".b16": np.uint16, ".b32": np.uint32, ".b64": np.uint64, PRED: np.uint32}
+
+
+@dataclass
+class InputGroup:
+    """Test cases sharing their inputs (one :class:`ElementwiseKernel` runs them all):
+    ``inputs`` maps an input's name to its register type and one value per thread."""
+
+    name: str
+    inputs: dict[str, tuple[str, list[int]]]
+    cases: list = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        """The number of threads: values per input."""
+        return len(next(iter(self.inputs.values()))[1])
+
+    def rows(self) -> Iterator[dict[str, int]]:
+        """Each thread's inputs by name."""
+        names = list(self.inputs)
+        for vals in zip(*(self.inputs[k][1] for k in names)):
+            yield dict(zip(names, vals))
 
 
 class ElementwiseKernel:
@@ -225,21 +279,22 @@ class KernelRuns:
 # -- tools -----------------------------------------------------------------------------------
 
 
-def which(*names: str) -> str | None:
-    """The first of ``names`` on PATH."""
+def which(tool: str) -> str | None:
+    """Where ``tool`` is on PATH (chromium: under any of its names)."""
+    names = ("chromium", "chromium-browser", "google-chrome") if tool == "chromium" else (tool,)
     return next((p for p in map(shutil.which, names) if p), None)
 
 
-CHROMIUM = which("chromium", "chromium-browser", "google-chrome")
+CHROMIUM = which("chromium")
 
 
 def requires(*tools: str):
-    """Skip unless every one of ``tools`` is on PATH."""
-    missing = [t for t in tools if shutil.which(t) is None]
+    """A mark: skip unless every one of ``tools`` is on PATH."""
+    import pytest
+
+    missing = [t for t in tools if which(t) is None]
     return pytest.mark.skipif(bool(missing), reason=f"{' and '.join(missing)} is not installed")
 
-
-requires_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 
 HYPA = [sys.executable, "-m", "hypa.tools.hypa_cli"]
 HYPA_OPT = [sys.executable, "-m", "hypa.tools.hypa_opt"]
@@ -271,6 +326,8 @@ def run_hypa_opt(*args: Any, **kw: Any) -> subprocess.CompletedProcess:
 def call_main(main, argv: Sequence[str], capsys, must_exit: bool = False) -> tuple[Any, str, str]:
     """A command's ``main(argv)`` in this process: (exit status, stdout, stderr).
     ``must_exit``: the command ends with ``SystemExit`` whatever happens."""
+    import pytest
+
     code: Any = 0
     if must_exit:
         with pytest.raises(SystemExit) as e:
@@ -295,6 +352,8 @@ def nvcc(src: Any, exe: Any, *flags: str, shared: bool = True, arch: str = "sm_9
 def build_cuda_program(folder: Path, name: str, source: str) -> Path:
     """``folder/<name>.cu`` holding ``source``, built for ``hypa run`` (sm_90, shared
     cudart); skips the test where nvcc is missing or fails."""
+    import pytest
+
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     src = folder / f"{name}.cu"

@@ -7,7 +7,7 @@ from hypa.ptxdialect import parse_ptx
 from hypa.runtime.emulator import EmulationError, Emulator
 from hypa.runtime.launch import Launch, LaunchError
 
-from helpers import emulate, kernel
+from helpers import emulate, kernel, store_at_tid
 
 IF_ELSE = kernel("div(.param .u64 div_out)", """
     mov.u32 %r1, %tid.x;
@@ -18,12 +18,7 @@ IF_ELSE = kernel("div(.param .u64 div_out)", """
 $L_then:
     mul.lo.s32 %r2, %r1, 5;
 $L_join:
-    ld.param.u64 %rd1, [div_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r2;
-    ret;
-""")
+""" + store_at_tid("div_out", "%r2"))
 
 
 def run(text, mode, block=64, grid=1, n_out=64, **kw):
@@ -72,12 +67,7 @@ $L_loop:
     add.s32 %r3, %r3, 1;
     setp.le.s32 %p1, %r3, %r2;
     @%p1 bra $L_loop;
-    ld.param.u64 %rd1, [loop_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r3;
-    ret;
-""")
+""" + store_at_tid("loop_out", "%r3"))
 
 
 @pytest.mark.parametrize("mode", ["full", "slice"])
@@ -111,12 +101,7 @@ $L_inner_join:
 $L_outer_else:
     mov.u32 %r2, 3;
 $L_join:
-    ld.param.u64 %rd1, [nest_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r2;
-    ret;
-""")
+""" + store_at_tid("nest_out", "%r2"))
 
 
 @pytest.mark.parametrize("mode", ["full", "slice"])
@@ -153,12 +138,7 @@ $L_b:
 $L_c:
     mov.u32 %r3, 12;
 $L_join:
-    ld.param.u64 %rd1, [sw_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r3;
-    ret;
-""")
+""" + store_at_tid("sw_out", "%r3"))
 
 
 @pytest.mark.parametrize("mode", ["full", "slice"])

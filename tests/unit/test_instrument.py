@@ -26,7 +26,7 @@ from hypa.ptxdialect import parse_ptx
 from hypa.runtime.emulator import Emulator
 from hypa.runtime.launch import Launch, launches_from_toml
 
-from helpers import KERNEL_PTX, LAUNCHES, REGISTERS, ROOT, kernel, ptxas, ptxas_candidates, requires
+from helpers import KERNEL_PTX, LAUNCHES, REGISTERS, ROOT, kernel, ptxas, ptxas_candidates, requires, store_at_tid
 
 LAUNCH_FILES = sorted(glob.glob(os.path.join(LAUNCHES, "*.toml"))) + [
     os.path.join(ROOT, "benchmarks", "gpu", "launches", "extra.toml")
@@ -143,12 +143,7 @@ $L_c:
 $L_join:
     setp.gt.u32 %p3, %r1, 100;
     @%p3 brx.idx %r2, $L_tab;
-    ld.param.u64 %rd1, [edge_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r3;
-    ret;
-""")
+""" + store_at_tid("edge_out", "%r3"))
 
 
 @pytest.mark.parametrize("block", [32, 64, 96])

@@ -20,7 +20,6 @@ from hypa.runtime.program import prepare
 from helpers import LAUNCHES, ROOT, kernel, load_script, strided_kernel
 
 
-
 def straight_line(body: list[str], extra_regs: str = "", directives: str = "") -> str:
     """One kernel, one basic block: a prologue, ``body``, a store, ret."""
     lines = "\n    ".join(body)

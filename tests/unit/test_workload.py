@@ -18,7 +18,6 @@ from hypa.runtime.launch import Launch
 from helpers import HEADER, ROOT, emulate, kernel, load_script
 
 
-
 def kernel_text(k: int) -> str:
     """Kernel ``k``: calls ``twice_k``, uses shared array ``tile_k`` and global ``counter``.
     Thread t writes 2 * (t + k) to out[t] when t < 40, else nothing (one divergent branch)."""
