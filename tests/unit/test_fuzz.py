@@ -14,8 +14,9 @@ from helpers import ROOT, kernel, load_script, run_hypa, run_hypa_opt
 
 
 def test_a_deterministic_campaign_has_no_crash():
-    counts = load_script("benchmarks/fuzz.py").campaign(["emulate-string", "launch-spec", "ptx", "report-json"], cases=400, seconds=None,
-                              seed=20261126, quiet=True)
+    fuzz = load_script("benchmarks/fuzz.py")
+    counts = fuzz.campaign(["emulate-string", "launch-spec", "ptx", "report-json"], cases=400, seconds=None,
+                           seed=20261126, quiet=True)
     assert all(c["crash"] == 0 for c in counts.values()), counts
     assert all(c["accepted"] > 0 and c["rejected"] > 0 for c in counts.values()), counts  # both sides exercised
 

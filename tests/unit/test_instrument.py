@@ -26,14 +26,14 @@ from hypa.ptxdialect import parse_ptx
 from hypa.runtime.emulator import Emulator
 from hypa.runtime.launch import Launch, launches_from_toml
 
-from helpers import KERNEL_PTX, LAUNCHES, REGISTERS, ROOT, kernel, ptxas, ptxas_candidates, requires, store_at_tid
+from helpers import (KERNEL_PTX, LAUNCHES, REGISTERS, ROOT, SLOW_OK, kernel, ptxas, ptxas_candidates, requires,
+                     store_at_tid)
 
 LAUNCH_FILES = sorted(glob.glob(os.path.join(LAUNCHES, "*.toml"))) + [
     os.path.join(ROOT, "benchmarks", "gpu", "launches", "extra.toml")
 ]
 #: kernels whose two emulator compiles (original + instrumented) take over ~15 s on a cold cache
 SLOW = {"conv2d", "double_math", "softmax", "switch_dense", "layernorm", "gemm_tiled", "spmv_csr"}
-SLOW_OK = os.environ.get("HYPA_SLOW_TESTS") == "1"
 
 
 def _cases():

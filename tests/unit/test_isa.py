@@ -12,7 +12,7 @@ from xdsl.traits import IsTerminator
 from hypa.ptxdialect import InstructionOp, PTXSyntaxError, isa, parse_ptx
 from hypa.ptxdialect.dialect import CC_REG, INSTRUCTION_OPS, split_mods
 
-from helpers import ROOT, kernel
+from helpers import ROOT, kernel, ptx_header
 
 COVERAGE_DIR = os.path.join(ROOT, "tests", "filecheck", "Dialect", "ptx")
 
@@ -147,7 +147,7 @@ def test_pattern_families():
 
 
 def test_parser_reports_unknown_modifier_and_arity():
-    src = ".version 9.0\n.target sm_90\n.address_size 64\n.entry k()\n{{\n .reg .b32 %r<4>;\n {}\n ret;\n}}\n"
+    src = ptx_header("sm_90", "9.0") + ".entry k()\n{{\n .reg .b32 %r<4>;\n {}\n ret;\n}}\n"
     with pytest.raises(PTXSyntaxError, match=r"unknown modifier '\.xorsign' for 'add'"):
         parse_ptx(src.format("add.xorsign.s32 %r1, %r2, %r3;"))
     with pytest.raises(PTXSyntaxError, match="unknown opcode 'vfoo'"):
