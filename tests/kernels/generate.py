@@ -48,6 +48,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from committed import Committed
+
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "ptx"
 EXAMPLES_DIR = HERE.parent.parent / "examples"
@@ -88,8 +90,9 @@ KERNELS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
-# Copied to examples/ (README's first commands): <name>.cu and <name>.ptx (the EXAMPLE_ARCH
-# build).  examples/saxpy.ptx predates this script and is kept as it is; saxpy.cu is its source.
+# Copied to examples/ (README's first commands): <name>.ptx, the EXAMPLE_ARCH build of
+# tests/kernels/<name>.cu (the one copy of the source).  examples/saxpy.ptx predates this
+# script and is kept as it is; tests/kernels/saxpy.cu is its source.
 EXAMPLES = ("saxpy", "reduce_shared", "divergence", "spmv_csr")
 EXAMPLE_ARCH = "sm_80"
 KEEP_EXAMPLE_PTX = ("saxpy",)
@@ -223,8 +226,7 @@ def main() -> None:
         shutil.copy(cu, STAGE / cu.name)
     OUT.mkdir(exist_ok=True)
 
-    expected: set[str] = set()
-    changed: list[str] = []
+    committed, expected = Committed(args.check), set()
     build_cache: dict[str, str] = {}
     for name in names:
         for tool, arch, variant in outputs(name, KERNELS[name]):
@@ -233,39 +235,18 @@ def main() -> None:
             text = build(name, tool, arch, variant, cu12)
             assemble(text, arch, cu12)
             build_cache[fname] = text
-            dest = OUT / fname
-            old = dest.read_text() if dest.exists() else None
-            if old != text:
-                changed.append(fname)
-                if not args.check:
-                    dest.write_text(text)
-            print(f"  {fname:45s} {len(text):8d} bytes  {tool}{' (changed)' if old != text else ''}")
+            changed = committed.write(OUT / fname, text)
+            print(f"  {fname:45s} {len(text):8d} bytes  {tool}{' (changed)' if changed else ''}")
     for name in EXAMPLES:
-        if name not in names:
-            continue
-        pairs = [(HERE / f"{name}.cu", EXAMPLES_DIR / f"{name}.cu")]
-        if name not in KEEP_EXAMPLE_PTX:
-            src = OUT / file_name(name, EXAMPLE_ARCH, "")
-            pairs.append((src, EXAMPLES_DIR / f"{name}.ptx"))
-        for src, dest in pairs:
-            text = build_cache[src.name] if src.parent == OUT else src.read_text()
-            old = dest.read_text() if dest.exists() else None
-            if old != text:
-                changed.append(f"examples/{dest.name}")
-                if not args.check:
-                    dest.write_text(text)
-    stale = []
+        if name in names and name not in KEEP_EXAMPLE_PTX:
+            dest = EXAMPLES_DIR / f"{name}.ptx"
+            committed.write(dest, build_cache[file_name(name, EXAMPLE_ARCH, "")], f"examples/{dest.name}")
     if not args.names:
-        stale = sorted(p.name for p in OUT.glob("*.ptx") if p.name not in expected)
-        for s in stale:
-            print(f"  {s}: stale")
-            if not args.check:
-                (OUT / s).unlink()
+        committed.remove_stale(OUT, expected)
     shutil.rmtree(STAGE)
     total = sum(p.stat().st_size for p in OUT.rglob("*.ptx"))
     print(f"{len(expected)} files, {total / 1e6:.2f} MB of PTX under {OUT.relative_to(HERE.parent.parent)}")
-    if args.check and (changed or stale):
-        sys.exit(f"out of date: {', '.join(changed + stale)}")
+    committed.exit_if_out_of_date()
 
 
 if __name__ == "__main__":

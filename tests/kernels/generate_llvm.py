@@ -28,6 +28,7 @@ from pathlib import Path
 
 import llvmlite
 import llvmlite.binding as llvm
+from committed import Committed
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "llvm"
@@ -69,27 +70,17 @@ def main() -> None:
     llvm.initialize_all_asmprinters()
     print(f"llvmlite {llvmlite.__version__}, LLVM {'.'.join(map(str, llvm.llvm_version_info))}")
     OUT.mkdir(parents=True, exist_ok=True)
-    expected, changed = set(), []
+    outputs, expected = Committed(args.check), set()
     for ll in sorted(SRC.glob("*.ll")):
         for arch in ARCHS:
             name = f"{ll.stem}.{arch}.ptx"
             expected.add(name)
             text = compile_ll(ll.read_text(), arch)
             assemble(text, arch)
-            dest = OUT / name
-            old = dest.read_text() if dest.exists() else None
-            if old != text:
-                changed.append(name)
-                if not args.check:
-                    dest.write_text(text)
-            print(f"  {name:32s} {len(text):7d} bytes{' (changed)' if old != text else ''}")
-    stale = sorted(p.name for p in OUT.glob("*.ptx") if p.name not in expected)
-    for s in stale:
-        print(f"  {s}: stale")
-        if not args.check:
-            (OUT / s).unlink()
-    if args.check and (changed or stale):
-        sys.exit(f"out of date: {', '.join(changed + stale)}")
+            changed = outputs.write(OUT / name, text)
+            print(f"  {name:32s} {len(text):7d} bytes{' (changed)' if changed else ''}")
+    outputs.remove_stale(OUT, expected)
+    outputs.exit_if_out_of_date()
 
 
 if __name__ == "__main__":

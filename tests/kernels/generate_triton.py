@@ -25,9 +25,10 @@ import argparse
 import importlib.util
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
+
+from committed import Committed
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "ptx" / "triton"
@@ -72,7 +73,7 @@ def main() -> None:
 
     print(f"triton {triton.__version__}")
     OUT.mkdir(parents=True, exist_ok=True)
-    expected, changed = set(), []
+    outputs, expected = Committed(args.check), set()
     for name, (sig, consts, opts) in JOBS.items():
         for cap, ptx_version in CAPS.items():
             src = ASTSource(fn=getattr(kernels, name), signature=sig, constexprs=consts)
@@ -81,22 +82,12 @@ def main() -> None:
             text = compiled.asm["ptx"]
             fname = f"{name}.sm_{cap}.ptx"
             expected.add(fname)
-            dest = OUT / fname
-            old = dest.read_text() if dest.exists() else None
-            if old != text:
-                changed.append(fname)
-                if not args.check:
-                    dest.write_text(text)
-            print(f"  {fname:24s} {len(text):7d} bytes{' (changed)' if old != text else ''}")
-    stale = sorted(p.name for p in OUT.glob("*.ptx") if p.name not in expected)
-    for s in stale:
-        print(f"  {s}: stale")
-        if not args.check:
-            (OUT / s).unlink()
+            changed = outputs.write(OUT / fname, text)
+            print(f"  {fname:24s} {len(text):7d} bytes{' (changed)' if changed else ''}")
+    outputs.remove_stale(OUT, expected)
     shutil.rmtree(STAGE)
     shutil.rmtree(cache, ignore_errors=True)
-    if args.check and (changed or stale):
-        sys.exit(f"out of date: {', '.join(changed + stale)}")
+    outputs.exit_if_out_of_date()
 
 
 if __name__ == "__main__":

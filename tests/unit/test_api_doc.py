@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import ROOT
 DOC = open(os.path.join(ROOT, "docs", "api.md")).read()
 SNIPPETS = re.findall(r"```python\n(.*?)```", DOC, re.S)
 

@@ -6,9 +6,8 @@ is not re-derived here; test_ground_truth.py checks those probes themselves.
 
 import re
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import ROOT
 
 
 def _doc_rows() -> dict[str, tuple[str, str, str]]:

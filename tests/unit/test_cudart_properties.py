@@ -5,12 +5,13 @@ reports."""
 import ctypes
 import glob
 import os
-import shutil
 import subprocess
 import uuid
 
 import pytest
 from hypa.cudart import properties as P
+
+from helpers import requires
 
 CUDA13_INCLUDE = "/usr/local/cuda/include"
 
@@ -20,50 +21,25 @@ CUDA13_INCLUDE = "/usr/local/cuda/include"
 #   gcc -I<wheel>/nvidia/cuda_runtime/include -I/usr/local/cuda/include offsets.c
 #       (CUDA 12.9 from `pip download --no-deps nvidia-cuda-runtime-cu12==12.9.79`)
 # (test_layout_matches_gcc below generates the same program for CUDA 13).
-MEASURED = {
-    (P.DeviceProp13, None): 1008,
-    (P.DeviceProp13, "uuid"): 256,
-    (P.DeviceProp13, "totalGlobalMem"): 288,
-    (P.DeviceProp13, "maxThreadsPerBlock"): 320,
-    (P.DeviceProp13, "totalConstMem"): 352,
-    (P.DeviceProp13, "major"): 360,
-    (P.DeviceProp13, "multiProcessorCount"): 384,
-    (P.DeviceProp13, "l2CacheSize"): 596,
-    (P.DeviceProp13, "sharedMemPerMultiprocessor"): 624,
-    (P.DeviceProp13, "sharedMemPerBlockOptin"): 672,
-    (P.DeviceProp13, "maxBlocksPerMultiProcessor"): 688,
-    (P.DeviceProp13, "reservedSharedMemPerBlock"): 696,
-    (P.DeviceProp13, "clusterLaunch"): 748,
-    (P.DeviceProp13, "gpuPciDeviceID"): 772,
-    (P.DeviceProp13, "reserved"): 784,
-    (P.DeviceProp12, None): 1032,
-    (P.DeviceProp12, "clockRate"): 348,
-    (P.DeviceProp12, "totalConstMem"): 352,
-    (P.DeviceProp12, "multiProcessorCount"): 388,
-    (P.DeviceProp12, "maxTexture1DLinear"): 416,
-    (P.DeviceProp12, "memoryClockRate"): 608,
-    (P.DeviceProp12, "sharedMemPerMultiprocessor"): 640,
-    (P.DeviceProp12, "cooperativeMultiDeviceLaunch"): 692,
-    (P.DeviceProp12, "sharedMemPerBlockOptin"): 696,
-    (P.DeviceProp12, "reservedSharedMemPerBlock"): 720,
-    (P.DeviceProp12, "unifiedFunctionPointers"): 776,
-    (P.DeviceProp12, "reserved"): 780,
-    (P.FuncAttributes, None): 144,
-    (P.FuncAttributes, "maxThreadsPerBlock"): 24,
-    (P.FuncAttributes, "numRegs"): 28,
-    (P.FuncAttributes, "maxDynamicSharedSizeBytes"): 44,
-    (P.FuncAttributes, "reserved"): 76,
-    (P.PointerAttributes, None): 88,
-    (P.PointerAttributes, "device"): 4,
-    (P.PointerAttributes, "devicePointer"): 8,
-    (P.PointerAttributes, "hostPointer"): 16,
-    (P.PointerAttributes, "reserved"): 24,
-    (P.PointerAttributes12, None): 24,
+MEASURED = {  # struct: {field: offset}, None: sizeof
+    P.DeviceProp13: {None: 1008, "uuid": 256, "totalGlobalMem": 288, "maxThreadsPerBlock": 320, "totalConstMem": 352,
+                     "major": 360, "multiProcessorCount": 384, "l2CacheSize": 596, "sharedMemPerMultiprocessor": 624,
+                     "sharedMemPerBlockOptin": 672, "maxBlocksPerMultiProcessor": 688,
+                     "reservedSharedMemPerBlock": 696, "clusterLaunch": 748, "gpuPciDeviceID": 772, "reserved": 784},
+    P.DeviceProp12: {None: 1032, "clockRate": 348, "totalConstMem": 352, "multiProcessorCount": 388,
+                     "maxTexture1DLinear": 416, "memoryClockRate": 608, "sharedMemPerMultiprocessor": 640,
+                     "cooperativeMultiDeviceLaunch": 692, "sharedMemPerBlockOptin": 696,
+                     "reservedSharedMemPerBlock": 720, "unifiedFunctionPointers": 776, "reserved": 780},
+    P.FuncAttributes: {None: 144, "maxThreadsPerBlock": 24, "numRegs": 28, "maxDynamicSharedSizeBytes": 44,
+                       "reserved": 76},
+    P.PointerAttributes: {None: 88, "device": 4, "devicePointer": 8, "hostPointer": 16, "reserved": 24},
+    P.PointerAttributes12: {None: 24},
 }
+OFFSETS = {(cls, f): offset for cls, fields in MEASURED.items() for f, offset in fields.items()}
 
 
-@pytest.mark.parametrize("key,expected", list(MEASURED.items()),
-                         ids=[f"{k[0].__name__}.{k[1] or 'sizeof'}" for k in MEASURED])
+@pytest.mark.parametrize("key,expected", list(OFFSETS.items()),
+                         ids=[f"{k[0].__name__}.{k[1] or 'sizeof'}" for k in OFFSETS])
 def test_measured_offsets(key, expected):
     cls, field = key
     got = ctypes.sizeof(cls) if field is None else getattr(cls, field).offset
@@ -103,10 +79,7 @@ def _compare_with_gcc(tmp_path, includes, structs):
     assert seen == sum(len(cls._fields_) + 1 for _, cls in structs)
 
 
-needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
-
-
-@needs_gcc
+@requires("gcc")
 @pytest.mark.skipif(not os.path.exists(f"{CUDA13_INCLUDE}/driver_types.h"),
                     reason="CUDA 13 headers not installed")
 def test_layout_matches_gcc(tmp_path):
@@ -124,7 +97,7 @@ def test_layout_matches_gcc(tmp_path):
 CUDA12_INCLUDES = sorted(glob.glob("/usr/local/cuda-12*/include"))
 
 
-@needs_gcc
+@requires("gcc")
 @pytest.mark.skipif(not CUDA12_INCLUDES, reason="no CUDA 12 headers in /usr/local/cuda-12*")
 def test_layout12_matches_gcc(tmp_path):
     _compare_with_gcc(tmp_path, [CUDA12_INCLUDES[-1]], [

@@ -3,12 +3,15 @@ every exported symbol, a stub for every name NVIDIA exports that hypa does not i
 
 from __future__ import annotations
 
-import shutil
+import json
+import os
 import subprocess
 
 import pytest
 
 from hypa.cudart import api, shim
+
+from helpers import requires, run_hypa
 
 
 @pytest.fixture(scope="module")
@@ -22,10 +25,9 @@ def libs(tmp_path_factory):
         pytest.skip(str(e))
 
 
+@requires("readelf")
 @pytest.mark.parametrize("major", shim.SUPPORTED_MAJORS)
 def test_soname_version_node_and_exports(libs, major):
-    if shutil.which("readelf") is None:
-        pytest.skip("readelf is not installed")
     lib = libs[major]
     dyn = subprocess.run(["readelf", "-d", lib], capture_output=True, text=True).stdout
     assert f"Library soname: [libcudart.so.{major}]" in dyn
@@ -56,9 +58,8 @@ def test_unsupported_major_is_a_clear_error():
         shim.build(11)
 
 
+@requires("nvcc")
 def test_the_static_runtime_is_recognised(tmp_path):
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not installed")
     from hypa.cudart.program import inspect
 
     (tmp_path / "k.cu").write_text("__global__ void k(int *p) { *p = 1; }\nint main() { int *p; cudaMalloc(&p, 4); k<<<1, 1>>>(p); return 0; }\n")
@@ -70,14 +71,10 @@ def test_the_static_runtime_is_recognised(tmp_path):
         assert info.has_device_code
 
 
+@requires("nvcc", "g++")
 def test_a_program_linked_against_cuda_12_runs_on_hypas_libcudart_so_12(libs, tmp_path):
     """nvcc 13's objects linked against a libcudart.so.12 (hypa's own, which carries the
     same soname and version node as NVIDIA's) need libcudart.so.12: hypa run serves it."""
-    import json
-    import sys
-
-    if shutil.which("nvcc") is None or shutil.which("g++") is None:
-        pytest.skip("nvcc or g++ is not installed")
     (tmp_path / "k.cu").write_text(
         "#include <cstdio>\n__global__ void k(int *p) { p[threadIdx.x] = threadIdx.x * 2; }\n"
         "int main() { int *p, h[32]; cudaMalloc(&p, 128); k<<<1, 32>>>(p); cudaMemcpy(h, p, 128, cudaMemcpyDeviceToHost);\n"
@@ -86,14 +83,13 @@ def test_a_program_linked_against_cuda_12_runs_on_hypas_libcudart_so_12(libs, tm
                    check=True, capture_output=True)
     lib12 = libs[12]
     exe = tmp_path / "k12"
-    subprocess.run(["g++", str(tmp_path / "k.o"), "-o", str(exe), f"-L{__import__('os').path.dirname(lib12)}",
+    subprocess.run(["g++", str(tmp_path / "k.o"), "-o", str(exe), f"-L{os.path.dirname(lib12)}",
                     "-l:libcudart.so.12"], check=True, capture_output=True)
     from hypa.cudart.program import inspect
 
     assert inspect(str(exe)).cudart_major == 12
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "run", "-o", str(out), "--", str(exe)],
-                       capture_output=True, text=True)
+    p = run_hypa("run", "-o", out, "--", exe)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "62 cudaSuccess\n"
     (r,) = json.loads(out.read_text())

@@ -8,29 +8,25 @@ that the parser's messages name what was expected and what was found.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from hypa.ptxdialect import PTXError, parse_ptx
 from hypa.ptxdialect.diagnostics import decode_source
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import HEADER, ROOT, run_hypa_opt
+
 ERRORS = os.path.join(ROOT, "tests", "filecheck", "Frontend", "errors")
 ERROR_FILES = sorted(glob.glob(os.path.join(ERRORS, "*.ptx")) + glob.glob(os.path.join(ERRORS, "Inputs", "*.ptx")))
 LOCATED = re.compile(r"^(?P<file>[^\n:]+\.ptx|<stdin>):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>\S.*)$", re.M)
 
 
-def hypa_opt(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    # run the tool's module with this interpreter: no PATH lookup, same venv
-    cmd = [sys.executable, "-c", "from hypa.tools.hypa_opt import main; main()", *args]
-    env = dict(os.environ)
-    env.pop("HYPA_TRACEBACK", None)
-    return subprocess.run(cmd, input=stdin if stdin is not None else b"", capture_output=True, env=env, timeout=120)
+#: hypa-opt as a process, its output in bytes (some inputs are not text)
+hypa_opt = functools.partial(run_hypa_opt, text=False, timeout=120)
 
 
 def test_the_errors_folder_covers_every_failure_class():
@@ -115,7 +111,7 @@ def test_stdin_garbage(data):
 
 
 def test_stdin_ptx_is_recognised():
-    src = b"// a comment first\n.version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n"
+    src = b"// a comment first\n" + HEADER.encode() + b".visible .entry k()\n{\n\tret;\n}\n"
     r = hypa_opt("-t", "ptx", stdin=src)
     assert r.returncode == 0, r.stderr
     assert b".visible .entry k()" in r.stdout
@@ -133,7 +129,7 @@ def test_unknown_extension_and_bad_pipeline():
 
 
 def test_split_input_file_reports_lines_of_the_whole_file(tmp_path):
-    good = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n"
+    good = HEADER + ".visible .entry k()\n{\n\tret;\n}\n"
     bad = good.replace("ret;", "frob;")
     p = tmp_path / "two.ptx"
     p.write_text(good + "// -----\n" + bad)
@@ -149,7 +145,7 @@ def test_split_input_file_reports_lines_of_the_whole_file(tmp_path):
 
 # -- in process: what the messages say ---------------------------------------
 
-HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\t.reg .b32 %r<4>;\n"
+HEAD = HEADER + ".visible .entry k()\n{\n\t.reg .b32 %r<4>;\n"
 
 
 def err_of(body: str) -> PTXError:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from hypa.runtime import diff
+
+from helpers import run_hypa
 
 
 def _launch(kernel, n, thr, div=0, br=10, est=None, i=0):
@@ -33,8 +33,7 @@ def test_pairs_sums_and_changes(tmp_path):
     assert "launches: 2 paired, 1 changed, 1 only in A, 1 only in B" in text
     (tmp_path / "a.json").write_text(json.dumps(a))
     (tmp_path / "b.json").write_text(json.dumps(b))
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "diff", str(tmp_path / "a.json"),
-                        str(tmp_path / "b.json"), "-o", str(tmp_path / "d.html")], capture_output=True, text=True)
+    p = run_hypa("diff", tmp_path / "a.json", tmp_path / "b.json", "-o", tmp_path / "d.html")
     assert p.returncode == 0, p.stderr
     page = (tmp_path / "d.html").read_text()
     assert "<h1>hypa diff</h1>" in page and "+50.0%" in page
@@ -42,6 +41,5 @@ def test_pairs_sums_and_changes(tmp_path):
 
 def test_not_a_profile_is_a_one_line_error(tmp_path):
     (tmp_path / "x.json").write_text('{"a": 1}')
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "diff", str(tmp_path / "x.json"), str(tmp_path / "x.json")],
-                       capture_output=True, text=True)
+    p = run_hypa("diff", tmp_path / "x.json", tmp_path / "x.json")
     assert p.returncode != 0 and "not a profile" in p.stderr and "Traceback" not in p.stderr

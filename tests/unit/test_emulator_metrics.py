@@ -7,14 +7,9 @@ from hypa.ptxdialect import parse_ptx
 from hypa.runtime.emulator import EmulationError, Emulator
 from hypa.runtime.launch import Launch, LaunchError
 
-HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
+from helpers import emulate, kernel, store_at_tid
 
-IF_ELSE = HEAD + """
-.visible .entry div(.param .u64 div_out)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<4>;
+IF_ELSE = kernel("div(.param .u64 div_out)", """
     mov.u32 %r1, %tid.x;
     setp.lt.u32 %p1, %r1, 16;
     @%p1 bra $L_then;
@@ -23,20 +18,11 @@ IF_ELSE = HEAD + """
 $L_then:
     mul.lo.s32 %r2, %r1, 5;
 $L_join:
-    ld.param.u64 %rd1, [div_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r2;
-    ret;
-}
-"""
+""" + store_at_tid("div_out", "%r2"))
 
 
-def run(text, mode, block=64, grid=1, n_out=64, kernel=None, **kw):
-    out = np.zeros(n_out, np.uint32)
-    emu = Emulator(parse_ptx(text), mode=mode, **kw)
-    r = emu.run(Launch(kernel=kernel, grid=grid, block=block, args=["out"], buffers={"out": out}))
-    return r
+def run(text, mode, block=64, grid=1, n_out=64, **kw):
+    return emulate(text, ["out"], {"out": np.zeros(n_out, np.uint32)}, mode=mode, grid=grid, block=block, **kw)
 
 
 @pytest.mark.parametrize("mode", ["full", "slice"])
@@ -73,12 +59,7 @@ def test_negated_guard_gives_the_same_counts():
         assert (m["inst_executed"], m["thread_inst_executed"], m["divergent_branch"]) == (21, 624, 1)
 
 
-LOOP = HEAD + """
-.visible .entry loop(.param .u64 loop_out)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<4>;
+LOOP = kernel("loop(.param .u64 loop_out)", """
     mov.u32 %r1, %tid.x;
     and.b32 %r2, %r1, 3;
     mov.u32 %r3, 0;
@@ -86,13 +67,7 @@ $L_loop:
     add.s32 %r3, %r3, 1;
     setp.le.s32 %p1, %r3, %r2;
     @%p1 bra $L_loop;
-    ld.param.u64 %rd1, [loop_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r3;
-    ret;
-}
-"""
+""" + store_at_tid("loop_out", "%r3"))
 
 
 @pytest.mark.parametrize("mode", ["full", "slice"])
@@ -109,12 +84,7 @@ def test_loop_with_lane_dependent_trip_count(mode):
         assert np.array_equal(r.buffers["out"], np.arange(32) % 4 + 1)
 
 
-NESTED = HEAD + """
-.visible .entry nest(.param .u64 nest_out)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<4>;
+NESTED = kernel("nest(.param .u64 nest_out)", """
     mov.u32 %r1, %tid.x;
     mov.u32 %r2, 0;
     setp.ge.u32 %p1, %r1, 16;
@@ -131,13 +101,7 @@ $L_inner_join:
 $L_outer_else:
     mov.u32 %r2, 3;
 $L_join:
-    ld.param.u64 %rd1, [nest_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r2;
-    ret;
-}
-"""
+""" + store_at_tid("nest_out", "%r2"))
 
 
 @pytest.mark.parametrize("mode", ["full", "slice"])
@@ -157,12 +121,7 @@ def test_nested_divergence(mode):
         assert np.array_equal(r.buffers["out"], np.where(tid < 8, 11, np.where(tid < 16, 12, 3)))
 
 
-BRX_SAME_JOIN = HEAD + """
-.visible .entry sw(.param .u64 sw_out)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<4>;
+BRX_SAME_JOIN = kernel("sw(.param .u64 sw_out)", """
     mov.u32 %r1, %tid.x;
     and.b32 %r2, %r1, 7;
     mov.u32 %r3, 100;
@@ -179,13 +138,7 @@ $L_b:
 $L_c:
     mov.u32 %r3, 12;
 $L_join:
-    ld.param.u64 %rd1, [sw_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r3;
-    ret;
-}
-"""
+""" + store_at_tid("sw_out", "%r3"))
 
 
 @pytest.mark.parametrize("mode", ["full", "slice"])
@@ -207,9 +160,8 @@ def test_brx_inside_a_divergent_branch_reconverges_once(mode):
 
 def test_out_of_bounds_access_is_reported():
     out = np.zeros(10, np.uint32)  # the kernel writes 64 elements
-    emu = Emulator(parse_ptx(IF_ELSE), mode="full")
     with pytest.raises(EmulationError) as ei:
-        emu.run(Launch(grid=1, block=64, args=["out"], buffers={"out": out}))
+        emulate(IF_ELSE, ["out"], {"out": out}, block=64, mode="full")
     msg = str(ei.value)
     assert "out-of-bounds access at kernel div, CTA (0, 0, 0), thread (10, 0, 0)" in msg
     assert "st.global.u32 [%rd3], %r2;" in msg
@@ -218,22 +170,17 @@ def test_out_of_bounds_access_is_reported():
 
 
 def test_step_budget_stops_a_runaway_loop():
-    text = HEAD + """
-.visible .entry spin()
-{
+    text = kernel("spin()", """
 $L_top:
     bra.uni $L_top;
-}
-"""
-    emu = Emulator(parse_ptx(text), mode="full", step_budget=10_000)
+""")
     with pytest.raises(EmulationError, match=r"step budget of 10000 warp-instructions exhausted .* in block \$L_top"):
-        emu.run(Launch(grid=1, block=32, args=[]))
+        emulate(text, mode="full", step_budget=10_000)
 
 
 def test_argument_count_is_checked():
-    emu = Emulator(parse_ptx(IF_ELSE), mode="slice")
     with pytest.raises(LaunchError, match="takes 1 parameters"):
-        emu.run(Launch(grid=1, block=64, args=[]))
+        emulate(IF_ELSE, block=64, mode="slice")
 
 
 def test_forked_workers_give_the_same_counts_and_outputs():
@@ -251,13 +198,7 @@ def test_forked_workers_give_the_same_counts_and_outputs():
     assert np.array_equal(r3.buffers["out"], np.where(i < 16, i * 5, i * 3))
 
 
-PRED = HEAD + """
-.visible .entry pred(.param .u64 pred_out)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<3>;
-    .reg .f32 %f<3>;
-    .reg .b64 %rd<4>;
+PRED = kernel("pred(.param .u64 pred_out)", """
     ld.param.u64 %rd1, [pred_out];
     mov.u32 %r1, %tid.x;
     setp.lt.u32 %p1, %r1, 8;
@@ -267,8 +208,7 @@ PRED = HEAD + """
     add.s64 %rd3, %rd1, %rd2;
     st.global.f32 [%rd3], %f1;
     ret;
-}
-"""
+""")
 
 
 @pytest.mark.parametrize("mode,exact", [("full", False), ("slice", True)])
@@ -276,8 +216,7 @@ def test_guarded_instruction_counts_true_lanes_exactly(mode, exact):
     # 32 threads, 9 instructions; the guarded add runs on 8 lanes only:
     # 8 * 32 + 8 lanes with a true guard, 8 single-precision FLOPs
     out = np.zeros(32, np.float32)
-    r = Emulator(parse_ptx(PRED), mode=mode, exact_predicates=exact).run(
-        Launch(grid=1, block=32, args=["out"], buffers={"out": out}))
+    r = emulate(PRED, ["out"], {"out": out}, mode=mode, exact_predicates=exact)
     m = r.metrics
     assert m["thread_inst_executed"] == 9 * 32
     assert m["not_predicated_off_thread_inst_executed"] == 8 * 32 + 8
@@ -289,20 +228,13 @@ def test_guarded_instruction_counts_true_lanes_exactly(mode, exact):
 
 def test_without_exact_predicates_guarded_lanes_are_estimated():
     out = np.zeros(32, np.float32)
-    r = Emulator(parse_ptx(PRED), mode="slice").run(Launch(grid=1, block=32, args=["out"], buffers={"out": out}))
+    r = emulate(PRED, ["out"], {"out": out}, mode="slice")
     assert r.metrics.predicates_estimated
     assert r.metrics["not_predicated_off_thread_inst_executed"] == 9 * 32  # every active lane assumed true
     assert any("estimated" in n for n in r.notes)
 
 
-ADDRESS_INIT = HEAD + """
-.visible .global .align 4 .u32 x = 7;
-.const .align 4 .u32 c[2] = {11, 13};
-.visible .global .align 8 .u64 ptrs[2] = {generic(x), generic(c)+4};
-.visible .entry k(.param .u64 k_out)
-{
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<6>;
+ADDRESS_INIT = kernel("k(.param .u64 k_out)", """
     ld.global.u64 %rd1, [ptrs];
     ld.u32 %r1, [%rd1];
     ld.global.u64 %rd2, [ptrs+8];
@@ -310,8 +242,10 @@ ADDRESS_INIT = HEAD + """
     ld.param.u64 %rd3, [k_out];
     st.global.v2.u32 [%rd3], {%r1, %r2};
     ret;
-}
-"""
+""", before=""".visible .global .align 4 .u32 x = 7;
+.const .align 4 .u32 c[2] = {11, 13};
+.visible .global .align 8 .u64 ptrs[2] = {generic(x), generic(c)+4};
+""")
 
 
 def test_initializers_hold_the_addresses_of_variables():
@@ -321,12 +255,7 @@ def test_initializers_hold_the_addresses_of_variables():
     assert list(r.buffers["out"]) == [7, 13]
 
 
-STRIDED = HEAD + """
-.visible .entry strided(.param .u64 strided_in, .param .u64 strided_out, .param .u32 strided_stride)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<8>;
+STRIDED = kernel("strided(.param .u64 strided_in, .param .u64 strided_out, .param .u32 strided_stride)", """
     ld.param.u64 %rd1, [strided_in];
     ld.param.u32 %r1, [strided_stride];
     mov.u32 %r2, %tid.x;
@@ -344,8 +273,7 @@ $L_store:
     add.s64 %rd6, %rd4, %rd5;
     st.global.u32 [%rd6], %r5;
     ret;
-}
-"""
+""")
 
 
 @pytest.mark.parametrize("mode", ["full", "slice"])
@@ -356,8 +284,7 @@ def test_scalar_parameter_in_an_address_needs_no_buffer(mode):
     # bb0: 10 instructions, bb1 (mov): 1 on 24 lanes, $L_store: 5.
     src = np.arange(64, dtype=np.uint32)
     out = np.zeros(32, np.uint32)
-    r = Emulator(parse_ptx(STRIDED), mode=mode, exact_predicates=True).run(
-        Launch(grid=1, block=32, args=["in", "out", 2], buffers={"in": src, "out": out}))
+    r = emulate(STRIDED, ["in", "out", 2], {"in": src, "out": out}, mode=mode, exact_predicates=True)
     m = r.metrics.values
     assert m["inst_executed"] == 10 + 1 + 5
     assert m["thread_inst_executed"] == 10 * 32 + 24 + 5 * 32

@@ -12,7 +12,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import subprocess
 import tempfile
 
 import pytest
@@ -37,7 +36,7 @@ from hypa.ptxdialect.dialect import (
 from hypa.ptxdialect.parser import _fast_str, _link_ops, _set_successors
 from hypa.ptxdialect.printer import module_to_ptx
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import HEADER, ROOT, kernel, ptxas
 
 
 def _uses(block: Block) -> list[tuple[int, int]]:
@@ -203,7 +202,7 @@ def test_comment_text_is_never_read_as_a_statement():
     # a statement the fast path does not take ('{', '.reg') after a comment
     # holding "word:" or "x;" must not make the fast path read the comment
     src = (
-        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n"
+        HEADER + ".visible .entry k()\n{\n"
         "\t// note: a comment with a colon\n\t{\n\t// mov.u32 %r1, 1;\n\t.reg .b32 %t;\n"
         "\t// L2:\n\t}\n\t/* $L3: */\n\tret;\n}\n"
     )
@@ -266,16 +265,7 @@ def test_region_built_by_parser_is_an_ordinary_region():
     assert r.parent is None
 
 
-INLINE_ASM_STYLE = """
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 k_p)
-{
-	.reg .pred %p<2>;
-	.reg .b16 %rs<3>;
-	.reg .b32 %r<4>;
-	.reg .b64 %rd<2>;
+INLINE_ASM_STYLE = kernel("k(.param .u64 k_p)", """
 	ld.param.u64 %rd1, [k_p];
 	setp.ne.s32 %p1, %r1, 0;
 	// begin inline asm
@@ -289,8 +279,7 @@ INLINE_ASM_STYLE = """
 	vote.ballot.sync.b32 %r3, %p1, 0xffffffff;
 	vote.sync.ballot.b32 %r3, %p1, -1;
 	ret;
-}
-"""
+""")
 
 
 def test_real_world_spellings_from_inline_assembly():
@@ -318,5 +307,5 @@ def test_real_world_spellings_from_inline_assembly():
             p = os.path.join(d, "asm.ptx")
             with open(p, "w") as fh:
                 fh.write(text)
-            r = subprocess.run(["ptxas", "-arch=sm_80", p, "-o", os.devnull], capture_output=True, text=True)
+            r = ptxas(p, "sm_80")
             assert r.returncode == 0, r.stderr

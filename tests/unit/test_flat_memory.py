@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,15 +15,11 @@ from hypa.runtime.emulator import EmulationError, Emulator
 from hypa.runtime.flat_memory import FlatMemory, HostBinding
 from hypa.runtime.launch import Launch, launches_from_dict
 
-HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
+from helpers import build_cuda_program, kernel, run_hypa
+
 
 # out[i] = *table[i] + k: the pointers come from memory, as in a real program's pointer arrays
-GATHER = HEAD + """
-.visible .const .align 4 .u32 k = 5;
-.visible .entry gather(.param .u64 table, .param .u64 out)
-{
-    .reg .b32 %r<5>;
-    .reg .b64 %rd<9>;
+GATHER = kernel("gather(.param .u64 table, .param .u64 out)", """
     ld.param.u64 %rd1, [table];
     ld.param.u64 %rd2, [out];
     mov.u32 %r1, %tid.x;
@@ -40,8 +33,8 @@ GATHER = HEAD + """
     add.s64 %rd7, %rd2, %rd6;
     st.global.u32 [%rd7], %r4;
     ret;
-}
-"""
+""", before=""".visible .const .align 4 .u32 k = 5;
+""", target="sm_90")
 
 
 def _binding(mem: FlatMemory, store: dict) -> HostBinding:
@@ -101,20 +94,15 @@ def test_launch_spec_variables_and_byte_arguments():
     }
     (launch,) = launches_from_dict(spec)
     assert launch.variables == {"k": "kk"}
-    ptx = HEAD + """
-.visible .const .align 4 .u32 k = 5;
-.visible .entry s(.param .align 4 .b8 p[12], .param .u64 out)
-{
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<3>;
+    ptx = kernel("s(.param .align 4 .b8 p[12], .param .u64 out)", """
     ld.param.u32 %r1, [p+8];
     ld.const.u32 %r2, [k];
     add.s32 %r3, %r1, %r2;
     ld.param.u64 %rd1, [out];
     st.global.u32 [%rd1], %r3;
     ret;
-}
-"""
+""", before=""".visible .const .align 4 .u32 k = 5;
+""", target="sm_90")
     (l2,) = launches_from_dict({
         "launch": [{"kernel": "s", "grid": 1, "block": 1, "args": [{"bytes": "000000000000000009000000"}, "o"],
                     "variables": {"k": "kk"}}],
@@ -158,24 +146,14 @@ int main() {
 
 @pytest.fixture(scope="module")
 def captured_program(tmp_path_factory):
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not installed")
     d = tmp_path_factory.mktemp("capture")
-    src = d / "p.cu"
-    src.write_text(CAPTURED)
-    p = subprocess.run(["nvcc", "-cudart", "shared", "-arch=sm_90", "-o", str(d / "p"), str(src)], capture_output=True, text=True)
-    if p.returncode != 0:
-        pytest.skip(f"nvcc failed: {p.stderr[-500:]}")
+    build_cuda_program(d, "p", CAPTURED)
     return d
-
-
-def _hypa(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", *args], capture_output=True, text=True, **kw)
 
 
 def test_capture_replays_every_launch_with_the_same_counts(captured_program):
     d = captured_program
-    run = _hypa("run", "--capture", str(d / "cap"), "-o", str(d / "run.json"), "--", str(d / "p"))
+    run = run_hypa("run", "--capture", d / "cap", "-o", d / "run.json", "--", d / "p")
     if run.returncode != 0 and "C compiler" in run.stderr:
         pytest.skip(run.stderr)
     assert run.returncode == 0, run.stderr
@@ -184,7 +162,7 @@ def test_capture_replays_every_launch_with_the_same_counts(captured_program):
     # x > 2.83, residues 6..12: 6 * 77 + 76 = 538
     assert run.stdout == "hits 769 big 538\n"
     ran = json.load(open(d / "run.json"))
-    replay = _hypa("profile", str(d / "cap"), "--format", "json")
+    replay = run_hypa("profile", d / "cap", "--format", "json")
     assert replay.returncode == 0, replay.stderr
     again = json.load(__import__("io").StringIO(replay.stdout))
     assert [r["kernel"] for r in again] == [r["kernel"] for r in ran] == ["_Z5apply6AffinePKfPf", "_Z9count_bigPKfiPi"]
@@ -198,17 +176,8 @@ def test_capture_replays_every_launch_with_the_same_counts(captured_program):
     assert os.path.exists(d / "cap" / "module_0.ptx")
 
 
-PRINTF = HEAD + """
-.global .align 1 .b8 $str[12] = {118, 61, 37, 100, 32, 37, 46, 50, 102, 32, 10, 0};
-.global .align 1 .b8 $str2[3] = {104, 105, 0};
-.extern .func (.param .b32 func_retval0) vprintf (.param .b64 vprintf_param_0, .param .b64 vprintf_param_1);
-.visible .entry p()
-{
+PRINTF = kernel("p()", """
     .local .align 8 .b8 __local_depot0[16];
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<8>;
-    .reg .f64 %fd<2>;
-    .reg .pred %p<2>;
     mov.u64 %rd1, __local_depot0;
     cvta.local.u64 %rd2, %rd1;
     mov.u32 %r1, %tid.x;
@@ -226,8 +195,10 @@ PRINTF = HEAD + """
       ld.param.b32 %r2, [retval0]; }
 $L_done:
     ret;
-}
-"""
+""", before=""".global .align 1 .b8 $str[12] = {118, 61, 37, 100, 32, 37, 46, 50, 102, 32, 10, 0};
+.global .align 1 .b8 $str2[3] = {104, 105, 0};
+.extern .func (.param .b32 func_retval0) vprintf (.param .b64 vprintf_param_0, .param .b64 vprintf_param_1);
+""", target="sm_90")
 
 
 def test_device_printf_reaches_the_host_callback_in_lane_order():
@@ -283,19 +254,14 @@ def test_as_on_a_gpu_small_overruns_do_not_fault_but_are_reported():
 
 
 def test_metrics_are_a_mapping_and_inputs_are_copied_unless_in_place():
-    ptx = HEAD + """
-.visible .entry inc(.param .u64 p)
-{
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<4>;
+    ptx = kernel("inc(.param .u64 p)", """
     ld.param.u64 %rd1, [p];
     mov.u32 %r1, %tid.x;
     mul.wide.u32 %rd2, %r1, 4;
     add.s64 %rd3, %rd1, %rd2;
     st.global.u32 [%rd3], %r1;
     ret;
-}
-"""
+""", target="sm_90")
     emu = Emulator(parse_ptx(ptx), mode="full")
     a = np.zeros(32, np.uint32)
     r = emu.run(Launch(kernel="inc", grid=1, block=32, args=["a"], buffers={"a": a}))

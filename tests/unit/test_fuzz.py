@@ -3,29 +3,20 @@ regression tests: malformed inputs are messages, never exceptions of another kin
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from hypa.runtime.launch import LaunchError, launch_from_cli, launches_from_dict
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _fuzz():
-    spec = importlib.util.spec_from_file_location("hypa_fuzz", os.path.join(ROOT, "benchmarks", "fuzz.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from helpers import ROOT, kernel, load_script, run_hypa, run_hypa_opt
 
 
 def test_a_deterministic_campaign_has_no_crash():
-    counts = _fuzz().campaign(["emulate-string", "launch-spec", "ptx", "report-json"], cases=400, seconds=None,
-                              seed=20261126, quiet=True)
+    fuzz = load_script("benchmarks/fuzz.py")
+    counts = fuzz.campaign(["emulate-string", "launch-spec", "ptx", "report-json"], cases=400, seconds=None,
+                           seed=20261126, quiet=True)
     assert all(c["crash"] == 0 for c in counts.values()), counts
     assert all(c["accepted"] > 0 and c["rejected"] > 0 for c in counts.values()), counts  # both sides exercised
 
@@ -69,8 +60,7 @@ def test_bad_random_initialisers_are_messages():
 def test_damaged_report_json_is_a_message_and_bugs_are_reported_as_such(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"kernel": "k", "grid": [1, 1, 1], "block": [1, 1, 1], "blocks": []}]))
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "report", str(bad), "-o", str(tmp_path / "r.html")],
-                       capture_output=True, text=True)
+    p = run_hypa("report", bad, "-o", tmp_path / "r.html")
     assert p.returncode == 1 and "has no valid 'static_instructions'" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -100,7 +90,6 @@ def test_architecture_files_are_validated(tmp_path, line, message):
 
 def test_barrier_ids_beyond_15_are_refused_not_aliased(tmp_path):
     f = tmp_path / "bar.ptx"
-    f.write_text(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n    bar.sync 20;\n    ret;\n}\n")
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_opt", str(f), "--emulate=grid=1 block=32"],
-                       capture_output=True, text=True)
+    f.write_text(kernel("k()", "    bar.sync 20;\n    ret;\n", regs="", target="sm_90"))
+    p = run_hypa_opt(f, "--emulate=grid=1 block=32")
     assert p.returncode == 1 and "barrier 20 is out of range (a CTA has barriers 0 to 15)" in p.stderr

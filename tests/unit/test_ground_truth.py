@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import ROOT, SLOW_OK
+
 sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
 
 import compare  # noqa: E402
@@ -37,7 +38,6 @@ import probes  # noqa: E402
 
 GT = ROOT / "tests" / "ground_truth"
 COUNTS, PROBES = compare.find_recordings(GT)
-SLOW_OK = os.environ.get("HYPA_SLOW_TESTS") == "1"
 NO_RECORDINGS = (
     "no GPU recordings under tests/ground_truth: run benchmarks/gpu/harness.py on a GPU machine "
     "(see benchmarks/gpu/README.md) and copy counts.json/outputs.npz/probes.json/probes.npz there"

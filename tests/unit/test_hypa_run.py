@@ -17,14 +17,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 
 import pytest
 
-PROGRAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "cuda_programs")
+from helpers import ROOT, nvcc, run_hypa
+
+PROGRAMS_DIR = os.path.join(ROOT, "tests", "cuda_programs")
 PROGRAMS = sorted(f[:-3] for f in os.listdir(PROGRAMS_DIR) if f.endswith(".cu"))
-HYPA = [sys.executable, "-m", "hypa.tools.hypa_cli"]
 TIMEOUT = 300
 STATIC = "static_runtime"  # multi_kernel.cu built with nvcc's default, the static runtime
 
@@ -52,8 +52,7 @@ def _nvcc_version() -> str:
 
 
 def _build(src: str, exe: str, shared: bool = True) -> tuple[str, subprocess.CompletedProcess]:
-    cmd = ["nvcc", *(["-cudart", "shared"] if shared else []), "-arch=sm_90", "-o", exe, src]
-    return exe, subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=TIMEOUT)
+    return exe, nvcc(src, exe, shared=shared, timeout=TIMEOUT)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +60,7 @@ def built(tmp_path_factory) -> dict[str, str]:
     """Every program, built once (in parallel); name -> executable."""
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    probe = subprocess.run([*HYPA, "run", "--build-only"], check=False, capture_output=True, text=True, timeout=TIMEOUT)
+    probe = run_hypa("run", "--build-only", timeout=TIMEOUT)
     if probe.returncode != 0:
         pytest.skip(f"hypa cannot build its CUDA runtime library here: {probe.stderr.strip()}")
     out = tmp_path_factory.mktemp("cuda_programs")
@@ -80,10 +79,9 @@ def built(tmp_path_factory) -> dict[str, str]:
 
 def hypa_run(exe: str, *options: str, report: str | None = None) -> Run:
     """``hypa run [options] --format json -o REPORT -- EXE`` (no -o when report is None)."""
-    cmd = [*HYPA, "run", *options]
     if report is not None:
-        cmd += ["--format", "json", "-o", report]
-    p = subprocess.run([*cmd, "--", exe], check=False, capture_output=True, text=True, timeout=TIMEOUT)
+        options += ("--format", "json", "-o", report)
+    p = run_hypa("run", *options, "--", exe, timeout=TIMEOUT)
     records = None
     if report is not None and os.path.exists(report):
         with open(report) as f:

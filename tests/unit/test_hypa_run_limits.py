@@ -4,11 +4,10 @@ call says the kernel did not run), host callbacks on streams run in order."""
 
 from __future__ import annotations
 
-import shutil
+import os
 import subprocess
-import sys
 
-import pytest
+from helpers import build_cuda_program, run_hypa
 
 GRID_SYNC = r"""
 #include <cstdio>
@@ -49,15 +48,7 @@ int main() {
 
 
 def _build_and_run(tmp_path, name: str, src: str) -> subprocess.CompletedProcess:
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not installed")
-    (tmp_path / f"{name}.cu").write_text(src)
-    b = subprocess.run(["nvcc", "-cudart", "shared", "-arch=sm_90", "-o", str(tmp_path / name), str(tmp_path / f"{name}.cu")],
-                       capture_output=True, text=True)
-    if b.returncode != 0:
-        pytest.skip(f"nvcc failed: {b.stderr[-300:]}")
-    return subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "run", "--", str(tmp_path / name)],
-                          capture_output=True, text=True)
+    return run_hypa("run", "--", build_cuda_program(tmp_path, name, src))
 
 
 def test_grid_sync_is_a_clear_error_and_the_sync_reports_it(tmp_path):
@@ -83,8 +74,6 @@ def test_device_printf_is_flushed_where_cuda_flushes_it(tmp_path):
     """Recorded on an H200 (stdout to a pipe): device output appears at the synchronisation,
     after the host's line printed between launch and sync; the last launch is never
     synchronised, so its line is dropped (hypa says so on stderr)."""
-    import os
-
     p = _build_and_run(tmp_path, "printf_order", PRINTF_ORDER)
     assert p.returncode == 0, p.stderr
     gpu = os.path.join(os.path.dirname(__file__), "..", "ground_truth", "hypa_run", "printf_order_h200.txt")

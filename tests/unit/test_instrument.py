@@ -17,8 +17,6 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -28,13 +26,14 @@ from hypa.ptxdialect import parse_ptx
 from hypa.runtime.emulator import Emulator
 from hypa.runtime.launch import Launch, launches_from_toml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LAUNCH_FILES = sorted(glob.glob(os.path.join(ROOT, "tests", "kernels", "launches", "*.toml"))) + [
+from helpers import (KERNEL_PTX, LAUNCHES, REGISTERS, ROOT, SLOW_OK, kernel, ptxas, ptxas_candidates, requires,
+                     store_at_tid)
+
+LAUNCH_FILES = sorted(glob.glob(os.path.join(LAUNCHES, "*.toml"))) + [
     os.path.join(ROOT, "benchmarks", "gpu", "launches", "extra.toml")
 ]
 #: kernels whose two emulator compiles (original + instrumented) take over ~15 s on a cold cache
 SLOW = {"conv2d", "double_math", "softmax", "switch_dense", "layernorm", "gemm_tiled", "spmv_csr"}
-SLOW_OK = os.environ.get("HYPA_SLOW_TESTS") == "1"
 
 
 def _cases():
@@ -54,11 +53,12 @@ def _cases():
     return out
 
 
-def run_pair(text: str, launch: Launch):
-    """Run the original in full mode, then the instrumented module; return
-    (reference result, decoded counters, counter map, instrumented result)."""
+def run_pair(text: str, launch: Launch, reference=None):
+    """Run the original in full mode (``reference(launch)`` where given), then the
+    instrumented module; return (reference result, decoded counters, counter map,
+    instrumented result)."""
     try:
-        ref = Emulator(parse_ptx(text), "full", exact_predicates=True).run(launch)
+        ref = (reference or Emulator(parse_ptx(text), "full", exact_predicates=True).run)(launch)
     except Exception as e:  # the emulator's gap, not the instrumentation's
         pytest.skip(f"the emulator cannot run the original kernel: {type(e).__name__}: {str(e)[:200]}")
     itext, cmap = instrument_ptx(text)
@@ -101,11 +101,11 @@ def assert_counts_match(ref, dec) -> None:
 
 
 @pytest.mark.parametrize("path,index", _cases())
-def test_instrumented_kernel_counts_like_the_emulator(path, index):
+def test_instrumented_kernel_counts_like_the_emulator(path, index, kernel_runs):
     launch = launches_from_toml(path)[index]
     with open(launch.file) as f:
         text = f.read()
-    ref, dec, cmap, got = run_pair(text, launch)
+    ref, dec, cmap, got = run_pair(text, launch, lambda L: kernel_runs.run(L, "full"))
     assert_counts_match(ref, dec)
     # the instrumentation does not change what the kernel computes
     for name, arr in ref.buffers.items():
@@ -117,15 +117,7 @@ def test_instrumented_kernel_counts_like_the_emulator(path, index):
 # Hand-made cases: negated guards, a branch to its own fall-through, guarded brx.idx
 # ---------------------------------------------------------------------------
 
-HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
-
-EDGE = HEAD + """
-.visible .entry edge(.param .u64 edge_out)
-{
-    .reg .pred %p<4>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<4>;
-    .reg .f32 %f<4>;
+EDGE = kernel("edge(.param .u64 edge_out)", """
     mov.u32 %r1, %tid.x;
     and.b32 %r2, %r1, 3;
     setp.lt.u32 %p1, %r1, 40;
@@ -151,13 +143,7 @@ $L_c:
 $L_join:
     setp.gt.u32 %p3, %r1, 100;
     @%p3 brx.idx %r2, $L_tab;
-    ld.param.u64 %rd1, [edge_out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r3;
-    ret;
-}
-"""
+""" + store_at_tid("edge_out", "%r3"))
 
 
 @pytest.mark.parametrize("block", [32, 64, 96])
@@ -195,7 +181,7 @@ def test_counter_map_slots_are_distinct_and_dense():
 
 
 def test_registers_avoid_the_kernels_names_and_old_versions_are_raised():
-    text = EDGE.replace(".version 8.0", ".version 6.0").replace(".reg .b64 %rd<4>;", ".reg .b64 %rd<4>;\n    .reg .b32 %hypa_x;")
+    text = EDGE.replace(".version 8.0", ".version 6.0").replace(REGISTERS, REGISTERS + "    .reg .b32 %hypa_x;\n")
     module = parse_ptx(text)
     cmap = instrument_module(module)
     from hypa.ptxdialect.printer import module_to_ptx
@@ -221,16 +207,12 @@ def test_refuses_a_module_instrumented_twice_and_ssa_form():
 
 
 def test_unreachable_blocks_get_no_counters():
-    text = HEAD + """
-.visible .entry u(.param .u64 u_out)
-{
-    .reg .b32 %r<3>;
+    text = kernel("u(.param .u64 u_out)", """
     ret;
 $L_dead:
     mov.u32 %r1, 1;
     ret;
-}
-"""
+""")
     cmap = instrument_module(parse_ptx(text))
     assert [b["name"] for b in cmap.blocks] == ["bb0"]
 
@@ -239,43 +221,22 @@ $L_dead:
 # ptxas accepts the output for the file's target
 # ---------------------------------------------------------------------------
 
-PTX_FILES = sorted(glob.glob(os.path.join(ROOT, "tests", "kernels", "ptx", "**", "*.ptx"), recursive=True))
+PTX_FILES = sorted(glob.glob(os.path.join(KERNEL_PTX, "**", "*.ptx"), recursive=True))
 
 
-def _older_ptxas() -> str | None:
-    """CUDA 12's ptxas from the nvidia-cuda-nvcc-cu12 wheel, if installed: it still
-    knows sm_52 and sm_70, which CUDA 13 dropped (tests/kernels/README.md)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
-    except (ImportError, ValueError):
-        return None
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        exe = os.path.join(loc, "bin", "ptxas")
-        if os.access(exe, os.X_OK):
-            return exe
-    return None
-
-
-def _ptxas(path: str, arch: str, exe: str = "ptxas") -> subprocess.CompletedProcess:
-    return subprocess.run([exe, f"-arch={arch}", "-c", path, "-o", os.devnull], capture_output=True, text=True)
-
-
-@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")
-@pytest.mark.parametrize("path", PTX_FILES, ids=lambda p: os.path.relpath(p, os.path.join(ROOT, "tests", "kernels", "ptx")))
+@requires("ptxas")
+@pytest.mark.parametrize("path", PTX_FILES, ids=lambda p: os.path.relpath(p, KERNEL_PTX))
 def test_instrumented_ptx_assembles(path, tmp_path):
     with open(path) as f:
         text = f.read()
     arch = re.search(r"^\s*\.target\s+(\w+)", text, re.M).group(1)  # type: ignore[union-attr]
-    exe = "ptxas"
-    if _ptxas(path, arch).returncode != 0:
-        exe = _older_ptxas() or ""
-        if not exe or _ptxas(path, arch, exe).returncode != 0:
-            pytest.skip(f"no ptxas here assembles the original for {arch}")
+    # the ptxas on PATH, else an older one that still knows the file's target (CUDA 12's: sm_52, sm_70)
+    exe = next((x for x in ptxas_candidates() if ptxas(path, arch, x, "-c").returncode == 0), None)
+    if exe is None:
+        pytest.skip(f"no ptxas here assembles the original for {arch}")
     out, cmap = instrument_ptx(text)
     dst = tmp_path / "instrumented.ptx"
     dst.write_text(out)
-    r = _ptxas(str(dst), arch, exe)
+    r = ptxas(dst, arch, exe, "-c")
     assert r.returncode == 0, r.stderr
     assert cmap.slots >= 2

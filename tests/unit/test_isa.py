@@ -12,7 +12,9 @@ from xdsl.traits import IsTerminator
 from hypa.ptxdialect import InstructionOp, PTXSyntaxError, isa, parse_ptx
 from hypa.ptxdialect.dialect import CC_REG, INSTRUCTION_OPS, split_mods
 
-COVERAGE_DIR = os.path.join(os.path.dirname(__file__), "..", "filecheck", "Dialect", "ptx")
+from helpers import ROOT, kernel, ptx_header
+
+COVERAGE_DIR = os.path.join(ROOT, "tests", "filecheck", "Dialect", "ptx")
 
 
 def resolve(token: str) -> tuple[str, tuple[str, ...]]:
@@ -145,7 +147,7 @@ def test_pattern_families():
 
 
 def test_parser_reports_unknown_modifier_and_arity():
-    src = ".version 9.0\n.target sm_90\n.address_size 64\n.entry k()\n{{\n .reg .b32 %r<4>;\n {}\n ret;\n}}\n"
+    src = ptx_header("sm_90", "9.0") + ".entry k()\n{{\n .reg .b32 %r<4>;\n {}\n ret;\n}}\n"
     with pytest.raises(PTXSyntaxError, match=r"unknown modifier '\.xorsign' for 'add'"):
         parse_ptx(src.format("add.xorsign.s32 %r1, %r2, %r3;"))
     with pytest.raises(PTXSyntaxError, match="unknown opcode 'vfoo'"):
@@ -160,25 +162,15 @@ def test_parser_reports_unknown_modifier_and_arity():
 # Operand roles
 # ---------------------------------------------------------------------------
 
-_KERNEL = """
-.version 9.0
-.target sm_90a
-.address_size 64
+_KERNEL = kernel("k()", """
+    BODY
+    ret;
+""", before="""
 .func (.reg .b32 fr) helper(.reg .b32 fa)
 {
     mov.b32 fr, fa;
     ret;
-}
-.entry k()
-{
-    .reg .pred %p<4>;
-    .reg .b32 %r<8>;
-    .reg .f32 %f<8>;
-    .reg .b64 %rd<4>;
-    BODY
-    ret;
-}
-"""
+}""", target="sm_90a", version="9.0", visible=False)
 
 
 def roles(stmt: str):
@@ -462,13 +454,7 @@ def test_slicer_and_timing_model_read_the_table():
     from hypa.ptxdialect.dialect import InstructionOp
     from hypa.runtime.timing import classify
 
-    text = """.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 k_p)
-{
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<2>;
+    text = kernel("k(.param .u64 k_p)", """
     ld.param.u64 %rd1, [k_p];
     ld.global.u32 %r1, [%rd1];
     st.global.u32 [%rd1], %r1;
@@ -476,8 +462,7 @@ def test_slicer_and_timing_model_read_the_table():
     red.global.add.u32 [%rd1], 1;
     bar.sync 0;
     ret;
-}
-"""
+""")
     ops = [op for op in parse_ptx(text).walk() if isinstance(op, InstructionOp)]
     got = [(op.opcode, memory_effect(op), classify(op)) for op in ops]
     assert got == [

@@ -26,13 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from hypa.ptxdialect import parse_ptx_file
-from hypa.runtime.emulator import Emulator
 from hypa.runtime.launch import Launch, launches_from_toml
 from hypa.runtime.metrics import METRIC_NAMES
 
-KERNELS = os.path.join(os.path.dirname(__file__), "..", "kernels")
-LAUNCHES = os.path.join(KERNELS, "launches")
+from helpers import KERNELS, LAUNCHES, KernelRuns
+
 OTHER_ARCHS = ("sm_90", "sm_70", "sm_52")
 
 
@@ -54,37 +52,15 @@ LAUNCH_LIST = _all_launches()
 LAUNCH_IDS = [f"{n}-{i}-{launch.kernel}" for n, i, launch in LAUNCH_LIST]
 
 
-@functools.lru_cache(maxsize=None)
-def module(path: str):
-    return parse_ptx_file(path)
-
-
-@functools.lru_cache(maxsize=None)
-def emulator(path: str, mode: str) -> Emulator:
-    return Emulator(module(path), mode=mode, exact_predicates=True)
-
-
 def kernel_names(path: str) -> set[str]:
     from hypa.ptxdialect.dialect import FuncOp
     from hypa.runtime.demangle import demangle
 
     names = set()
-    for op in module(path).ops:
+    for op in KernelRuns.module(path).ops:
         if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration:
             names.add(demangle(op.func_name).split("(")[0])
     return names
-
-
-_runs: dict[tuple[str, int, str, str], object] = {}
-
-
-def run(name: str, index: int, launch: Launch, mode: str, path: str | None = None):
-    """One launch (memoized: the slice test reuses the full-mode result)."""
-    path = os.path.normpath(path or launch.file)
-    key = (name, index, mode, path)
-    if key not in _runs:
-        _runs[key] = emulator(path, mode).run(launch)
-    return _runs[key]
 
 
 # ---------------------------------------------------------------------------
@@ -173,15 +149,20 @@ def ref_saxpy(a, launch):
     return {3: within_ulps(y, 1)}
 
 
+def _cta_spans(n: int, launch):
+    """Each CTA of a 1-D launch: the span of the first ``n`` elements its threads own."""
+    bs = launch.block[0]
+    for c in range(launch.grid[0]):
+        yield c * bs, min(n, (c + 1) * bs)
+
+
 @reference("reduce_shared")
 def ref_reduce_shared(a, launch):
     inp, sums, n = a
     bs = launch.block[0]
     sums = sums.copy()
-    for c in range(launch.grid[0]):
+    for c, (lo, hi) in enumerate(_cta_spans(n, launch)):
         buf = np.zeros(bs, np.float32)
-        lo = c * bs
-        hi = min(n, lo + bs)
         if hi > lo:
             buf[: hi - lo] = inp[lo:hi]
         s = bs // 2
@@ -202,12 +183,19 @@ def _warp_tree_down(v: np.ndarray) -> np.float32:
     return v[0]
 
 
+def _per_thread(values: np.ndarray, n: int, launch, dtype=np.int64, fill=0) -> np.ndarray:
+    """``values[:n]`` spread over the launch's threads, one each (``fill`` past ``n``)."""
+    v = np.full(launch.threads, fill, dtype)
+    m = min(n, launch.threads)
+    v[:m] = values[:m]
+    return v
+
+
 @reference("reduce_warp")
 def ref_reduce_warp(a, launch):
     inp, out, n = a
     threads = launch.threads
-    vals = np.zeros(threads, np.float32)
-    vals[: min(n, threads)] = inp[: min(n, threads)]
+    vals = _per_thread(inp, n, launch, np.float32)
     warps = [_warp_tree_down(vals[w : w + 32]) for w in range(0, threads, 32)]
     # one atomicAdd per warp: the order of the float atomics is the scheduler's
     total = np.float32(out[0]) + np.sum(np.array(warps, np.float64))
@@ -218,9 +206,7 @@ def ref_reduce_warp(a, launch):
 def ref_allreduce(a, launch):
     inp, out, n = a
     out = out.copy()
-    threads = launch.threads
-    vals = np.zeros(threads, np.int64)
-    vals[:n] = inp[:n]
+    vals = _per_thread(inp, n, launch)
     tot = vals.reshape(-1, 32).sum(axis=1).repeat(32)
     out[:n] = tot[:n].astype(np.int32)
     return {1: Expect(out)}
@@ -407,9 +393,7 @@ def _dot_bound(C: np.ndarray, Am: np.ndarray, Bm: np.ndarray) -> Expect:
 def ref_scan(a, launch):
     inp, out, n = a
     out = out.copy()
-    bs = launch.block[0]
-    for c in range(launch.grid[0]):
-        lo, hi = c * bs, min(n, (c + 1) * bs)
+    for lo, hi in _cta_spans(n, launch):
         if hi > lo:
             out[lo:hi] = np.cumsum(inp[lo:hi].astype(np.int64)).astype(np.int32)
     return {1: Expect(out)}
@@ -523,8 +507,7 @@ def ref_warp_vote(a, launch):
     inp, out, n = a
     out = out.copy()
     t = launch.threads
-    v = np.zeros(t, np.int64)
-    v[:n] = inp[:n]
+    v = _per_thread(inp, n, launch)
     for w in range(0, t, 32):
         ww = v[w : w + 32]
         ballot = int((ww > 0).sum())
@@ -543,8 +526,7 @@ def ref_warp_match(a, launch):
     keys, group, n = a
     group = group.copy()
     t = launch.threads
-    k = np.full(t, -1, np.int64)
-    k[:n] = keys[:n]
+    k = _per_thread(keys, n, launch, fill=-1)
     for w in range(0, t, 32):
         kk = k[w : w + 32]
         for lane in range(32):
@@ -667,9 +649,7 @@ def ref_int_bits(a, launch):
 def ref_reverse(a, launch):
     inp, out, n = a
     out = out.copy()
-    bs = launch.block[0]
-    for c in range(launch.grid[0]):
-        lo, hi = c * bs, min(n, (c + 1) * bs)
+    for lo, hi in _cta_spans(n, launch):
         out[lo:hi] = inp[lo:hi][::-1]
     return {1: Expect(out)}
 
@@ -723,8 +703,8 @@ def check_outputs(result, launch: Launch, where: str) -> None:
 
 
 @pytest.mark.parametrize("name,index,launch", LAUNCH_LIST, ids=LAUNCH_IDS)
-def test_full_mode_outputs(name, index, launch):
-    r = run(name, index, launch, "full")
+def test_full_mode_outputs(name, index, launch, kernel_runs):
+    r = kernel_runs.run(launch, "full")
     check_outputs(r, launch, f"{name}.toml launch {index + 1} ({launch.kernel})")
     assert r.metrics.values["executed_fraction"] == 1.0
     assert not r.metrics.predicates_estimated
@@ -733,9 +713,9 @@ def test_full_mode_outputs(name, index, launch):
 
 
 @pytest.mark.parametrize("name,index,launch", LAUNCH_LIST, ids=LAUNCH_IDS)
-def test_slice_metrics_equal_full(name, index, launch):
-    full = run(name, index, launch, "full")
-    sl = run(name, index, launch, "slice")
+def test_slice_metrics_equal_full(name, index, launch, kernel_runs):
+    full = kernel_runs.run(launch, "full")  # the full-mode test's result
+    sl = kernel_runs.run(launch, "slice")
     assert not sl.metrics.predicates_estimated
     # every metric of docs/design.md section 5 (and any the emulator adds) but the share emulated
     names = sorted((set(METRIC_NAMES) | set(full.metrics.values) | set(sl.metrics.values)) - {"executed_fraction"})
@@ -768,10 +748,10 @@ def _arch_cases():
 
 
 @pytest.mark.parametrize("name,index,launch,path", _arch_cases())
-def test_other_archs_compute_the_same_outputs(name, index, launch, path):
+def test_other_archs_compute_the_same_outputs(name, index, launch, path, kernel_runs):
     if short_name(launch.kernel) not in kernel_names(path):
         pytest.skip(f"{os.path.basename(path)} has no {launch.kernel}")
-    r = run(name, index, launch, "full", path)
+    r = kernel_runs.run(launch, "full", path)
     check_outputs(r, launch, f"{os.path.basename(path)}: {name}.toml launch {index + 1} ({launch.kernel})")
 
 

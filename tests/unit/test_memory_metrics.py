@@ -4,38 +4,12 @@ conflicts (shared); the same in slice mode (addresses sliced) and full mode."""
 import numpy as np
 import pytest
 
-from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.launch import Launch
-
-HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
+from helpers import emulate, strided_kernel
 
 
-def strided_kernel(stride: int) -> str:
+def strided(stride: int) -> str:
     # thread t reads a[t * stride] (global) and sh[t * stride] (shared, 4-byte words)
-    return HEAD + f"""
-.visible .entry strided(.param .u64 strided_a)
-{{
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<6>;
-    .reg .f32 %f<3>;
-    .shared .align 4 .b8 sh[4096];
-    ld.param.u64 %rd1, [strided_a];
-    cvta.to.global.u64 %rd2, %rd1;
-    mov.u32 %r1, %tid.x;
-    mul.lo.s32 %r2, %r1, {stride};
-    mul.wide.s32 %rd3, %r2, 4;
-    add.s64 %rd4, %rd2, %rd3;
-    ld.global.f32 %f1, [%rd4];
-    mov.u32 %r3, sh;
-    shl.b32 %r4, %r2, 2;
-    add.s32 %r5, %r3, %r4;
-    st.shared.f32 [%r5], %f1;
-    ld.shared.f32 %f2, [%r5];
-    st.global.f32 [%rd4], %f2;
-    ret;
-}}
-"""
+    return strided_kernel(stride, via_shared=True)
 
 
 @pytest.mark.parametrize("mode", ["full", "slice"])
@@ -46,8 +20,7 @@ def test_strided_access(mode, stride, sectors, wavefronts):
     # Shared: lanes 32/stride words apart share a bank: stride-way conflicts
     # (32-way at stride 32), 1 wavefront when contiguous.
     a = np.zeros(32 * 32, np.float32)
-    r = Emulator(parse_ptx(strided_kernel(stride)), mode=mode, memory_metrics=True).run(
-        Launch(grid=1, block=32, args=["a"], buffers={"a": a}))
+    r = emulate(strided(stride), ["a"], {"a": a}, block=32, mode=mode, memory_metrics=True)
     mem = r.metrics.memory
     assert mem["global_ld_requests"] == 1 and mem["global_st_requests"] == 1
     assert mem["global_ld_sectors"] == sectors
@@ -62,8 +35,7 @@ def test_strided_access(mode, stride, sectors, wavefronts):
 def test_broadcast_is_not_a_conflict():
     # every lane reads the same shared word: one wavefront; one global sector
     a = np.zeros(64, np.float32)
-    r = Emulator(parse_ptx(strided_kernel(0)), mode="slice", memory_metrics=True).run(
-        Launch(grid=1, block=32, args=["a"], buffers={"a": a}))
+    r = emulate(strided(0), ["a"], {"a": a}, block=32, mode="slice", memory_metrics=True)
     mem = r.metrics.memory
     assert (mem["global_ld_sectors"], mem["shared_ld_wavefronts"], mem["shared_ld_bank_conflicts"]) == (1, 1, 0)
 
@@ -71,8 +43,7 @@ def test_broadcast_is_not_a_conflict():
 def test_partial_warp_counts_only_active_lanes():
     # 40 threads: warp 1 has 8 lanes -> 1 sector; warp 0 -> 4 sectors
     a = np.zeros(64, np.float32)
-    r = Emulator(parse_ptx(strided_kernel(1)), mode="slice", memory_metrics=True).run(
-        Launch(grid=1, block=40, args=["a"], buffers={"a": a}))
+    r = emulate(strided(1), ["a"], {"a": a}, block=40, mode="slice", memory_metrics=True)
     mem = r.metrics.memory
     assert mem["global_ld_requests"] == 2
     assert mem["global_ld_sectors"] == 4 + 1
@@ -88,8 +59,7 @@ def test_writers_show_memory_and_the_instruction_mix():
     from hypa.runtime.report import render
 
     a = np.zeros(32 * 32, np.float32)
-    r = Emulator(parse_ptx(strided_kernel(8)), mode="slice", memory_metrics=True).run(
-        Launch(grid=1, block=64, args=["a"], buffers={"a": a}))
+    r = emulate(strided(8), ["a"], {"a": a}, block=64, mode="slice", memory_metrics=True)
     table = render([r], "table")
     assert "instruction mix (top 10 of 13 opcodes)" in table
     assert "global ld    requests          2  sectors         64  sectors/request  32.00" in table

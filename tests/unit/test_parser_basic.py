@@ -3,25 +3,13 @@
 from hypa.ptxdialect import InstructionOp, module_to_ptx, parse_ptx
 from hypa.ptxdialect.dialect import FallthroughOp, FuncOp, LabelOp
 
-LOOP = """
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u32 k_n)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<4>;
-    ld.param.u32 %r1, [k_n];
-    mov.u32 %r2, 0;
-$L_loop:
-    add.s32 %r2, %r2, 1;
-    setp.lt.s32 %p1, %r2, %r1;
-    @%p1 bra $L_loop;
+from helpers import COUNT_TO_N, kernel
+
+LOOP = kernel("k(.param .u32 k_n)", COUNT_TO_N + """\
     @!%p1 bra.uni $L_end;
 $L_end:
     ret;
-}
-"""
+""")
 
 
 def test_blocks_split_at_labels_and_after_branches():

@@ -21,42 +21,16 @@ from hypa.runtime import inputs as inp
 from hypa.runtime.batch import ProfileOptions, Progress, read_parameters, run_profile
 from hypa.runtime.emulator import Emulator
 from hypa.runtime.launch import launches_from_toml
-from hypa.tools.hypa_cli import main
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-KERNELS = os.path.join(ROOT, "tests", "kernels")
-PTX = os.path.join(KERNELS, "ptx")
-LAUNCHES = os.path.join(KERNELS, "launches")
-BIN = os.path.join(HERE, "data", "binaries")
+from helpers import (CHROMIUM, KERNEL_PTX as PTX, KERNELS, LAUNCHES, ROOT, requires, run_hypa,
+                     saxpy_toml)
+
+BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "binaries")
 TRITON_TOML = os.path.join(ROOT, "tests", "filecheck", "Execution", "Inputs", "triton.toml")
 
-SAXPY_TOML = """
-[[launch]]
-kernel = "saxpy"
-grid = 4
-block = 256
-args = [1000, 2.5, "x", "y"]
-
-[buffers.x]
-dtype = "float32"
-count = 1024
-init = "arange"
-
-[buffers.y]
-dtype = "float32"
-count = 1024
-init = "ones"
-"""
+SAXPY_TOML = saxpy_toml(1000, 2.5, grid=4, count=1024, y_init="ones")
 
 STRIP = ("duration_ms", "notes")
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def comparable(dicts: list[dict]) -> list[dict]:
@@ -77,7 +51,7 @@ def direct(ptx: str, toml: str, **kw):
 # -- inputs ----------------------------------------------------------------------------------------
 
 
-def test_directories_globs_and_launches_toml(tmp_path, capsys):
+def test_directories_globs_and_launches_toml(tmp_path, hypa_cli):
     (tmp_path / "a" / "b").mkdir(parents=True)
     shutil.copy(os.path.join(PTX, "divergence.sm_80.ptx"), tmp_path / "a" / "b" / "div.ptx")
     shutil.copy(os.path.join(PTX, "saxpy.sm_80.ptx"), tmp_path / "a" / "saxpy.ptx")
@@ -95,7 +69,7 @@ def test_directories_globs_and_launches_toml(tmp_path, capsys):
         inp.expand_inputs([str(tmp_path / "missing.ptx")])
 
     # a directory with launches.toml profiles with one command; saxpy has no launch
-    rc, out, err = cli(capsys, "profile", str(tmp_path), "--format", "json")
+    rc, out, err = hypa_cli("profile", str(tmp_path), "--format", "json")
     assert rc == 0
     got = json.loads(out)
     want = direct(os.path.join(PTX, "divergence.sm_80.ptx"), os.path.join(LAUNCHES, "divergence.toml"))
@@ -110,18 +84,18 @@ def test_directories_globs_and_launches_toml(tmp_path, capsys):
     assert f"kernel saxpy (saxpy.ptx): no launch given, counted statically: {n} instructions" in err
 
 
-def test_static_only_kernels_in_the_table(capsys):
-    rc, out, _ = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_80.ptx"), os.path.join(PTX, "divergence.sm_80.ptx"))
+def test_static_only_kernels_in_the_table(hypa_cli):
+    rc, out, _ = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_80.ptx"), os.path.join(PTX, "divergence.sm_80.ptx"))
     assert rc == 0
     assert "kernel saxpy (saxpy.sm_80.ptx): no launch given, counted statically" in out
     assert out.count("no launch given") == 4
     assert "hypa profile: no launches; 4 kernels counted statically" in out
 
 
-def test_launch_naming_a_missing_kernel_fails(tmp_path, capsys):
+def test_launch_naming_a_missing_kernel_fails(tmp_path, hypa_cli):
     t = tmp_path / "l.toml"
     t.write_text(SAXPY_TOML.replace('kernel = "saxpy"', 'kernel = "nope"'))
-    rc, _, err = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_80.ptx"), "--launch", str(t))
+    rc, _, err = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_80.ptx"), "--launch", str(t))
     assert rc == 1 and "no kernel 'nope'" in err
 
 
@@ -159,18 +133,18 @@ def test_cta_ranges_merge_to_the_whole_launch():
         emu.merge(L, parts[:1])
 
 
-def test_per_cta_writers(capsys):
+def test_per_cta_writers(hypa_cli):
     toml = os.path.join(LAUNCHES, "spmv_csr.toml")
-    rc, out, _ = cli(capsys, "profile", "--launch", toml, "--per-cta", "--format", "csv")
+    rc, out, _ = hypa_cli("profile", "--launch", toml, "--per-cta", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert rc == 0 and [(r["cta_x"], r["cta_y"], r["cta_z"]) for r in rows] == [("0", "0", "0"), ("1", "0", "0"), ("2", "0", "0")]
     emu, L = _spmv()
     each = emu.run(L, per_cta=True)
     assert [int(r["thread_inst_executed"]) for r in rows] == [c["thread_inst_executed"] for c in each.per_cta]
-    rc, out, _ = cli(capsys, "profile", "--launch", toml, "--per-cta", "--format", "json")
+    rc, out, _ = hypa_cli("profile", "--launch", toml, "--per-cta", "--format", "json")
     d = json.loads(out)[0]
     assert [c["cta"] for c in d["ctas"]] == [[0, 0, 0], [1, 0, 0], [2, 0, 0]]
-    rc, out, _ = cli(capsys, "profile", "--launch", os.path.join(LAUNCHES, "divergence.toml"), "--per-cta")
+    rc, out, _ = hypa_cli("profile", "--launch", os.path.join(LAUNCHES, "divergence.toml"), "--per-cta")
     # 2 CTAs of 96 threads that count alike are one group
     assert "per CTA, launch 3" in out and "  0-1 " in out
 
@@ -214,49 +188,27 @@ grid = 3
 block = 128
 args = [300, "row_ptr", "col", "val", "x", "y"]
 
-[buffers.row_ptr]
-dtype = "int32"
-count = 301
-init = {{file = "{data}/spmv_row_ptr.npy"}}
-[buffers.row_ptr2]
-dtype = "int32"
-count = 301
-init = "arange"
-[buffers.col]
-dtype = "int32"
-count = 1460
-init = {{file = "{data}/spmv_col.npy"}}
-[buffers.val]
-dtype = "float32"
-count = 1460
-init = {{random = {{seed = 6}}}}
-[buffers.val2]
-dtype = "float32"
-count = 1460
-init = {{random = {{seed = 60}}}}
-[buffers.x]
-dtype = "float32"
-count = 256
-init = {{random = {{seed = 7}}}}
-[buffers.x2]
-dtype = "float32"
-count = 256
-init = "ones"
-[buffers.y]
-dtype = "float32"
-count = 300
+[buffers]
+row_ptr = {{dtype = "int32", count = 301, init = {{file = "{data}/spmv_row_ptr.npy"}}}}
+row_ptr2 = {{dtype = "int32", count = 301, init = "arange"}}
+col = {{dtype = "int32", count = 1460, init = {{file = "{data}/spmv_col.npy"}}}}
+val = {{dtype = "float32", count = 1460, init = {{random = {{seed = 6}}}}}}
+val2 = {{dtype = "float32", count = 1460, init = {{random = {{seed = 60}}}}}}
+x = {{dtype = "float32", count = 256, init = {{random = {{seed = 7}}}}}}
+x2 = {{dtype = "float32", count = 256, init = "ones"}}
+y = {{dtype = "float32", count = 300}}
 """
 
 
-def test_identical_launches_are_analysed_once(tmp_path, capsys):
+def test_identical_launches_are_analysed_once(tmp_path, hypa_cli):
     t = tmp_path / "dedup.toml"
     t.write_text(DEDUP_TOML.format(ptx=os.path.join(PTX, "spmv_csr.sm_80.ptx"), data=os.path.join(LAUNCHES, "data")))
-    rc, out, err = cli(capsys, "profile", "--launch", str(t), "--format", "json")
+    rc, out, err = hypa_cli("profile", "--launch", str(t), "--format", "json")
     got = json.loads(out)
     assert rc == 0
     assert [d["reused_from"] for d in got] == [None, 0, None, None, 0]
     assert "3 analysed, 2 reused from identical launches" in err
-    rc, out2, err2 = cli(capsys, "profile", "--launch", str(t), "--format", "json", "--no-dedup")
+    rc, out2, err2 = hypa_cli("profile", "--launch", str(t), "--format", "json", "--no-dedup")
     fresh = json.loads(out2)
     assert "5 analysed, 0 reused" in err2
     assert [d["reused_from"] for d in fresh] == [None] * 5
@@ -264,7 +216,7 @@ def test_identical_launches_are_analysed_once(tmp_path, capsys):
     assert strip(got) == strip(fresh)
     assert got[2]["thread_inst_executed"] != got[0]["thread_inst_executed"]
     # the table marks reused rows and the per-kernel summary counts them
-    rc, out, _ = cli(capsys, "profile", "--launch", str(t))
+    rc, out, _ = hypa_cli("profile", "--launch", str(t))
     assert "= #0" in out and "2 reused from identical launches" in out
 
 
@@ -291,18 +243,18 @@ def test_read_parameters_is_the_slice_s_reads():
 # -- many processes ---------------------------------------------------------------------------------
 
 
-def test_local_pool_and_cta_chunks_match_a_sequential_run(capsys):
+def test_local_pool_and_cta_chunks_match_a_sequential_run(hypa_cli):
     toml = os.path.join(LAUNCHES, "divergence.toml")
-    _, seq, _ = cli(capsys, "profile", "--launch", toml, "--format", "json", "--per-cta")
-    _, pool, err = cli(capsys, "profile", "--launch", toml, "--format", "json", "--per-cta", "-j", "2", "--cta-chunk", "1")
+    _, seq, _ = hypa_cli("profile", "--launch", toml, "--format", "json", "--per-cta")
+    _, pool, err = hypa_cli("profile", "--launch", toml, "--format", "json", "--per-cta", "-j", "2", "--cta-chunk", "1")
     assert "local pool of 2 processes" in err
     assert comparable(json.loads(seq)) == comparable(json.loads(pool))
 
 
-def test_estimate_time_in_every_writer_and_from_merged_cta_ranges(capsys):
+def test_estimate_time_in_every_writer_and_from_merged_cta_ranges(hypa_cli):
     toml = os.path.join(LAUNCHES, "divergence.toml")
-    _, seq, _ = cli(capsys, "profile", "--launch", toml, "--format", "json", "--estimate-time=sm_80")
-    _, pool, err = cli(capsys, "profile", "--launch", toml, "--format", "json", "--estimate-time=sm_80",
+    _, seq, _ = hypa_cli("profile", "--launch", toml, "--format", "json", "--estimate-time=sm_80")
+    _, pool, err = hypa_cli("profile", "--launch", toml, "--format", "json", "--estimate-time=sm_80",
                        "-j", "2", "--cta-chunk", "1")
     seq_d, pool_d = json.loads(seq), json.loads(pool)
     assert "local pool of 2 processes" in err
@@ -310,32 +262,32 @@ def test_estimate_time_in_every_writer_and_from_merged_cta_ranges(capsys):
     # the estimate is a function of the counts: merged CTA ranges give the same one
     assert [d["time_estimate"]["cycles"] for d in seq_d] == [d["time_estimate"]["cycles"] for d in pool_d]
     assert all(d["time_estimate"]["time_us"] > d["time_estimate"]["launch_overhead_us"] for d in seq_d)
-    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv", "--estimate-time")
+    _, out, _ = hypa_cli("profile", "--launch", toml, "--format", "csv", "--estimate-time")
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0][-4:] == ["est_time_us", "est_cycles", "est_bound", "est_arch"]
     assert all(r[-1] == "sm_90" and float(r[-4]) > 0 for r in rows[1:])
-    _, out, _ = cli(capsys, "profile", "--launch", toml, "--estimate-time")
+    _, out, _ = hypa_cli("profile", "--launch", toml, "--estimate-time")
     assert "est.us" in out.splitlines()[0]
-    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv", "--by", "kernel", "--estimate-time=sm_80")
+    _, out, _ = hypa_cli("profile", "--launch", toml, "--format", "csv", "--by", "kernel", "--estimate-time=sm_80")
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0][-1] == "est_time_us"
     total = sum(d["time_estimate"]["time_us"] for d in seq_d if d["kernel"] == rows[1][0])
     assert float(rows[1][-1]) == pytest.approx(total, rel=1e-3)
-    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv")
+    _, out, _ = hypa_cli("profile", "--launch", toml, "--format", "csv")
     assert "est_time_us" not in out
 
 
-def test_csv_row_sets_carry_the_launch(capsys):
+def test_csv_row_sets_carry_the_launch(hypa_cli):
     toml = os.path.join(LAUNCHES, "divergence.toml")
-    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "json")
+    _, out, _ = hypa_cli("profile", "--launch", toml, "--format", "json")
     launches = json.loads(out)
-    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv", "--csv-columns", "mix")
+    _, out, _ = hypa_cli("profile", "--launch", toml, "--format", "csv", "--csv-columns", "mix")
     rows = list(csv.DictReader(io.StringIO(out)))
     for d in launches:
         mine = [r for r in rows if int(r["launch"]) == d["launch"] and r["basic_block"] == "*"]
         assert sum(int(r["warp_count"]) for r in mine) == d["inst_executed"]
         assert sum(int(r["thread_count"]) for r in mine) == d["thread_inst_executed"]
-    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv", "--csv-columns", "blocks")
+    _, out, _ = hypa_cli("profile", "--launch", toml, "--format", "csv", "--csv-columns", "blocks")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert sum(int(r["thread_inst_executed"]) for r in rows) == sum(d["thread_inst_executed"] for d in launches)
 
@@ -348,12 +300,12 @@ def dask_cluster():
     cluster.close()
 
 
-def test_dask_cluster_gives_the_local_results(dask_cluster, capsys):
+def test_dask_cluster_gives_the_local_results(dask_cluster, hypa_cli):
     toml = os.path.join(LAUNCHES, "spmv_csr.toml")
     div = os.path.join(LAUNCHES, "divergence.toml")
     for t, extra in ((toml, ["--cta-chunk", "1"]), (div, [])):
-        _, local, _ = cli(capsys, "profile", "--launch", t, "--format", "json", "--per-cta")
-        rc, remote, err = cli(capsys, "profile", "--launch", t, "--format", "json", "--per-cta",
+        _, local, _ = hypa_cli("profile", "--launch", t, "--format", "json", "--per-cta")
+        rc, remote, err = hypa_cli("profile", "--launch", t, "--format", "json", "--per-cta",
                               "--scheduler", dask_cluster, *extra)
         assert rc == 0 and f"Dask scheduler {dask_cluster}" in err
         assert comparable(json.loads(local)) == comparable(json.loads(remote))
@@ -414,12 +366,12 @@ def test_a_cubin_has_no_ptx():
         inp.load_sources(os.path.join(BIN, "saxpy.sm_90.cubin"), inp.InputOptions(cuobjdump=False))
 
 
-def test_profile_a_fatbin_like_its_ptx(tmp_path, capsys):
+def test_profile_a_fatbin_like_its_ptx(tmp_path, hypa_cli):
     pytest.importorskip("zstandard")
     t = _saxpy_toml(tmp_path)
-    _, from_ptx, _ = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
+    _, from_ptx, _ = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
     for f in ("saxpy.zstd.fatbin", "saxpy.lz4.fatbin"):
-        rc, out, _ = cli(capsys, "profile", os.path.join(BIN, f), "--launch", t, "--format", "json", "--no-cuobjdump")
+        rc, out, _ = hypa_cli("profile", os.path.join(BIN, f), "--launch", t, "--format", "json", "--no-cuobjdump")
         assert rc == 0
         a, b = json.loads(from_ptx)[0], json.loads(out)[0]
         assert b["member"] == "sm_90 PTX"
@@ -441,16 +393,13 @@ def test_lz4_block_decoder():
         inp.lz4_block_decompress(b"\x50hello", 6)
 
 
-NVCC = shutil.which("nvcc")
-
-
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@requires("nvcc")
 def test_an_executable_with_compressed_ptx(tmp_path):
     # an executable whose fatbin holds compute_80 PTX only, every image compressed
     main_cu = tmp_path / "main.cu"
     main_cu.write_text(open(os.path.join(KERNELS, "saxpy.cu")).read() + "\nint main() { return 0; }\n")
     exe = tmp_path / "saxpy_app"
-    subprocess.run([NVCC, "-gencode", "arch=compute_80,code=compute_80", "-Xfatbin=-compress-all",
+    subprocess.run(["nvcc", "-gencode", "arch=compute_80,code=compute_80", "-Xfatbin=-compress-all",
                     "--compress-mode=speed", str(main_cu), "-o", str(exe)], check=True, capture_output=True)
     files, _ = inp.expand_inputs([str(tmp_path)])
     assert str(exe) in files  # an ELF executable is found in a directory
@@ -461,24 +410,24 @@ def test_an_executable_with_compressed_ptx(tmp_path):
         assert t.ptx == s.ptx
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-def test_cuda_source_is_compiled_for_sm_90(tmp_path, capsys):
+@requires("nvcc")
+def test_cuda_source_is_compiled_for_sm_90(tmp_path, hypa_cli):
     t = _saxpy_toml(tmp_path)
-    rc, out, _ = cli(capsys, "profile", os.path.join(KERNELS, "saxpy.cu"), "--launch", t, "--format", "json")
-    _, ref, _ = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
+    rc, out, _ = hypa_cli("profile", os.path.join(KERNELS, "saxpy.cu"), "--launch", t, "--format", "json")
+    _, ref, _ = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
     assert rc == 0
     assert comparable(json.loads(out))[0]["thread_inst_executed"] == comparable(json.loads(ref))[0]["thread_inst_executed"]
 
 
-def test_cuda_source_without_nvcc(monkeypatch, tmp_path, capsys):
+def test_cuda_source_without_nvcc(monkeypatch, tmp_path, hypa_cli):
     monkeypatch.setattr(inp, "find_tool", lambda name: None)
-    rc, _, err = cli(capsys, "profile", os.path.join(KERNELS, "saxpy.cu"))
+    rc, _, err = hypa_cli("profile", os.path.join(KERNELS, "saxpy.cu"))
     assert rc == 1
     assert "compiling CUDA needs nvcc" in err and "nvcc -ptx -arch=sm_90 saxpy.cu" in err
 
 
-def test_triton_ptx_with_its_grid(capsys):
-    rc, out, _ = cli(capsys, "profile", "--launch", TRITON_TOML, "--kernel", "vadd", "--format", "json")
+def test_triton_ptx_with_its_grid(hypa_cli):
+    rc, out, _ = hypa_cli("profile", "--launch", TRITON_TOML, "--kernel", "vadd", "--format", "json")
     (d,) = json.loads(out)
     assert rc == 0 and d["block"] == [128, 1, 1] and d["grid"] == [3, 1, 1]
     # no branches: every one of 3 x 128 threads runs all 100 instructions; each adds
@@ -491,10 +440,10 @@ def test_triton_ptx_with_its_grid(capsys):
 # -- writers ----------------------------------------------------------------------------------------
 
 
-def test_by_kernel_and_hypa_columns(capsys):
+def test_by_kernel_and_hypa_columns(hypa_cli):
     toml = os.path.join(LAUNCHES, "divergence.toml")
-    _, per_launch, _ = cli(capsys, "profile", "--launch", toml, "--format", "json")
-    _, per_kernel, _ = cli(capsys, "profile", "--launch", toml, "--format", "json", "--by", "kernel")
+    _, per_launch, _ = hypa_cli("profile", "--launch", toml, "--format", "json")
+    _, per_kernel, _ = hypa_cli("profile", "--launch", toml, "--format", "json", "--by", "kernel")
     launches, kernels = json.loads(per_launch), json.loads(per_kernel)
     assert [k["launches"] for k in kernels] == [2, 1, 2]
     for k in kernels:
@@ -503,11 +452,11 @@ def test_by_kernel_and_hypa_columns(capsys):
         b = sum(d["branch"] for d in mine)
         dv = sum(d["divergent_branch"] for d in mine)
         assert k["branch_efficiency"] == pytest.approx(100 * (b - dv) / b)
-    _, out, _ = cli(capsys, "profile", "--launch", toml, "--format", "csv", "--csv-columns", "hypa", "--by", "kernel")
+    _, out, _ = hypa_cli("profile", "--launch", toml, "--format", "csv", "--csv-columns", "hypa", "--by", "kernel")
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0] == ["Kernel", "Static", "Dynamic", "% to execute"]
     assert rows[1][0] == "divergent_if(int const*, int*)" and int(rows[1][2]) == kernels[0]["thread_inst_executed"]
-    _, out, _ = cli(capsys, "profile", "--launch", toml, "--blocks")
+    _, out, _ = hypa_cli("profile", "--launch", toml, "--blocks")
     assert "block" in out and "$L__BB0_2" in out
 
 
@@ -532,15 +481,15 @@ def test_progress_bar_with_and_without_tqdm(monkeypatch):
 # -- the HTML report ----------------------------------------------------------------------------------
 
 
-def _report(capsys, tmp_path, *extra) -> tuple[str, str]:
+def _report(hypa_cli, tmp_path, *extra) -> tuple[str, str]:
     out = tmp_path / "r.html"
-    rc, _, err = cli(capsys, "report", "--launch", os.path.join(LAUNCHES, "divergence.toml"), "-o", str(out), *extra)
+    rc, _, err = hypa_cli("report", "--launch", os.path.join(LAUNCHES, "divergence.toml"), "-o", str(out), *extra)
     assert rc == 0
     return out.read_text(), err
 
 
-def test_report_page_is_self_contained(tmp_path, capsys):
-    page, _ = _report(capsys, tmp_path, "--cfg", "nested_divergence", "--plots", str(tmp_path / "plots"))
+def test_report_page_is_self_contained(tmp_path, hypa_cli):
+    page, _ = _report(hypa_cli, tmp_path, "--cfg", "nested_divergence", "--plots", str(tmp_path / "plots"))
     assert page.startswith("<!DOCTYPE html>") and "</html>" in page
     assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page
     assert "<script" not in page and "<link" not in page
@@ -562,13 +511,13 @@ def _has(mod: str) -> bool:
         return False
 
 
-def test_report_without_dot_or_matplotlib(tmp_path, capsys, monkeypatch):
+def test_report_without_dot_or_matplotlib(tmp_path, hypa_cli, monkeypatch):
     import hypa.runtime.html_report as hr
 
     real_which = shutil.which
     monkeypatch.setattr(hr.shutil, "which", lambda n: None if n == "dot" else real_which(n))
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    page, err = _report(capsys, tmp_path, "--cfg", "divergent_if")
+    page, err = _report(hypa_cli, tmp_path, "--cfg", "divergent_if")
     assert "matplotlib is not installed" in page and "data:image/png" not in page
     assert "Graphviz&#x27;s dot is not installed" in page and "<svg" not in page
     # the text CFG has the counts: bb0 ran in 2 + 6 warps and diverged in 1 + 2 of them
@@ -577,13 +526,13 @@ def test_report_without_dot_or_matplotlib(tmp_path, capsys, monkeypatch):
     assert "matplotlib is not installed" in err
 
 
-def test_report_from_profile_json(tmp_path, capsys):
+def test_report_from_profile_json(tmp_path, hypa_cli):
     toml = os.path.join(LAUNCHES, "spmv_csr.toml")
     prof = tmp_path / "p.json"
-    rc, _, _ = cli(capsys, "profile", "--launch", toml, "--format", "json", "-o", str(prof))
+    rc, _, _ = hypa_cli("profile", "--launch", toml, "--format", "json", "-o", str(prof))
     assert rc == 0
     out = tmp_path / "r.html"
-    rc, _, err = cli(capsys, "report", str(prof), "-o", str(out))
+    rc, _, err = hypa_cli("report", str(prof), "-o", str(out))
     page = out.read_text()
     assert rc == 0 and "CFG of spmv_csr(int, int const*, int const*, float const*, float const*, float*)" in page
     assert "from " + str(prof) in page
@@ -601,13 +550,10 @@ def test_exec_counts_shade_the_dot_cfg():
     assert "warps 2 threads 64 | divergent 1" in dot and 'color="red"' in dot and "#ff" in dot
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-def test_report_renders_in_headless_chromium(tmp_path, capsys):
+@requires("chromium")
+def test_report_renders_in_headless_chromium(tmp_path, hypa_cli):
     Image = pytest.importorskip("PIL.Image")
-    page, _ = _report(capsys, tmp_path, "--cfg", "nested_divergence")
+    page, _ = _report(hypa_cli, tmp_path, "--cfg", "nested_divergence")
     shot = tmp_path / "shot.png"
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
@@ -638,16 +584,15 @@ def test_corrupt_fatbins_stop_with_a_message(tmp_path):
     # as a user sees it: one line, exit 1
     f = tmp_path / "bad.fatbin"
     f.write_bytes(inp.FATBIN_HEADER.pack(inp.FATBIN_MAGIC, 1, 0, 0))
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "profile", str(f), "--no-cuobjdump"],
-                       capture_output=True, text=True, timeout=60)
+    p = run_hypa("profile", f, "--no-cuobjdump", timeout=60)
     assert p.returncode == 1
     assert "header of 0 bytes" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_the_html_report_escapes_what_it_did_not_write(tmp_path, capsys):
+def test_the_html_report_escapes_what_it_did_not_write(tmp_path, hypa_cli):
     """A profile JSON is input like any other: names in it must not become markup."""
     t = _saxpy_toml(tmp_path)
-    rc, out, _ = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
+    rc, out, _ = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
     assert rc == 0
     payload = "<img src=x onerror=alert(1)>"
     data = json.loads(out)
@@ -656,7 +601,7 @@ def test_the_html_report_escapes_what_it_did_not_write(tmp_path, capsys):
     f = tmp_path / "hostile.json"
     f.write_text(json.dumps(data))
     page = tmp_path / "r.html"
-    rc, _, _ = cli(capsys, "report", str(f), "-o", str(page), "--cfg", "none")
+    rc, _, _ = hypa_cli("report", str(f), "-o", str(page), "--cfg", "none")
     html = page.read_text()
     assert rc == 0
     assert "<img src=x" not in html
@@ -665,14 +610,14 @@ def test_the_html_report_escapes_what_it_did_not_write(tmp_path, capsys):
     for d in data:
         d["grid"] = [payload, 1, 1]
     f.write_text(json.dumps(data))
-    rc, _, err = cli(capsys, "report", str(f), "-o", str(tmp_path / "r2.html"), "--cfg", "none")
+    rc, _, err = hypa_cli("report", str(f), "-o", str(tmp_path / "r2.html"), "--cfg", "none")
     assert rc == 1 and "'grid' must be three positive integers" in err
 
 
-def test_timing_reports_phases_and_work(tmp_path, capsys):
+def test_timing_reports_phases_and_work(tmp_path, hypa_cli):
     """--timing: seconds per phase and the work done, on stderr, after the run's output."""
     t = _saxpy_toml(tmp_path)
-    rc, out, err = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t,
+    rc, out, err = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t,
                        "--format", "json", "--timing")
     assert rc == 0 and json.loads(out)  # the output itself is untouched
     assert "===-- hypa timing report --===" in err
@@ -680,5 +625,5 @@ def test_timing_reports_phases_and_work(tmp_path, capsys):
         assert re.search(rf"^  {ph}\s+\d+\.\d{{4}}\s+\d+\.\d%\s+\d+$", err, re.M), ph
     assert re.search(r"^\s+1  kernels prepared$", err, re.M)
     assert re.search(r"^\s+1  functions prepared \(kernels and the functions they call\)$", err, re.M)
-    rc, _, err = cli(capsys, "profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
+    rc, _, err = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
     assert "timing report" not in err

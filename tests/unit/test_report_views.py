@@ -4,41 +4,24 @@ names that stay distinguishable, branch-efficiency colours; rendered in headless
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 
 import pytest
 
 from hypa.runtime import html_report
 from hypa.runtime.demangle import short_names
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+from helpers import CHROMIUM, EXAMPLES, requires, run_hypa, saxpy_toml
 
-SAXPY_TOML = """[[launch]]
-kernel = "saxpy"
-grid = 40
-block = 256
-args = [10000, 2.0, "x", "y"]
-[buffers.x]
-dtype = "float32"
-count = 10000
-init = "arange"
-[buffers.y]
-dtype = "float32"
-count = 10000
-"""
+SAXPY_TOML = saxpy_toml(10000, 2.0, grid=40, count=10000)
 
 
 @pytest.fixture(scope="module")
 def profile_json(tmp_path_factory):
     d = tmp_path_factory.mktemp("views")
     (d / "l.toml").write_text(SAXPY_TOML)
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "profile", os.path.join(ROOT, "examples", "saxpy.ptx"),
-                        "--launch", str(d / "l.toml"), "--memory-metrics", "--estimate-time", "--format", "json"],
-                       capture_output=True, text=True)
+    p = run_hypa("profile", EXAMPLES / "saxpy.ptx", "--launch", d / "l.toml", "--memory-metrics", "--estimate-time",
+                 "--format", "json")
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -80,7 +63,7 @@ def test_generated_names_stay_distinguishable():
     assert "<td class=good>100.00%</td>" in page and "<td class=warn>80.00%</td>" in page and "<td class=bad>60.00%</td>" in page
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+@requires("chromium")
 def test_the_roofline_renders(profile_json, tmp_path):
     Image = pytest.importorskip("PIL.Image")
     (tmp_path / "r.html").write_text(html_report.build(profile_json, cfg="none").html)
@@ -98,8 +81,7 @@ def test_the_roofline_renders(profile_json, tmp_path):
 def test_kernels_without_line_information_show_their_hottest_ptx(tmp_path):
     (tmp_path / "l.toml").write_text(SAXPY_TOML)
     html = tmp_path / "r.html"
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "report", os.path.join(ROOT, "examples", "saxpy.ptx"),
-                        "--launch", str(tmp_path / "l.toml"), "--cfg", "none", "-o", str(html)], capture_output=True, text=True)
+    p = run_hypa("report", EXAMPLES / "saxpy.ptx", "--launch", tmp_path / "l.toml", "--cfg", "none", "-o", html)
     assert p.returncode == 0, p.stderr
     page = html.read_text()
     assert "<h2>Source</h2>" in page and "their hottest PTX instructions" in page

@@ -18,11 +18,7 @@ NVPTX and Triton output, hand-written files; see ``tests/kernels/README.md``):
 from __future__ import annotations
 
 import functools
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,9 +26,9 @@ import pytest
 from hypa.ptxdialect import InstructionOp, module_to_ptx, parse_ptx
 from hypa.ptxdialect.dialect import FuncOp
 
-REPO = Path(__file__).resolve().parents[2]
-KERNELS = REPO / "tests" / "kernels"
-FILES = sorted(KERNELS.rglob("*.ptx")) + sorted((REPO / "examples").rglob("*.ptx"))
+from helpers import EXAMPLES, HEADER, KERNELS, ROOT as REPO, ptxas, ptxas_candidates, ptxas_for
+
+FILES = sorted(KERNELS.rglob("*.ptx")) + sorted(EXAMPLES.rglob("*.ptx"))
 IDS = [str(p.relative_to(REPO)) for p in FILES]
 
 _COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
@@ -103,50 +99,20 @@ def test_round_trip(path: Path):
     assert _TARGET_RE.search(printed).group(1) == _TARGET_RE.search(text).group(1)
 
 
-def _ptxas_candidates() -> list[str]:
-    out = []
-    if shutil.which("ptxas"):
-        out.append(shutil.which("ptxas"))
-    if os.environ.get("HYPA_PTXAS"):
-        out.append(os.environ["HYPA_PTXAS"])
-    try:
-        import nvidia.cuda_nvcc  # type: ignore[import-not-found]
-
-        out.append(str(Path(list(nvidia.cuda_nvcc.__path__)[0]) / "bin" / "ptxas"))
-    except ImportError:
-        pass
-    return [p for p in out if os.access(p, os.X_OK)]
-
-
-@functools.lru_cache(maxsize=None)
-def _ptxas_for(version: str, arch: str) -> str | None:
-    """The first ptxas that assembles an empty kernel with this .version and .target."""
-    probe = f".version {version}\n.target {arch}\n.address_size 64\n.visible .entry probe()\n{{\n\tret;\n}}\n"
-    with tempfile.TemporaryDirectory() as tmp:
-        f = Path(tmp) / "probe.ptx"
-        f.write_text(probe)
-        for exe in _ptxas_candidates():
-            r = subprocess.run([exe, f"-arch={arch}", str(f), "-o", os.devnull], capture_output=True)
-            if r.returncode == 0:
-                return exe
-    return None
-
-
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_printed_ptx_assembles(path: Path, tmp_path: Path):
     text, printed = _round_trip(path)
-    if not _ptxas_candidates():
+    if not ptxas_candidates():
         pytest.skip("ptxas not found")
     version = _VERSION_RE.search(text).group(1)
     arch = _TARGET_RE.search(text).group(1)
-    exe = _ptxas_for(version, arch)
+    exe = ptxas_for(version, arch)
     if exe is None:
         pytest.skip(f"no ptxas here accepts .version {version} / .target {arch}")
     f = tmp_path / path.name
     f.write_text(printed)
     # -c: a module calling an .extern function other than vprintf only links later
-    flags = ["-c"] if ".extern .func" in text else []
-    r = subprocess.run([exe, *flags, f"-arch={arch}", str(f), "-o", os.devnull], capture_output=True, text=True)
+    r = ptxas(f, arch, exe, *(["-c"] if ".extern .func" in text else []))
     assert r.returncode == 0, f"{exe} -arch={arch} rejected the printed PTX:\n{r.stderr}"
 
 
@@ -160,8 +126,8 @@ def test_aligned_trailing_comments_parse_in_linear_time():
 
     pad = " " * 400
     text = (
-        ".version 8.0\n.target sm_80\n.address_size 64\n"
-        f".visible .entry k(){pad}// -- Begin function k\n{{\n"
+        HEADER
+        + f".visible .entry k(){pad}// -- Begin function k\n{{\n"
         f"\t.reg .b32 \t%r<2>;{pad}// regs\n"
         f"$L__BB0_1:{pad}// %bb.0\n"
         f"\tmov.u32 \t%r1, %tid.x;{pad}// tid\n"

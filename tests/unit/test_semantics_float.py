@@ -27,7 +27,7 @@ import math
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
@@ -37,6 +37,8 @@ try:  # the GPU check (``--gpu``) runs where pytest may be missing
     import pytest
 except ImportError:  # pragma: no cover
     pytest = None
+
+from helpers import DTYPE, PRED, WIDTH, ElementwiseKernel, InputGroup, emulate_elementwise, run_elementwise_on_gpu
 
 # ---------------------------------------------------------------------------
 # Formats and encodings (reference side)
@@ -386,10 +388,6 @@ def ref_arith(op: str, f: F, mode: str, ins: Sequence[int], *, src: Sequence[F] 
 # Kernels: groups of cases sharing their inputs
 # ---------------------------------------------------------------------------
 
-PRED = ".pred"
-WIDTH = {".b8": 8, ".b16": 16, ".b32": 32, ".b64": 64, PRED: 1}
-DTYPE = {".b8": np.uint8, ".b16": np.uint16, ".b32": np.uint32, ".b64": np.uint64, PRED: np.uint32}
-
 
 @dataclass
 class Case:
@@ -407,82 +405,33 @@ class Case:
 
 
 @dataclass
-class Group:
-    name: str
-    inputs: dict[str, tuple[str, list[int]]]
-    cases: list[Case] = field(default_factory=list)
+class Group(InputGroup):
     version: str = "8.5"
     target: str = "sm_90"
-
-    @property
-    def n(self) -> int:
-        return len(next(iter(self.inputs.values()))[1])
 
     def add(self, id: str, body: str, outs, ref=None, check=None, hw=True) -> None:
         outs = [outs] if isinstance(outs, str) else list(outs)
         assert id not in {c.id for c in self.cases}, id
         self.cases.append(Case(id, body, outs, ref, check, hw))
 
-    def rows(self):
-        names = list(self.inputs)
-        for vals in zip(*(self.inputs[k][1] for k in names)):
-            yield dict(zip(names, vals))
-
 
 def kernel_ptx(g: Group, cases: Sequence[Case], name: str = "k") -> str:
-    decls, body, params = [], [], []
-
-    def reg(r: str, t: str) -> str:
-        decls.append(f".reg {t} {r};")
-        return r
-
-    for r in ("%v_n", "%v_gid", "%v_cta", "%v_ntid", "%v_tid"):
-        reg(r, ".b32")
-    reg("%g64", ".b64")
-    reg("%stop", PRED)
-    body += [f"ld.param.u32 %v_n, [{name}_n];", "mov.u32 %v_cta, %ctaid.x;", "mov.u32 %v_ntid, %ntid.x;",
-             "mov.u32 %v_tid, %tid.x;", "mad.lo.s32 %v_gid, %v_cta, %v_ntid, %v_tid;",
-             "setp.ge.u32 %stop, %v_gid, %v_n;", "@%stop bra $L_end;", "cvt.u64.u32 %g64, %v_gid;"]
-
-    def addr(param: str, t: str, tag: str) -> str:
-        size = 4 if t == PRED else WIDTH[t] // 8
-        base, off = reg(f"%pb_{tag}", ".b64"), reg(f"%po_{tag}", ".b64")
-        body.extend([f"ld.param.u64 {base}, [{param}];", f"cvta.to.global.u64 {base}, {base};",
-                     f"mad.lo.u64 {off}, %g64, {size}, {base};"])
-        return off
-
-    regs = {}
-    for iname, (t, _v) in g.inputs.items():
-        params.append(f".param .u64 {name}_in_{iname}")
-        a = addr(f"{name}_in_{iname}", t, f"i{iname}")
-        r = reg(f"%in_{iname}", t)
-        if t == PRED:
-            w = reg(f"%inw_{iname}", ".b32")
-            body += [f"ld.global.u32 {w}, [{a}];", f"setp.ne.u32 {r}, {w}, 0;"]
-        else:
-            body.append(f"ld.global{'.u8' if t == '.b8' else t} {r}, [{a}];")
-        regs[iname] = r
+    k = ElementwiseKernel(g.version, g.target, name)
+    regs = {iname: k.load(iname, t) for iname, (t, _v) in g.inputs.items()}
     for ci, c in enumerate(cases):
         names = dict(regs)
-        for k, t in enumerate(c.outs):
-            names[f"d{k}"] = reg(f"%o{ci}_{k}", ".b16" if t == ".b8" else t)
-        for stmt in c.body.format(**names).split(";"):
-            if stmt.strip():
-                body.append(stmt.strip() + ";")
-        for k, t in enumerate(c.outs):
-            p = f"{name}_out_{ci}_{k}"
-            params.append(f".param .u64 {p}")
-            a = addr(p, t, f"o{ci}_{k}")
+        for j, t in enumerate(c.outs):
+            names[f"d{j}"] = k.reg(f"%o{ci}_{j}", ".b16" if t == ".b8" else t)
+        k.add(c.body.format(**names))
+        for j, t in enumerate(c.outs):
+            addr = k.param(f"out_{ci}_{j}", 4 if t == PRED else WIDTH[t] // 8)
             # stored right away: results are not all live at the end (compile time)
             if t == PRED:
-                w = reg(f"%ow{ci}_{k}", ".b32")
-                body.extend([f"selp.u32 {w}, 1, 0, {names[f'd{k}']};", f"st.global.u32 [{a}], {w};"])
+                w = k.reg(f"%ow{ci}_{j}", ".b32")
+                k.add(f"selp.u32 {w}, 1, 0, {names[f'd{j}']}; st.global.u32 [{addr}], {w}")
             else:
-                body.append(f"st.global{'.u8' if t == '.b8' else t} [{a}], {names[f'd{k}']};")
-    params.append(f".param .u32 {name}_n")
-    return "\n".join([f".version {g.version}", f".target {g.target}", ".address_size 64", "",
-                      f".visible .entry {name}(", ",\n".join("\t" + p for p in params), ")", "{"]
-                     + ["\t" + d for d in decls] + ["\t" + s for s in body] + ["$L_end:", "\tret;", "}", ""])
+                k.add(f"st.global{'.u8' if t == '.b8' else t} [{addr}], {names[f'd{j}']}")
+    return k.ptx()
 
 
 def _buffers(g: Group, cases: Sequence[Case]):
@@ -506,40 +455,21 @@ CHUNK = 16
 
 
 def run_emulator(g: Group) -> dict[str, list[np.ndarray]]:
-    from hypa.ptxdialect import parse_ptx
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.launch import Launch
-
     out: dict[str, list[np.ndarray]] = {}
     for k in range(0, len(g.cases), CHUNK):
         cases = g.cases[k:k + CHUNK]
         ins, outs = _buffers(g, cases)
-        bufs = {f"b{i}": a for i, a in enumerate(ins + outs)}
-        block = 128
-        res = Emulator(parse_ptx(kernel_ptx(g, cases)), mode="full").run(
-            Launch(kernel="k", grid=(g.n + block - 1) // block, block=block, args=[*bufs, g.n], buffers=bufs))
-        out.update(_split(cases, [res.buffers[f"b{len(ins) + i}"] for i in range(len(outs))]))
+        out.update(_split(cases, emulate_elementwise(kernel_ptx(g, cases), ins + outs, g.n)[len(ins):]))
     return out
 
 
 def run_cuda(g: Group) -> dict[str, list[np.ndarray]]:  # pragma: no cover
-    import cupy as cp
-
     cases = [c for c in g.cases if c.hw]
     if not cases:
         return {}
     g = Group(g.name, g.inputs, cases)  # sm_90, PTX 8.5
     ins, outs = _buffers(g, cases)
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as fh:
-        fh.write(kernel_ptx(g, cases))
-    fn = cp.RawModule(path=fh.name).get_function("k")
-    dev = [cp.asarray(a) for a in ins + outs]
-    block = 128
-    fn(((g.n + block - 1) // block,), (block,), tuple(dev) + (np.uint32(g.n),))
-    cp.cuda.Device().synchronize()
-    return _split(cases, [d.get() for d in dev[len(ins):]])
+    return _split(cases, run_elementwise_on_gpu(kernel_ptx(g, cases), ins + outs, g.n)[len(ins):])
 
 
 def problems(g: Group, c: Case, got: list[np.ndarray], limit: int = 6) -> list[str]:
@@ -882,12 +812,18 @@ def group_minmax3() -> Group:
     return g
 
 
-def group_minmax_x2(f: F) -> Group:
+def packed_pairs(f: F) -> tuple[list[int], list[int]]:
+    """Operands of the .x2 forms: two words, each holding two values of ``f`` (16-bit);
+    the high halves pair the operand columns in another order than the low halves."""
     cols = operands(f, 2)
     n = len(cols[0])
     p = list(RNG.permutation(n))
-    x = [cols[0][i] | cols[1][p[i]] << 16 for i in range(n)]
-    y = [cols[1][i] | cols[0][p[i]] << 16 for i in range(n)]
+    return ([cols[0][i] | cols[1][p[i]] << 16 for i in range(n)],
+            [cols[1][i] | cols[0][p[i]] << 16 for i in range(n)])
+
+
+def group_minmax_x2(f: F) -> Group:
+    x, y = packed_pairs(f)
     g = Group(f"minmax_{f.name}x2", {"x": (".b32", x), "y": (".b32", y)})
     variants = [("", {}), (".NaN", {"nan": True}), (".xorsign.abs", {"xorsign": True})]
     if f.name == "f16":
@@ -977,12 +913,8 @@ def _ge0(b: int) -> bool:
 
 
 def group_compare_x2(f: F) -> Group:
-    cols = operands(f, 2)
-    n = len(cols[0])
-    p = list(RNG.permutation(n))
-    x = [cols[0][i] | cols[1][p[i]] << 16 for i in range(n)]
-    y = [cols[1][i] | cols[0][p[i]] << 16 for i in range(n)]
-    pr = [int(v) for v in RNG.integers(0, 2, n)]
+    x, y = packed_pairs(f)
+    pr = [int(v) for v in RNG.integers(0, 2, len(x))]
     g = Group(f"compare_{f.name}x2", {"x": (".b32", x), "y": (".b32", y), "p": (PRED, pr)})
     for op in ("lt", "geu", "nan", "ne"):
         z = ".ftz" if f.name == "f16" and op == "lt" else ""

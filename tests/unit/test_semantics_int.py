@@ -22,7 +22,6 @@ the GPU and checks the references against the hardware.
 from __future__ import annotations
 
 import itertools
-import os
 import struct
 import sys
 from collections.abc import Callable, Sequence
@@ -35,6 +34,8 @@ try:  # the GPU check (``--gpu``) runs where pytest may be missing
     import pytest
 except ImportError:  # pragma: no cover
     pytest = None
+
+from helpers import DTYPE, PRED, WIDTH, ElementwiseKernel, InputGroup, emulate_elementwise, run_elementwise_on_gpu
 
 # ---------------------------------------------------------------------------
 # Bit-pattern helpers (values are Python ints holding unsigned bit patterns)
@@ -101,10 +102,6 @@ def pack(parts: Sequence[int], width: int) -> int:
 # Cases and groups
 # ---------------------------------------------------------------------------
 
-PRED = ".pred"
-_WIDTH = {".b16": 16, ".b32": 32, ".b64": 64, PRED: 1}
-_DTYPE = {".b16": np.uint16, ".b32": np.uint32, ".b64": np.uint64, PRED: np.uint32}
-
 
 @dataclass
 class Case:
@@ -126,167 +123,80 @@ class Case:
 
 
 @dataclass
-class Group:
-    name: str
-    inputs: dict[str, tuple[str, list[int]]]
-    cases: list[Case] = field(default_factory=list)
-
-    @property
-    def n(self) -> int:
-        return len(next(iter(self.inputs.values()))[1])
-
+class Group(InputGroup):
     def add(self, id: str, body: str, outs: str | list[str], ref: Callable, **kw) -> None:
         outs = [outs] if isinstance(outs, str) else outs
         self.cases.append(Case(f"{id}", body, outs, ref, **kw))
 
     def expected(self, case: Case) -> list[np.ndarray]:
-        names = list(self.inputs)
-        cols = [self.inputs[k][1] for k in names]
         res: list[list[int]] = [[] for _ in case.outs]
-        for row in zip(*cols):
-            r = case.ref(SimpleNamespace(**dict(zip(names, row))))
+        for row in self.rows():
+            r = case.ref(SimpleNamespace(**row))
             r = r if isinstance(r, tuple) else (r,)
             assert len(r) == len(case.outs), case.id
             for k, (v, t) in enumerate(zip(r, case.outs)):
-                res[k].append(int(v) & M(_WIDTH[t]))
-        return [np.array(col, dtype=_DTYPE[t]) for col, t in zip(res, case.outs)]
+                res[k].append(int(v) & M(WIDTH[t]))
+        return [np.array(col, dtype=DTYPE[t]) for col, t in zip(res, case.outs)]
 
 
 def kernel_ptx(group: Group, cases: Sequence[Case] | None = None, name: str = "k") -> str:
     """One kernel: thread i loads element i of every input, runs every case,
     and stores element i of every result."""
     cases = group.cases if cases is None else cases
-    decls: list[str] = []
-    body: list[str] = []
-    params: list[str] = []
-
-    def reg(name: str, t: str) -> str:
-        decls.append(f".reg {'.pred' if t == PRED else t} {name};")
-        return name
-
-    for r in ("%v_n", "%v_gid", "%v_cta", "%v_ntid", "%v_tid"):
-        reg(r, ".b32")
-    reg("%v_g64", ".b64"), reg("%v_out_of_range", PRED)
-    body += [
-        f"ld.param.u32 %v_n, [{name}_n];",
-        "mov.u32 %v_cta, %ctaid.x;",
-        "mov.u32 %v_ntid, %ntid.x;",
-        "mov.u32 %v_tid, %tid.x;",
-        "mad.lo.s32 %v_gid, %v_cta, %v_ntid, %v_tid;",
-        "setp.ge.u32 %v_out_of_range, %v_gid, %v_n;",
-        "@%v_out_of_range bra $L_done;",
-        "cvt.u64.u32 %v_g64, %v_gid;",
-    ]
-
-    def address(param: str, t: str, tag: str) -> str:
-        size = 4 if t == PRED else _WIDTH[t] // 8
-        base, off, addr = reg(f"%pa_{tag}", ".b64"), reg(f"%po_{tag}", ".b64"), reg(f"%pe_{tag}", ".b64")
-        body.extend([
-            f"ld.param.u64 {base}, [{param}];",
-            f"cvta.to.global.u64 {base}, {base};",
-            f"mul.lo.u64 {off}, %v_g64, {size};",
-            f"add.s64 {addr}, {base}, {off};",
-        ])
-        return addr
-
-    regs: dict[str, str] = {}
+    k = ElementwiseKernel("8.5", "sm_90", name)
+    regs = {iname: k.load(iname, t) for iname, (t, _vals) in group.inputs.items()}
     layout = output_layout(cases)
-    for iname, (t, _vals) in group.inputs.items():
-        params.append(f".param .u64 {name}_in_{iname}")
-        a = address(f"{name}_in_{iname}", t, f"in_{iname}")
-        r = reg(f"%in_{iname}", t)
-        if t == PRED:
-            w = reg(f"%inw_{iname}", ".b32")
-            body += [f"ld.global.u32 {w}, [{a}];", f"setp.ne.u32 {r}, {w}, 0;"]
-        else:
-            body.append(f"ld.global{t} {r}, [{a}];")
-        regs[iname] = r
     slots: dict[str, list[str]] = {t: [] for t in layout}
     for ci, case in enumerate(cases):
         names = dict(regs)
-        for k, t in enumerate(case.outs):
-            names[f"d{k}"] = reg(f"%o{ci}_{k}", t)
-        for k, t in enumerate(case.temps):
-            names[f"t{k}"] = reg(f"%s{ci}_{k}", t)
-        for stmt in case.body.format(**names).split(";"):
-            if stmt.strip():
-                body.append(stmt.strip() + ";")
-        for k, t in enumerate(case.outs):
-            r = names[f"d{k}"]
+        for j, t in enumerate(case.outs):
+            names[f"d{j}"] = k.reg(f"%o{ci}_{j}", t)
+        for j, t in enumerate(case.temps):
+            names[f"t{j}"] = k.reg(f"%s{ci}_{j}", t)
+        k.add(case.body.format(**names))
+        for j, t in enumerate(case.outs):
+            r = names[f"d{j}"]
             if t == PRED:
-                w = reg(f"%ow{ci}_{k}", ".b32")
-                body.append(f"selp.u32 {w}, 1, 0, {r};")
+                w = k.reg(f"%ow{ci}_{j}", ".b32")
+                k.add(f"selp.u32 {w}, 1, 0, {r}")
                 r = w
             slots[t].append(r)
     # results: one buffer per type, thread i's results in row i, stored as vectors
     for t, (width, vlen) in layout.items():
-        p = f"{name}_out{t[1:]}"
-        params.append(f".param .u64 {p}")
         row = -(-len(slots[t]) // vlen) * vlen
         regs_t = slots[t] + [slots[t][-1]] * (row - len(slots[t]))
-        base, off, addr = reg(f"%qa{t[1:]}", ".b64"), reg(f"%qo{t[1:]}", ".b64"), reg(f"%qe{t[1:]}", ".b64")
-        body += [f"ld.param.u64 {base}, [{p}];", f"cvta.to.global.u64 {base}, {base};",
-                 f"mul.lo.u64 {off}, %v_g64, {row * width // 8};", f"add.s64 {addr}, {base}, {off};"]
+        addr = k.param(f"out{t[1:]}", row * width // 8)
         st = ".b32" if t == PRED else t
         for j in range(0, row, vlen):
-            body.append(f"st.global.v{vlen}{st} [{addr}+{j * width // 8}], {{{', '.join(regs_t[j:j + vlen])}}};")
-    params.append(f".param .u32 {name}_n")
-    lines = [".version 8.5", ".target sm_90", ".address_size 64", "",
-             f".visible .entry {name}(", ",\n".join("\t" + p for p in params), ")", "{"]
-    lines += ["\t" + d for d in decls] + ["\t" + s for s in body]
-    lines += ["$L_done:", "\tret;", "}", ""]
-    return "\n".join(lines)
+            k.add(f"st.global.v{vlen}{st} [{addr}+{j * width // 8}], {{{', '.join(regs_t[j:j + vlen])}}}")
+    return k.ptx()
 
 
 def output_layout(cases: Sequence[Case]) -> dict[str, tuple[int, int]]:
     """Result types in use -> (bits per element in memory, vector length of a store)."""
     used = [t for c in cases for t in c.outs]
-    return {t: (32 if t == PRED else _WIDTH[t], 2 if t == ".b64" else 4) for t in _WIDTH if t in used}
+    return {t: (32 if t == PRED else WIDTH[t], 2 if t == ".b64" else 4) for t in WIDTH if t in used}
 
 
 def _buffers(group: Group, cases: Sequence[Case]):
-    ins = [np.array(v, dtype=_DTYPE[t]) for t, v in group.inputs.values()]
+    ins = [np.array(v, dtype=DTYPE[t]) for t, v in group.inputs.values()]
     outs = []
     for t, (_w, vlen) in output_layout(cases).items():
         k = sum(c.outs.count(t) for c in cases)
-        outs.append(np.zeros((group.n, -(-k // vlen) * vlen), _DTYPE[t]))
+        outs.append(np.zeros((group.n, -(-k // vlen) * vlen), DTYPE[t]))
     return ins, outs
 
 
 def run_emulator(group: Group, cases: Sequence[Case] | None = None) -> dict[str, list[np.ndarray]]:
-    from hypa.ptxdialect import parse_ptx
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.launch import Launch
-
     cases = group.cases if cases is None else cases
     ins, outs = _buffers(group, cases)
-    bufs = {f"b{i}": a for i, a in enumerate(ins + outs)}
-    args: list = list(bufs) + [group.n]
-    block = 128
-    res = Emulator(parse_ptx(kernel_ptx(group, cases)), mode="full").run(
-        Launch(kernel="k", grid=(group.n + block - 1) // block, block=block, args=args, buffers=bufs)
-    )
-    got = [res.buffers[f"b{len(ins) + i}"].reshape(outs[i].shape) for i in range(len(outs))]
-    return _split(cases, got)
+    got = emulate_elementwise(kernel_ptx(group, cases), ins + outs, group.n)[len(ins):]
+    return _split(cases, [g.reshape(o.shape) for g, o in zip(got, outs)])
 
 
 def run_cuda(group: Group, cases: Sequence[Case]) -> dict[str, list[np.ndarray]]:  # pragma: no cover
-    import tempfile
-
-    import cupy as cp
-
     ins, outs = _buffers(group, cases)
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "k.ptx")
-        with open(path, "w") as f:
-            f.write(kernel_ptx(group, cases))
-        fn = cp.RawModule(path=path).get_function("k")
-    dev = [cp.asarray(a) for a in ins + outs]
-    block = 128
-    fn(((group.n + block - 1) // block,), (block,), tuple(dev) + (np.uint32(group.n),))
-    cp.cuda.Device().synchronize()
-    got = [d.get() for d in dev[len(ins):]]
-    return _split(cases, got)
+    return _split(cases, run_elementwise_on_gpu(kernel_ptx(group, cases), ins + outs, group.n)[len(ins):])
 
 
 def _split(cases: Sequence[Case], bufs: list[np.ndarray]) -> dict[str, list[np.ndarray]]:

@@ -12,28 +12,21 @@ import zlib
 import numpy as np
 import pytest
 
-from hypa.ptxdialect import parse_ptx
 from hypa.runtime.lowering import LoweringError
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.launch import Launch
 
-HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
+from helpers import KERNEL_PTX, emulate, kernel
 
 
 def run(ptx: str, args, buffers, block=32, grid=1, mode="full"):
-    emu = Emulator(parse_ptx(HEAD + ptx), mode=mode, exact_predicates=True)
-    return emu.run(Launch(grid=grid, block=block, args=args, buffers=buffers), in_place=True)  # the tests read their arrays
+    # in place: the tests read their arrays
+    return emulate(ptx, args, buffers, grid=grid, block=block, mode=mode, exact_predicates=True, in_place=True)
 
 
 # ---------------------------------------------------------------------------
 # atom.cas: d = *a; *a = (*a == b) ? c : *a
 # ---------------------------------------------------------------------------
 
-CAS = """
-.visible .entry cas(.param .u64 w, .param .u64 old)
-{
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<8>;
+CAS = kernel("cas(.param .u64 w, .param .u64 old)", """
     ld.param.u64 %rd1, [w];
     ld.param.u64 %rd2, [old];
     mov.u32 %r1, %tid.x;
@@ -45,8 +38,7 @@ CAS = """
     atom.global.cas.b32 %r4, [%rd4], %r2, %r3;
     st.global.u32 [%rd5], %r4;
     ret;
-}
-"""
+""")
 
 
 def test_atom_cas_swaps_only_when_the_word_equals_the_compare_operand():
@@ -62,12 +54,7 @@ def test_atom_cas_swaps_only_when_the_word_equals_the_compare_operand():
 # cp.async
 # ---------------------------------------------------------------------------
 
-CP_ASYNC = """
-.visible .entry cp(.param .u64 src, .param .u64 dst)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<16>;
-    .reg .b64 %rd<16>;
+CP_ASYNC = kernel("cp(.param .u64 src, .param .u64 dst)", """
     .shared .align 16 .b8 buf[4096];
     ld.param.u64 %rd1, [src];
     ld.param.u64 %rd2, [dst];
@@ -100,8 +87,7 @@ CP_ASYNC = """
     ld.shared.v4.u32 {%r9, %r10, %r11, %r12}, [%r4+48];
     st.global.v4.u32 [%rd6+48], {%r9, %r10, %r11, %r12};
     ret;
-}
-"""
+""")
 
 
 def test_cp_async_sizes_zero_fill_and_ignore_src():
@@ -133,12 +119,7 @@ def test_cp_async_out_of_bounds_source_is_reported():
 # shfl.sync.up clamping (the ISA: j = lane - b; valid when j >= maxLane)
 # ---------------------------------------------------------------------------
 
-SHFL_UP = """
-.visible .entry up(.param .u64 out, .param .u32 c)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<4>;
+SHFL_UP = kernel("up(.param .u64 out, .param .u32 c)", """
     ld.param.u64 %rd1, [out];
     ld.param.u32 %r5, [c];
     mov.u32 %r1, %tid.x;
@@ -150,8 +131,7 @@ SHFL_UP = """
     add.s64 %rd3, %rd1, %rd2;
     st.global.u32 [%rd3], %r3;
     ret;
-}
-"""
+""")
 
 
 @pytest.mark.parametrize("c", [0x0, 0x1800, 0x5])
@@ -172,12 +152,7 @@ def test_shfl_up_follows_the_isa_clamp(c):
 # match.all with an inactive lane 0
 # ---------------------------------------------------------------------------
 
-MATCH_ALL = """
-.visible .entry m(.param .u64 out)
-{
-    .reg .pred %p<4>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<4>;
+MATCH_ALL = kernel("m(.param .u64 out)", """
     ld.param.u64 %rd1, [out];
     mov.u32 %r1, %tid.x;
     mov.u32 %r2, 5;                  // 5 in every lane
@@ -193,8 +168,7 @@ $L_skip:
     add.s64 %rd3, %rd1, %rd2;
     st.global.v2.u32 [%rd3], {%r3, %r4};
     ret;
-}
-"""
+""")
 
 
 def test_match_all_ignores_inactive_lanes():
@@ -210,12 +184,7 @@ def test_match_all_ignores_inactive_lanes():
 # vote with the mode before .sync (CUB's inline assembly): the member mask counts
 # ---------------------------------------------------------------------------
 
-VOTE_ORDERS = """
-.visible .entry k(.param .u64 out)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<4>;
+VOTE_ORDERS = kernel("k(.param .u64 out)", """
     ld.param.u64 %rd1, [out];
     mov.u32 %r1, %tid.x;
     setp.ne.u32 %p1, %r1, 3;                     // every lane but 3
@@ -226,8 +195,7 @@ VOTE_ORDERS = """
     add.s64 %rd3, %rd1, %rd2;
     st.global.v2.u32 [%rd3], {%r2, %r3};
     ret;
-}
-"""
+""")
 
 
 def test_vote_ballot_sync_in_either_order_uses_the_member_mask():
@@ -241,12 +209,7 @@ def test_vote_ballot_sync_in_either_order_uses_the_member_mask():
 # loops of warp-wide instructions keep the stack bounded
 # ---------------------------------------------------------------------------
 
-SHFL_LOOP = """
-.visible .entry k(.param .u64 out, .param .u32 n)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<4>;
+SHFL_LOOP = kernel("k(.param .u64 out, .param .u32 n)", """
     ld.param.u32 %r1, [n];
     ld.param.u64 %rd1, [out];
     mov.u32 %r2, %tid.x;
@@ -263,8 +226,7 @@ $L:
     add.s64 %rd3, %rd1, %rd2;
     st.global.u32 [%rd3], %r2;
     ret;
-}
-"""
+""")
 
 
 def test_a_long_loop_of_shuffles_and_atomics_does_not_grow_the_stack():
@@ -282,12 +244,7 @@ def test_a_long_loop_of_shuffles_and_atomics_does_not_grow_the_stack():
 # by-value aggregate parameter given as an integer
 # ---------------------------------------------------------------------------
 
-AGG = """
-.visible .entry agg(.param .align 4 .b8 v[4], .param .u64 out)
-{
-    .reg .b16 %rs<3>;
-    .reg .b32 %r<3>;
-    .reg .b64 %rd<2>;
+AGG = kernel("agg(.param .align 4 .b8 v[4], .param .u64 out)", """
     ld.param.u16 %rs1, [v];
     ld.param.u16 %rs2, [v+2];
     ld.param.u64 %rd1, [out];
@@ -295,8 +252,7 @@ AGG = """
     cvt.u32.u16 %r2, %rs2;
     st.global.v2.u32 [%rd1], {%r1, %r2};
     ret;
-}
-"""
+""")
 
 
 def test_an_integer_fills_a_by_value_byte_array_parameter():
@@ -326,6 +282,15 @@ def _regs(prefix: str, first: int, n: int) -> str:
     return "{" + ", ".join(f"{prefix}{first + i}" for i in range(n)) + "}"
 
 
+#: the registers of the WMMA and mma.sync kernels: fragments of up to 16 registers from %r10 on
+FRAGMENT_REGS = """\
+    .reg .b32 %r<100>;
+    .reg .f32 %f<100>;
+    .reg .f64 %fd<100>;
+    .reg .b64 %rd<8>;
+"""
+
+
 def wmma_kernel(shape, at, ct, dt, alay, blay, clay, dlay, lda, ldb, ldc, ldd):
     na, nb = _NREGS[(at, shape)]
     ncr, ndr = _CREGS[ct], _CREGS[dt]
@@ -339,13 +304,7 @@ def wmma_kernel(shape, at, ct, dt, alay, blay, clay, dlay, lda, ldb, ldc, ldd):
         types = f"{dt}{ct}"
     else:
         types = f"{dt}{at}{at}{ct}"
-    return f"""
-.visible .entry w(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)
-{{
-    .reg .b32 %r<100>;
-    .reg .f32 %f<100>;
-    .reg .f64 %fd<100>;
-    .reg .b64 %rd<8>;
+    return kernel("w(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)", f"""
     ld.param.u64 %rd1, [pa];
     ld.param.u64 %rd2, [pb];
     ld.param.u64 %rd3, [pc];
@@ -357,8 +316,7 @@ def wmma_kernel(shape, at, ct, dt, alay, blay, clay, dlay, lda, ldb, ldc, ldd):
     wmma.mma.sync.aligned{alay}{blay}.{shape}{types} {d}, {a}, {b}, {c};
     wmma.store.d.sync.aligned{dlay}.{shape}.global{dt} [%rd4], {d}, {ldd};
     ret;
-}}
-"""
+""", regs=FRAGMENT_REGS)
 
 
 def _store(mat: np.ndarray, layout: str, ld: int, dtype) -> np.ndarray:
@@ -461,14 +419,10 @@ def test_wmma_with_too_few_registers_is_refused():
 
 
 def test_single_bit_wmma_is_reported_as_not_emulated():
-    ptx = """
-.visible .entry w(.param .u64 pa)
-{
-    .reg .b32 %r<100>;
+    ptx = kernel("w(.param .u64 pa)", """
     wmma.mma.xor.popc.sync.aligned.row.col.m8n8k128.s32.b1.b1.s32 {%r1, %r2}, {%r3}, {%r4}, {%r5, %r6};
     ret;
-}
-"""
+""")
     with pytest.raises(LoweringError, match="not emulated"):
         run(ptx, [np.zeros(4, np.uint32)], {})
 
@@ -477,12 +431,7 @@ def test_single_bit_wmma_is_reported_as_not_emulated():
 # 16-bit float atomics: one rounding of the exact sum, subnormals kept (.noftz)
 # ---------------------------------------------------------------------------
 
-HALF_ATOM = """
-.visible .entry h(.param .u64 w, .param .u64 v, .param .u64 old)
-{
-    .reg .b16 %rs<4>;
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<12>;
+HALF_ATOM = kernel("h(.param .u64 w, .param .u64 v, .param .u64 old)", """
     ld.param.u64 %rd1, [w];
     ld.param.u64 %rd2, [v];
     ld.param.u64 %rd3, [old];
@@ -498,8 +447,7 @@ HALF_ATOM = """
     atom.global.add.noftz.TYPE %rs2, [%rd5], %rs1;
     st.global.bWIDTHBITS [%rd7], %rs2;
     ret;
-}
-"""
+""")
 
 
 def _nearest_even(exact: np.ndarray, table_bits: np.ndarray, table_vals: np.ndarray) -> np.ndarray:
@@ -565,12 +513,7 @@ def test_half_atomic_add_rounds_once(fmt):
 
 
 def test_packed_and_vector_atomics():
-    ptx = """
-.visible .entry p(.param .u64 w)
-{
-    .reg .b32 %r<8>;
-    .reg .f32 %f<8>;
-    .reg .b64 %rd<4>;
+    ptx = kernel("p(.param .u64 w)", """
     ld.param.u64 %rd1, [w];
     mov.b32 %r1, 0x40003C00;                        // f16x2 (1.0, 2.0)
     atom.global.add.noftz.f16x2 %r2, [%rd1], %r1;
@@ -580,8 +523,7 @@ def test_packed_and_vector_atomics():
     mov.f32 %f2, 0f40000000;
     atom.global.v2.f32.add {%f3, %f4}, [%rd1+8], {%f1, %f2};
     ret;
-}
-"""
+""")
     w = np.zeros(4, np.uint32)
     run(ptx, ["w"], {"w": w})
     assert w[0:1].view(np.float16).tolist() == [32.0, 64.0]
@@ -593,12 +535,7 @@ def test_packed_and_vector_atomics():
 # barriers: bar.red, named barriers with bar.arrive
 # ---------------------------------------------------------------------------
 
-BAR_RED = """
-.visible .entry r(.param .u64 out)
-{
-    .reg .pred %p<6>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<4>;
+BAR_RED = kernel("r(.param .u64 out)", """
     ld.param.u64 %rd1, [out];
     mov.u32 %r1, %tid.x;
     rem.u32 %r2, %r1, 3;
@@ -616,8 +553,7 @@ BAR_RED = """
     add.s64 %rd3, %rd1, %rd2;
     st.global.u32 [%rd3], %r6;
     ret;
-}
-"""
+""")
 
 
 def test_bar_red_popc_and_or():
@@ -627,12 +563,7 @@ def test_bar_red_popc_and_or():
     assert (out == 34 + 10000).all()
 
 
-NAMED = """
-.visible .entry n(.param .u64 out)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<4>;
+NAMED = kernel("n(.param .u64 out)", """
     .shared .align 4 .b32 box[32];
     ld.param.u64 %rd1, [out];
     mov.u32 %r1, %tid.x;
@@ -654,8 +585,7 @@ $L_consumer:
     st.global.u32 [%rd3], %r6;
 $L_end:
     ret;
-}
-"""
+""")
 
 
 @pytest.mark.parametrize("producer", ["ge", "lt"], ids=["warp0-produces", "warp1-produces"])
@@ -773,13 +703,7 @@ def mma_kernel(name, types, counts):
     d = _regs(creg[dt], 40, nd)
     dbits = 64 if dt == ".f64" else 32
     stores = [f"    st.global.b{dbits} [%rd4+{i * dbits // 8}], {creg[dt]}{40 + i};" for i in range(nd)]
-    return f"""
-.visible .entry mm(.param .u64 frag, .param .u64 out, .param .u32 fstride, .param .u32 ostride)
-{{
-    .reg .b32 %r<64>;
-    .reg .f32 %f<64>;
-    .reg .f64 %fd<64>;
-    .reg .b64 %rd<8>;
+    ptx = kernel("mm(.param .u64 frag, .param .u64 out, .param .u32 fstride, .param .u32 ostride)", f"""
     ld.param.u64 %rd1, [frag];
     ld.param.u64 %rd2, [out];
     ld.param.u32 %r1, [fstride];
@@ -793,8 +717,8 @@ def mma_kernel(name, types, counts):
     mma.sync.aligned.{name.split('.')[0]}.row.col{''.join(types)} {d}, {a}, {b}, {c};
 {chr(10).join(stores)}
     ret;
-}}
-""", off, nd * dbits // 8
+""", regs=FRAGMENT_REGS)
+    return ptx, off, nd * dbits // 8
 
 
 @pytest.mark.parametrize("name", list(MMA_CASES))
@@ -828,13 +752,7 @@ def test_mma_sync_fragment_layouts(name):
     assert np.array_equal(D, want)
 
 
-LDMATRIX = """
-.visible .entry lm(.param .u64 src, .param .u64 out)
-{
-    .reg .pred %p<2>;
-    .reg .b16 %rs<4>;
-    .reg .b32 %r<40>;
-    .reg .b64 %rd<8>;
+LDMATRIX = kernel("lm(.param .u64 src, .param .u64 out)", """
     .shared .align 16 .b8 tiles[1024];
     ld.param.u64 %rd1, [src];
     ld.param.u64 %rd2, [out];
@@ -874,8 +792,7 @@ $L_copy:
     st.global.v2.b32 [%rd6+32], {%r28, %r29};
     st.global.b32 [%rd6+40], %r30;
     ret;
-}
-"""
+""")
 
 
 def test_ldmatrix_layouts():
@@ -900,21 +817,17 @@ def test_ldmatrix_layouts():
 def test_triton_matmul_ldmatrix_mma_sync():
     """The Triton tl.dot kernel (ldmatrix, ldmatrix.trans, mma.sync m16n8k16) on a
     70 x 40 by 40 x 50 product: two 64 x 64 tiles, both partial."""
-    import os
-
     from hypa.ptxdialect import parse_ptx_file
 
-    path = os.path.join(os.path.dirname(__file__), "..", "kernels", "ptx", "triton", "matmul.sm_80.ptx")
     M, N, K = 70, 50, 40
     rng = np.random.default_rng(0)
     A = (rng.integers(-8, 8, (M, K)) / 8).astype(np.float16)
     B = (rng.integers(-8, 8, (K, N)) / 8).astype(np.float16)
     C = np.zeros(M * N, np.float16)
-    emu = Emulator(parse_ptx_file(path), mode="full")
-    r = emu.run(Launch(grid=(2, 1), block=128, shared_bytes=16384,
-                       args=["A", "B", "C", M, N, K, K, 1, N, 1, N, 1, "s1", "s2"],
-                       buffers={"A": A.ravel(), "B": B.ravel(), "C": C, "s1": np.zeros(16, np.uint8),
-                                "s2": np.zeros(16, np.uint8)}))
+    r = emulate(parse_ptx_file(str(KERNEL_PTX / "triton" / "matmul.sm_80.ptx")),
+                ["A", "B", "C", M, N, K, K, 1, N, 1, N, 1, "s1", "s2"],
+                {"A": A.ravel(), "B": B.ravel(), "C": C, "s1": np.zeros(16, np.uint8), "s2": np.zeros(16, np.uint8)},
+                grid=(2, 1), block=128, shared_bytes=16384, mode="full")
     # products of multiples of 1/8 below 1, sums of 40: exact in f32, one f16 rounding
     want = (A.astype(np.float64) @ B.astype(np.float64)).astype(np.float16)
     assert np.array_equal(r.buffers["C"].reshape(M, N), want)

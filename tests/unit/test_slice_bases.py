@@ -11,17 +11,11 @@ from hypa.passes.ssa import PTXToSSA
 from hypa.ptxdialect import InstructionOp, parse_ptx
 from hypa.ptxdialect.dialect import FuncOp
 
+from helpers import kernel
+
 # A pointer stepped through a loop by a scalar parameter: ptr' = ptr + n + n.
 # Load A reads [ptr] (the loop-carried block argument), load B reads [ptr + n].
-STRIDED_LOOP = """
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 k_buf, .param .u32 k_n, .param .u64 k_other)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<8>;
+STRIDED_LOOP = kernel("k(.param .u64 k_buf, .param .u32 k_n, .param .u64 k_other)", """
     ld.param.u64 %rd1, [k_buf];
     ld.param.u32 %r1, [k_n];
     ld.param.u64 %rd6, [k_other];
@@ -44,8 +38,7 @@ $L_skip:
     setp.lt.u32 %p2, %r2, 4;
     @%p2 bra $L_loop;
     ret;
-}
-"""
+""")
 
 
 def _accesses():

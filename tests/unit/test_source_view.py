@@ -4,26 +4,16 @@ kernel with ``.loc`` lines, and on an ``nvcc -lineinfo`` build when nvcc is inst
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 
-import pytest
+import numpy as np
 
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.launch import Launch
 from hypa.runtime.source_view import result_lines
 
-PTX = """.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry k(.param .u64 out)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<4>;
-    .reg .f32 %f<4>;
-    .reg .b64 %rd<4>;
+from helpers import ROOT, emulate, kernel, requires, run_hypa
+
+PTX = kernel("k(.param .u64 out)", """
     .loc 1 10 0
     mov.u32 %r1, %tid.x;
     setp.lt.u32 %p1, %r1, 8;
@@ -44,9 +34,7 @@ $L_done:
     add.s64 %rd3, %rd1, %rd2;
     st.global.f32 [%rd3], %f2;
     ret;
-}
-.file 1 "FILE"
-"""
+""", target="sm_90") + '.file 1 "FILE"\n'
 
 SOURCE = ["// line %d" % i for i in range(1, 10)] + [
     "int t = threadIdx.x;  // 10", "if (t < 8) {  // 11", "  v = 1.0f + 1.0f;  // 12", "} else {", "  v = 2.0f;  // 14",
@@ -57,10 +45,8 @@ def test_counts_per_source_line_by_hand(tmp_path):
     src = tmp_path / "kern.cu"
     src.write_text("\n".join(SOURCE) + "\n")
     m = parse_ptx(PTX.replace("FILE", str(src)))
-    import numpy as np
-
-    r = Emulator(m, mode="full", exact_predicates=True, memory_metrics=True).run(
-        Launch(kernel="k", grid=1, block=32, args=["out"], buffers={"out": np.zeros(32, np.float32)}))
+    r = emulate(m, ["out"], {"out": np.zeros(32, np.float32)}, kernel="k", mode="full", exact_predicates=True,
+                memory_metrics=True)
     lines = {d["line"]: d for d in result_lines(r, m)}
     # one warp of 32 threads; threads 0-7 take the branch at line 11
     assert sorted(lines) == [10, 11, 12, 14, 16]
@@ -76,31 +62,23 @@ def test_counts_per_source_line_by_hand(tmp_path):
 
 def test_without_line_information_rows_are_ptx_instructions():
     m = parse_ptx(PTX.replace(".file 1 \"FILE\"\n", "").replace("    .loc", "//    .loc"))
-    import numpy as np
-
-    r = Emulator(m, mode="full").run(Launch(kernel="k", grid=1, block=32, args=["out"],
-                                            buffers={"out": np.zeros(32, np.float32)}))
+    r = emulate(m, ["out"], {"out": np.zeros(32, np.float32)}, kernel="k", mode="full")
     rows = result_lines(r, m)
     assert [d["ptx"].split()[0] for d in rows[:3]] == ["mov.u32", "setp.lt.u32", "@%p1"]
     assert len(rows) == 13 and all("index" in d for d in rows)  # every instruction once
 
 
+@requires("nvcc")
 def test_lineinfo_build_by_line_and_in_the_html(tmp_path):
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not installed")
-    import os
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    cu = os.path.join(root, "benchmarks", "programs", "matmul.cu")
+    cu = ROOT / "benchmarks" / "programs" / "matmul.cu"
     ptx = tmp_path / "matmul.ptx"
     subprocess.run(["nvcc", "-lineinfo", "-ptx", "-arch=sm_90", "-o", str(ptx), cu], check=True, capture_output=True)
     toml = tmp_path / "l.toml"
     toml.write_text('[[launch]]\nkernel = "matmul"\ngrid = [4, 4]\nblock = [16, 16]\nargs = ["a", "b", "c", 64]\n'
                     '[buffers.a]\ndtype = "float32"\ncount = 4096\n[buffers.b]\ndtype = "float32"\ncount = 4096\n'
                     '[buffers.c]\ndtype = "float32"\ncount = 4096\n')
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "profile", str(ptx), "--launch", str(toml),
-                        "--mode", "full", "--memory-metrics", "--by", "line", "--format", "json"],
-                       capture_output=True, text=True)
+    p = run_hypa("profile", ptx, "--launch", toml, "--mode", "full", "--memory-metrics", "--by", "line",
+                 "--format", "json")
     assert p.returncode == 0, p.stderr
     by_line = {d["line"]: d for d in json.loads(p.stdout) if d["file"].endswith("matmul.cu")}
     # line 15, `for (k < T) acc += as[ty][k] * bs[k][tx]`: 4096 threads x 4 tiles x 16 unrolled FMAs x 2 FLOPs
@@ -111,22 +89,18 @@ def test_lineinfo_build_by_line_and_in_the_html(tmp_path):
     # estimated stalls (the line's costliest wait in the timing model): global loads, barriers
     assert by_line[12]["stall"] == "long scoreboard" and by_line[14]["stall"] == "barrier"
     html = tmp_path / "r.html"
-    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "report", str(ptx), "--launch", str(toml),
-                        "--mode", "full", "--cfg", "none", "-o", str(html)], capture_output=True, text=True)
+    p = run_hypa("report", ptx, "--launch", toml, "--mode", "full", "--cfg", "none", "-o", html)
     assert p.returncode == 0, p.stderr
     page = html.read_text()
     assert "<h2>Source</h2>" in page and "matmul.cu:15" in page and "acc += as[threadIdx.y][k]" in page
 
 
 def test_cfg_edges_carry_the_threads_that_took_them(tmp_path):
-    import numpy as np
-
     from hypa.passes.cfg_dot import function_dot
     from hypa.runtime.html_report import attach_exec_counts
 
     m = parse_ptx(PTX.replace("FILE", "k.cu"))
-    r = Emulator(m, mode="full").run(Launch(kernel="k", grid=1, block=32, args=["out"],
-                                            buffers={"out": np.zeros(32, np.float32)}))
+    r = emulate(m, ["out"], {"out": np.zeros(32, np.float32)}, kernel="k", mode="full")
     blocks = [b.as_dict() for b in r.metrics.blocks]
     # the block ending in `@%p1 bra $L_small`: 8 of its 32 threads take it; `bra $L_done` is unconditional
     assert [b["branch_taken_threads"] for b in blocks] == [8, 0, 0, 0]
@@ -140,13 +114,10 @@ def test_cfg_edges_carry_the_threads_that_took_them(tmp_path):
 
 
 def test_warp_slots_show_how_a_ctas_warps_share_the_work():
-    import numpy as np
-
     from hypa.runtime.html_report import _balance_cell
 
     m = parse_ptx(PTX.replace("FILE", "k.cu"))
-    r = Emulator(m, mode="full").run(Launch(kernel="k", grid=3, block=64, args=["out"],
-                                            buffers={"out": np.zeros(192, np.float32)}))
+    r = emulate(m, ["out"], {"out": np.zeros(192, np.float32)}, kernel="k", grid=3, block=64, mode="full")
     # warp 0 (threads 0-7 take the branch) runs both sides: 2 + 1 + 3 + 1 + 6 = 13
     # warp-instructions; warp 1 only the fall-through side: 2 + 1 + 3 + 6 = 12; three CTAs
     assert r.metrics.warp_slots == [3 * 13, 3 * 12]

@@ -9,7 +9,7 @@ from hypa.passes.ssa import PTXToSSA, convert_function, verify_dominance
 from hypa.ptxdialect import InstructionOp, module_to_ptx, parse_ptx
 from hypa.ptxdialect.dialect import EntryValueOp, FuncOp
 
-HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
+from helpers import COUNT_TO_N, kernel
 
 
 def func_of(module):
@@ -20,17 +20,14 @@ def instrs(func):
     return [op for op in func.body.walk() if isinstance(op, InstructionOp)]
 
 
-def to_ssa(text):
-    m = parse_ptx(HEAD + text)
+def to_ssa(body, params=""):
+    m = parse_ptx(kernel(f"k({params})", body, visible=False))
     PTXToSSA().apply(Context(), m)
     return m
 
 
 def test_nested_scope_registers_are_distinct():
     m = to_ssa("""
-.entry k()
-{
-    .reg .b32 %r<3>;
     mov.u32 %r1, 1;
     {
         .reg .b32 %r1;
@@ -39,7 +36,7 @@ def test_nested_scope_registers_are_distinct():
     }
     add.s32 %r2, %r1, 3;
     ret;
-}""")
+""")
     mov_outer, mov_inner, add_inner, add_outer, _ret = instrs(func_of(m))
     # inside the scope %r1 is the inner register, after it the outer one again
     assert add_inner.operands[0] is mov_inner.results[0]
@@ -49,16 +46,12 @@ def test_nested_scope_registers_are_distinct():
 
 def test_guarded_definition_merges_old_value():
     m = to_ssa("""
-.entry k()
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<3>;
     mov.u32 %r1, %tid.x;
     setp.lt.u32 %p1, %r1, 4;
     mov.u32 %r2, 5;
     @%p1 add.s32 %r2, %r2, 1;
     ret;
-}""")
+""")
     mov_tid, setp, mov5, add, _ret = instrs(func_of(m))
     # guard, the textual %r2, then the old %r2 kept where the guard is false
     assert list(add.operands) == [setp.results[0], mov5.results[0], mov5.results[0]]
@@ -66,15 +59,12 @@ def test_guarded_definition_merges_old_value():
 
 def test_carry_flag_is_an_implicit_register():
     m = to_ssa("""
-.entry k()
-{
-    .reg .b32 %r<5>;
     mov.u32 %r1, -1;
     mov.u32 %r2, 1;
     add.cc.u32 %r3, %r1, %r2;
     addc.u32 %r4, 0, 0;
     ret;
-}""")
+""")
     _a, _b, addcc, addc, _ret = instrs(func_of(m))
     assert len(addcc.results) == 2  # %r3 and the carry
     assert addc.operands[-1] is addcc.results[1]
@@ -82,29 +72,23 @@ def test_carry_flag_is_an_implicit_register():
 
 def test_read_before_write_is_an_entry_value():
     m = to_ssa("""
-.entry k()
-{
-    .reg .b32 %r<3>;
     add.s32 %r2, %r1, 1;
     ret;
-}""")
+""")
     f = func_of(m)
     evs = [op for op in f.body.walk() if isinstance(op, EntryValueOp)]
     assert len(evs) == 1 and evs[0].reg.data == "%r1"
     assert instrs(f)[0].operands[0] is evs[0].results[0]
     # the entry value prints as nothing
-    assert "entry_value" not in module_to_ptx(parse_ptx(HEAD + ".entry k()\n{\n.reg .b32 %r<3>;\nadd.s32 %r2, %r1, 1;\nret;\n}"))
+    assert "entry_value" not in module_to_ptx(parse_ptx(kernel("k()", "add.s32 %r2, %r1, 1;\nret;\n", visible=False)))
 
 
 def test_dominance_verifier_rejects_use_before_def():
     m = to_ssa("""
-.entry k()
-{
-    .reg .b32 %r<3>;
     mov.u32 %r1, 1;
     add.s32 %r2, %r1, 1;
     ret;
-}""")
+""")
     f = func_of(m)
     mov, add, _ret = instrs(f)
     verify_dominance(f)
@@ -116,10 +100,6 @@ def test_dominance_verifier_rejects_use_before_def():
 
 def test_dominance_verifier_rejects_non_dominating_block():
     m = to_ssa("""
-.entry k()
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<4>;
     mov.u32 %r1, %tid.x;
     setp.eq.u32 %p1, %r1, 0;
     @%p1 bra $L_a;
@@ -127,7 +107,7 @@ def test_dominance_verifier_rejects_non_dominating_block():
 $L_a:
     mov.u32 %r3, 1;
     ret;
-}""")
+""")
     f = func_of(m)
     ops = instrs(f)
     seven, last = ops[3], ops[4]
@@ -138,11 +118,7 @@ $L_a:
 
 
 def test_out_of_ssa_renames_interfering_values():
-    src = """
-.entry k(.param .u64 k_out)
-{
-    .reg .b32 %r<4>;
-    .reg .b64 %rd<2>;
+    m = to_ssa("""
     mov.u32 %r1, 1;
     mov.u32 %r2, %r1;
     mov.u32 %r1, 2;
@@ -150,8 +126,7 @@ def test_out_of_ssa_renames_interfering_values():
     ld.param.u64 %rd1, [k_out];
     st.global.u32 [%rd1], %r3;
     ret;
-}"""
-    m = to_ssa(src)
+""", ".param .u64 k_out")
     f = func_of(m)
     one, copy, two, add = instrs(f)[:4]
     # move the copy after the second definition of %r1: now both values of
@@ -172,21 +147,7 @@ def test_out_of_ssa_renames_interfering_values():
 
 
 def test_out_of_ssa_without_interference_is_the_original():
-    src = HEAD + """
-.visible .entry k(.param .u32 k_n)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<4>;
-    ld.param.u32 %r1, [k_n];
-    mov.u32 %r2, 0;
-$L_loop:
-    add.s32 %r2, %r2, 1;
-    setp.lt.s32 %p1, %r2, %r1;
-    @%p1 bra $L_loop;
-    ret;
-}
-"""
-    m = parse_ptx(src)
+    m = parse_ptx(kernel("k(.param .u32 k_n)", COUNT_TO_N + "    ret;\n"))
     before = module_to_ptx(m)
     PTXToSSA().apply(Context(), m)
     PTXOutOfSSA().apply(Context(), m)
@@ -198,11 +159,7 @@ def test_out_of_ssa_copies_on_split_edges():
     # values that flow back into them makes the block arguments need copies on
     # the back edge: a taken edge, so it is split into a new labelled block,
     # and the parallel copy is a swap through a temporary.
-    src = HEAD + """
-.visible .entry k(.param .u32 k_n)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<5>;
+    src = kernel("k(.param .u32 k_n)", """
     ld.param.u32 %r1, [k_n];
     mov.u32 %r2, 1;
     mov.u32 %r3, 2;
@@ -214,8 +171,7 @@ $L_loop:
     @%p1 bra $L_loop;
     add.s32 %r4, %r2, %r3;
     ret;
-}
-"""
+""")
     m = parse_ptx(src)
     PTXToSSA().apply(Context(), m)
     f = func_of(m)
@@ -248,10 +204,7 @@ def test_long_chains_of_blocks_convert_without_deep_recursion():
     # the bottom is looked up through each of them (it overflowed Python's recursion limit)
     n = 3000
     body = "mov.u32 %r1, 7;\n" + "".join(f"bra.uni $L{i};\n$L{i}:\n" for i in range(n))
-    src = (".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 k_o)\n{\n"
-           ".reg .b32 %r<2>;\n.reg .b64 %rd<2>;\n" + body
-           + "ld.param.u64 %rd1, [k_o];\nst.global.u32 [%rd1], %r1;\nret;\n}\n")
-    m = parse_ptx(src)
+    m = parse_ptx(kernel("k(.param .u64 k_o)", body + "ld.param.u64 %rd1, [k_o];\nst.global.u32 [%rd1], %r1;\nret;\n"))
     f = next(op for op in m.ops if isinstance(op, FuncOp))
     convert_function(f)
     verify_dominance(f)
@@ -262,14 +215,7 @@ def test_long_chains_of_blocks_convert_without_deep_recursion():
 
 def test_an_unreachable_cycle_of_single_predecessor_blocks_reads_as_undefined():
     # $A and $B only reach each other: walking single predecessors must not go round forever
-    src = """
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 k_o)
-{
-    .reg .b32 %r<3>;
-    .reg .b64 %rd<2>;
+    src = kernel("k(.param .u64 k_o)", """
     ld.param.u64 %rd1, [k_o];
     ret;
 $A:
@@ -278,8 +224,7 @@ $A:
 $B:
     st.global.u32 [%rd1], %r1;
     bra.uni $A;
-}
-"""
+""")
     m = parse_ptx(src)
     f = next(op for op in m.ops if isinstance(op, FuncOp))
     convert_function(f)

@@ -6,7 +6,6 @@ import glob
 import json
 import math
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -18,19 +17,13 @@ from hypa.runtime.emulator import Emulator
 from hypa.runtime.launch import BufferSpec, Launch, launches_from_toml
 from hypa.runtime.program import prepare
 
-HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import LAUNCHES, ROOT, kernel, load_script, strided_kernel
 
 
 def straight_line(body: list[str], extra_regs: str = "", directives: str = "") -> str:
     """One kernel, one basic block: a prologue, ``body``, a store, ret."""
     lines = "\n    ".join(body)
-    return HEAD + f"""
-.visible .entry k(.param .u64 k_out){directives}
-{{
-    .reg .f32 %f<600>;
-    .reg .b64 %rd<8>;
-    {extra_regs}
+    return kernel(f"k(.param .u64 k_out){directives}", f"""
     ld.param.u64 %rd1, [k_out];
     cvta.to.global.u64 %rd2, %rd1;
     mov.f32 %f1, 0f3F800000;
@@ -38,8 +31,7 @@ def straight_line(body: list[str], extra_regs: str = "", directives: str = "") -
     {lines}
     st.global.f32 [%rd2], %f1;
     ret;
-}}
-"""
+""", regs=f"    .reg .f32 %f<600>;\n    .reg .b64 %rd<8>;\n    {extra_regs}\n")
 
 
 def block0_latency(text: str, arch: str = "sm_90") -> float:
@@ -204,13 +196,7 @@ def test_instruction_classes():
 
 # -- loops and pairwise overlap ---------------------------------------------------------------
 
-LOOP = HEAD + """
-.visible .entry loop(.param .u64 loop_out, .param .u32 loop_n)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    .reg .f32 %f<8>;
-    .reg .b64 %rd<4>;
+LOOP = kernel("loop(.param .u64 loop_out, .param .u32 loop_n)", """
     ld.param.u64 %rd1, [loop_out];
     ld.param.u32 %r1, [loop_n];
     mov.u32 %r2, 0;
@@ -223,8 +209,7 @@ $L_loop:
     cvta.to.global.u64 %rd2, %rd1;
     st.global.f32 [%rd2], %f1;
     ret;
-}
-"""
+""")
 
 
 def loop_estimate(n, arch="sm_90", grid=1, block=32):
@@ -259,13 +244,7 @@ def test_loop_edge_frequencies_are_exact():
     assert f == {(0, 1): 1.0, (0, 2): 3.0, (1, 3): 1.0, (2, 3): 3.0}
 
 
-OVERLAP = HEAD + """
-.visible .entry ov(.param .u64 ov_in, .param .u64 ov_out)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<4>;
-    .reg .f32 %f<60>;
-    .reg .b64 %rd<8>;
+OVERLAP = kernel("ov(.param .u64 ov_in, .param .u64 ov_out)", """
     ld.param.u64 %rd1, [ov_in];
     ld.param.u64 %rd2, [ov_out];
     mov.u32 %r1, %tid.x;
@@ -281,8 +260,7 @@ $L_use:
     add.f32 %f6, %f1, %f1;
     st.global.f32 [%rd2], %f6;
     ret;
-}
-"""
+""")
 
 
 def test_pairwise_overlap_exposes_and_hides_latency():
@@ -359,12 +337,7 @@ def test_registers_from_liveness_and_maxnreg():
 
 # -- CTAs over SMs: waves, bandwidth bounds (synthetic counts, no emulation) ------------------
 
-COPY = HEAD + """
-.visible .entry copy(.param .u64 copy_x, .param .u64 copy_y)
-{
-    .reg .b32 %r<4>;
-    .reg .f32 %f<4>;
-    .reg .b64 %rd<8>;
+COPY = kernel("copy(.param .u64 copy_x, .param .u64 copy_y)", """
     ld.param.u64 %rd1, [copy_x];
     ld.param.u64 %rd2, [copy_y];
     mov.u32 %r1, %tid.x;
@@ -374,8 +347,7 @@ COPY = HEAD + """
     add.s64 %rd5, %rd2, %rd3;
     st.global.f32 [%rd5], %f1;
     ret;
-}
-"""
+""")
 
 
 def synthetic(grid, block=256, count=1 << 20, arch="sm_90"):
@@ -438,28 +410,10 @@ def test_estimate_from_a_program_emulates_the_launch():
 
 
 def test_memory_metrics_make_strided_loads_dearer():
-    def kernel(stride):
-        return HEAD + f"""
-.visible .entry s(.param .u64 s_a)
-{{
-    .reg .b32 %r<4>;
-    .reg .f32 %f<3>;
-    .reg .b64 %rd<6>;
-    ld.param.u64 %rd1, [s_a];
-    cvta.to.global.u64 %rd2, %rd1;
-    mov.u32 %r1, %tid.x;
-    mul.lo.s32 %r2, %r1, {stride};
-    mul.wide.s32 %rd3, %r2, 4;
-    add.s64 %rd4, %rd2, %rd3;
-    ld.global.f32 %f1, [%rd4];
-    st.global.f32 [%rd4], %f1;
-    ret;
-}}
-"""
     lsu = {}
     for stride in (1, 32):
-        emu = Emulator(parse_ptx(kernel(stride)), memory_metrics=True)
-        L = Launch(kernel="s", grid=1, block=32, args=["a"], buffers={"a": np.zeros(32 * 32, np.float32)})
+        emu = Emulator(parse_ptx(strided_kernel(stride)), memory_metrics=True)
+        L = Launch(kernel="strided", grid=1, block=32, args=["a"], buffers={"a": np.zeros(32 * 32, np.float32)})
         est = T.estimate_run(emu, L)
         lsu[stride] = est.warp["unit_cycles"]["lsu"]
         assert any("measured sectors" in n for n in est.notes)
@@ -467,7 +421,7 @@ def test_memory_metrics_make_strided_loads_dearer():
     assert lsu[1] == 8 and lsu[32] == 64
 
 
-LAUNCH_FILES = sorted(glob.glob(os.path.join(ROOT, "tests/kernels/launches/*.toml")))
+LAUNCH_FILES = sorted(glob.glob(os.path.join(LAUNCHES, "*.toml")))
 
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=[os.path.basename(p) for p in LAUNCH_FILES])
@@ -490,54 +444,31 @@ def test_smoke_project_kernels(path):
             json.dumps(est.as_dict())
 
 
-def _hypa_opt(argv, capsys):
-    from hypa.tools.hypa_opt import main
-
-    code = 0
-    try:
-        main(argv)
-    except SystemExit as e:
-        code = e.code or 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def test_cli_estimate_time(capsys):
+def test_cli_estimate_time(hypa_opt_cli):
     toml = os.path.join(ROOT, "tests/kernels/launches/saxpy.toml")
     ptx = os.path.join(ROOT, "tests/kernels/ptx/saxpy.sm_80.ptx")
     base = ["--emulate", "--launch", toml, ptx]
-    code, out, err = _hypa_opt(base + ["--format", "json", "--estimate-time=sm_80"], capsys)
+    code, out, err = hypa_opt_cli(*base, "--format", "json", "--estimate-time=sm_80")
     assert code == 0, err
     recs = json.loads(out)
     assert len(recs) == 2 and all(r["time_estimate"]["arch"] == "sm_80" for r in recs)
     assert recs[0]["time_estimate"]["occupancy"]["ctas_per_sm"] == 8
-    code, out, err = _hypa_opt(base + ["--format", "csv", "--estimate-time"], capsys)
+    code, out, err = hypa_opt_cli(*base, "--format", "csv", "--estimate-time")
     header = out.splitlines()[0].split(",")
     assert header[-4:] == ["est_time_us", "est_cycles", "est_bound", "est_arch"]
     assert out.splitlines()[1].endswith("sm_90")
-    code, out, err = _hypa_opt(base + ["--estimate-time"], capsys)
+    code, out, err = hypa_opt_cli(*base, "--estimate-time")
     assert "time estimate (sm_90" in out and "estimated_time" in out
     # the option's optional value must not swallow the input file
-    code, out, err = _hypa_opt(["--emulate", "--launch", toml, "--estimate-time", ptx], capsys)
+    code, out, err = hypa_opt_cli("--emulate", "--launch", toml, "--estimate-time", ptx)
     assert code != 0 and "--estimate-time=ARCH" in err
 
 
 # -- the GPU timing script (its GPU-free parts) and the validation script ------------------
 
 
-def _script(rel):
-    import importlib.util
-
-    name = "_hypa_script_" + os.path.basename(rel)[:-3]
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, rel))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_time_kernels_reads_signatures_and_arguments():
-    tk = _script("benchmarks/gpu/time_kernels.py")
+    tk = load_script("benchmarks/gpu/time_kernels.py")
     ptx = open(os.path.join(ROOT, "tests/kernels/ptx/half_math.sm_80.ptx")).read()
     sigs = tk.entry_signatures(ptx)
     name = tk.resolve_kernel(list(sigs), "half2_axpy")
@@ -556,7 +487,7 @@ def test_time_kernels_reads_signatures_and_arguments():
 
 
 def test_timing_validate_errors_and_summary():
-    tv = _script("benchmarks/timing_validate.py")
+    tv = load_script("benchmarks/timing_validate.py")
     # measured times made from the estimates: twice the estimate, and equal to it
     emu = Emulator(parse_ptx_file(os.path.join(ROOT, "tests/kernels/ptx/saxpy.sm_80.ptx")))
     Ls = launches_from_toml(os.path.join(ROOT, "tests/kernels/launches/saxpy.toml"))

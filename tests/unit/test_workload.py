@@ -4,8 +4,6 @@ kernels costs O(N), not O(N^2)), and the JIT's tiers give identical counts.
 Scaling is checked on counts of work (operations copied, functions prepared),
 never on time: benchmarks/workload.py measures the seconds."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -17,7 +15,7 @@ from hypa.runtime import jit, phases
 from hypa.runtime.emulator import Emulator
 from hypa.runtime.launch import Launch
 
-HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
+from helpers import HEADER, ROOT, emulate, kernel, load_script
 
 
 def kernel_text(k: int) -> str:
@@ -62,7 +60,7 @@ $L_done:
 
 
 def module_text(n: int) -> str:
-    return HEAD + ".visible .global .align 4 .u32 counter;\n" + "".join(kernel_text(k) for k in range(n))
+    return HEADER + ".visible .global .align 4 .u32 counter;\n" + "".join(kernel_text(k) for k in range(n))
 
 
 def test_a_kernel_is_prepared_from_what_it_reaches_only():
@@ -125,9 +123,8 @@ def fresh_jit(tmp_path, monkeypatch):
 
 
 def run_grid(text: str, grid: int):
-    out = np.zeros(64 * grid, np.uint32)
-    emu = Emulator(parse_ptx(text), mode="full")
-    return emu.run(Launch(kernel="kern_0", grid=grid, block=64, args=["out"], buffers={"out": out}))
+    return emulate(text, ["out"], {"out": np.zeros(64 * grid, np.uint32)}, kernel="kern_0", grid=grid, block=64,
+                   mode="full")
 
 
 def test_jit_tiers_give_identical_counts_and_outputs(fresh_jit, monkeypatch):
@@ -234,12 +231,9 @@ def test_budget_counts_and_buffer_parameters_are_checked(tmp_path):
     toml.write_text('[[launch]]\nkernel = "k"\nargs = ["x"]\n[buffers.x]\ndtype = "int32"\ncount = 1.5\n')
     with pytest.raises(LaunchError, match=r"count must be a whole number of elements, not 1.5"):
         launches_from_toml(str(toml))
-    scalar = HEAD + """
-.visible .entry s(.param .u32 s_n, .param .f32 s_a)
-{
+    scalar = kernel("s(.param .u32 s_n, .param .f32 s_a)", """
     ret;
-}
-"""
+""")
     emu = Emulator(parse_ptx(scalar), mode="full")
     x = np.zeros(4, np.float32)
     with pytest.raises(LaunchError, match=r"parameter s_n \(\.u32\) cannot hold the address of buffer 'x'"):
@@ -253,7 +247,7 @@ def test_step_budget_holds_for_loop_free_kernels_on_large_grids():
     every CTA.  Now it also stops the launch at the first CTA that starts with it spent."""
     from hypa.runtime.emulator import EmulationError
 
-    saxpy = open(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "saxpy.ptx")).read()
+    saxpy = (ROOT / "examples" / "saxpy.ptx").read_text()
     emu = Emulator(parse_ptx(saxpy), mode="slice", step_budget=1000)
     x = np.zeros(1000, np.float32)
     with pytest.raises(EmulationError, match=r"step budget of 1000 warp-instructions exhausted before CTA "
@@ -264,14 +258,9 @@ def test_step_budget_holds_for_loop_free_kernels_on_large_grids():
 def test_the_workload_benchmark_builds_specs_and_scaled_modules(tmp_path):
     """benchmarks/workload.py's generated inputs: one launch per kernel with the kernel's
     .reqntid block, and modules of k copies whose kernels all profile like the original."""
-    import importlib.util
-
     from hypa.runtime.batch import ProfileOptions, run_profile
 
-    spec_ = importlib.util.spec_from_file_location(
-        "workload", os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "workload.py"))
-    wl = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(wl)
+    wl = load_script("benchmarks/workload.py")
     text = module_text(2).replace(".visible .entry kern_1(.param .u64 kern_1_out)\n",
                                   ".visible .entry kern_1(.param .u64 kern_1_out)\n.reqntid 64, 2, 1\n")
     assert wl.kernel_signatures(text) == [("kern_0", 1, 256), ("kern_1", 1, 128)]
