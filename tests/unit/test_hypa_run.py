@@ -434,10 +434,19 @@ def jobs2(built, tmp_path_factory) -> Run:
 
 
 def test_jobs_counts_match_one_process(runs, jobs2):
-    """-j 2 runs CTAs in worker processes; the counts are those of one process."""
+    """-j 2 runs CTAs in worker processes at the same time, as a GPU does; the counts are
+    those of one process, except where they depend on that interleaving: the atomicCAS
+    retry loop of ``stats`` goes round again whenever another CTA's CAS came in between
+    (on a GPU too), so there a second process can only add instructions and branches."""
     one = [{k: d[k] for k in ("kernel", "grid", "block", *COUNTED)} for d in runs["atomics_2d"].launches()]
     two = [{k: d[k] for k in ("kernel", "grid", "block", *COUNTED)} for d in jobs2.launches()]
-    assert two == one
+    racy = [i for i, d in enumerate(one) if d["kernel"] == "_Z5statsPKiPiS1_S1_S1_"]
+    assert len(racy) == 1 and len(two) == len(one)
+    assert [d for i, d in enumerate(two) if i not in racy] == [d for i, d in enumerate(one) if i not in racy]
+    (i,) = racy
+    for k in ("inst_executed", "thread_inst_executed", "branch"):
+        assert two[i][k] >= one[i][k]
+    assert two[i]["divergent_branch"] == one[i]["divergent_branch"] or two[i]["branch"] > one[i]["branch"]
 
 
 def test_jobs_results_match_one_process(jobs2):
