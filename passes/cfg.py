@@ -15,6 +15,8 @@ from xdsl.ir import Block
 
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp, LabelOp
 
+from .dominance import reverse_postorder
+
 
 @dataclass
 class CFG:
@@ -80,25 +82,7 @@ class CFG:
 
     def reverse_postorder(self) -> list[int]:
         """Reachable blocks in reverse postorder from the entry."""
-        order: list[int] = []
-        if not self.blocks:
-            return order
-        seen = [False] * len(self.blocks)
-        seen[0] = True
-        stack: list[tuple[int, int]] = [(0, 0)]
-        while stack:
-            b, k = stack[-1]
-            if k < len(self.succs[b]):
-                stack[-1] = (b, k + 1)
-                s = self.succs[b][k]
-                if not seen[s]:
-                    seen[s] = True
-                    stack.append((s, 0))
-            else:
-                stack.pop()
-                order.append(b)
-        order.reverse()
-        return order
+        return reverse_postorder(len(self.blocks), 0, self.succs) if self.blocks else []
 
     def name(self, i: int) -> str:
         return block_name(self.blocks[i], i)

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 VIRTUAL_EXIT = -1
 
 
-def _rpo(n: int, entry: int, succs: Sequence[Sequence[int]]) -> list[int]:
+def reverse_postorder(n: int, entry: int, succs: Sequence[Sequence[int]]) -> list[int]:
+    """The blocks reachable from ``entry`` in reverse postorder (iterative depth-first search)."""
     order: list[int] = []
     seen = [False] * n
     seen[entry] = True
@@ -45,7 +46,7 @@ def immediate_dominators(n: int, entry: int, succs: Sequence[Sequence[int]]) -> 
     for b, ss in enumerate(succs):
         for s in ss:
             preds[s].append(b)
-    order = _rpo(n, entry, succs)
+    order = reverse_postorder(n, entry, succs)
     po_num = [-1] * n
     for i, b in enumerate(reversed(order)):
         po_num[b] = i

@@ -691,6 +691,10 @@ class RawDirectiveOp(DirectiveOp):
     text = prop_def(StringAttr)
 
 
+def _decl_field(i: int, doc: str) -> property:
+    return property(lambda self: self.decl.data[i], doc=doc)
+
+
 @irdl_op_definition
 class VarOp(DirectiveOp):
     """A variable declaration in a state space, at module level or in a body.
@@ -705,33 +709,13 @@ class VarOp(DirectiveOp):
     name = "ptx.var"
     decl = prop_def(VarDeclAttr)
 
-    @property
-    def linkage(self) -> tuple[str, ...]:
-        return self.decl.data[0]
-
-    @property
-    def space(self) -> str:
-        return self.decl.data[1]
-
-    @property
-    def qualifiers(self) -> tuple:
-        return self.decl.data[2]
-
-    @property
-    def ptx_type(self) -> str:
-        return self.decl.data[3]
-
-    @property
-    def var_name(self) -> str:
-        return self.decl.data[4]
-
-    @property
-    def dims(self) -> tuple[int, ...]:
-        return self.decl.data[5]
-
-    @property
-    def init(self) -> str | None:
-        return self.decl.data[6]
+    linkage = _decl_field(0, "``(\".visible\",)``")
+    space = _decl_field(1, "``\".global\"``, ``\".shared\"`` ...")
+    qualifiers = _decl_field(2, "``((\".align\", 4), (\".v4\",))``")
+    ptx_type = _decl_field(3, "``\".b32\"``")
+    var_name = _decl_field(4, "the name")
+    dims = _decl_field(5, "array sizes, ``-1`` for ``[]``")
+    init = _decl_field(6, "the initializer as PTX text, or None")
 
     @property
     def align(self) -> int | None:

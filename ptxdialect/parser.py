@@ -896,18 +896,8 @@ class PTXParser:
                         label_tok[name] = (NAME, name, m.start("lbl"))
                         ops.append(new_op(LabelOp, {"label": _fast_str(name)}))
                         pos = m.end()
-                    elif g == "pdecl":
-                        op = self._fast_param(m)
-                        if op is None:
-                            break
-                        if not open_block:
-                            ops = []
-                            blocks.append(ops)
-                            open_block = True
-                        ops.append(op)
-                        pos = m.end()
-                    else:
-                        op = self._fast_loc(m)
+                    else:  # "pdecl" or "loc"
+                        op = self._fast_param(m) if g == "pdecl" else self._fast_loc(m)
                         if op is None:
                             break
                         if not open_block:
