@@ -163,8 +163,8 @@ class AddressBases:
                 if hit:
                     return frozenset("param:" + s for s in hit), ()
             return UNKNOWN  # a pointer loaded from memory
-        if name in ("atom", "shfl.sync", "shfl", "call", "vote", "vote.sync", "match", "redux.sync", "activemask"):
-            return UNKNOWN
+        if op.spec.kind in ("atomic", "call") or op.spec.lanes == "cross":
+            return UNKNOWN  # from memory, from a callee or from other lanes
         ins = op.instruction_operands()
         if op.guard_pred is not None:
             ins = ins[1:]

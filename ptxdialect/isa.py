@@ -140,6 +140,11 @@ class Instr:
     copies and mbarrier updates are not plain).  ``sync``: ``"barrier"`` (CTA or
     cluster barrier), ``"warp-barrier"``, ``"fence"``, ``"wait"`` (waits for
     asynchronous work) or ``""``.  ``MEMORY_FACTS`` sets these three.
+    ``lanes``: ``"cross"`` when a lane's result depends on other lanes' operands (shuffles,
+    votes, warp reductions, the warp-wide matrix operations), else ``""``.  ``timing``: the
+    family of timing classes the statement belongs to (``TIMING_FAMILIES``; the timing model
+    picks the class within it from the modifiers), ``""`` where the kind decides.
+    ``LANE_AND_TIMING_FACTS`` sets these two.
     """
 
     name: str
@@ -159,6 +164,8 @@ class Instr:
     memory: str = ""
     transfer: str = ""
     sync: str = ""
+    lanes: str = ""
+    timing: str = ""
     _pattern_re: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -672,10 +679,39 @@ MEMORY_EFFECTS = ("", "r", "w", "rw")
 TRANSFERS = ("", "load", "store")
 SYNC_ROLES = ("", "barrier", "warp-barrier", "fence", "wait")
 
+#: cross-lane behaviour and timing family of the entries that have one (``Instr.lanes``,
+#: ``.timing``): the one place these facts are written
+LANE_AND_TIMING_FACTS: dict[str, dict[str, str]] = {
+    **{n: {"lanes": "cross", "timing": "shfl"} for n in "shfl shfl.sync movmatrix".split()},
+    **{n: {"lanes": "cross", "timing": "vote"} for n in "vote vote.sync activemask elect.sync".split()},
+    "match": {"lanes": "cross", "timing": "match"},
+    "redux.sync": {"lanes": "cross", "timing": "redux"},
+    **{n: {"lanes": "cross", "timing": "tensor"} for n in "wmma.mma mma wgmma.mma_async tcgen05.mma".split()},
+    **{n: {"lanes": "cross"} for n in "wmma.load wmma.store ldmatrix stmatrix".split()},
+    **{n: {"timing": "int_mul"} for n in "mul mad mul24 mad24 sad dp4a dp2a madc clmad".split()},
+    **{n: {"timing": "int_slow"} for n in "popc clz bfind brev fns".split()},
+    **{n: {"timing": "div"} for n in "div rem".split()},
+    **{n: {"timing": "int_compare"} for n in "setp selp set slct".split()},
+    **{n: {"timing": "int_bitwise"} for n in "and or xor not shl shr cnot".split()},
+    **{n: {"timing": "cp_async"} for n in
+       "cp.async cp.async.bulk cp.reduce.async.bulk cp.async.bulk.prefetch cp.async.bulk.tensor "
+       "cp.reduce.async.bulk.tensor cp.async.bulk.prefetch.tensor multimem.cp.async.bulk "
+       "multimem.cp.reduce.async.bulk".split()},
+    **{n: {"timing": "prefetch"} for n in "prefetch prefetchu applypriority discard".split()},
+}
+LANES = ("", "cross")
+#: the timing families (``Instr.timing``): the classes of an arch file's ``[classes]`` they
+#: lead to are chosen by ``runtime/timing.py`` from the modifiers
+TIMING_FAMILIES = ("", "shfl", "vote", "match", "redux", "tensor", "int_mul", "int_slow", "div", "int_compare",
+                   "int_bitwise", "cp_async", "prefetch")
+
 INSTRUCTIONS = tuple(replace(i, **MEMORY_FACTS[i.name]) if i.name in MEMORY_FACTS else i for i in INSTRUCTIONS)
+INSTRUCTIONS = tuple(
+    replace(i, **LANE_AND_TIMING_FACTS[i.name]) if i.name in LANE_AND_TIMING_FACTS else i for i in INSTRUCTIONS)
 INSTRUCTIONS_BY_NAME: dict[str, Instr] = {i.name: i for i in INSTRUCTIONS}
 assert len(INSTRUCTIONS_BY_NAME) == len(INSTRUCTIONS), "duplicate ISA entry"
 assert set(MEMORY_FACTS) <= set(INSTRUCTIONS_BY_NAME), set(MEMORY_FACTS) - set(INSTRUCTIONS_BY_NAME)
+assert set(LANE_AND_TIMING_FACTS) <= set(INSTRUCTIONS_BY_NAME), set(LANE_AND_TIMING_FACTS) - set(INSTRUCTIONS_BY_NAME)
 
 #: longest entry name in dot-separated parts (bounds the opcode prefix search)
 _MAX_PARTS = max(i.name.count(".") + 1 for i in INSTRUCTIONS)

@@ -288,16 +288,14 @@ def _check_arch(a: "Arch") -> "Arch":
 # Instructions -> classes
 # ---------------------------------------------------------------------------
 
-_INT_MUL = {"mul", "mad", "mul24", "mad24", "sad", "dp4a", "dp2a", "madc", "clmad"}
-_INT_SLOW = {"popc", "clz", "bfind", "brev", "fns"}
-_TENSOR_MMA = {"wmma.mma", "mma", "wgmma.mma_async", "tcgen05.mma"}
 _64 = {".u64", ".s64", ".b64"}
 
 
 def classify(op: InstructionOp) -> str:
-    """The timing class of a PTX statement (a key of an arch file's ``[classes]``)."""
+    """The timing class of a PTX statement (a key of an arch file's ``[classes]``): the
+    ISA table's timing family (``Instr.timing``) and kind, refined by the modifiers."""
     spec = op.spec
-    name, kind = spec.name, spec.kind
+    name, kind, family = spec.name, spec.kind, spec.timing
     mods = op.modifiers
     types = isa.type_modifiers(mods)
     if kind in ("control", "call"):
@@ -311,18 +309,14 @@ def classify(op: InstructionOp) -> str:
             return "async_wait"
         return "misc"
     if kind == "matrix":
-        if name in _TENSOR_MMA:
-            return "tensor"
-        if name == "movmatrix":
-            return "shfl"
+        if family in ("tensor", "shfl"):
+            return family
         if spec.transfer:
             return _mem_class(op, spec.transfer == "load")
         return "misc"
     if kind in ("mem", "texture"):
-        if name.startswith("cp.") or name.startswith("multimem.cp"):
-            return "cp_async"
-        if name in ("prefetch", "prefetchu", "applypriority", "discard") or name.startswith("cp.async.bulk.prefetch"):
-            return "prefetch"
+        if family in ("cp_async", "prefetch"):
+            return family
         if spec.transfer:
             return _mem_class(op, spec.transfer == "load")
         return "misc"
@@ -330,13 +324,7 @@ def classify(op: InstructionOp) -> str:
         sp = isa.state_space(spec, mods)
         return "atom_shared" if sp == "shared" else "atom_global"
     if kind == "warp":
-        if name.startswith("shfl"):
-            return "shfl"
-        if name == "redux.sync":
-            return "redux"
-        if name == "match":
-            return "match"
-        return "vote"
+        return family or "vote"
     if kind == "sfu":
         if any(t in isa.FP64_TYPES for t in types) and ".approx" not in mods:
             return "fp64_div"
@@ -344,7 +332,7 @@ def classify(op: InstructionOp) -> str:
             return "fp64_div" if any(t in isa.FP64_TYPES for t in types) else "fp32_div"
         return "sfu"
     if kind == "arith":
-        if name in ("div", "rem"):
+        if family == "div":
             if any(t in isa.FP64_TYPES for t in types):
                 return "fp64_div"
             if any(t in isa.FP32_TYPES for t in types):
@@ -354,13 +342,13 @@ def classify(op: InstructionOp) -> str:
         if cat in ("fp32", "fp64", "fp16"):
             return cat
         wide64 = any(t in _64 for t in types)
-        if name in _INT_MUL:
+        if family == "int_mul":
             return "int64_mul" if wide64 and ".wide" not in mods else "int_mul"
-        return "int64" if wide64 and name not in ("setp", "selp", "set", "slct") else "int"
+        return "int64" if wide64 and family != "int_compare" else "int"
     if kind == "logic":
-        if name in _INT_SLOW:
+        if family == "int_slow":
             return "int_slow"
-        return "int64" if any(t in _64 for t in types) and name in ("and", "or", "xor", "not", "shl", "shr", "cnot") else "int"
+        return "int64" if any(t in _64 for t in types) and family == "int_bitwise" else "int"
     if kind == "convert":
         if name == "cvt" and len(types) >= 2:
             d, s = types[0], types[1]
@@ -403,7 +391,7 @@ def access_bytes(op: InstructionOp) -> int:
     for m in mods:
         if m in (".v2", ".v4", ".v8"):
             vec = int(m[2:])
-    if op.spec.name in ("wmma.load", "wmma.store", "ldmatrix", "stmatrix"):
+    if op.spec.lanes == "cross" and op.spec.transfer:  # warp-wide matrix fragments: 16 bytes a lane
         return 16
     return max(1, bits // 8) * vec
 

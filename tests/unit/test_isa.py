@@ -448,6 +448,37 @@ def test_every_entry_has_its_memory_transfer_and_sync_facts():
     assert {i.name for i in isa.INSTRUCTIONS if i.sync == "barrier"} == {"bar", "barrier", "barrier.cluster"}
 
 
+def test_every_entry_has_its_lane_and_timing_facts_and_a_timing_class():
+    """Cross-lane behaviour and timing family come from the table too; every entry then
+    gets a timing class the architecture files describe."""
+    import tomllib
+
+    from hypa.ptxdialect import isa
+    from hypa.ptxdialect.dialect import INSTRUCTION_OPS, ArgsAttr, modifiers_attr
+    from hypa.runtime.timing import ARCH_DIR, classify
+
+    for i in isa.INSTRUCTIONS:
+        assert i.lanes in isa.LANES and i.timing in isa.TIMING_FAMILIES, i.name
+        if i.kind == "warp":
+            assert i.lanes == "cross", i.name
+        if i.timing == "tensor":
+            assert i.kind == "matrix" and i.lanes == "cross", i.name
+        if i.timing in ("int_mul", "div", "int_compare"):
+            assert i.kind == "arith", i.name
+        if i.timing in ("int_slow", "int_bitwise"):
+            assert i.kind == "logic", i.name
+        if i.timing in ("cp_async", "prefetch"):
+            assert i.kind == "mem", i.name
+    with open(ARCH_DIR / "sm_90.toml", "rb") as f:
+        classes = set(tomllib.load(f)["classes"])
+    for name, cls in INSTRUCTION_OPS.items():
+        op = cls.create(properties={"mods": modifiers_attr(""), "args": ArgsAttr.fast(())})
+        assert classify(op) in classes, name
+    cross = {i.name for i in isa.INSTRUCTIONS if i.lanes == "cross"}
+    assert {"shfl.sync", "vote.sync", "match", "redux.sync", "activemask", "mma", "ldmatrix"} <= cross
+    assert "add" not in cross and "ld" not in cross
+
+
 def test_slicer_and_timing_model_read_the_table():
     from hypa.passes.slice import memory_effect
     from hypa.ptxdialect import parse_ptx
