@@ -26,6 +26,7 @@ _ERROR_CLASSES = (
     ("hypa.runtime.emulator", "EmulationError"),
     ("hypa.runtime.program", "ProgramError"),
     ("hypa.runtime.timing", "TimingError"),
+    ("hypa.runtime.lowering.rules", "LoweringError"),
 )
 
 
