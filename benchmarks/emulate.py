@@ -105,13 +105,73 @@ def whole_processes(iters: int, threads: int, fmas: int) -> None:
     shutil.rmtree(d, ignore_errors=True)
 
 
+def bounds_cost(repeats: int) -> None:
+    """Slice mode with and without bounds checks (``bounds_check``), the same launches in one
+    process: every bundled launch spec (tests/kernels/launches), saxpy on 1M threads (three
+    accesses a thread, all outside the slice) and the FMA loop (no access in the loop).
+    Emulation time is the median of ``repeats`` runs of the compiled code, alternating the
+    two variants; compile time is the first run's."""
+    import glob
+    import statistics
+
+    from hypa.ptxdialect import parse_ptx_file
+    from hypa.runtime.launch import launches_from_toml
+
+    os.environ.setdefault("HYPA_NO_CACHE", "1")
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    saxpy = os.path.join(root, "examples", "saxpy.ptx")
+    n = 1 << 20
+    cases = [("saxpy 1M threads", parse_ptx_file(saxpy),
+              [Launch(grid=n // 256, block=256, args=[n, 2.0, "x", "y"],
+                      buffers={"x": np.arange(n, dtype=np.float32), "y": np.ones(n, np.float32)})]),
+             ("FMA loop 65,536 threads", parse_ptx(compute_kernel()),
+              [Launch(kernel="spin", grid=256, block=256, args=[200, "out"], buffers={"out": np.zeros(65536, np.float32)})])]
+    for spec in sorted(glob.glob(os.path.join(root, "tests", "kernels", "launches", "*.toml"))):
+        launches = launches_from_toml(spec)
+        files = {L.file for L in launches}
+        if len(files) != 1 or None in files:
+            continue
+        cases.append((os.path.basename(spec)[:-5], parse_ptx_file(files.pop()), launches))
+    tot = {True: 0.0, False: 0.0}
+    ctot = {True: 0.0, False: 0.0}
+    print(f"{'launches':<26} {'checked ms':>11} {'unchecked ms':>13} {'ratio':>6} {'compile ratio':>14}")
+    for name, module, launches in cases:
+        emus = {bc: Emulator(module, mode="slice", bounds_check=bc) for bc in (True, False)}
+        comp = {}
+        for bc, emu in emus.items():
+            comp[bc] = sum(emu.run(L).compile_ms for L in launches) / 1000
+        times = {True: [], False: []}
+        for _ in range(repeats):
+            for bc, emu in emus.items():
+                t0 = time.perf_counter()
+                results = [emu.run(L) for L in launches]
+                times[bc].append(time.perf_counter() - t0)
+        med = {bc: statistics.median(t) for bc, t in times.items()}
+        for bc in (True, False):
+            tot[bc] += med[bc]
+            ctot[bc] += comp[bc]
+        print(f"{name:<26} {1000 * med[True]:>11.2f} {1000 * med[False]:>13.2f} {med[True] / med[False]:>6.2f} "
+              f"{comp[True] / comp[False] if comp[False] else float('nan'):>14.2f}")
+        checked = [emus[True].run(L).metrics.values for L in launches]
+        unchecked = [emus[False].run(L).metrics.values for L in launches]
+        assert checked == unchecked, f"{name}: counts differ with bounds checks"
+    print(f"all: emulation {tot[True]:.3f} s checked / {tot[False]:.3f} s unchecked = {tot[True] / tot[False]:.2f}x; "
+          f"compile {ctot[True]:.2f} s / {ctot[False]:.2f} s = {ctot[True] / ctot[False]:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=None)
     ap.add_argument("--threads", type=int, default=65536)
     ap.add_argument("--processes", action="store_true", help="whole hypa-opt processes, slice vs full mode")
     ap.add_argument("--fmas", type=int, default=17, help="with --processes: FMAs per loop trip (default 17: 15%% slice)")
+    ap.add_argument("--bounds", action="store_true",
+                    help="slice mode with vs without bounds checks (--no-bounds-check) on the bundled launches")
+    ap.add_argument("--repeats", type=int, default=5, help="with --bounds: runs of each variant (median)")
     a = ap.parse_args()
+    if a.bounds:
+        bounds_cost(a.repeats)
+        return
     if a.processes:
         whole_processes(a.iters or 40000, a.threads, a.fmas)
         return

@@ -277,47 +277,63 @@ class _Slicer:
 
     def _slice_function(self, fs: FunctionSlice) -> set[str]:
         f = fs.func
-        kernel_params = set(f.param_names) if f.is_kernel else set()
-        bases = AddressBases(kernel_params, self.variables)
         instrs = [op for op in f.body.walk() if isinstance(op, InstructionOp)]
-        writers = [op for op in instrs if memory_effect(op)[1] or op.spec.name == "call"]
-        # every (load, store) pair may be asked about: the stores' spaces once
-        store_spaces = [(w, _spaces(w)) for w in writers if w.spec.name != "call"]
-        work_ops: list[InstructionOp] = []
-        work_vals: list[SSAValue] = []
-        callee_updates: set[str] = set()
-
-        def add_op(op: InstructionOp) -> None:
-            if op not in fs.ops:
-                fs.ops.add(op)
-                work_ops.append(op)
-
+        closure = _Closure(self, fs, instrs)
+        address_vals: list[SSAValue] = []
         for op in instrs:
             name = op.spec.name
             g = op.guard_pred
             if op.spec.terminator and (g is not None or name == "brx.idx"):
-                add_op(op)
+                closure.add_op(op)
                 fs.roots.append(op)
             elif op.spec.sync in ("barrier", "warp-barrier") or name == "call":
-                add_op(op)
+                closure.add_op(op)
                 fs.roots.append(op)
             elif name in self.keep:
-                add_op(op)
+                closure.add_op(op)
                 fs.roots.append(op)
             elif self.exact and g is not None:
-                work_vals.append(op.operands[0])
+                closure.work_vals.append(op.operands[0])
             if self.memory_addresses and is_tracked_memory(op):
-                addrs = [k for k, a in enumerate(op.operands_ast) if a[0] in ("addr", "brk")]
-                if addrs:
+                vals = address_values(op)
+                if vals is not None:
                     fs.address_ops.add(op)
-                    for k in addrs:
-                        work_vals.extend(op.arg_operands(k))
-                    if g is not None:
-                        work_vals.append(op.operands[0])
+                    address_vals.extend(vals)
             if fs.needs_return_params and name == "st" and isa.state_space(op.spec, op.modifiers) == "param":
                 syms = set(iter_syms(op.operands_ast[0]))
                 if syms & {p[1] for p in (f.ret_params.data if f.ret_params is not None else ())}:
-                    add_op(op)
+                    closure.add_op(op)
+        closure.work_vals.extend(address_vals)
+        closure.run()
+        return closure.callee_updates
+
+
+class _Closure:
+    """The backward closure of a slice over use-def edges and memory dependences: ``add_op``
+    and ``work_vals`` seed it, ``run`` grows ``fs.ops`` and ``fs.values`` to the fixpoint."""
+
+    def __init__(self, slicer: _Slicer, fs: FunctionSlice, instrs: list[InstructionOp]):
+        self.slicer = slicer
+        self.fs = fs
+        f = fs.func
+        kernel_params = set(f.param_names) if f.is_kernel else set()
+        self.bases = AddressBases(kernel_params, slicer.variables)
+        self.writers = [op for op in instrs if memory_effect(op)[1] or op.spec.name == "call"]
+        # every (load, store) pair may be asked about: the stores' spaces once
+        self.store_spaces = [(w, _spaces(w)) for w in self.writers if w.spec.name != "call"]
+        self.work_ops: list[InstructionOp] = []
+        self.work_vals: list[SSAValue] = []
+        self.callee_updates: set[str] = set()
+
+    def add_op(self, op: InstructionOp) -> None:
+        if op not in self.fs.ops:
+            self.fs.ops.add(op)
+            self.work_ops.append(op)
+
+    def run(self) -> None:
+        fs, add_op, work_ops, work_vals = self.fs, self.add_op, self.work_ops, self.work_vals
+        writers, store_spaces, bases = self.writers, self.store_spaces, self.bases
+        slicer = self.slicer
         while work_ops or work_vals:
             while work_vals:
                 v = work_vals.pop()
@@ -335,11 +351,11 @@ class _Slicer:
                 name = op.spec.name
                 if name == "call":
                     callee = _callee(op)
-                    if callee in self.slices and _call_returns(op):
-                        cs = self.slices[callee]
+                    if callee in slicer.slices and _call_returns(op):
+                        cs = slicer.slices[callee]
                         if not cs.needs_return_params:
                             cs.needs_return_params = True
-                            callee_updates.add(callee)
+                            self.callee_updates.add(callee)
                     # arguments written with st.param before the call
                     args = _call_arg_symbols(op)
                     for w in writers:
@@ -364,17 +380,16 @@ class _Slicer:
                 if spaces <= {"const"}:
                     continue
                 src_index = 1 if name == "cp.async" else None
-                rbase = bases.of_access(op, src_index) if self.alias == "param" else UNKNOWN
+                rbase = bases.of_access(op, src_index) if slicer.alias == "param" else UNKNOWN
                 for w, wsp in store_spaces:
                     if w in fs.ops or w is op:
                         continue  # already in the slice: nothing new to learn
                     if not (wsp & spaces or "generic" in wsp or "generic" in spaces):
                         continue
-                    if self.alias == "param" and not _may_alias(rbase, bases.of_access(w)):
+                    if slicer.alias == "param" and not _may_alias(rbase, bases.of_access(w)):
                         continue
                     fs.memory_edges.append((w, op))
                     add_op(w)
-        return callee_updates
 
 
 def _callee(call: InstructionOp) -> str | None:
@@ -410,6 +425,54 @@ def is_tracked_memory(op: InstructionOp) -> bool:
         return False
     sp = isa.state_space(op.spec, op.modifiers)
     return sp in ("global", "shared", "generic") or op.spec.name == "cp.async"
+
+
+def address_values(op: InstructionOp) -> list[SSAValue] | None:
+    """The values that give the addresses of a memory instruction and the lanes that access
+    them: the registers inside each ``[...]`` operand, the guard, and ``cp.async``'s
+    source size (which bytes it reads); None where it has no memory operand."""
+    addrs = [k for k, a in enumerate(op.operands_ast) if a[0] in ("addr", "brk")]
+    if not addrs:
+        return None
+    vals: list[SSAValue] = []
+    for k in addrs:
+        vals.extend(op.arg_operands(k))
+    if op.spec.name == "cp.async":
+        for k in range(3, len(op.operands_ast)):
+            vals.extend(op.arg_operands(k))
+    if op.guard_pred is not None:
+        vals.append(op.operands[0])
+    return vals
+
+
+#: the accesses slice mode bounds-checks without performing them, in every state space (the
+#: lowering checks the bytes each one would touch, as the instruction itself does)
+CHECKED_ACCESSES = frozenset({"ld", "ldu", "st", "atom", "red", "cp.async"})
+
+
+def is_checked_access(op: InstructionOp) -> bool:
+    return op.spec.name in CHECKED_ACCESSES and address_operand_index(op) is not None
+
+
+def address_support(module: ModuleOp, fs: FunctionSlice, alias: str = "param",
+                    ) -> tuple[set[InstructionOp], set[BlockArgument], set[InstructionOp]]:
+    """What slice mode adds to the slice ``fs`` (of a function of ``module`` that calls no
+    defined function) to bounds-check every access: the instructions to emulate in full that
+    only compute addresses (pointers loaded from memory pull in what may store them, as in
+    the slice), the block arguments they and the addresses read, and the accesses
+    (``CHECKED_ACCESSES``) whose address alone is computed.
+    ``fs`` is left as it is."""
+    slicer = _Slicer(module, False, set(), alias)
+    slicer.slices = {}
+    grown = FunctionSlice(fs.func, ops=set(fs.ops), values=set(fs.values))
+    instrs = list(_instructions(fs.func))
+    closure = _Closure(slicer, grown, instrs)
+    checked = [op for op in instrs if op not in fs.ops and is_checked_access(op)]
+    for op in checked:
+        closure.work_vals.extend(address_values(op) or ())
+    closure.run()
+    args = {v for v in grown.values - fs.values if isinstance(v, BlockArgument)}
+    return grown.ops - fs.ops, args, {op for op in checked if op not in grown.ops}
 
 
 def compute_slices(

@@ -47,6 +47,7 @@ class ProfileOptions:
     exact_predicates: bool | None = None  # None: as a slice recorded in the IR says, else False
     step_budget: int = DEFAULT_STEP_BUDGET
     memory_metrics: bool = False
+    bounds_check: bool = True  # slice mode: check the addresses of accesses outside the slice
     jobs: int = 1
     per_cta: bool = False
     scheduler: str | None = None
@@ -59,7 +60,7 @@ class ProfileOptions:
 
     def emulator_options(self) -> dict[str, Any]:
         return {"mode": self.mode, "exact_predicates": self.exact_predicates, "step_budget": self.step_budget,
-                "memory_metrics": self.memory_metrics}
+                "memory_metrics": self.memory_metrics, "bounds_check": self.bounds_check}
 
 
 @dataclass

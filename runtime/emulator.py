@@ -131,8 +131,12 @@ class Emulator:
         step_budget: int = DEFAULT_STEP_BUDGET,
         alias: str = "param",
         memory_metrics: bool = False,
+        bounds_check: bool = True,
     ):
         self.memory_metrics = memory_metrics
+        #: slice mode: also compute and bounds-check the address of every access (full mode
+        #: always checks); False: accesses outside the slice are not checked (cheaper)
+        self.bounds_check = bool(bounds_check)
         self.module = module
         self.mode = mode
         self.exact_predicates = exact_predicates
@@ -150,7 +154,7 @@ class Emulator:
         self.host = None
 
     def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
-        key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics)
+        key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics, self.bounds_check)
         p = self._programs.get(key)
         if p is None:
             with phase("prepare"):
@@ -159,7 +163,7 @@ class Emulator:
 
                     self._symbols = SymbolIndex.of(self.module)
                 p = prepare(self.module, self.kernel(kernel), self.mode, self.exact_predicates, alias or self.alias,
-                            self.memory_metrics, index=self._symbols)
+                            self.memory_metrics, index=self._symbols, bounds_check=self.bounds_check)
             self._programs[key] = p
         return p
 
@@ -596,6 +600,10 @@ class Emulator:
                 size = int(ctx[abi.CTX_SHARED_SIZE])
                 what = (f"shared memory offset {addr:#x}, beyond the {size} bytes this CTA has"
                         f" ({prog.shared_static_bytes} static + {launch.shared_bytes} dynamic, 16-byte aligned)")
+            space = next((s for s in ("local", "param", "const") if s in opcode), None)
+            if space and opcode[0] in ("ld", "ldu", "st", "atom", "red"):
+                # a state-space address is the offset itself, all 64 bits of it
+                what = _describe_offset(prog, space, addr)
             return f"out-of-bounds access at {where}: {instr} (block {bname}) touches {what}"
         if code == abi.ERR_STEP_BUDGET:
             if block < 0:  # checked as a CTA starts
@@ -633,6 +641,18 @@ class Emulator:
         if addr < (1 << 32):
             return f"address {addr:#x} (no buffer; a shared-memory offset used as a global address?)"
         return f"address {addr:#x} (no buffer)"
+
+
+def _describe_offset(prog: KernelProgram, space: str, addr: int) -> str:
+    """An out-of-bounds offset into the local, parameter or constant space."""
+    name, size, whose = {"local": ("local memory", prog.local_bytes, "each thread has"),
+                         "param": ("parameter memory", prog.param_bytes, "of the kernel's parameters"),
+                         "const": ("constant memory", prog.const_bytes, "of constant variables")}[space]
+    if space == "param" and prog.call_param_bytes:
+        whose += f" ({prog.call_param_bytes} of call parameters)"
+    if addr >= 1 << 63:
+        return f"{name} offset -{(1 << 64) - addr:#x}, before the {size} bytes {whose}"
+    return f"{name} offset {addr:#x}, beyond the {size} bytes {whose}"
 
 
 def _variable_bytes(launch: Launch, buffers: dict[str, np.ndarray], name: str, var) -> np.ndarray:

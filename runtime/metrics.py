@@ -151,7 +151,7 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
         n = len(instrs)
         inst += warps * n
         thread_inst += thr * n
-        emulated_thread_inst += thr * sum(1 for op in instrs if op in prog.emulated)
+        emulated_thread_inst += thr * sum(1 for op in instrs if op in prog.reported)
         for op in instrs:
             lanes_true = thr
             if op.guard_pred is not None and not op.spec.terminator:

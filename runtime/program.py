@@ -111,6 +111,16 @@ class KernelProgram:
     ops_cloned: int = 0
     functions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: slice mode: the accesses whose address alone is computed, to bounds-check it
+    checked: set[InstructionOp] = field(default_factory=set)
+    #: the instructions reports count as emulated (``executed_fraction``): the slice, without
+    #: what slice mode emulates only to compute the addresses it checks; None: ``emulated``
+    sliced: set[InstructionOp] | None = None
+    bounds_check: bool = True
+
+    @property
+    def reported(self) -> set[InstructionOp]:
+        return self.emulated if self.sliced is None else self.sliced
 
     @property
     def warp_counter_base(self) -> int:
@@ -211,6 +221,7 @@ def prepare(
     alias: str = "param",
     memory_metrics: bool = False,
     index: SymbolIndex | None = None,
+    bounds_check: bool = True,
 ) -> KernelProgram:
     """Prepare one kernel of a module for lowering: the end of a pass pipeline.
 
@@ -222,6 +233,10 @@ def prepare(
 
     Only the kernel and what it reaches are copied (``passes/reachable.py``): the
     caller's IR is left untouched, and the cost does not grow with the module.
+
+    ``bounds_check`` (slice mode): the address of every access outside the slice is computed
+    too (``passes.slice.address_support``) and checked as full mode checks it; the memory is
+    neither read nor written, and reports count the slice alone.
     """
     if mode not in ("slice", "full"):
         raise ProgramError(f"mode must be 'slice' or 'full', not '{mode}'")
@@ -247,8 +262,9 @@ def prepare(
     # the key names the code this preparation produces: the input it starts from (and the
     # slice it records), the options, and (in runtime/jit.py) the sources of the passes and
     # the code generator
+    bounds_check = bool(bounds_check) and mode == "slice"
     key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics,
-                       _slice_signature(func) if recorded is not None else "")
+                       _slice_signature(func) if recorded is not None else "", bounds_check)
     try:
         if has_calls_to_inline(module, func):
             if is_ssa(func):  # inlining works on register form
@@ -288,13 +304,21 @@ def prepare(
     notes = list(dict.fromkeys(notes))
 
     slice_info: FunctionSlice | None = None
+    checked: set[InstructionOp] = set()
+    support: set[InstructionOp] = set()
+    support_args: set[BlockArgument] = set()
     if recorded is not None:
         slice_info = recorded[0]
         emulated = set(slice_info.ops)
         emulated_args = {v for v in slice_info.values if isinstance(v, BlockArgument)}
+        if bounds_check:
+            from hypa.passes.slice import address_support
+
+            support, support_args, checked = address_support(module, slice_info, alias)
     else:
         emulated = set(instructions)
         emulated_args = {a for b in cfg.blocks for a in b.args}
+    sliced = emulated
 
     barriers = [op for op in instructions if op in emulated and op.spec.name in ("bar", "barrier") and not _is_arrive(op)]
 
@@ -306,56 +330,14 @@ def prepare(
             if is_tracked_memory(op) and (op in emulated or (slice_info is not None and op in slice_info.address_ops)):
                 mem_ops[op] = len(mem_ops)
     address_users = {op for op in mem_ops if op not in emulated}
+    # the slots the slice alone has decide which guards are counted (address support must
+    # not make a count exact that is estimated without it: counts are the same either way)
+    sliced_slots, _ = _frame_slots(cfg, emulated, emulated_args, address_users, set())
+    emulated = emulated | support
+    emulated_args = emulated_args | support_args
+    address_users |= checked
     local_values = _block_local_values(cfg, emulated | address_users, set(barriers))
-    # frame slots: results of emulated instructions, emulated block arguments,
-    # entry values they read (values used only later in their own block need none)
-    slots: dict[SSAValue, int] = {}
-    off = 0
-
-    def give(v: SSAValue) -> None:
-        nonlocal off
-        if v in slots:
-            return
-        off = _align(off, SLOT_ALIGN)
-        slots[v] = off
-        off += slot_bytes(value_bits(v))
-
-    for b in cfg.blocks:
-        for a in b.args:
-            if a in emulated_args:
-                give(a)
-        for op in b.ops:
-            if isinstance(op, InstructionOp) and op in emulated:
-                for r in op.results:
-                    if r not in local_values:
-                        give(r)
-                for v in op.instruction_operands():
-                    if isinstance(v.owner, EntryValueOp):
-                        give(v)
-            elif isinstance(op, InstructionOp) and op in address_users:
-                for v in op.instruction_operands():
-                    if isinstance(v.owner, EntryValueOp):
-                        give(v)
-    # edge operands of emulated block arguments must be computed too
-    for b in cfg.blocks:
-        term = b.last_op
-        if term is None:
-            continue
-        for k, s in enumerate(term.successors):
-            vals = _edge_values(term, k)
-            for a, v in zip(s.args, vals):
-                if a in emulated_args:
-                    if v not in slots:
-                        owner = v.owner
-                        if isinstance(owner, EntryValueOp):
-                            give(v)
-                        elif isinstance(v, BlockArgument) and v in emulated_args:
-                            pass
-                        elif isinstance(owner, InstructionOp) and owner not in emulated:
-                            raise ProgramError(
-                                f"internal error: slice misses {instruction_text(owner)} feeding a block argument"
-                            )
-    frame_bytes = _align(off, SLOT_ALIGN)
+    slots, frame_bytes = _frame_slots(cfg, emulated, emulated_args, address_users, local_values)
 
     pred_counters: dict[InstructionOp, int] = {}
     for op in instructions:
@@ -363,7 +345,7 @@ def prepare(
         if g is None or op.spec.terminator:
             continue
         guard_v = op.operands[0]
-        computed = guard_v in slots or (isinstance(guard_v.owner, InstructionOp) and guard_v.owner in emulated)
+        computed = guard_v in sliced_slots or (isinstance(guard_v.owner, InstructionOp) and guard_v.owner in sliced)
         if computed:
             pred_counters[op] = len(pred_counters)
 
@@ -424,6 +406,9 @@ def prepare(
         call_param_bytes=call_param_bytes,
         origins=origins,
         slice_info=slice_info,
+        checked=checked,
+        sliced=sliced if support else None,
+        bounds_check=bounds_check,
         exact_predicates=exact_predicates,
         notes=notes,
     )
@@ -436,6 +421,61 @@ def prepare(
     count("functions prepared (kernels and the functions they call)", len(extracted.functions))
     prog.key = key
     return prog
+
+
+def _frame_slots(cfg: CFG, emulated: set[InstructionOp], emulated_args: set[BlockArgument],
+                 address_users: set[InstructionOp], local_values: set[SSAValue]) -> tuple[dict[SSAValue, int], int]:
+    """Frame slots (offsets) and the frame's size: results of emulated instructions, emulated
+    block arguments, entry values they read (values used only later in their own block,
+    ``local_values``, need none); entry values that the accesses whose address alone is
+    computed (``address_users``) read."""
+    slots: dict[SSAValue, int] = {}
+    off = 0
+
+    def give(v: SSAValue) -> None:
+        nonlocal off
+        if v in slots:
+            return
+        off = _align(off, SLOT_ALIGN)
+        slots[v] = off
+        off += slot_bytes(value_bits(v))
+
+    for b in cfg.blocks:
+        for a in b.args:
+            if a in emulated_args:
+                give(a)
+        for op in b.ops:
+            if isinstance(op, InstructionOp) and op in emulated:
+                for r in op.results:
+                    if r not in local_values:
+                        give(r)
+                for v in op.instruction_operands():
+                    if isinstance(v.owner, EntryValueOp):
+                        give(v)
+            elif isinstance(op, InstructionOp) and op in address_users:
+                for v in op.instruction_operands():
+                    if isinstance(v.owner, EntryValueOp):
+                        give(v)
+    # edge operands of emulated block arguments must be computed too
+    for b in cfg.blocks:
+        term = b.last_op
+        if term is None:
+            continue
+        for k, s in enumerate(term.successors):
+            vals = _edge_values(term, k)
+            for a, v in zip(s.args, vals):
+                if a in emulated_args:
+                    if v not in slots:
+                        owner = v.owner
+                        if isinstance(owner, EntryValueOp):
+                            give(v)
+                        elif isinstance(v, BlockArgument) and v in emulated_args:
+                            pass
+                        elif isinstance(owner, InstructionOp) and owner not in emulated:
+                            raise ProgramError(
+                                f"internal error: slice misses {instruction_text(owner)} feeding a block argument"
+                            )
+    return slots, _align(off, SLOT_ALIGN)
 
 
 def _block_local_values(cfg: CFG, emulated: set[InstructionOp], barriers: set[InstructionOp]) -> set[SSAValue]:
@@ -485,14 +525,14 @@ def _edge_values(term, k: int) -> list[SSAValue]:
 
 
 def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool,
-                 recorded: str) -> str:
+                 recorded: str, bounds_check: bool = True) -> str:
     """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's), the slice
     the input records (if any) and the options."""
     from hypa.ptxdialect.printer import module_to_ptx
 
     h = hashlib.sha256()
     h.update(module_to_ptx(module).encode())
-    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}".encode())
+    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}".encode())
     return h.hexdigest()[:32]
 
 

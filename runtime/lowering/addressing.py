@@ -6,6 +6,12 @@ and windows past the last are flat host addresses, valid inside a registered all
 (``abi.CTX_FLAT_*``, checked against the range hit last, else searched); shared, const
 and the kernel parameters are one block per CTA, local memory and call parameters a
 block per thread.  A lane outside its space stops the warp with ``ERR_OUT_OF_BOUNDS``.
+
+A state-space address (``ld.local``, ``ld.param``, ``ld.const`` ..., not generic) is the
+offset in its space, checked with all 64 bits: an offset past the end, one that wraps
+around zero (just below a variable at offset 0) or one with bits 40 and up set (a
+generic address, ``2**40``) is out of bounds.  Shared addresses are 32-bit, as on the GPU:
+the offset is the address's low 32 bits.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbyt
         size = wf.splat(wf.prog.param_bytes, i64)
         off = addr
         host = b.add(wf.splat_value(base), off)
-        wf.error_if(instr, b.and_(mask, b.icmp_unsigned(">", b.add(off, n), size)), abi.ERR_OUT_OF_BOUNDS, addr)
+        wf.error_if(instr, b.and_(mask, _outside(wf, off, n, size)), abi.ERR_OUT_OF_BOUNDS, addr)
         return b.inttoptr(host, VPTR)
     if kind == "cparam" or space == "cparam":
         return _per_thread(wf, instr, abi.CTX_CPARAM, abi.CTX_CPARAM_SIZE, addr, n, mask)
@@ -46,8 +52,7 @@ def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbyt
         return _in_space(wf, instr, abi.CTX_CONST, size, addr, n, mask, addr)
     if space == "param":
         # a register address into the kernel parameters (rare)
-        off = b.and_(addr, wf.splat(abi.OFFSET_MASK, i64))
-        return _in_space(wf, instr, abi.CTX_PARAM, wf.splat(wf.prog.param_bytes, i64), off, n, mask, addr)
+        return _in_space(wf, instr, abi.CTX_PARAM, wf.splat(wf.prog.param_bytes, i64), addr, n, mask, addr)
     # global and generic: window table; addresses outside every window (window 0 or
     # past the last) are flat host addresses, valid inside a registered allocation
     win = b.lshr(addr, wf.splat(abi.WINDOW_SHIFT, i64))
@@ -123,6 +128,13 @@ def _flat_check(wf: WarpFunction, addr: ir.Value, nbytes: int, bits: ir.Value) -
     return bad
 
 
+def _outside(wf: WarpFunction, off: ir.Value, n: ir.Value, size: ir.Value) -> ir.Value:
+    """Lanes whose ``[off, off + n)`` is not inside ``[0, size)`` (all 64 bits: an ``off``
+    near 2**64 wraps ``off + n`` around zero, and is outside too)."""
+    b = wf.b
+    return b.or_(b.icmp_unsigned(">", off, size), b.icmp_unsigned(">", b.add(off, n), size))
+
+
 def _gather64(wf: WarpFunction, table: ir.Value, idx: ir.Value, mask: ir.Value) -> ir.Value:
     """``table[idx]`` (i64 words) in the lanes of ``mask``, 0 elsewhere."""
     return wf.masked_gather(wf.vector_pointers(table, idx, 8), mask, wf.splat(0, i64))
@@ -132,18 +144,18 @@ def _in_space(wf: WarpFunction, instr: int, base_word: int, size: ir.Value, off:
     """Pointers to ``off`` in a state space of ``size`` bytes at ``ctx[base_word]``, checked."""
     b = wf.b
     base = wf.ctx_word(base_word)
-    wf.error_if(instr, b.and_(mask, b.icmp_unsigned(">", b.add(off, n), size)), abi.ERR_OUT_OF_BOUNDS, addr)
+    wf.error_if(instr, b.and_(mask, _outside(wf, off, n, size)), abi.ERR_OUT_OF_BOUNDS, addr)
     return b.inttoptr(b.add(wf.splat_value(base), off), VPTR)
 
 
 def _per_thread(wf: WarpFunction, instr: int, base_word: int, size_word: int, addr: ir.Value, n, mask) -> ir.Value:
     """Pointers into the calling thread's part of a per-thread space (local, call parameters)."""
     b = wf.b
-    off = b.and_(addr, wf.splat(abi.OFFSET_MASK, i64))
+    off = addr  # all 64 bits: 2**40 is not offset 0
     base = wf.ctx_word(base_word)
     stride = wf.ctx_word(size_word)
     size = wf.splat_value(stride)
-    wf.error_if(instr, b.and_(mask, b.icmp_unsigned(">", b.add(off, n), size)), abi.ERR_OUT_OF_BOUNDS, addr)
+    wf.error_if(instr, b.and_(mask, _outside(wf, off, n, size)), abi.ERR_OUT_OF_BOUNDS, addr)
     lin = b.zext(wf.thread_lin, ivec(64))
     host = b.add(b.add(wf.splat_value(base), b.mul(lin, wf.splat_value(stride))), off)
     return b.inttoptr(host, VPTR)

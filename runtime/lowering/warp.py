@@ -33,6 +33,7 @@ from .function import WarpFunction
 from .memory_metrics import emit_memory_metrics
 from .printf import emit_printf
 from .rules import RULES, LoweringError
+from .semantics.memory import check_access
 from .semantics.sync import barrier_resume, barrier_suspend
 from .types import i32, i64, ivec
 
@@ -228,6 +229,9 @@ class WarpCodegen(WarpFunction):
             self.error_if(Emitter(self, op).instr_id, lanes, abi.ERR_ASSERT, None)
             return
         if op not in prog.emulated:
+            if op in prog.checked:  # slice mode: the access is bounds-checked, not performed
+                self.b.comment("bounds check: " + instruction_text(op))
+                check_access(Emitter(self, op))
             return
         name = op.spec.name
         fn = RULES.get(name)

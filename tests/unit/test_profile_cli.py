@@ -203,12 +203,16 @@ y = {{dtype = "float32", count = 300}}
 def test_identical_launches_are_analysed_once(tmp_path, hypa_cli):
     t = tmp_path / "dedup.toml"
     t.write_text(DEDUP_TOML.format(ptx=os.path.join(PTX, "spmv_csr.sm_80.ptx"), data=os.path.join(LAUNCHES, "data")))
+    # bounds checks (the default) load col[j] to check x[col[j]]: j comes from memory, so the
+    # load's base is unknown and every buffer's contents are part of the key
     rc, out, err = hypa_cli("profile", "--launch", str(t), "--format", "json")
+    assert rc == 0 and [d["reused_from"] for d in json.loads(out)] == [None, None, None, None, 0]
+    rc, out, err = hypa_cli("profile", "--launch", str(t), "--format", "json", "--no-bounds-check")
     got = json.loads(out)
     assert rc == 0
     assert [d["reused_from"] for d in got] == [None, 0, None, None, 0]
     assert "3 analysed, 2 reused from identical launches" in err
-    rc, out2, err2 = hypa_cli("profile", "--launch", str(t), "--format", "json", "--no-dedup")
+    rc, out2, err2 = hypa_cli("profile", "--launch", str(t), "--format", "json", "--no-dedup", "--no-bounds-check")
     fresh = json.loads(out2)
     assert "5 analysed, 0 reused" in err2
     assert [d["reused_from"] for d in fresh] == [None] * 5
@@ -216,7 +220,7 @@ def test_identical_launches_are_analysed_once(tmp_path, hypa_cli):
     assert strip(got) == strip(fresh)
     assert got[2]["thread_inst_executed"] != got[0]["thread_inst_executed"]
     # the table marks reused rows and the per-kernel summary counts them
-    rc, out, _ = hypa_cli("profile", "--launch", str(t))
+    rc, out, _ = hypa_cli("profile", "--launch", str(t), "--no-bounds-check")
     assert "= #0" in out and "2 reused from identical launches" in out
 
 
@@ -233,9 +237,10 @@ def test_python_api(tmp_path):
 
 
 def test_read_parameters_is_the_slice_s_reads():
-    emu, _L = _spmv()
-    prog = emu.program(None)
+    prog = Emulator(parse_ptx_file(os.path.join(PTX, "spmv_csr.sm_80.ptx")), bounds_check=False).program(None)
     assert read_parameters(prog) == {prog.params[1][0]}  # row_ptr only
+    # bounds checks also load col[j] for the address of x[col[j]]: j is loaded, its base unknown
+    assert read_parameters(Emulator(parse_ptx_file(os.path.join(PTX, "spmv_csr.sm_80.ptx"))).program(None)) is None
     full = Emulator(parse_ptx_file(os.path.join(PTX, "spmv_csr.sm_80.ptx")), mode="full").program(None)
     assert read_parameters(full) is None  # x[col[j]]: an address loaded from memory
 

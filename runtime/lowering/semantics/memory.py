@@ -199,14 +199,15 @@ def _is_predicate_operand(e, k: int) -> bool:
 
 
 @rule("cp.async")
-def cp_async(e) -> None:
+def cp_async(e, check_only: bool = False) -> None:
     """``cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size | ignore-src}{, policy}``.
 
     The copy happens when the instruction issues: ``cp.async.wait_group`` /
     ``wait_all`` then have nothing left to wait for in a sequential emulator (a
     kernel that reads the destination before waiting reads the new data, which
     real hardware may or may not show).  Bytes past ``src-size`` (all of them when
-    ``ignore-src`` is true) are zero-filled.
+    ``ignore-src`` is true) are zero-filled.  ``check_only``: the bytes are bounds-checked,
+    not copied (``check_access``).
     """
     b = e.b
     dkind, dst, _ = e.address(0)
@@ -231,16 +232,43 @@ def cp_async(e) -> None:
                 src_size = e.src(3, 32)
     mask = e.exec_mask
     dspace = "shared"
+    if check_only:
+        def load(sa, bits, lanes):
+            e.host_pointers("global", sa, bits // 8, lanes, skind)
+
+        def store(da, _v, bits):
+            e.host_pointers(dspace, da, bits // 8, mask, dkind)
+    else:
+        def load(sa, bits, lanes):
+            return e.load("global", sa, bits, lanes, skind)
+
+        def store(da, v, _bits):
+            e.store(dspace, da, v, mask, dkind)
     if src_size is None:
         for w in range(cp // 4):
             sa = _element_address(e, src, w, 32)
             da = _element_address(e, dst, w, 32)
-            v = e.load("global", sa, 32, mask, skind)
-            e.store(dspace, da, v, mask, dkind)
+            store(da, load(sa, 32, mask), 32)
         return
     for k in range(cp):
         sa = _element_address(e, src, k, 8)
         da = _element_address(e, dst, k, 8)
         present = b.and_(mask, b.icmp_unsigned("<", e.splat(k, i32), src_size))
-        v = e.load("global", sa, 8, present, skind)  # zero where not present
-        e.store(dspace, da, v, mask, dkind)
+        store(da, load(sa, 8, present), 8)  # zero where not present
+
+
+#: memory operand of the accesses ``check_access`` checks
+_CHECKED_OPERAND = {"ld": 1, "ldu": 1, "st": 0, "atom": 1, "red": 0}
+
+
+def check_access(e) -> None:
+    """Slice mode's bounds check of an access outside the slice (``passes.slice.CHECKED_ACCESSES``):
+    the bytes the instruction would touch, checked in the order and with the sizes its rule
+    checks them, so an out-of-bounds access fails as in full mode; nothing is read or written."""
+    name = e.spec.name
+    if name == "cp.async":
+        cp_async(e, check_only=True)
+        return
+    _t, bits, kind, addr, space = _memory_operand(e, _CHECKED_OPERAND[name])
+    for k in range(_vec_width(e)):
+        e.host_pointers(space, _element_address(e, addr, k, bits), max(bits, 8) // 8, e.exec_mask, kind)
