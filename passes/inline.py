@@ -10,8 +10,14 @@ of the calling block (attribute ``hypa.return``), so divergence inside a
 callee reconverges like any other branch.
 
 Calls to functions without a body (``vprintf``, ``malloc`` ...) stay as they
-are; the emulator skips them and says so.  Indirect calls, recursion and
-``.reg`` parameters are reported as errors.
+are; the emulator skips them and says so.  ``.reg`` parameters (``.func (.reg
+.v2 .u32 out) f(.reg .v2 .u32 in)``) are the caller's registers in the copy:
+the copy reads the argument registers and writes the return registers of the
+call directly (no copies, which would be instructions the program does not
+have); a callee that writes one of its ``.reg`` arguments, or a call that
+passes something other than a register or names a register both as argument
+and as return value, is reported.  Indirect calls and recursion are reported
+as errors.
 """
 
 from __future__ import annotations
@@ -79,21 +85,65 @@ def call_params(call: InstructionOp) -> tuple[list[str], list[str]]:
     return rets, argv
 
 
-def _rename(node: Operand, regs: int, syms: dict[str, str]) -> Operand:
+def _rename(node: Operand, regs: int, syms: dict[str, str], formals: dict | None = None) -> Operand:
     kind = node[0]
     if kind == "reg":
+        if formals and node[2] == 0 and node[1] in formals:
+            return formals[node[1]]
         return ("reg", node[1], node[2] + regs)
+    if kind in ("elem", "radd"):
+        inner = _rename(node[1], regs, syms, formals)
+        if inner[0] != "reg":
+            raise InlineError(f"'{node[1][1]}{node[2] if kind == 'elem' else '+'}' of an immediate argument cannot be inlined")
+        return (kind, inner, node[2])
     if kind == "sym":
         return ("sym", syms.get(node[1], node[1]), node[2])
     if kind == "addr":
-        return ("addr", _rename(node[1], regs, syms), node[2], node[3])
+        return ("addr", _rename(node[1], regs, syms, formals), node[2], node[3])
     if kind in ("vec", "brk", "paren"):
-        return (kind, tuple(_rename(x, regs, syms) for x in node[1]))
+        return (kind, tuple(_rename(x, regs, syms, formals) for x in node[1]))
     if kind == "not":
-        return ("not", _rename(node[1], regs, syms))
+        return ("not", _rename(node[1], regs, syms, formals))
     if kind == "pair":
-        return ("pair", _rename(node[1], regs, syms), _rename(node[2], regs, syms))
+        return ("pair", _rename(node[1], regs, syms, formals), _rename(node[2], regs, syms, formals))
     return node
+
+
+def _call_items(call: InstructionOp) -> tuple[tuple, tuple]:
+    """(return values, arguments) of a call: the operand nodes in its ``( )`` lists."""
+    args = call.operands_ast
+    has_rets = bool(args) and args[0][0] == "paren" and len(args) > 1
+    rets: tuple = args[0][1] if has_rets else ()
+    rest = args[1:] if has_rets else args
+    argv: tuple = next((a[1] for a in rest[1:] if a[0] == "paren"), ())
+    return rets, argv
+
+
+def _register_formals(call: InstructionOp, callee: FuncOp) -> dict[str, Operand]:
+    """The caller's register for each ``.reg`` parameter of ``callee`` (by name)."""
+    rets, argv = _call_items(call)
+    out: dict[str, Operand] = {}
+    plists = ((callee.ret_params.data if callee.ret_params else (), rets), (callee.params.data, argv))
+    for plist, actual in plists:
+        for p, a in zip(plist, actual):
+            if p[2] != ".reg":
+                continue
+            if a[0] != "reg" and not (a[0] == "imm" and plist is callee.params.data):
+                raise InlineError(f"call to '{callee.func_name}' passes '{a[1] if len(a) > 1 else a}' for the "
+                                  f".reg parameter '{p[1]}'; the emulator inlines registers and immediates only")
+            out[p[1]] = a
+    ret_regs = {r for p, r in zip(plists[0][0], rets) if p[2] == ".reg"}
+    for p, a in zip(callee.params.data, argv):
+        if p[2] == ".reg" and a in ret_regs:
+            raise InlineError(f"call to '{callee.func_name}' passes '{a[1]}' both as an argument and as a return value")
+    inputs = {p[1] for p in callee.params.data if p[2] == ".reg"}
+    if inputs:
+        for op in callee.body.walk():
+            if isinstance(op, InstructionOp):
+                for d in op.register_roles()[1]:
+                    if d[2] == 0 and d[1] in inputs:
+                        raise InlineError(f"'{callee.func_name}' writes its .reg parameter '{d[1]}', which the emulator does not inline")
+    return out
 
 
 def inline_calls(module: ModuleOp, kernel: FuncOp) -> list[tuple[str, int, int]]:
@@ -124,8 +174,6 @@ def inline_calls(module: ModuleOp, kernel: FuncOp) -> list[tuple[str, int, int]]
                     continue
                 if name in chains[block]:
                     raise InlineError(f"recursive call to '{name}' ({' -> '.join(chains[block] + (name,))}) cannot be inlined")
-                if any(p[2] == ".reg" for p in (*callee.params.data, *(callee.ret_params.data if callee.ret_params else ()))):
-                    raise InlineError(f"'{name}' takes .reg parameters, which the emulator does not support")
                 count += 1
                 if count > MAX_INLINES:
                     raise InlineError(f"more than {MAX_INLINES} calls to inline in {kernel.func_name}")
@@ -147,15 +195,16 @@ def _inline_one(kernel, block, call, callee, k, origins, chains) -> None:
         rest.add_op(o)
     call.attributes[RETURN_ATTR + ".done"] = UnitAttr()
     # 2. copy the callee
-    rets, argv = call_params(call)
+    ret_items, arg_items = _call_items(call)
     formals = [p[1] for p in callee.params.data]
     formal_rets = [p[1] for p in (callee.ret_params.data if callee.ret_params else ())]
-    if len(argv) != len(formals) or len(rets) != len(formal_rets):
+    if len(arg_items) != len(formals) or len(ret_items) != len(formal_rets):
         raise InlineError(
-            f"call to '{callee.func_name}' passes {len(argv)} arguments and {len(rets)} return values; "
+            f"call to '{callee.func_name}' passes {len(arg_items)} arguments and {len(ret_items)} return values; "
             f"it declares {len(formals)} and {len(formal_rets)}"
         )
-    syms = dict(zip(formals, argv)) | dict(zip(formal_rets, rets))
+    formal_regs = _register_formals(call, callee)
+    syms = {f: a[1] for f, a in (*zip(formals, arg_items), *zip(formal_rets, ret_items)) if a[0] == "sym"}
     suffix = f"__inl{k}"
     for op in callee.body.walk():
         if isinstance(op, LabelOp):
@@ -173,7 +222,7 @@ def _inline_one(kernel, block, call, callee, k, origins, chains) -> None:
         copies.append(nb)
     for b, nb in zip(callee.body.blocks, copies):
         for op in b.ops:
-            nb.add_op(_copy_op(op, regs, syms, mapping, rest))
+            nb.add_op(_copy_op(op, regs, syms, mapping, rest, formal_regs))
         nb.name_hint = (b.name_hint or "bb") + suffix
     # 3. wire: call block -> copy entry; copies in layout after the call block
     block.add_op(new_op(FallthroughOp, {}, [copies[0]]))
@@ -196,13 +245,14 @@ def _ops_after(op: Operation):
         nxt = nxt.next_op
 
 
-def _copy_op(op: Operation, regs: int, syms: dict[str, str], mapping: dict[Block, Block], rest: Block) -> Operation:
+def _copy_op(op: Operation, regs: int, syms: dict[str, str], mapping: dict[Block, Block], rest: Block,
+             formals: dict[str, Operand] | None = None) -> Operation:
     if isinstance(op, InstructionOp):
         props = dict(op.properties)
-        props["args"] = ArgsAttr.fast(tuple(_rename(a, regs, syms) for a in op.operands_ast))
+        props["args"] = ArgsAttr.fast(tuple(_rename(a, regs, syms, formals) for a in op.operands_ast))
         g = op.guard_pred
         if g is not None:
-            props["guard"] = GuardAttr.fast((_rename(g[0], regs, syms), g[1]))
+            props["guard"] = GuardAttr.fast((_rename(g[0], regs, syms, formals), g[1]))
         succs = [mapping[s] for s in op.successors]
         new = type(op).create(properties=props, attributes=dict(op.attributes), successors=succs)
         if op.spec.name == "ret":

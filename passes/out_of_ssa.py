@@ -36,12 +36,14 @@ from hypa.ptxdialect.dialect import (
     RegDeclOp,
     RegType,
     RegNamesAttr,
+    WordsAttr,
     def_positions,
+    keeps_old_values,
     new_op,
     modifiers_attr,
     string_attr,
 )
-from hypa.ptxdialect.isa import TYPE_BITS
+from hypa.ptxdialect.isa import TYPE_BITS, VECTOR_REG_TYPES
 from hypa.ptxdialect.operands import Operand, iter_regs, map_regs
 from hypa.ptxdialect.printer import Namer
 
@@ -289,11 +291,15 @@ class _Function:
             entry = func.body.blocks[0]
             anchor = entry.first_op
             for t, names in self.fresh_decls.items():
-                decl = new_op(RegDeclOp, {
+                props = {
                     "ptx_type": string_attr(t),
                     "names": RegNamesAttr.fast(tuple((n, 0) for n in names)),
                     "scope": IntAttr(0),
-                })
+                }
+                if t in VECTOR_REG_TYPES:  # .reg .v2 .u32
+                    props["ptx_type"] = string_attr(VECTOR_REG_TYPES[t][1])
+                    props["qualifiers"] = WordsAttr.fast((t[:3],))
+                decl = new_op(RegDeclOp, props)
                 if anchor is None:
                     entry.add_op(decl)
                 else:
@@ -353,11 +359,12 @@ def _block_without_fallthrough_into_next(func: FuncOp, near: Block) -> Block:
 
 def _tied_pairs(op: InstructionOp) -> list[tuple[SSAValue, SSAValue]]:
     """(result, operand) pairs that must share a register: a guarded result and
-    the old value it keeps where the guard is false; an ``inout`` result and
+    the old value it keeps where the guard is false (also a vector register whose
+    element is written: the other elements are kept); an ``inout`` result and
     its input."""
     pairs: list[tuple[SSAValue, SSAValue]] = []
     ops = op.instruction_operands()
-    if op.guard_pred is not None:
+    if keeps_old_values(op.guard_pred, op.spec, op.modifiers, op.operands_ast):
         olds = ops[len(ops) - len(op.results):]
         pairs.extend(zip(op.results, olds))
     elif op.spec.inout and op.operands_ast:
@@ -405,6 +412,8 @@ def _register_form(op: InstructionOp, use_names: list[Name], def_names: list[Nam
 
 
 def _decl_type(t: str) -> str:
+    if t in VECTOR_REG_TYPES:
+        return t
     return t if t in (".pred", ".f32", ".f64", ".f16", ".bf16", ".f16x2", ".bf16x2") else _bits_type(t)
 
 
@@ -414,6 +423,13 @@ def _bits_type(t: str) -> str:
 
 
 def _mov(dst: Name, src: Name, ptx_type: str) -> Operation:
+    if ptx_type in VECTOR_REG_TYPES:  # mov.v2.b32 (ptxas has no mov of 8-bit elements)
+        n, et = VECTOR_REG_TYPES[ptx_type]
+        t = f".v{n}" + (et if et in (".f32", ".f64") else _bits_type(et))
+        return new_op(INSTRUCTION_OPS["mov"], {
+            "mods": modifiers_attr(t),
+            "args": ArgsAttr.fast((("reg", dst[0], dst[1]), ("reg", src[0], src[1]))),
+        })
     t = ptx_type if ptx_type in (".pred", ".f32", ".f64") else _bits_type(ptx_type)
     return new_op(INSTRUCTION_OPS["mov"], {
         "mods": modifiers_attr(t),

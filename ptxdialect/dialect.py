@@ -66,6 +66,7 @@ from .operands import (
     Operand,
     format_operand,
     format_reg_annotated,
+    is_partial_write,
     iter_regs,
     parse_guard_text,
     parse_int_immediate,
@@ -284,9 +285,10 @@ def def_positions(instr: isa.Instr, mods: tuple[str, ...], args: tuple) -> range
 
 
 def _writable(node: Operand) -> bool:
-    """A written operand: a register, the sink ``_``, a pair ``p|q`` or a vector of those."""
+    """A written operand: a register, a vector register's element ``v.x``, the sink ``_``,
+    a pair ``p|q`` or a vector of those."""
     kind = node[0]
-    if kind in ("reg", "sink", "pair"):
+    if kind in ("reg", "sink", "pair", "elem"):
         return True
     if kind == "vec":
         return all(_writable(x) for x in node[1])
@@ -303,27 +305,40 @@ def register_roles(
     order (including address bases and, for ``inout`` entries, the first
     operand), then the carry flag if read, then -- for a guarded statement --
     the previous value of every register it writes (a guarded write is a merge
-    of old and new value).  defs: registers written in textual order, then the
-    carry flag if written.  Sinks ``_`` are neither.
+    of old and new value); so does a statement that writes an element of a vector
+    register (``mov.u32 v.x, %r1`` keeps the other elements).  defs: registers
+    written in textual order (a vector register once per element written), then
+    the carry flag if written.  Sinks ``_`` are neither.
     """
     dpos = def_positions(instr, mods, args)
     uses: list[Operand] = [guard[0]] if guard is not None else []
     defs: list[Operand] = []
+    partial = False
     for i, a in enumerate(args):
         if i in dpos:
             for r in iter_regs(a):
                 defs.append(r)
             if instr.inout:
                 uses.extend(iter_regs(a))
+            if not partial and a[0] != "reg" and is_partial_write(a):
+                partial = True
         else:
             uses.extend(iter_regs(a))
     if instr.cc_use:
         uses.append(CC_REG)
     if ".cc" in mods:
         defs.append(CC_REG)
-    if guard is not None:
+    if guard is not None or partial:
         uses.extend(defs)
     return tuple(uses), tuple(defs)
+
+
+def keeps_old_values(guard: tuple | None, instr: isa.Instr, mods: tuple[str, ...], args: tuple) -> bool:
+    """Whether a statement's last operands (SSA form) are the old values of the registers
+    it writes (``register_roles``): it is guarded, or it writes an element of a vector register."""
+    if guard is not None:
+        return True
+    return any(args[k][0] != "reg" and is_partial_write(args[k]) for k in def_positions(instr, mods, args))
 
 
 class BlockTerminator:
@@ -751,20 +766,24 @@ class RegisterTypes:
 
     @classmethod
     def of(cls, func: "FuncOp", vectors: bool = True) -> "RegisterTypes":
-        """Every ``.reg`` declaration and ``.reg`` parameter of ``func``; with
-        ``vectors=False`` registers of vector type (``.v2``) have no type here."""
+        """Every ``.reg`` declaration and ``.reg`` parameter of ``func``; a vector register
+        has its vector type (``.v2.u32``); with ``vectors=False`` it has none here."""
         types = cls()
         for plist in (func.params.data, func.ret_params.data if func.ret_params is not None else ()):
-            for _text, name, space, ptx_type, _align, _dims in plist:
+            for text, name, space, ptx_type, _align, _dims in plist:
                 if space == ".reg":
-                    types.singles[(name, 0)] = ptx_type
+                    rtype = isa.vector_reg_type(text.split(), ptx_type)
+                    types.singles[(name, 0)] = rtype if vectors or rtype == ptx_type else None
         for op in func.body.walk():
             if isinstance(op, RegDeclOp):
                 types.declare(op, vectors)
         return types
 
     def declare(self, op: "RegDeclOp", vectors: bool = True) -> None:
-        t = op.ptx_type.data if vectors or not (op.qualifiers is not None and op.qualifiers.data) else None
+        quals = op.qualifiers.data if op.qualifiers is not None else ()
+        t: str | None = op.ptx_type.data
+        if quals:
+            t = isa.vector_reg_type(quals, op.ptx_type.data) if vectors else None
         scope = op.scope.data
         for name, count in op.names.data:
             if count:
@@ -832,7 +851,7 @@ class FuncOp(DirectiveOp):
         (SSA form checks the operand types in ``InstructionOp.verify_``)."""
         if not self.body.blocks or "hypa.ssa" in self.attributes:
             return
-        types = RegisterTypes.of(self, vectors=False)
+        types = RegisterTypes.of(self)
         for op in self.body.walk():
             if isinstance(op, InstructionOp):
                 why = isa.operand_type_error(op.spec, op.modifiers, op.operands_ast, types.lookup)

@@ -72,6 +72,27 @@ TYPE_BITS = {
     ".b1024": 1024,
 }
 
+#: vector register types (``.reg .v2 .u32 v`` has the type ``.v2.u32``): a register of
+#: 2 or 4 elements of a non-predicate type, at most 128 bits (as ``ptxas`` allows)
+VECTOR_REG_TYPES: dict[str, tuple[int, str]] = {
+    f".v{n}{t}": (n, t)
+    for n in (2, 4)
+    for t in sorted(ALL_TYPES - {".pred"})
+    if n * TYPE_BITS[t] <= 128
+}
+TYPE_BITS.update({vt: n * TYPE_BITS[t] for vt, (n, t) in VECTOR_REG_TYPES.items()})
+
+
+#: element suffixes of a vector register (``v.x``) and the element each selects
+ELEMENT_FIELDS = {".x": 0, ".y": 1, ".z": 2, ".w": 3, ".r": 0, ".g": 1, ".b": 2, ".a": 3}
+
+
+def vector_reg_type(qualifiers, ptx_type: str) -> str:
+    """The register type of a declaration: ``.u32``, or ``.v2.u32`` with a vector qualifier."""
+    vec = [q for q in qualifiers if q in (".v2", ".v4", ".v8")]
+    return vec[-1] + ptx_type if vec else ptx_type
+
+
 STATE_SPACES = (".global", ".shared", ".local", ".param", ".const")
 
 # ---------------------------------------------------------------------------
@@ -337,7 +358,7 @@ INSTRUCTIONS: tuple[Instr, ...] = (
     _entry("shl", "logic", "@btyp", arity=(3, 3)),
     _entry("shr", "logic", "@btyp @ityp", arity=(3, 3)),
     # --- data movement ------------------------------------------------------
-    _entry("mov", "move", ".pred @ityp @btyp .b128 .f32 .f64", arity=(2, 2)),
+    _entry("mov", "move", ".pred @ityp @btyp .b128 .f32 .f64 .v2 .v4", arity=(2, 2)),
     _entry("shfl", "warp", ".up .down .bfly .idx .b32", arity=(4, 4)),
     _entry("shfl.sync", "warp", ".up .down .bfly .idx .b32", arity=(5, 5)),
     _entry("prmt", "logic", ".b32 .f4e .b4e .rc8 .ecl .ecr .rc16", arity=(4, 4)),
@@ -910,11 +931,77 @@ def register_fits(register_type: str, instruction_type: str) -> bool:
     return r == i or "bits" in (r, i)
 
 
+#: entries that move whole vector registers, and the operand positions that hold the data
+_VECTOR_DATA = {"mov": (0, 1), "ld": (0,), "ldu": (0,), "st": (1,)}
+
+
+def _vector_width(mods: tuple[str, ...]) -> int:
+    for m in mods:
+        if m in (".v2", ".v4", ".v8"):
+            return int(m[2:])
+    return 1
+
+
+def vector_data_positions(instr: Instr, mods: tuple[str, ...]) -> tuple[int, ...]:
+    """The data operands of a ``.v2``/``.v4`` ``mov``, ``ld`` or ``st`` (a vector ``{..}``
+    or a vector register of that width), or ``()``."""
+    return _VECTOR_DATA.get(instr.name, ()) if _vector_width(mods) > 1 else ()
+
+
+def _operand_name(node: tuple) -> str:
+    if node[0] == "elem":
+        return node[1][1] + node[2]
+    if node[0] == "radd":
+        return f"{node[1][1]}+{node[2]}"
+    return node[1]
+
+
+def vector_operand_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_type) -> str | None:
+    """Why a statement's vector registers and elements do not fit it, or None: an element
+    ``v.z`` must exist, ``reg + imm`` needs an integer register, a whole vector register is
+    data of ``mov``/``ld``/``st`` with its own width (or of ``mov.bN`` of its whole size)."""
+    data = _VECTOR_DATA.get(instr.name, ())
+    width = _vector_width(mods)
+    for k, node in enumerate(args):
+        kind = node[0]
+        if kind == "elem":
+            rt = reg_type(node[1])
+            vt = VECTOR_REG_TYPES.get(rt) if rt is not None else None
+            if rt is not None and vt is None:
+                return f"operand {k + 1} ('{_operand_name(node)}') selects an element of '{node[1][1]}', a {rt} register, not a vector"
+            if vt is not None and ELEMENT_FIELDS[node[2]] >= vt[0]:
+                return f"operand {k + 1} ('{_operand_name(node)}'): '{node[1][1]}' is a {rt} register of {vt[0]} elements"
+            if k in data and width > 1:
+                return f"operand {k + 1} ('{_operand_name(node)}') is one element; '{instr.name}' with .v{width} needs a vector"
+        elif kind == "radd":
+            rt = reg_type(node[1])
+            if rt is not None and (rt == ".pred" or rt in FLOAT_TYPES or rt in VECTOR_REG_TYPES):
+                return f"operand {k + 1} ('{_operand_name(node)}'): a register plus an immediate needs an integer register, '{node[1][1]}' is {rt}"
+        elif kind == "reg":
+            rt = reg_type(node)
+            vt = VECTOR_REG_TYPES.get(rt) if rt is not None else None
+            if vt is None:
+                if k in data and width > 1 and rt is not None:
+                    return f"operand {k + 1} ('{node[1]}') is a {rt} register; '{instr.name}' with .v{width} needs a vector register or {{...}}"
+                continue
+            if k not in data and instr.name != "call":
+                return f"operand {k + 1} ('{node[1]}') is a {rt} vector register; '{instr.name}' takes its elements ('{node[1]}.x')"
+            if width > 1 and width != vt[0]:
+                return f"operand {k + 1} ('{node[1]}') is a {rt} register of {vt[0]} elements; the instruction moves {width}"
+            if width == 1 and instr.name != "mov":
+                return f"operand {k + 1} ('{node[1]}') is a {rt} vector register; use '{instr.name}.v{vt[0]}'"
+    return None
+
+
 def operand_type_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_type) -> str | None:
     """Why a statement's register operands do not fit its instruction type, or None.
 
     ``reg_type(node)`` gives the declared type of a register node (or None where
-    unknown).  Only scalar register operands in ``typed_positions`` are checked."""
+    unknown); vector registers (``.v2.u32``) and their elements are checked too
+    (``vector_operand_error``).  Register operands in ``typed_positions`` are checked."""
+    why = vector_operand_error(instr, mods, args, reg_type)
+    if why is not None:
+        return why
     positions = typed_positions(instr, mods)
     if positions is None:
         return None
@@ -926,10 +1013,29 @@ def operand_type_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_typ
         if k >= len(args):
             break
         node = args[k]
-        if node[0] != "reg" or node[1] == "%cc":
+        kind = node[0]
+        if kind == "radd":
+            # like an integer immediate: any size, but not for a floating-point type
+            if t in FLOAT_TYPES:
+                return (f"operand {k + 1} ('{_operand_name(node)}') is an integer (a register plus an "
+                        f"immediate), which does not fit the instruction type {t}")
             continue
-        rt = reg_type(node)
+        if kind == "elem":
+            rt = reg_type(node[1])
+            vt = VECTOR_REG_TYPES.get(rt) if rt is not None else None
+            rt = vt[1] if vt is not None else None
+        elif kind != "reg" or node[1] == "%cc":
+            continue
+        else:
+            rt = reg_type(node)
+            vt = VECTOR_REG_TYPES.get(rt) if rt is not None else None
+            if vt is not None:
+                # mov.v2.u32 v, w: the elements fit; mov.b64 %rd, v: the whole register
+                if _vector_width(mods) > 1:
+                    rt = vt[1]
+                elif t[1] == "b" and TYPE_BITS.get(t) == TYPE_BITS[rt]:
+                    continue
         if rt is not None and not register_fits(rt, t):
-            return (f"operand {k + 1} ('{node[1]}') is a {rt} register, which does not fit "
+            return (f"operand {k + 1} ('{_operand_name(node)}') is a {rt} register, which does not fit "
                     f"the instruction type {t}")
     return None

@@ -32,6 +32,15 @@ Kinds (first element):
     a parenthesised list ``(a, b)`` (``call`` arguments and return values).
 ``("sink",)``
     the bit bucket ``_``.
+``("elem", reg, field)``
+    one element of a vector register (``.reg .v4 .u32 v``): ``v.x``; ``field`` is the
+    suffix as written (``.x .y .z .w`` or ``.r .g .b .a``, ``isa.ELEMENT_FIELDS``).
+    Read, it is the element; written, it replaces that element and keeps the others
+    (the statement also reads the register's old value, as a guarded write does).
+``("radd", reg, offset)``
+    a register plus an immediate, ``%rd1 + 8`` (a source operand; ``ptxas`` has no
+    ``reg - imm``, it writes ``%rd1 + -8``): the register's value plus ``offset``,
+    wrapped to the register's width.
 """
 
 from __future__ import annotations
@@ -90,6 +99,12 @@ def format_operand(op: Operand, reg_name: Callable[[Operand], str] | None = None
         return format_operand(op[1], reg_name) + "|" + format_operand(op[2], reg_name)
     if kind == "sink":
         return "_"
+    if kind == "elem":
+        # the MLIR form writes the scope after the whole name: ``v.x#1``
+        base, hash_, scope = format_operand(op[1], reg_name).partition("#")
+        return base + op[2] + hash_ + scope
+    if kind == "radd":
+        return format_operand(op[1], reg_name) + f"+{op[2]}"
     raise ValueError(f"unknown operand kind {kind!r}")
 
 
@@ -114,7 +129,7 @@ def iter_regs(op: Operand) -> Iterator[Operand]:
     elif kind in ("vec", "brk", "paren"):
         for o in op[1]:
             yield from iter_regs(o)
-    elif kind == "not":
+    elif kind == "not" or kind == "elem" or kind == "radd":
         yield from iter_regs(op[1])
     elif kind == "pair":
         yield from iter_regs(op[1])
@@ -134,7 +149,21 @@ def map_regs(op: Operand, fn: Callable[[Operand], Operand]) -> Operand:
         return ("not", map_regs(op[1], fn))
     if kind == "pair":
         return ("pair", map_regs(op[1], fn), map_regs(op[2], fn))
+    if kind == "elem" or kind == "radd":
+        return (kind, map_regs(op[1], fn), op[2])
     return op
+
+
+def is_partial_write(op: Operand) -> bool:
+    """Whether writing ``op`` changes only part of a register (a vector element)."""
+    kind = op[0]
+    if kind == "elem":
+        return True
+    if kind in ("vec", "paren"):
+        return any(is_partial_write(o) for o in op[1])
+    if kind == "pair":
+        return is_partial_write(op[1]) or is_partial_write(op[2])
+    return False
 
 
 def iter_syms(op: Operand) -> Iterator[str]:
@@ -253,6 +282,9 @@ class _OperandText:
         node = self.primary()
         if self.accept("|"):
             return ("pair", node, self.primary())
+        if node[0] == "reg" and self.at("+"):
+            self.i += 1
+            return ("radd", node, self.integer("an immediate after '+'"))
         return node
 
     def items(self, close: str) -> tuple:
@@ -263,7 +295,7 @@ class _OperandText:
         return tuple(out)
 
     def primary(self) -> Operand:
-        from .isa import SPECIAL_REGISTERS
+        from .isa import ELEMENT_FIELDS, SPECIAL_REGISTERS
 
         kind, text, _ = self.peek()
         if kind == "punct":
@@ -287,8 +319,15 @@ class _OperandText:
             self.i += 1
             if text == "_":
                 return ("sink",)
+            base, dot, field = text.rpartition(".")
+            is_elem = dot and "." + field in ELEMENT_FIELDS and text not in SPECIAL_REGISTERS
             if self.accept("#"):
-                return ("reg", text, self.integer("a scope id after '#'"))
+                scope = self.integer("a scope id after '#'")
+                if is_elem:
+                    return ("elem", ("reg", base, scope), "." + field)
+                return ("reg", text, scope)
+            if is_elem and base.startswith("%"):
+                return ("elem", ("reg", base, 0), "." + field)
             if text.startswith("%") and (text not in SPECIAL_REGISTERS or text == "%cc"):
                 return ("reg", text, 0)
             if text in SPECIAL_REGISTERS:
@@ -302,7 +341,9 @@ class _OperandText:
         raise self.error(f"expected an operand, found {self.describe()}")
 
     def address(self) -> Operand:
-        first = self.operand()
+        first = self.primary()  # not operand(): '+' after a register is the offset here
+        if self.accept("|"):
+            first = ("pair", first, self.primary())
         if self.at(","):
             items = [first]
             while self.accept(","):

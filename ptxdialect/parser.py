@@ -277,6 +277,7 @@ class PTXParser:
         self._loc_cache: dict[str, StringAttr] = {}
         self._closing_angle = False
         self._defined_funcs: dict[str, Tok] = {}
+        self._nested = 0  # depth of [ ], { }, ( ) around the operand being read
 
     # -- token helpers -------------------------------------------------------
 
@@ -782,17 +783,23 @@ class PTXParser:
             line = self.src.location(prev[2])[0]
             raise self.error(f"function {name[1]!r} is defined twice (first definition at line {line})", name)
         self._defined_funcs[name[1]] = name
-        region = self._body(name)
+        reg_params = [p for p in (*(ret_params or ()), *params) if p[2] == ".reg"]
+        region = self._body(name, reg_params)
         return new_func(props, region)
 
     # -- bodies --------------------------------------------------------------
 
-    def _body(self, fname: Tok) -> Region:
+    def _body(self, fname: Tok, reg_params: Sequence[tuple] = ()) -> Region:
         open_tok = self.expect("{")
         self.scopes = _Scopes()
         self.scopes.push()
         self._operand_cache = {}
         self._node_types: dict[tuple, str] = {}  # declared type of each pre-filled register node
+        for text, pname, _space, ptx_type, _align, _dims in reg_params:
+            # a .reg parameter is a register of the body (scope 0)
+            rtype = isa.vector_reg_type(text.split(), ptx_type)
+            self.scopes.declare(pname, 0, rtype)
+            self._declared([(pname, 0)], rtype, 0)
         self._layers = []
         self._shadow = []
         self._shadow_marks = []
@@ -846,8 +853,10 @@ class PTXParser:
                                 break
                         else:
                             args = ()
-                        cls, mods, lo, hi, term, typed = entry
+                        cls, mods, lo, hi, term, typed, vdata = entry
                         if not lo <= len(args) <= hi:
+                            break
+                        if vdata and any(k < len(args) and args[k][0] == "reg" for k in vdata):
                             break
                         if typed is not None:
                             declared = self._node_types
@@ -1017,7 +1026,10 @@ class PTXParser:
         positions = isa.typed_positions(instr, mods.data)
         types = isa.type_modifiers(mods.data)
         typed = (positions, types[0]) if positions is not None and len(types) == 1 else None
-        entry = self._opcodes[opc] = (INSTRUCTION_OPS[instr.name], mods, lo, hi, instr.terminator, typed)
+        # a .v2/.v4 load, store or mov: a plain register as its data goes to the token
+        # parser, which checks it is a vector register of that width
+        vdata = isa.vector_data_positions(instr, mods.data)
+        entry = self._opcodes[opc] = (INSTRUCTION_OPS[instr.name], mods, lo, hi, instr.terminator, typed, vdata)
         return entry
 
     def _check_types(self, instr: isa.Instr, mods: tuple[str, ...], args: tuple, offset: int) -> None:
@@ -1032,7 +1044,7 @@ class PTXParser:
             for k in isa.typed_positions(instr, mods) or ():
                 if k < len(args) and args[k][0] == "reg":
                     d = lookup(args[k][1])
-                    if d is not None:
+                    if d is not None and d[1] not in isa.VECTOR_REG_TYPES:
                         _FITS[(d[1], types[0])] = True
 
     def _fast_args(self, a: str, m: re.Match[str], cache: dict[str, tuple]) -> tuple | None:
@@ -1060,8 +1072,10 @@ class PTXParser:
                 if node is None:
                     off = m.start("args") + sum(len(q) + 1 for q in parts[:k])
                     node = self._sub_operand(off, off + len(p))
-                    if node is None:
-                        return None
+                    if node is None or node[0] in ("elem", "radd") or (
+                        node[0] == "reg" and (self.scopes.lookup(node[1]) or (0, ""))[1] in isa.VECTOR_REG_TYPES
+                    ):
+                        return None  # the token parser reads (and checks) the statement
             cache[key] = args[k] = node
         return tuple(args)
 
@@ -1106,6 +1120,8 @@ class PTXParser:
                 del cache[k]
         pred = ptx_type == ".pred"
         node_types = self._node_types
+        if ptx_type in isa.VECTOR_REG_TYPES:
+            return  # the fast path leaves vector registers to the token parser
         for name, count in names:
             if count > 65536:
                 continue  # resolved on demand instead
@@ -1125,11 +1141,12 @@ class PTXParser:
             return ("sink",)
         found = self.scopes.lookup(name)
         if found is not None:
-            return ("reg", name, found[0])
+            # vector registers: the token parser reads and checks them
+            return None if found[1] in isa.VECTOR_REG_TYPES else ("reg", name, found[0])
         if name in isa.SPECIAL_REGISTERS:
             return ("sreg", name)
-        if name.startswith("%"):
-            return None
+        if name.startswith("%") or "." in name:
+            return None  # undeclared, or a vector register's element ``v.x``
         return ("sym", name, 0)
 
     def _classify(self, p: str) -> tuple | None:
@@ -1355,6 +1372,13 @@ class PTXParser:
                 raise self.error(f"unexpected {q[1]!r} in a register declaration (expected a type such as .b32)", q)
         if ptx_type is None:
             raise self.error(f"expected a register type such as .b32 or .pred, found {self._describe(self.peek())}")
+        rtype = ptx_type
+        if quals:
+            rtype = isa.vector_reg_type(quals, ptx_type)
+            if len(quals) > 1 or rtype not in isa.VECTOR_REG_TYPES:
+                why = ("a predicate register cannot be a vector" if ptx_type == ".pred"
+                       else "a vector register has 2 or 4 elements and at most 128 bits")
+                raise self.error(f"'.reg {' '.join(quals)} {ptx_type}': {why}")
         names: list[tuple[str, int]] = []
         while True:
             n = self.expect_name("a register name")
@@ -1366,7 +1390,7 @@ class PTXParser:
             if self.scopes.declared_here(n[1], count):
                 raise self.error(f"register {n[1]!r} is declared twice in the same scope", n)
             names.append((n[1], count))
-            self.scopes.declare(n[1], count, ptx_type)
+            self.scopes.declare(n[1], count, rtype)
             if not self.accept(","):
                 break
         if not self.at(";"):
@@ -1374,7 +1398,7 @@ class PTXParser:
                 self.prev_end, f"expected ';' after the register declaration, found {self._describe(self.peek())}"
             )
         self.advance()
-        self._declared(names, ptx_type, self.scopes.current)
+        self._declared(names, rtype, self.scopes.current)
         props = {
             "ptx_type": string_attr(ptx_type),
             "names": RegNamesAttr.fast(tuple(names)),
@@ -1501,9 +1525,14 @@ class PTXParser:
                 return ("sink",)
             found = self.scopes.lookup(text) if self.scopes.stack else None
             if found is not None:
-                return ("reg", text, found[0])
+                return self._register_plus(("reg", text, found[0]))
             if text in isa.SPECIAL_REGISTERS:
                 return ("sreg", text)
+            base, dot, field = text.rpartition(".")
+            if dot and "." + field in isa.ELEMENT_FIELDS and "." not in base and self.scopes.stack:
+                vfound = self.scopes.lookup(base)
+                if vfound is not None:
+                    return ("elem", ("reg", base, vfound[0]), "." + field)
             if text.startswith("%"):
                 raise self.error(f"use of undeclared register {text!r}", t)
             off = 0
@@ -1515,10 +1544,27 @@ class PTXParser:
             raise self.error(f"expected an operand, found {text!r} (a directive or type name)")
         raise self.error(f"expected an operand, found {self._describe(t)}")
 
+    def _register_plus(self, node: tuple) -> tuple:
+        """``%rd1 + 8`` (a source operand of its own, not inside ``[ ]``, ``{ }`` or ``( )``)."""
+        if self._nested or not (self.at("+") or self.at("-")):
+            return node
+        nxt = self.peek(1)
+        if not (nxt[0] == NUM or (nxt[0] == PUNCT and nxt[1] in ("-", "(", "~"))):
+            return node
+        if self.at("-"):
+            raise self.error(
+                f"'{node[1]} - ...': PTX has no register minus an immediate; write '{node[1]} + -{nxt[1]}'")
+        self.advance()
+        return ("radd", node, self._int("an integer immediate after '+'"))
+
     def _items(self, close: str, open_tok: Tok) -> list[tuple]:
-        items = [self._operand()]
-        while self.accept(","):
-            items.append(self._operand())
+        self._nested += 1
+        try:
+            items = [self._operand()]
+            while self.accept(","):
+                items.append(self._operand())
+        finally:
+            self._nested -= 1
         t = self.peek()
         if t[1] != close or t[0] == STR:
             raise self.error(
@@ -1532,13 +1578,17 @@ class PTXParser:
         open_tok = self.advance()
         if self.at("]"):
             raise self.error("expected an address inside '[ ]', found ']'")
-        first = self._operand()
-        if self.at(","):
-            items = [first]
-            while self.accept(","):
-                items.append(self._operand())
-            self.expect("]", "']' closing the operand list")
-            return ("brk", tuple(items))
+        self._nested += 1
+        try:
+            first = self._operand()
+            if self.at(","):
+                items = [first]
+                while self.accept(","):
+                    items.append(self._operand())
+                self.expect("]", "']' closing the operand list")
+                return ("brk", tuple(items))
+        finally:
+            self._nested -= 1
         off = 0
         if first[0] == "sym":
             off = first[2]

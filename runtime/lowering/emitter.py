@@ -14,7 +14,7 @@ from llvmlite import ir
 from xdsl.ir import SSAValue
 
 from hypa.ptxdialect import isa
-from hypa.ptxdialect.dialect import InstructionOp, def_positions
+from hypa.ptxdialect.dialect import InstructionOp, RegType, def_positions, keeps_old_values
 from hypa.ptxdialect.operands import Operand, is_float_immediate, iter_regs, parse_int_immediate
 
 from ..program import value_bits
@@ -22,6 +22,33 @@ from .addressing import access, host_pointers
 from .function import WarpFunction
 from .rules import LoweringError
 from .types import MASK, float_imm_bits, i1, i64, ivec
+
+
+def vector_shape(v: SSAValue) -> tuple[int, int] | None:
+    """(elements, bits of each) of a vector register's SSA value (``!ptx.reg<"v2.u32">``:
+    one value of 64 bits, element 0 in the low bits), or None for a scalar."""
+    t = v.type
+    if isinstance(t, RegType):
+        vt = isa.VECTOR_REG_TYPES.get("." + t.type_name)
+        if vt is not None:
+            return vt[0], isa.TYPE_BITS[vt[1]]
+    return None
+
+
+def _register_nodes(node: Operand):
+    """The node standing for each register of ``iter_regs(node)``, in the same order: the
+    register itself, its element ``v.x`` or ``reg + imm``."""
+    kind = node[0]
+    if kind in ("reg", "elem", "radd"):
+        yield node
+    elif kind == "addr" or kind == "not":
+        yield from _register_nodes(node[1])
+    elif kind in ("vec", "brk", "paren"):
+        for o in node[1]:
+            yield from _register_nodes(o)
+    elif kind == "pair":
+        yield from _register_nodes(node[1])
+        yield from _register_nodes(node[2])
 
 
 class Emitter:
@@ -45,8 +72,10 @@ class Emitter:
     # -- register mapping -----------------------------------------------------
 
     def _map_registers(self) -> None:
-        """``slot_of[k]``: the (role, SSA value) of each register in operand ``k``; ``tied``:
-        a guarded op's old values of its results; ``cc_in``/``cc_out``: the carry flag."""
+        """``slot_of[k]``: the (role, SSA value, node) of each register in operand ``k`` (node:
+        the register, its element ``v.x`` or ``reg + imm``); ``tied``: the old values of the
+        results of a guarded op or one that writes a vector element; ``cc_in``/``cc_out``:
+        the carry flag."""
         op = self.op
         _uses, defs = op.register_roles()
         ops = op.instruction_operands()
@@ -55,22 +84,24 @@ class Emitter:
         dpos = def_positions(self.spec, self.mods, self.args)
         ui = 1 if op.guard_pred is not None else 0
         di = 0
-        self.slot_of: list[list[tuple[str, SSAValue]]] = []
+        self.slot_of: list[list[tuple[str, SSAValue, Operand]]] = []
         for k, a in enumerate(self.args):
-            items: list[tuple[str, SSAValue]] = []
-            for _r in iter_regs(a):
+            items: list[tuple[str, SSAValue, Operand]] = []
+            for node in _register_nodes(a):
                 if k in dpos:
-                    items.append(("def", res[di]))
+                    items.append(("def", res[di], node))
                     di += 1
                     if self.spec.inout:
                         ui += 1
                 else:
-                    items.append(("use", ops[ui]))
+                    items.append(("use", ops[ui], node))
                     ui += 1
             self.slot_of.append(items)
+        self.defs = defs
         self.tied: list[SSAValue] = []
-        if op.guard_pred is not None:
+        if keeps_old_values(op.guard_pred, self.spec, self.mods, self.args):
             self.tied = list(ops[len(ops) - len(defs):])
+        self._elements_written: dict[tuple[str, int], ir.Value] = {}
         self.cc_in = ops[ui] if self.spec.cc_use and ui < len(ops) else None
         self.cc_out = res[di] if ".cc" in self.mods and di < len(res) else None
 
@@ -105,6 +136,19 @@ class Emitter:
         if kind == "reg":
             v = self.slot_of[k][reg_index][1]
             return self.fit(self.wf.read(v), bits, signed)
+        if kind == "elem":  # v.y: element 1 of the packed vector register
+            v = self.slot_of[k][reg_index][1]
+            _n, w = vector_shape(v)  # type: ignore[misc]
+            whole = self.wf.read(v)
+            idx = isa.ELEMENT_FIELDS[node[2]]
+            part = self.b.lshr(whole, ir.Constant(whole.type, idx * w)) if idx else whole
+            return self.fit(self.b.trunc(part, ivec(w)), bits, signed)
+        if kind == "radd":  # %rd1 + 8: added at the register's width (ptxas wraps there)
+            v = self.slot_of[k][reg_index][1]
+            r = self.wf.read(v)
+            rb = r.type.element.width  # type: ignore[attr-defined]
+            r = self.b.add(r, self.splat(node[2] & ((1 << rb) - 1), ir.IntType(rb)))
+            return self.fit(r, bits, signed)
         if kind == "imm":
             return self.splat(self.imm_bits(node[1], bits), ir.IntType(bits))
         if kind == "sreg":
@@ -157,14 +201,22 @@ class Emitter:
         return list(node[1]) if node[0] == "vec" else [node]
 
     def src_elements(self, k: int, bits: int, signed: bool = False) -> list[ir.Value]:
-        """Each element of a vector operand ``{a, b, ...}`` (or the operand itself)."""
+        """Each element of a vector operand ``{a, b, ...}`` or vector register (or the
+        operand itself)."""
         node = self.operand_node(k)
+        if node[0] == "reg" and self.slot_of[k]:
+            shape = vector_shape(self.slot_of[k][0][1])
+            if shape is not None:  # a vector register: its elements, x in the low bits
+                n, w = shape
+                whole = self.wf.read(self.slot_of[k][0][1])
+                parts = [self.b.lshr(whole, ir.Constant(whole.type, i * w)) if i else whole for i in range(n)]
+                return [self.fit(self.b.trunc(p, ivec(w)), bits, signed) for p in parts]
         if node[0] != "vec":
             return [self.src(k, bits, signed)]
         out = []
         ri = 0
         for el in node[1]:
-            if el[0] == "reg":
+            if el[0] in ("reg", "elem", "radd"):
                 out.append(self.value_of(el, k, bits, signed, ri))
                 ri += 1
             else:
@@ -179,10 +231,31 @@ class Emitter:
         items = self.slot_of[k]
         if not items:
             return  # "_" sink or not a register
-        kind, v = items[reg_index]
+        kind, v, node = items[reg_index]
         if kind != "def":
             raise self.fail(f"operand {k + 1} is not written")
+        if node[0] == "elem":
+            value = self._insert_element(v, node, value)
         self.write_def(v, value, signed)
+
+    def _insert_element(self, v: SSAValue, node: Operand, value: ir.Value) -> ir.Value:
+        """The vector register ``v`` with the element ``node`` (``v.y``) replaced by ``value``;
+        the other elements are the register's old value, or what this statement wrote
+        before (``ld.v2.u32 {v.y, v.x}, [a]`` writes both)."""
+        j = list(self.op.results).index(v)
+        key = (self.defs[j][1], self.defs[j][2])
+        old = self._elements_written.get(key)
+        if old is None:
+            old = self.wf.read(self.tied[j])
+        _n, w = vector_shape(v)  # type: ignore[misc]
+        shift = isa.ELEMENT_FIELDS[node[2]] * w
+        wide = old.type
+        part = self.fit(value, w, False)
+        part = self.b.zext(part, wide) if wide.element.width > w else part  # type: ignore[attr-defined]
+        keep = ir.Constant(wide, ~(((1 << w) - 1) << shift) & ((1 << wide.element.width) - 1))  # type: ignore[attr-defined]
+        new = self.b.or_(self.b.and_(old, keep), self.b.shl(part, ir.Constant(wide, shift)) if shift else part)
+        self._elements_written[key] = new
+        return new
 
     def write_def(self, v: SSAValue, value: ir.Value, signed: bool = False) -> None:
         if v not in self.wf.prog.slots and v not in self.wf.prog.local_values:
@@ -206,12 +279,24 @@ class Emitter:
 
     def dst_elements(self, k: int, values: list[ir.Value], signed: bool = False) -> None:
         node = self.operand_node(k)
+        if node[0] == "reg" and self.slot_of[k] and len(values) > 1:
+            shape = vector_shape(self.slot_of[k][0][1])
+            if shape is not None:  # a vector register: pack, element 0 in the low bits
+                n, w = shape
+                wide = ivec(n * w)
+                acc = None
+                for i, val in enumerate(values[:n]):
+                    part = self.b.zext(self.fit(val, w, False), wide)
+                    part = self.b.shl(part, ir.Constant(wide, i * w)) if i else part
+                    acc = part if acc is None else self.b.or_(acc, part)
+                self.dst(k, acc, signed)
+                return
         if node[0] != "vec":
             self.dst(k, values[0], signed)
             return
         ri = 0
         for el, val in zip(node[1], values):
-            if el[0] == "reg":
+            if el[0] in ("reg", "elem"):
                 self.dst(k, val, signed, ri)
                 ri += 1
 

@@ -25,6 +25,12 @@ def mov(e) -> None:
         e.dst(0, e.src_pred(1))
         return
     bits = type_bits(t)
+    width = next((int(m[2:]) for m in e.mods if m in (".v2", ".v4")), 1)
+    if width > 1:
+        # mov.v2.u32 v, {a, b} / {a, b}, v / v, w: element by element (vector registers
+        # pack and unpack in the emitter)
+        e.dst_elements(0, e.src_elements(1, bits))
+        return
     if src[0] == "vec":
         # pack: mov.b64 %rd, {%r1, %r2} (element 0 is the low part)
         parts = e.src_elements(1, bits // len(src[1]))
