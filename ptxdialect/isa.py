@@ -899,14 +899,54 @@ _SAME_TYPE_ALL = frozenset(
 _SAME_TYPE_AT = {"selp": (0, 1, 2), "setp": (1, 2), "shl": (0, 1), "shr": (0, 1)}
 
 
-def typed_positions(instr: Instr, mods: tuple[str, ...]) -> tuple[int, ...] | None:
-    """The operand positions whose registers must be of the instruction type, or None
-    where the rule is not this simple (several types, ``.wide``, other entries)."""
-    if instr.name in _SAME_TYPE_ALL:
-        if ".wide" in mods:
+#: entries whose statements take integer results of a fixed type (bit counts, positions)
+_U32_RESULT = frozenset("popc clz bfind".split())
+_WIDER = {".s16": ".s32", ".u16": ".u32", ".s32": ".s64", ".u32": ".u64", ".b16": ".b32", ".b32": ".b64"}
+
+#: a rule: (operand position, type, "exact" or "data"); "data": the register may be wider
+#: than an integer type (ld, st and cvt, PTX ISA "operand size exceeding instruction-type size")
+TypeRule = tuple[int, str, str]
+
+
+def operand_type_rules(instr: Instr, mods: tuple[str, ...]) -> tuple[TypeRule, ...] | None:
+    """The operand positions whose registers must fit a type, or None where the table says
+    nothing (instructions with several types not listed here, vector forms)."""
+    types = type_modifiers(mods)
+    name = instr.name
+    if name == "cvt":
+        if len(types) != 2 or _vector_width(mods) > 1:
             return None
-        return tuple(range(8))
-    return _SAME_TYPE_AT.get(instr.name)
+        return ((0, types[0], "data"), (1, types[1], "data"))
+    if len(types) != 1:
+        return None
+    t = types[0]
+    if name in ("mul", "mad") and ".wide" in mods:
+        wide = _WIDER.get(t)
+        if wide is None:
+            return None
+        return ((0, wide, "exact"), (1, t, "exact"), (2, t, "exact")) + (((3, wide, "exact"),) if name == "mad" else ())
+    if name in _SAME_TYPE_ALL:
+        return tuple((k, t, "exact") for k in range(8))
+    if name in _SAME_TYPE_AT:
+        rules = tuple((k, t, "exact") for k in _SAME_TYPE_AT[name])
+        if name == "setp":
+            return rules + ((0, ".pred", "exact"), (3, ".pred", "exact"))
+        if name == "selp":
+            return rules + ((3, ".pred", "exact"),)
+        return rules + ((2, ".u32", "exact"),)  # shl, shr: the shift amount
+    if name in _U32_RESULT:
+        return ((0, ".u32", "exact"), (1, t, "exact"))
+    if _vector_width(mods) > 1:
+        return None
+    if name in ("ld", "ldu"):
+        return ((0, t, "data"),)
+    if name == "st":
+        return ((1, t, "data"),)
+    if name == "atom":  # d, [a], b[, c for .cas][, cache policy]
+        return ((0, t, "exact"), (2, t, "exact")) + (((3, t, "exact"),) if ".cas" in mods else ())
+    if name == "red":
+        return ((1, t, "exact"),)
+    return None
 
 
 def _type_class(t: str) -> str:
@@ -917,6 +957,20 @@ def _type_class(t: str) -> str:
     if t in FLOAT_TYPES:
         return "float"
     return "int"
+
+
+def register_fits_data(register_type: str, instruction_type: str) -> bool:
+    """``register_fits``, except that an integer or bit type's register may be wider
+    (``ld.u8`` into a ``.u32`` register), and a bit-type register any wider type (``st.f32`` from a ``.b64``), as ptxas takes them."""
+    r, i = _type_class(register_type), _type_class(instruction_type)
+    if r == "bits" and i != "pred" or r == "int" and i in ("int", "bits"):
+        return TYPE_BITS.get(register_type, 0) >= TYPE_BITS.get(instruction_type, 1 << 30)
+    return register_fits(register_type, instruction_type)
+
+
+def fits(register_type: str, rule: str, instruction_type: str) -> bool:
+    """Whether a register of ``register_type`` satisfies a ``TypeRule``."""
+    return (register_fits_data if rule == "data" else register_fits)(register_type, instruction_type)
 
 
 def register_fits(register_type: str, instruction_type: str) -> bool:
@@ -998,20 +1052,17 @@ def operand_type_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_typ
 
     ``reg_type(node)`` gives the declared type of a register node (or None where
     unknown); vector registers (``.v2.u32``) and their elements are checked too
-    (``vector_operand_error``).  Register operands in ``typed_positions`` are checked."""
+    (``vector_operand_error``).  Register operands named by ``operand_type_rules`` are checked."""
     why = vector_operand_error(instr, mods, args, reg_type)
     if why is not None:
         return why
-    positions = typed_positions(instr, mods)
-    if positions is None:
+    rules = operand_type_rules(instr, mods)
+    if rules is None:
         return None
     types = type_modifiers(mods)
-    if len(types) != 1:
-        return None
-    t = types[0]
-    for k in positions:
+    for k, t, rule in rules:
         if k >= len(args):
-            break
+            continue
         node = args[k]
         kind = node[0]
         if kind == "radd":
@@ -1035,7 +1086,7 @@ def operand_type_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_typ
                     rt = vt[1]
                 elif t[1] == "b" and TYPE_BITS.get(t) == TYPE_BITS[rt]:
                     continue
-        if rt is not None and not register_fits(rt, t):
+        if rt is not None and not fits(rt, rule, t):
             return (f"operand {k + 1} ('{_operand_name(node)}') is a {rt} register, which does not fit "
-                    f"the instruction type {t}")
+                    f"{'the instruction type ' + t if t in types else 'the ' + t + ' it takes'}")
     return None

@@ -860,13 +860,13 @@ class PTXParser:
                             break
                         if typed is not None:
                             declared = self._node_types
-                            for k in typed[0]:
-                                if k >= len(args):
-                                    break
-                                node = args[k]
-                                if node[0] == "reg" and not _FITS.get((declared.get(node), typed[1])):
-                                    self._check_types(cls.ISA, mods.data, args, m.start("ins"))
-                                    break
+                            for rule in typed:
+                                k = rule[0]
+                                if k < len(args):
+                                    node = args[k]
+                                    if node[0] == "reg" and not _FITS.get((declared.get(node), rule)):
+                                        self._check_types(cls.ISA, mods.data, args, m.start("ins"))
+                                        break
                         aa = new_obj(ArgsAttr)
                         set_attr(aa, "data", args)
                         props = {"mods": mods, "args": aa}
@@ -1023,9 +1023,7 @@ class PTXParser:
             return None
         lo, hi = instr.arity if instr.arity is not None else (0, 1 << 30)
         mods = modifiers_attr(opc[len(instr.name):])
-        positions = isa.typed_positions(instr, mods.data)
-        types = isa.type_modifiers(mods.data)
-        typed = (positions, types[0]) if positions is not None and len(types) == 1 else None
+        typed = isa.operand_type_rules(instr, mods.data)
         # a .v2/.v4 load, store or mov: a plain register as its data goes to the token
         # parser, which checks it is a vector register of that width
         vdata = isa.vector_data_positions(instr, mods.data)
@@ -1039,13 +1037,12 @@ class PTXParser:
         why = isa.operand_type_error(instr, mods, args, lambda node: (lookup(node[1]) or (0, None))[1])
         if why is not None:
             raise self.error_at(offset, f"'{instr.name}{''.join(mods)}': {why}")
-        types = isa.type_modifiers(mods)
-        if len(types) == 1:  # remember the type pairs that fit (the fast path's test)
-            for k in isa.typed_positions(instr, mods) or ():
-                if k < len(args) and args[k][0] == "reg":
-                    d = lookup(args[k][1])
-                    if d is not None and d[1] not in isa.VECTOR_REG_TYPES:
-                        _FITS[(d[1], types[0])] = True
+        for rule in isa.operand_type_rules(instr, mods) or ():  # remember what fits (the fast path's test)
+            k = rule[0]
+            if k < len(args) and args[k][0] == "reg":
+                d = lookup(args[k][1])
+                if d is not None and d[1] not in isa.VECTOR_REG_TYPES and isa.fits(d[1], rule[2], rule[1]):
+                    _FITS[(d[1], rule)] = True
 
     def _fast_args(self, a: str, m: re.Match[str], cache: dict[str, tuple]) -> tuple | None:
         """Operand nodes of the operand text ``a`` of the statement ``m``."""
@@ -1638,7 +1635,7 @@ def _apply(op: str, a: int, b: int, error) -> int:
         "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
     }[op]()
 #: (declared register type, instruction type) pairs known to fit (``isa.register_fits``)
-_FITS: dict[tuple[str, str], bool] = {}
+_FITS: dict[tuple[str, tuple], bool] = {}
 _SECTION_SCAN = re.compile(r'[{}]|"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 
 
