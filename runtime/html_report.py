@@ -527,9 +527,12 @@ def _roofline_svg(points: list[tuple[float, float, str, str]]) -> str:
     """Log-log roofline: FP32 peak and DRAM bandwidth of the architecture from its arch file."""
     import math
 
-    from .timing import load_arch
+    from .timing import TimingError, load_arch
 
-    a = load_arch(points[0][3])
+    try:
+        a = load_arch(points[0][3])
+    except TimingError:  # a profile made with an architecture file this machine lacks
+        return f"<p>No roofline: the architecture {html.escape(repr(points[0][3]))} is not known here.</p>"
     peak = a.sm_count * a.units.get("fp32", 128) * 2 * a.clock_mhz * 1e6 / 1e9  # GFLOP/s
     bw = a.memory.get("dram_gbs", 0.0)  # GB/s
     knee = peak / bw if bw else 1.0

@@ -509,3 +509,5 @@ def zstd_decompress(src: bytes, size: int, where: str) -> bytes:
         return zstandard.ZstdDecompressor().decompress(src, max_output_size=max(size, 1 << 20))
     except zstandard.ZstdError as e:
         raise InputError(f"{where}: its Zstandard-compressed PTX is damaged ({e})") from None
+    except MemoryError:
+        raise InputError(f"{where}: its Zstandard-compressed PTX does not fit in memory (a damaged size?)") from None

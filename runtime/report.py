@@ -276,7 +276,7 @@ def by_kernel(dicts: Sequence[dict]) -> list[dict]:
             g["duration_ms"] += d.get("duration_ms", 0.0)
         for k in ADDITIVE:
             g[k] += d[k]
-        if "time_estimate" in d:
+        if d.get("time_estimate"):  # absent, or null in a JSON profile
             g["est_time_us"] = g.get("est_time_us", 0.0) + d["time_estimate"]["time_us"]
         g["_emulated"] += d["executed_fraction"] * d["thread_inst_executed"]
     out = []

@@ -96,3 +96,40 @@ def test_an_elf_section_table_outside_the_file_is_no_crash(tmp_path):
     # the section table is ignored; the fatbin is still found by its magic number
     sources = load_sources(str(p), InputOptions(cuobjdump=False))
     assert sources and all(".entry" in s.ptx for s in sources)
+
+
+def _seed_profile():
+    return copy.deepcopy(_fuzz().Targets().seed_profile())
+
+
+def test_a_profile_with_a_null_time_estimate_renders():
+    from hypa.runtime import html_report
+
+    data = _seed_profile()
+    data[0]["time_estimate"] = None  # was a TypeError in the per-kernel summary
+    assert html_report.profile_problem(data) is None
+    assert "<html" in html_report.build(data, cfg="none").html
+
+
+def test_a_profile_from_an_unknown_architecture_renders_without_a_roofline():
+    from hypa.runtime import html_report
+
+    data = _seed_profile()
+    for d in data:
+        d["time_estimate"]["arch"] = "<img src=x onerror=alert(1)>"  # was a TimingError
+    page = html_report.build(data, cfg="none").html
+    assert "No roofline: the architecture" in page and "<img src=x" not in page
+
+
+def test_a_zstd_payload_too_large_for_memory_is_a_message(monkeypatch):
+    zstandard = pytest.importorskip("zstandard")
+    from hypa.runtime import inputs
+
+    class Exhausted:
+        def decompress(self, *a, **k):
+            raise MemoryError
+
+    monkeypatch.setattr(zstandard, "ZstdDecompressor", Exhausted)
+    monkeypatch.setitem(__import__("sys").modules, "compression", None)  # Python 3.14's own zstd: not used
+    with pytest.raises(InputError, match="does not fit in memory"):
+        inputs.zstd_decompress(b"\x28\xb5\x2f\xfd", 1 << 20, "k.fatbin")
