@@ -1047,13 +1047,41 @@ def vector_operand_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_t
     return None
 
 
-def operand_type_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_type) -> str | None:
+def address_register_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_type,
+                           address_size: int | None) -> str | None:
+    """Why a register inside ``[ ]`` cannot be an address, or None: it must be an integer
+    or bit register, and a ``.global`` or generic address of a module with
+    ``.address_size 64`` needs 64 bits (other state spaces take 32), as ``ptxas`` checks."""
+    space = state_space(instr, mods)
+    if space is None:
+        return None
+    if sum(1 for m in mods if m.split("::")[0] in STATE_SPACES) > 1:
+        space = ""  # a copy between state spaces (cp.async.bulk.global.shared::cta): one per address
+    for k, node in enumerate(args):
+        if node[0] != "addr" or node[1][0] != "reg" or node[1][1] == "%cc":
+            continue
+        rt = reg_type(node[1])
+        if rt is None or rt in VECTOR_REG_TYPES:
+            continue
+        if _type_class(rt) in ("pred", "float"):
+            return f"operand {k + 1} ('[{node[1][1]}]'): an address needs an integer register, not a {rt} one"
+        # (ptxas takes 16-bit registers there, as it takes immediates; 32-bit ones it refuses)
+        if address_size == 64 and space in ("global", "generic") and TYPE_BITS.get(rt) == 32:
+            where = "a .global" if space == "global" else "a generic"
+            return (f"operand {k + 1} ('[{node[1][1]}]') is a {rt} register; {where} address needs 64 bits "
+                    f"(.address_size 64)")
+    return None
+
+
+def operand_type_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_type,
+                       address_size: int | None = None) -> str | None:
     """Why a statement's register operands do not fit its instruction type, or None.
 
     ``reg_type(node)`` gives the declared type of a register node (or None where
     unknown); vector registers (``.v2.u32``) and their elements are checked too
     (``vector_operand_error``).  Register operands named by ``operand_type_rules`` are checked."""
-    why = vector_operand_error(instr, mods, args, reg_type)
+    why = vector_operand_error(instr, mods, args, reg_type) or address_register_error(
+        instr, mods, args, reg_type, address_size)
     if why is not None:
         return why
     rules = operand_type_rules(instr, mods)

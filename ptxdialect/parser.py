@@ -276,6 +276,7 @@ class PTXParser:
         self._shadow_marks: list[int] = []
         self._loc_cache: dict[str, StringAttr] = {}
         self._closing_angle = False
+        self._address_size: int | None = None
         self._defined_funcs: dict[str, Tok] = {}
         self._nested = 0  # depth of [ ], { }, ( ) around the operand being read
 
@@ -521,6 +522,7 @@ class PTXParser:
                 if n not in (32, 64):
                     raise self.error(f"address size must be 32 or 64, found {n}", n_tok)
                 ops.append(new_op(AddressSizeOp, {"size": IntAttr(n)}))
+                self._address_size = n
             elif d == ".file":
                 self.advance()
                 ops.append(self._raw(d, self._rest_of_line(t)))
@@ -853,11 +855,17 @@ class PTXParser:
                                 break
                         else:
                             args = ()
-                        cls, mods, lo, hi, term, typed, vdata = entry
+                        cls, mods, lo, hi, term, typed, vdata, addressed = entry
                         if not lo <= len(args) <= hi:
                             break
                         if vdata and any(k < len(args) and args[k][0] == "reg" for k in vdata):
                             break
+                        if addressed is not None:
+                            for node in args:
+                                if node[0] == "addr" and node[1][0] == "reg" and not _FITS.get(
+                                        (self._node_types.get(node[1]), addressed)):
+                                    self._check_types(cls.ISA, mods.data, args, m.start("ins"))
+                                    break
                         if typed is not None:
                             declared = self._node_types
                             for rule in typed:
@@ -1027,16 +1035,26 @@ class PTXParser:
         # a .v2/.v4 load, store or mov: a plain register as its data goes to the token
         # parser, which checks it is a vector register of that width
         vdata = isa.vector_data_positions(instr, mods.data)
-        entry = self._opcodes[opc] = (INSTRUCTION_OPS[instr.name], mods, lo, hi, instr.terminator, typed, vdata)
+        addressed = None if isa.state_space(instr, mods.data) is None else ("address", opc, self._address_size)
+        entry = self._opcodes[opc] = (INSTRUCTION_OPS[instr.name], mods, lo, hi, instr.terminator, typed, vdata,
+                                      addressed)
         return entry
 
     def _check_types(self, instr: isa.Instr, mods: tuple[str, ...], args: tuple, offset: int) -> None:
         """Register operands must fit the instruction type, as ``ptxas`` checks
         (``isa.operand_type_error``; the verifier checks IR from elsewhere)."""
         lookup = self.scopes.lookup
-        why = isa.operand_type_error(instr, mods, args, lambda node: (lookup(node[1]) or (0, None))[1])
+        why = isa.operand_type_error(instr, mods, args, lambda node: (lookup(node[1]) or (0, None))[1],
+                                     self._address_size)
         if why is not None:
             raise self.error_at(offset, f"'{instr.name}{''.join(mods)}': {why}")
+        if isa.state_space(instr, mods) is not None:
+            opc = instr.name + "".join(mods)
+            for node in args:
+                if node[0] == "addr" and node[1][0] == "reg":
+                    d = lookup(node[1][1])
+                    if d is not None:
+                        _FITS[(d[1], ("address", opc, self._address_size))] = True
         for rule in isa.operand_type_rules(instr, mods) or ():  # remember what fits (the fast path's test)
             k = rule[0]
             if k < len(args) and args[k][0] == "reg":
