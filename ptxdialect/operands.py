@@ -166,21 +166,28 @@ def is_partial_write(op: Operand) -> bool:
     return False
 
 
-def iter_syms(op: Operand) -> Iterator[str]:
-    """Every symbol name referenced inside an operand."""
+def leaves(op: Operand, kinds: frozenset[str]) -> Iterator[Operand]:
+    """Every node of one of ``kinds`` inside an operand, in textual order (not looking
+    inside a node of those kinds)."""
     kind = op[0]
-    if kind == "sym":
-        yield op[1]
-    elif kind == "addr":
-        yield from iter_syms(op[1])
+    if kind in kinds:
+        yield op
+    elif kind == "addr" or kind == "not":
+        yield from leaves(op[1], kinds)
     elif kind in ("vec", "brk", "paren"):
         for o in op[1]:
-            yield from iter_syms(o)
-    elif kind == "not":
-        yield from iter_syms(op[1])
+            yield from leaves(o, kinds)
     elif kind == "pair":
-        yield from iter_syms(op[1])
-        yield from iter_syms(op[2])
+        yield from leaves(op[1], kinds)
+        yield from leaves(op[2], kinds)
+
+
+_SYM = frozenset(["sym"])
+
+
+def iter_syms(op: Operand) -> Iterator[str]:
+    """Every symbol name referenced inside an operand."""
+    return (n[1] for n in leaves(op, _SYM))
 
 
 def parse_int_immediate(text: str) -> int:

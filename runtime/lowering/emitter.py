@@ -15,7 +15,7 @@ from xdsl.ir import SSAValue
 
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import InstructionOp, RegType, def_positions, keeps_old_values
-from hypa.ptxdialect.operands import Operand, is_float_immediate, iter_regs, parse_int_immediate
+from hypa.ptxdialect.operands import Operand, is_float_immediate, iter_regs, leaves, parse_int_immediate
 
 from ..program import value_bits
 from .addressing import access, host_pointers
@@ -35,20 +35,9 @@ def vector_shape(v: SSAValue) -> tuple[int, int] | None:
     return None
 
 
-def _register_nodes(node: Operand):
-    """The node standing for each register of ``iter_regs(node)``, in the same order: the
-    register itself, its element ``v.x`` or ``reg + imm``."""
-    kind = node[0]
-    if kind in ("reg", "elem", "radd"):
-        yield node
-    elif kind == "addr" or kind == "not":
-        yield from _register_nodes(node[1])
-    elif kind in ("vec", "brk", "paren"):
-        for o in node[1]:
-            yield from _register_nodes(o)
-    elif kind == "pair":
-        yield from _register_nodes(node[1])
-        yield from _register_nodes(node[2])
+#: the node standing for each register of ``iter_regs(node)``, in the same order: the
+#: register itself, its element ``v.x`` or ``reg + imm``
+_REGISTER_NODES = frozenset(["reg", "elem", "radd"])
 
 
 class Emitter:
@@ -87,7 +76,7 @@ class Emitter:
         self.slot_of: list[list[tuple[str, SSAValue, Operand]]] = []
         for k, a in enumerate(self.args):
             items: list[tuple[str, SSAValue, Operand]] = []
-            for node in _register_nodes(a):
+            for node in leaves(a, _REGISTER_NODES):
                 if k in dpos:
                     items.append(("def", res[di], node))
                     di += 1
