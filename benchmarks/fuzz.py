@@ -348,8 +348,10 @@ def _alarm(signum, frame):
 
 
 def campaign(targets: list[str], cases: int | None, seconds: float | None, seed: int,
-             save: str | None = None, quiet: bool = False, case_seconds: int = 60) -> dict[str, dict[str, int]]:
-    """Run cases; returns outcome counts per target."""
+             save: str | None = None, quiet: bool = False, case_seconds: int = 60,
+             only: set[int] | None = None) -> dict[str, dict[str, int]]:
+    """Run cases; returns outcome counts per target.  ``only``: run just these case numbers
+    of the campaign (what ``--save`` names a crash by), drawing the others' seeds to get there."""
     import signal
 
     global USER_ERRORS
@@ -364,6 +366,11 @@ def campaign(targets: list[str], cases: int | None, seconds: float | None, seed:
         while (cases is None or n < cases) and (seconds is None or time.monotonic() - start < seconds):
             name = targets[n % len(targets)]
             case_rng = random.Random(rng.getrandbits(64))
+            if only is not None and n not in only:
+                n += 1
+                if n > max(only):
+                    break
+                continue
             signal.alarm(case_seconds)
             text = ""
             try:
@@ -407,6 +414,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=None, help="default: random (printed)")
     ap.add_argument("--save", metavar="DIR", help="write each crash's and hang's traceback here")
     ap.add_argument("--case-seconds", type=int, default=60, help="a case running longer is a hang (default 60)")
+    ap.add_argument("--only", metavar="N,N", help="replay just these case numbers of the campaign (with its --seed "
+                                                   "and --target list; --cases must cover them)")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     if args.cases is None and args.minutes is None:
@@ -414,7 +423,8 @@ def main() -> None:
     limit_memory()
     t0 = time.monotonic()
     counts = campaign(args.target or sorted(TARGETS), args.cases, args.minutes * 60 if args.minutes else None, seed,
-                      args.save, case_seconds=args.case_seconds)
+                      args.save, case_seconds=args.case_seconds,
+                      only={int(x) for x in args.only.split(",")} if args.only else None)
     total = sum(sum(c.values()) for c in counts.values())
     print(f"fuzz: seed {seed}, {total} cases in {time.monotonic() - t0:.0f} s")
     for name, c in counts.items():
