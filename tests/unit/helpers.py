@@ -405,3 +405,18 @@ def load_script(relpath: str):
     sys.modules[name] = mod  # dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
+
+
+ISA_PROGRAMS = ROOT / "tests" / "cuda_programs" / "isa"
+ISA_NATIVE = ROOT / "tests" / "ground_truth" / "hypa_run" / "isa_native.json"
+
+
+def gpu_recorded_run(name: str) -> dict | None:
+    """What ``tests/cuda_programs/isa/<name>.cu`` printed on the GPU (``{"rc", "stdout",
+    "stderr"}``, recorded by ``benchmarks/gpu/isa_programs_native.sh``), or None where the
+    recording predates the program."""
+    import json
+
+    if not ISA_NATIVE.exists():
+        return None
+    return json.loads(ISA_NATIVE.read_text())["programs"].get(name)
