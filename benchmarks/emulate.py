@@ -105,8 +105,9 @@ def whole_processes(iters: int, threads: int, fmas: int) -> None:
     shutil.rmtree(d, ignore_errors=True)
 
 
-def bounds_cost(repeats: int) -> None:
-    """Slice mode with and without bounds checks (``bounds_check``), the same launches in one
+def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice") -> None:
+    """``mode`` with and without an ``Emulator`` option (``bounds_check``: slice mode's bounds
+    checks; ``initcheck``: the shadow bytes of shared/local memory), the same launches in one
     process: every bundled launch spec (tests/kernels/launches), saxpy on 1M threads (three
     accesses a thread, all outside the slice) and the FMA loop (no access in the loop).
     Emulation time is the median of ``repeats`` runs of the compiled code, alternating the
@@ -134,9 +135,10 @@ def bounds_cost(repeats: int) -> None:
         cases.append((os.path.basename(spec)[:-5], parse_ptx_file(files.pop()), launches))
     tot = {True: 0.0, False: 0.0}
     ctot = {True: 0.0, False: 0.0}
-    print(f"{'launches':<26} {'checked ms':>11} {'unchecked ms':>13} {'ratio':>6} {'compile ratio':>14}")
+    print(f"{mode} mode, {option} on vs off")
+    print(f"{'launches':<26} {'on ms':>11} {'off ms':>13} {'ratio':>6} {'compile ratio':>14}")
     for name, module, launches in cases:
-        emus = {bc: Emulator(module, mode="slice", bounds_check=bc) for bc in (True, False)}
+        emus = {bc: Emulator(module, mode=mode, **{option: bc}) for bc in (True, False)}
         comp = {}
         for bc, emu in emus.items():
             comp[bc] = sum(emu.run(L).compile_ms for L in launches) / 1000
@@ -154,8 +156,8 @@ def bounds_cost(repeats: int) -> None:
               f"{comp[True] / comp[False] if comp[False] else float('nan'):>14.2f}")
         checked = [emus[True].run(L).metrics.values for L in launches]
         unchecked = [emus[False].run(L).metrics.values for L in launches]
-        assert checked == unchecked, f"{name}: counts differ with bounds checks"
-    print(f"all: emulation {tot[True]:.3f} s checked / {tot[False]:.3f} s unchecked = {tot[True] / tot[False]:.2f}x; "
+        assert checked == unchecked, f"{name}: counts differ with {option}"
+    print(f"all: emulation {tot[True]:.3f} s on / {tot[False]:.3f} s off = {tot[True] / tot[False]:.2f}x; "
           f"compile {ctot[True]:.2f} s / {ctot[False]:.2f} s = {ctot[True] / ctot[False]:.2f}x")
 
 
@@ -167,10 +169,15 @@ def main() -> None:
     ap.add_argument("--fmas", type=int, default=17, help="with --processes: FMAs per loop trip (default 17: 15%% slice)")
     ap.add_argument("--bounds", action="store_true",
                     help="slice mode with vs without bounds checks (--no-bounds-check) on the bundled launches")
-    ap.add_argument("--repeats", type=int, default=5, help="with --bounds: runs of each variant (median)")
+    ap.add_argument("--initcheck", action="store_true",
+                    help="initcheck (shadow bytes of shared/local memory) on vs off (--no-initcheck), full mode")
+    ap.add_argument("--repeats", type=int, default=5, help="with --bounds/--initcheck: runs of each variant (median)")
     a = ap.parse_args()
     if a.bounds:
         bounds_cost(a.repeats)
+        return
+    if a.initcheck:
+        bounds_cost(a.repeats, "initcheck", "full")
         return
     if a.processes:
         whole_processes(a.iters or 40000, a.threads, a.fmas)

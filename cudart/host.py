@@ -46,6 +46,8 @@ class RunOptions:
     step_budget: int = 0  # 0: the emulator's default
     memory_metrics: bool = False
     bounds_check: bool = True  # --mode slice: check accesses outside the slice too
+    initcheck: bool = True  # reads of shared/local bytes never written: a warning
+    strict: bool = False  # ... an error (the launch fails)
     arch: str = "sm_90"
     results: str | None = None  # where the records go (JSON), read back by `hypa run`
     capture: str | None = None
@@ -283,7 +285,8 @@ class HostRuntime:
             m.error = f"the program's PTX does not parse: {e}"
             return False
         emu = Emulator(module_op, mode=self.opts.mode, step_budget=self.opts.step_budget or RUN_STEP_BUDGET,
-                       memory_metrics=self.opts.memory_metrics, bounds_check=self.opts.bounds_check)
+                       memory_metrics=self.opts.memory_metrics, bounds_check=self.opts.bounds_check,
+                       initcheck=self.opts.initcheck, strict=self.opts.strict)
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
                                ctypes.cast(self._printf, ctypes.c_void_p).value or 0)
         m.emulator = emu

@@ -64,7 +64,18 @@ CTX_FLAT_HINT = CTX_FLAT_START + 3                   # index of the range hit la
 CTX_PRINTF = CTX_FLAT_START + 4                      # device printf: void(*)(ctx, fmt, args) or 0
 CTX_FLAT_EXACT_END = CTX_FLAT_START + 5               # pointer to i64 ends of the bytes asked for
 CTX_FLAT_SLACK = CTX_FLAT_START + 6                   # first address touched past an exact end (0: none)
-CTX_WORDS = CTX_FLAT_START + 7
+# initcheck (reads of shared/local bytes no thread wrote): a shadow byte per byte, 0xFF once
+# written, CTX_SHADOW_* bytes after the byte (shared: after the CTA's shared bytes, local:
+# after the CTA's local block); 0 when initcheck is off
+CTX_SHADOW_SHARED = CTX_FLAT_START + 7
+CTX_SHADOW_LOCAL = CTX_FLAT_START + 8
+CTX_UNINIT_COUNT = CTX_FLAT_START + 9                 # thread reads that touched unwritten bytes
+CTX_UNINIT_INSTR = CTX_FLAT_START + 10                # the first such read: instruction
+CTX_UNINIT_ADDR = CTX_FLAT_START + 11                 # .. its lane's address operand
+CTX_UNINIT_LANE = CTX_FLAT_START + 12
+CTX_UNINIT_WARP = CTX_FLAT_START + 13
+CTX_UNINIT_CTA = CTX_FLAT_START + 14                  # .. linear CTA id
+CTX_WORDS = CTX_FLAT_START + 15
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40

@@ -18,6 +18,7 @@ from . import abi
 from .executor import Forked, TaskFailed
 
 _ERR_WORDS = range(abi.CTX_ERR_CODE, abi.CTX_ERR_AUX + 1)
+_UNINIT_WORDS = range(abi.CTX_UNINIT_COUNT, abi.CTX_UNINIT_CTA + 1)  # initcheck: a count, then the first read
 
 
 def _shared_copy(arr: np.ndarray) -> tuple[mmap.mmap, np.ndarray]:
@@ -61,9 +62,10 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
 
     def run_range(lo: int, hi: int):  # in a worker
         counters[:] = 0
+        ctx[abi.CTX_UNINIT_COUNT] = 0
         rc = run_each(run_ctas, ctx, keep, lo, hi) if per_cta else run_ctas(ctx.ctypes.data, lo, hi)
         return (rc, counters, [int(ctx[i]) for i in _ERR_WORDS], int(ctx[abi.CTX_CTA_LINEAR]),
-                keep["cta_rows"] if per_cta else None)
+                keep["cta_rows"] if per_cta else None, [int(ctx[i]) for i in _UNINIT_WORDS])
 
     outcomes = Forked(jobs).map(run_range, ranges)
     rc_out = abi.RC_EXIT
@@ -74,8 +76,14 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
         if isinstance(out, TaskFailed):
             rc_out = abi.RC_ERROR
             continue
-        rc, part_counters, err, cta, rows = out
+        rc, part_counters, err, cta, rows, uninit = out
         total += part_counters
+        if uninit[0]:  # initcheck: counts add up, the first read is the lowest CTA range's
+            if ctx[abi.CTX_UNINIT_COUNT] == 0:
+                for i, v in zip(_UNINIT_WORDS, uninit):
+                    ctx[i] = v
+            else:
+                ctx[abi.CTX_UNINIT_COUNT] += uninit[0]
         if rows_all is not None and rows is not None:
             rows_all[lo - first : lo - first + len(rows)] = rows
         if rc != abi.RC_EXIT and (first_err is None or lo < first_err[0]):

@@ -132,8 +132,14 @@ class Emulator:
         alias: str = "param",
         memory_metrics: bool = False,
         bounds_check: bool = True,
+        initcheck: bool = True,
+        strict: bool = False,
     ):
         self.memory_metrics = memory_metrics
+        #: count reads of shared/local bytes that no thread of the CTA wrote (a warning note);
+        #: ``strict``: such a read is an error, as are the other warnings a launch can give
+        self.initcheck = bool(initcheck)
+        self.strict = bool(strict)
         #: slice mode: also compute and bounds-check the address of every access (full mode
         #: always checks); False: accesses outside the slice are not checked (cheaper)
         self.bounds_check = bool(bounds_check)
@@ -154,7 +160,8 @@ class Emulator:
         self.host = None
 
     def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
-        key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics, self.bounds_check)
+        key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics, self.bounds_check,
+               self.initcheck)
         p = self._programs.get(key)
         if p is None:
             with phase("prepare"):
@@ -163,7 +170,8 @@ class Emulator:
 
                     self._symbols = SymbolIndex.of(self.module)
                 p = prepare(self.module, self.kernel(kernel), self.mode, self.exact_predicates, alias or self.alias,
-                            self.memory_metrics, index=self._symbols, bounds_check=self.bounds_check)
+                            self.memory_metrics, index=self._symbols, bounds_check=self.bounds_check,
+                            initcheck=self.initcheck)
             self._programs[key] = p
         return p
 
@@ -224,6 +232,11 @@ class Emulator:
             err = EmulationError(self._error_message(prog, launch, ctx, keep))
             err.code = int(ctx[abi.CTX_ERR_CODE])
             raise err
+        uninit = self._uninitialized_reads(prog, launch, ctx)
+        if uninit:
+            if self.strict:
+                raise EmulationError(uninit + " (an error under --strict)")
+            notes.append(uninit + " (--strict makes it an error)")
         counters = keep["counters"]
         for name, arr in keep["arrays"]:  # arrays given as arguments, after the launch
             if name.startswith("<array "):
@@ -473,9 +486,10 @@ class Emulator:
         threads = launch.threads_per_cta
         nwarps = (threads + abi.LANES - 1) // abi.LANES
         shared_size = _align_up(prog.shared_static_bytes + launch.shared_bytes, 16)
-        shared = _aligned_zeros(shared_size + 16)
+        shadows = 2 if prog.initcheck else 1  # initcheck: a shadow byte per byte, after the bytes
+        shared = _aligned_zeros(shadows * shared_size + 16)
         local_size = _align_up(prog.local_bytes, 16)
-        local = _aligned_zeros(threads * local_size + 16)
+        local = _aligned_zeros(shadows * threads * local_size + 16)
         cparam_size = _align_up(prog.call_param_bytes, 16)
         cparam = _aligned_zeros(threads * cparam_size + 16)
         const = _aligned_zeros(prog.const_bytes + 16)
@@ -507,6 +521,8 @@ class Emulator:
         ctx[abi.CTX_SHARED_SIZE] = shared_size
         ctx[abi.CTX_LOCAL] = local.ctypes.data
         ctx[abi.CTX_LOCAL_SIZE] = local_size
+        ctx[abi.CTX_SHADOW_LOCAL] = threads * local_size if prog.initcheck else 0
+        ctx[abi.CTX_SHADOW_SHARED] = shared_size if prog.initcheck else 0
         ctx[abi.CTX_CONST] = const.ctypes.data
         ctx[abi.CTX_CONST_SIZE] = prog.const_bytes
         ctx[abi.CTX_CPARAM] = cparam.ctypes.data
@@ -624,6 +640,33 @@ class Emulator:
         if code == abi.ERR_BAD_BRANCH_INDEX:
             return f"brx.idx index out of range at {where}: {instr}"
         return f"emulation failed with code {code} at {where}"
+
+    def _uninitialized_reads(self, prog: KernelProgram, launch: Launch, ctx: np.ndarray) -> str | None:
+        """initcheck's warning: how many thread reads found shared/local bytes no thread of
+        their CTA had written, and the first one (kernel, CTA, thread, instruction, offset)."""
+        n = int(ctx[abi.CTX_UNINIT_COUNT])
+        if n <= 0:
+            return None
+        warp, lane, cta_lin = int(ctx[abi.CTX_UNINIT_WARP]), int(ctx[abi.CTX_UNINIT_LANE]), int(ctx[abi.CTX_UNINIT_CTA])
+        gx, gy = launch.grid[0], launch.grid[1]
+        cta = (cta_lin % gx, (cta_lin // gx) % gy, cta_lin // (gx * gy))
+        t = warp * 32 + lane
+        bx, by = launch.block[0], launch.block[1]
+        tid = (t % bx, (t // bx) % by, t // (bx * by))
+        i = int(ctx[abi.CTX_UNINIT_INSTR])
+        op = prog.instructions[i] if 0 <= i < len(prog.instructions) else None
+        text = prog.instruction_text(i) if op is not None else "?"
+        addr = int(ctx[abi.CTX_UNINIT_ADDR]) & 0xFFFFFFFFFFFFFFFF
+        space = isa.state_space(op.spec, op.modifiers) if op is not None else None
+        if space in (None, "generic"):  # a generic address: its window says the space
+            space = {abi.WIN_SHARED: "shared", abi.WIN_LOCAL: "local"}.get(addr >> abi.WINDOW_SHIFT, "shared")
+            addr &= abi.OFFSET_MASK
+        if space.startswith("shared"):
+            space, addr = "shared", addr & 0xFFFFFFFF
+        unwritten = "no thread of the CTA had written" if space == "shared" else "that thread had not written"
+        return (f"initcheck: {n} thread read{'s' if n != 1 else ''} of shared or local memory never written "
+                f"(the emulator reads zeros, a GPU whatever was there); the first: kernel {prog.func.func_name}, "
+                f"CTA {cta}, thread {tid}: {text} reads {space} offset {addr:#x}, which {unwritten}")
 
     def _describe_address(self, addr: int, keep) -> str:
         win = addr >> abi.WINDOW_SHIFT

@@ -117,6 +117,8 @@ class KernelProgram:
     #: what slice mode emulates only to compute the addresses it checks; None: ``emulated``
     sliced: set[InstructionOp] | None = None
     bounds_check: bool = True
+    #: reads of shared/local bytes no thread wrote are counted (``runtime/lowering/initcheck.py``)
+    initcheck: bool = True
 
     @property
     def reported(self) -> set[InstructionOp]:
@@ -222,6 +224,7 @@ def prepare(
     memory_metrics: bool = False,
     index: SymbolIndex | None = None,
     bounds_check: bool = True,
+    initcheck: bool = True,
 ) -> KernelProgram:
     """Prepare one kernel of a module for lowering: the end of a pass pipeline.
 
@@ -237,6 +240,9 @@ def prepare(
     ``bounds_check`` (slice mode): the address of every access outside the slice is computed
     too (``passes.slice.address_support``) and checked as full mode checks it; the memory is
     neither read nor written, and reports count the slice alone.
+
+    ``initcheck``: loads of shared and local bytes that no thread of the CTA has written are
+    counted (full mode, and slice mode with ``bounds_check``: it sees every access there).
     """
     if mode not in ("slice", "full"):
         raise ProgramError(f"mode must be 'slice' or 'full', not '{mode}'")
@@ -263,8 +269,9 @@ def prepare(
     # slice it records), the options, and (in runtime/jit.py) the sources of the passes and
     # the code generator
     bounds_check = bool(bounds_check) and mode == "slice"
+    initcheck = bool(initcheck) and (mode == "full" or bounds_check)
     key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics,
-                       _slice_signature(func) if recorded is not None else "", bounds_check)
+                       _slice_signature(func) if recorded is not None else "", bounds_check, initcheck)
     try:
         if has_calls_to_inline(module, func):
             if is_ssa(func):  # inlining works on register form
@@ -409,6 +416,7 @@ def prepare(
         checked=checked,
         sliced=sliced if support else None,
         bounds_check=bounds_check,
+        initcheck=initcheck,
         exact_predicates=exact_predicates,
         notes=notes,
     )
@@ -525,14 +533,14 @@ def _edge_values(term, k: int) -> list[SSAValue]:
 
 
 def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool,
-                 recorded: str, bounds_check: bool = True) -> str:
+                 recorded: str, bounds_check: bool = True, initcheck: bool = True) -> str:
     """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's), the slice
     the input records (if any) and the options."""
     from hypa.ptxdialect.printer import module_to_ptx
 
     h = hashlib.sha256()
     h.update(module_to_ptx(module).encode())
-    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}".encode())
+    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}|{initcheck}".encode())
     return h.hexdigest()[:32]
 
 

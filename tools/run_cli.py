@@ -49,6 +49,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rp.add_argument("--memory-metrics", action="store_true", help="also count requests, sectors and shared-memory wavefronts")
     rp.add_argument("--no-bounds-check", dest="bounds_check", action="store_false", default=True,
                     help="--mode slice: do not bound-check the accesses outside the slice (full mode checks every one)")
+    rp.add_argument("--no-initcheck", dest="initcheck", action="store_false", default=True,
+                    help="do not track which shared/local bytes were written (initcheck: reading one no thread "
+                         "wrote is a warning)")
+    rp.add_argument("--strict", action="store_true",
+                    help="a read of shared/local memory never written (initcheck) fails the launch")
     rp.add_argument("-j", "--jobs", type=int, default=1, help="CTAs of one launch on N processes (default 1)")
     rp.add_argument("-o", "--output", help="write the report here (default: a table on stderr)")
     rp.add_argument("--format", choices=("table", "json", "csv"), default=None,
@@ -115,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     tmp = tempfile.mkdtemp(prefix="hypa-run-")
     results = os.path.join(tmp, "results.json")
     opts = {"mode": args.mode, "step_budget": args.step_budget, "memory_metrics": args.memory_metrics,
-            "bounds_check": args.bounds_check, "arch": args.arch, "results": results, "capture": os.path.abspath(args.capture) if args.capture else None,
+            "bounds_check": args.bounds_check,
+            "initcheck": args.initcheck, "strict": args.strict, "arch": args.arch, "results": results, "capture": os.path.abspath(args.capture) if args.capture else None,
             "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs}
     env = dict(os.environ)
     libdir = os.path.dirname(lib)

@@ -19,15 +19,27 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
+from . import initcheck
 from .function import WarpFunction
 from .irbuild import helper_function, lowest_lane
 from .types import VPTR, i32, i64, ivec, ptr
 
 
-def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str) -> ir.Value:
+def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str,
+                  intent: str = initcheck.WRITE) -> ir.Value:
     """Host pointers (``<32 x ptr>``) for ``nbytes`` at each lane's ``addr`` (i64 lanes) of
     the state space ``space`` (``kind``: how the address was given, ``Emitter.address``),
-    checked in the lanes of ``mask``: out of bounds, instruction ``instr`` fails."""
+    checked in the lanes of ``mask``: out of bounds, instruction ``instr`` fails.  ``intent``
+    (``initcheck.READ`` ...): what the access does with shared and local bytes, for initcheck."""
+    ptrs, distance = _host_pointers(wf, instr, space, addr, nbytes, mask, kind)
+    if distance is not None and initcheck.enabled(wf):
+        initcheck.shadow(wf, instr, ptrs, distance, nbytes, mask, intent, addr)
+    return ptrs
+
+
+def _host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbytes: int, mask: ir.Value,
+                   kind: str) -> tuple[ir.Value, ir.Value | None]:
+    """``host_pointers``' pointers, and the lanes' initcheck shadow distance (None: untracked)."""
     b = wf.b
     if addr.type != ivec(64):
         addr = b.zext(addr, ivec(64))
@@ -38,21 +50,22 @@ def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbyt
         off = addr
         host = b.add(wf.splat_value(base), off)
         wf.error_if(instr, b.and_(mask, _outside(wf, off, n, size)), abi.ERR_OUT_OF_BOUNDS, addr)
-        return b.inttoptr(host, VPTR)
+        return b.inttoptr(host, VPTR), None
     if kind == "cparam" or space == "cparam":
-        return _per_thread(wf, instr, abi.CTX_CPARAM, abi.CTX_CPARAM_SIZE, addr, n, mask)
+        return _per_thread(wf, instr, abi.CTX_CPARAM, abi.CTX_CPARAM_SIZE, addr, n, mask), None
     if space in ("shared", "shared::cta", "shared::cluster"):
         off = b.and_(addr, wf.splat(0xFFFFFFFF, i64))
         size = wf.splat_value(wf.ctx_word(abi.CTX_SHARED_SIZE))
-        return _in_space(wf, instr, abi.CTX_SHARED, size, off, n, mask, addr)
+        return _in_space(wf, instr, abi.CTX_SHARED, size, off, n, mask, addr), initcheck.state_space_distance(wf, space)
     if space == "local":
-        return _per_thread(wf, instr, abi.CTX_LOCAL, abi.CTX_LOCAL_SIZE, addr, n, mask)
+        return (_per_thread(wf, instr, abi.CTX_LOCAL, abi.CTX_LOCAL_SIZE, addr, n, mask),
+                initcheck.state_space_distance(wf, space))
     if space == "const":
         size = wf.splat_value(wf.ctx_word(abi.CTX_CONST_SIZE))
-        return _in_space(wf, instr, abi.CTX_CONST, size, addr, n, mask, addr)
+        return _in_space(wf, instr, abi.CTX_CONST, size, addr, n, mask, addr), None
     if space == "param":
         # a register address into the kernel parameters (rare)
-        return _in_space(wf, instr, abi.CTX_PARAM, wf.splat(wf.prog.param_bytes, i64), addr, n, mask, addr)
+        return _in_space(wf, instr, abi.CTX_PARAM, wf.splat(wf.prog.param_bytes, i64), addr, n, mask, addr), None
     # global and generic: window table; addresses outside every window (window 0 or
     # past the last) are flat host addresses, valid inside a registered allocation
     win = b.lshr(addr, wf.splat(abi.WINDOW_SHIFT, i64))
@@ -75,7 +88,8 @@ def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbyt
     wf.error_if(instr, b.and_(wmask, oob), abi.ERR_OUT_OF_BOUNDS, addr)
     lin = b.zext(wf.thread_lin, ivec(64))
     host = b.select(flat, addr, b.add(b.add(bases, b.mul(lin, strides)), off))
-    return b.inttoptr(host, VPTR)
+    distance = initcheck.window_distance(wf, safe_win) if initcheck.enabled(wf) else None
+    return b.inttoptr(host, VPTR), distance
 
 
 def _flat_check(wf: WarpFunction, addr: ir.Value, nbytes: int, bits: ir.Value) -> ir.Value:
@@ -165,7 +179,8 @@ def access(wf: WarpFunction, instr: int, space: str, addr: ir.Value, bits: int, 
            value: ir.Value | None, kind: str) -> ir.Value | None:
     """Load (``value`` None: the loaded lanes, 0 outside ``mask``) or store ``value`` of
     ``bits`` per lane at ``addr`` in ``space``, bounds-checked."""
-    ptrs = host_pointers(wf, instr, space, addr, max(bits, 8) // 8, mask, kind)
+    ptrs = host_pointers(wf, instr, space, addr, max(bits, 8) // 8, mask, kind,
+                         initcheck.READ if value is None else initcheck.WRITE)
     if value is None:
         return wf.masked_gather(ptrs, mask, ir.Constant(ivec(max(bits, 8)), 0))
     wf.masked_scatter(value, ptrs, mask)

@@ -18,6 +18,7 @@ from hypa.ptxdialect.dialect import InstructionOp, RegType, def_positions, keeps
 from hypa.ptxdialect.operands import Operand, is_float_immediate, iter_regs, leaves, parse_int_immediate
 
 from ..program import value_bits
+from . import initcheck
 from .addressing import access, host_pointers
 from .function import WarpFunction
 from .rules import LoweringError
@@ -337,9 +338,11 @@ class Emitter:
     def store(self, space: str, addr: ir.Value, value: ir.Value, mask: ir.Value, kind: str = "reg") -> None:
         access(self.wf, self.instr_id, space, addr, value.type.element.width, mask, value, kind)  # type: ignore[attr-defined]
 
-    def host_pointers(self, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str = "reg") -> ir.Value:
-        """Bounds-checked host pointers (``<32 x ptr>``) for ``nbytes`` at ``addr``."""
-        return host_pointers(self.wf, self.instr_id, space, addr, nbytes, mask, kind)
+    def host_pointers(self, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str = "reg",
+                      intent: str = initcheck.WRITE) -> ir.Value:
+        """Bounds-checked host pointers (``<32 x ptr>``) for ``nbytes`` at ``addr``; ``intent``:
+        what the access does with the bytes, for initcheck (unknown: they count as written)."""
+        return host_pointers(self.wf, self.instr_id, space, addr, nbytes, mask, kind, intent)
 
     def entry_alloca(self, ty: ir.Type) -> ir.Value:
         """Stack space in the warp function's entry block.  An ``alloca`` where the

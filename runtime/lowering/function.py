@@ -36,6 +36,7 @@ class WarpFunction:
         abi.CTX_NTID + 2, abi.CTX_NCTAID, abi.CTX_NCTAID + 1, abi.CTX_NCTAID + 2, abi.CTX_CTAID,
         abi.CTX_CTAID + 1, abi.CTX_CTAID + 2, abi.CTX_COUNTERS, abi.CTX_BUDGET, abi.CTX_NWARPS,
         abi.CTX_NTHREADS, abi.CTX_DYN_SHARED, abi.CTX_SMCOUNT, abi.CTX_FLAT_START, abi.CTX_FLAT_END, abi.CTX_FLAT_N,
+        abi.CTX_SHADOW_SHARED, abi.CTX_SHADOW_LOCAL,
     ])
 
     def __init__(self, prog: KernelProgram, module: ir.Module):

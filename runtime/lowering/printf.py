@@ -12,6 +12,7 @@ from hypa.passes.inline import call_params
 from hypa.ptxdialect.dialect import InstructionOp
 
 from .. import abi
+from . import initcheck
 from .addressing import access, host_pointers
 from .emitter import Emitter
 from .function import WarpFunction
@@ -30,9 +31,9 @@ def emit_printf(wf: WarpFunction, op: InstructionOp, e: Emitter) -> None:
     with b.if_then(b.icmp_unsigned("!=", fn, ir.Constant(i64, 0)), likely=False):
         words = [access(wf, e.instr_id, "cparam", wf.splat(wf.prog.call_params[a].offset, i64), 64, lanes, None, "cparam")
                  for a in argv]
-        fmt = b.ptrtoint(host_pointers(wf, e.instr_id, "generic", words[0], 1, lanes, "ld"), ivec(64))
+        fmt = b.ptrtoint(host_pointers(wf, e.instr_id, "generic", words[0], 1, lanes, "ld", initcheck.UNTRACKED), ivec(64))
         has_args = b.and_(lanes, b.icmp_unsigned("!=", words[1], wf.splat(0, i64)))
-        args = b.ptrtoint(host_pointers(wf, e.instr_id, "generic", words[1], 1, has_args, "ld"), ivec(64))
+        args = b.ptrtoint(host_pointers(wf, e.instr_id, "generic", words[1], 1, has_args, "ld", initcheck.UNTRACKED), ivec(64))
         args = b.select(has_args, args, wf.splat(0, i64))
         b.call(printf_lanes_function(wf.module), [wf.ctx, fmt, args, wf.mask_to_i32(lanes)])
 

@@ -60,8 +60,11 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     zero8 = ir.Constant(i8, 0)
     f = ir.Constant(i1, 0)
     nthreads = ld(cw(abi.CTX_NTHREADS))
-    b.call(memset, [b.inttoptr(ld(cw(abi.CTX_SHARED)), ptr), zero8, ld(cw(abi.CTX_SHARED_SIZE)), f])
-    b.call(memset, [b.inttoptr(ld(cw(abi.CTX_LOCAL)), ptr), zero8, b.mul(nthreads, ld(cw(abi.CTX_LOCAL_SIZE))), f])
+    # shared and local memory start zeroed, and so do their initcheck shadows (if any)
+    b.call(memset, [b.inttoptr(ld(cw(abi.CTX_SHARED)), ptr), zero8,
+                    b.add(ld(cw(abi.CTX_SHARED_SIZE)), ld(cw(abi.CTX_SHADOW_SHARED))), f])
+    b.call(memset, [b.inttoptr(ld(cw(abi.CTX_LOCAL)), ptr), zero8,
+                    b.add(b.mul(nthreads, ld(cw(abi.CTX_LOCAL_SIZE))), ld(cw(abi.CTX_SHADOW_LOCAL))), f])
     b.call(memset, [b.inttoptr(ld(cw(abi.CTX_CPARAM)), ptr), zero8, b.mul(nthreads, ld(cw(abi.CTX_CPARAM_SIZE))), f])
     b.call(memset, [ws_base, zero8, b.mul(nwarps, ws_stride), f])
     b.call(memset, [b.gep(ctx, [ir.Constant(i64, abi.CTX_BAR)], source_etype=i64), zero8,

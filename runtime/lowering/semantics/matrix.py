@@ -22,6 +22,7 @@ from llvmlite import ir
 
 from hypa.ptxdialect.operands import parse_int_immediate
 
+from .. import initcheck
 from .. import softfloat as sf
 from ..rules import rule
 from ..types import LANES, MASK, VPTR, i32, i64, vec
@@ -113,9 +114,11 @@ def _wmma_stride(e, k: int, rows: int, cols: int, col_major: bool) -> ir.Value:
     return e.splat(rows if col_major else cols, i64)
 
 
-def _wmma_pointers(e, which: str, k_addr: int, k_stride: int, ebits: int, F: int, mask: ir.Value) -> list[ir.Value]:
+def _wmma_pointers(e, which: str, k_addr: int, k_stride: int, ebits: int, F: int, mask: ir.Value,
+                   intent: str = initcheck.READ) -> list[ir.Value]:
     """Host pointers (``<32 x ptr>``) of the F fragment elements of a wmma.load or
-    wmma.store, bounds-checked once per lane: its first and its last element."""
+    wmma.store, bounds-checked once per lane: its first and its last element.  With
+    initcheck on, every element's bytes are checked (``intent`` READ) or marked (WRITE)."""
     b = e.b
     rows, cols = _wmma_dims(which, _wmma_shape(e))
     col_major = ".col" in e.mods
@@ -128,8 +131,11 @@ def _wmma_pointers(e, which: str, k_addr: int, k_stride: int, ebits: int, F: int
         lo = b.select(b.icmp_unsigned("<", o, lo), o, lo)
         hi = b.select(b.icmp_unsigned(">", o, hi), o, hi)
     esz = e.splat(ebits // 8, i64)
-    first = e.host_pointers(space, b.add(base, b.mul(lo, esz)), ebits // 8, mask, kind)
-    e.host_pointers(space, b.add(base, b.mul(hi, esz)), ebits // 8, mask, kind)
+    first = e.host_pointers(space, b.add(base, b.mul(lo, esz)), ebits // 8, mask, kind, initcheck.UNTRACKED)
+    e.host_pointers(space, b.add(base, b.mul(hi, esz)), ebits // 8, mask, kind, initcheck.UNTRACKED)
+    if initcheck.enabled(e.wf) and space in ("shared", "local", "generic"):
+        for o in offs:
+            e.host_pointers(space, b.add(base, b.mul(o, esz)), ebits // 8, mask, kind, intent)
     fi = b.ptrtoint(first, vec(i64))
     return [b.inttoptr(b.add(fi, b.mul(b.sub(o, lo), esz)), VPTR) for o in offs]
 
@@ -177,7 +183,7 @@ def wmma_store(e) -> None:
     nregs = len(e.elements(1))
     rows, cols = _wmma_dims("d", _wmma_shape(e))
     rbits, per, F = _frag_elements(nregs, ebits, e, rows, cols)
-    ptrs = _wmma_pointers(e, "d", 0, 2, ebits, F, e.exec_mask)
+    ptrs = _wmma_pointers(e, "d", 0, 2, ebits, F, e.exec_mask, initcheck.WRITE)
     whole = _contiguous("d", rows, cols, ".col" in e.mods, F, per)
     regs = e.src_elements(1, rbits)
     for r in range(nregs):

@@ -11,6 +11,7 @@ from llvmlite import ir
 from hypa.ptxdialect.operands import parse_int_immediate
 
 from ...program import value_bits
+from .. import initcheck
 from ..rules import rule
 from ..softfloat import half_add
 from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, type_bits, vec
@@ -105,7 +106,8 @@ def _atomic(e, returns: bool) -> None:
     ity = ir.IntType(bits)
     results = []
     for k, val in enumerate(vals):
-        ptrs = e.host_pointers(space, _element_address(e, addr, k, bits), bits // 8, e.exec_mask, kind)
+        ptrs = e.host_pointers(space, _element_address(e, addr, k, bits), bits // 8, e.exec_mask, kind,
+                               initcheck.READ_WRITE)
         res_slot = e.entry_alloca(vec(ity))
         b.store(ir.Constant(vec(ity), 0), res_slot)
         for lane in range(LANES):
@@ -259,6 +261,9 @@ def cp_async(e, check_only: bool = False) -> None:
 
 #: memory operand of the accesses ``check_access`` checks
 _CHECKED_OPERAND = {"ld": 1, "ldu": 1, "st": 0, "atom": 1, "red": 0}
+#: ... and what it does with the bytes (initcheck)
+_CHECKED_INTENT = {"ld": initcheck.READ, "ldu": initcheck.READ, "st": initcheck.WRITE, "atom": initcheck.READ_WRITE,
+                   "red": initcheck.READ_WRITE}
 
 
 def check_access(e) -> None:
@@ -270,5 +275,6 @@ def check_access(e) -> None:
         cp_async(e, check_only=True)
         return
     _t, bits, kind, addr, space = _memory_operand(e, _CHECKED_OPERAND[name])
+    intent = _CHECKED_INTENT[name]
     for k in range(_vec_width(e)):
-        e.host_pointers(space, _element_address(e, addr, k, bits), max(bits, 8) // 8, e.exec_mask, kind)
+        e.host_pointers(space, _element_address(e, addr, k, bits), max(bits, 8) // 8, e.exec_mask, kind, intent)
