@@ -116,6 +116,8 @@ class Targets:
         self._arch = None
         self._arch_result = None
         self._binaries: list[tuple[str, bytes]] | None = None
+        #: the ``ptx`` target's last case: (case number, text, hypa's message or None if accepted)
+        self.last_ptx: tuple[str, str | None] | None = None
 
     def seed_profile(self) -> list:
         if self._profile is None:
@@ -236,8 +238,10 @@ class Targets:
             emu = Emulator(module, mode=rng.choice(["slice", "full"]), step_budget=STEP_BUDGET)
             for k in module_kernels(module)[:2]:
                 build_module(emu.program(k.func_name))
-        except USER_ERRORS:
+        except USER_ERRORS as e:
+            self.last_ptx = (text, str(e))
             return "rejected", text
+        self.last_ptx = (text, None)
         return "accepted", text
 
 
@@ -347,11 +351,65 @@ def _alarm(signum, frame):
     raise Hang()
 
 
+def _normalise(message: str) -> str:
+    """A diagnostic without its place and the names it quotes: the category of a disagreement."""
+    import re
+
+    first = message.strip().splitlines()[0] if message.strip() else "(no message)"
+    first = re.sub(r"^ptxas[^,]*, line \d+; ", "", first)
+    first = re.sub(r"^[^:\s]*\.ptx:\d+:\d+: ", "", first)
+    first = re.sub(r"'[^']*'", "'…'", first)
+    first = re.sub(r"`[^`]*`", "`…`", first)
+    return re.sub(r"\b\d+\b", "N", first)
+
+
+def compare_with_ptxas(cases: list[tuple[int, str, str | None]], ptxas: str = "ptxas",
+                       arch: str = "sm_90") -> dict:
+    """Run ``ptxas -arch=ARCH`` on the ``ptx`` target's cases (number, text, hypa's message or
+    None when hypa accepted) and classify each: both accept, both reject, hypa accepts what
+    ptxas rejects (accepted-but-invalid) or rejects what ptxas accepts (rejected-but-valid);
+    disagreements are grouped by the other side's normalised message, with an example case."""
+    import concurrent.futures
+    import subprocess
+    import tempfile
+
+    def run(case):
+        n, text, _msg = case
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+            f.write(text)
+        try:
+            p = subprocess.run([ptxas, f"-arch={arch}", "-o", os.devnull, f.name], capture_output=True, text=True,
+                               timeout=120)
+            return p.returncode == 0, p.stderr
+        except subprocess.TimeoutExpired:
+            return False, "ptxas timed out"
+        finally:
+            os.unlink(f.name)
+
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        verdicts = list(pool.map(run, cases))
+    out: dict = {"both accept": 0, "both reject": 0, "accepted-but-invalid": {}, "rejected-but-valid": {}}
+    for (n, _text, msg), (ok, err) in zip(cases, verdicts):
+        if (msg is None) == ok:
+            out["both accept" if ok else "both reject"] += 1
+            continue
+        kind, why = ("accepted-but-invalid", err) if msg is None else ("rejected-but-valid", msg)
+        key = _normalise(why)
+        entry = out[kind].setdefault(key, {"count": 0, "example": n, "examples": [],
+                                           "message": why.strip().splitlines()[0] if why.strip() else ""})
+        entry["count"] += 1
+        if len(entry["examples"]) < 8:
+            entry["examples"].append(n)
+    return out
+
+
 def campaign(targets: list[str], cases: int | None, seconds: float | None, seed: int,
              save: str | None = None, quiet: bool = False, case_seconds: int = 60,
-             only: set[int] | None = None) -> dict[str, dict[str, int]]:
+             only: set[int] | None = None, ptx_cases: list | None = None) -> dict[str, dict[str, int]]:
     """Run cases; returns outcome counts per target.  ``only``: run just these case numbers
-    of the campaign (what ``--save`` names a crash by), drawing the others' seeds to get there."""
+    of the campaign (what ``--save`` names a crash by), drawing the others' seeds to get there.
+    ``ptx_cases``: a list that gets (number, text, hypa's message or None) of every ``ptx`` case
+    hypa accepted or rejected (for ``compare_with_ptxas``)."""
     import signal
 
     global USER_ERRORS
@@ -389,6 +447,8 @@ def campaign(targets: list[str], cases: int | None, seconds: float | None, seed:
                     with open(os.path.join(save, f"{name}-{n}-{outcome}.txt"), "w") as f:
                         f.write(f"seed {seed}, case {n}\n{text}")
             counts[name][outcome] += 1
+            if ptx_cases is not None and name == "ptx" and outcome in ("accepted", "rejected") and t.last_ptx:
+                ptx_cases.append((n, *t.last_ptx))
             n += 1
     finally:
         signal.signal(signal.SIGALRM, old)
@@ -416,20 +476,38 @@ def main() -> None:
     ap.add_argument("--case-seconds", type=int, default=60, help="a case running longer is a hang (default 60)")
     ap.add_argument("--only", metavar="N,N", help="replay just these case numbers of the campaign (with its --seed "
                                                    "and --target list; --cases must cover them)")
+    ap.add_argument("--ptxas", nargs="?", const="ptxas", default=None, metavar="EXE",
+                    help="also assemble every case of the ptx target with `ptxas -arch=sm_90` and list each case "
+                         "where hypa and ptxas disagree, grouped by the rejecting side's message")
+    ap.add_argument("--ptxas-json", metavar="FILE", help="with --ptxas: write the comparison here")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     if args.cases is None and args.minutes is None:
         args.cases = 1000
     limit_memory()
     t0 = time.monotonic()
+    ptx_cases: list | None = [] if args.ptxas else None
     counts = campaign(args.target or sorted(TARGETS), args.cases, args.minutes * 60 if args.minutes else None, seed,
                       args.save, case_seconds=args.case_seconds,
-                      only={int(x) for x in args.only.split(",")} if args.only else None)
+                      only={int(x) for x in args.only.split(",")} if args.only else None, ptx_cases=ptx_cases)
     total = sum(sum(c.values()) for c in counts.values())
     print(f"fuzz: seed {seed}, {total} cases in {time.monotonic() - t0:.0f} s")
     for name, c in counts.items():
         print(f"  {name:<16} accepted {c['accepted']:>7}  rejected with a message {c['rejected']:>7}  "
               f"crash {c['crash']:>5}  hang {c['hang']:>3}")
+    if ptx_cases is not None:
+        t1 = time.monotonic()
+        cmp = compare_with_ptxas(ptx_cases, args.ptxas)
+        print(f"ptx cases against `{args.ptxas} -arch=sm_90` ({len(ptx_cases)} cases, {time.monotonic() - t1:.0f} s): "
+              f"both accept {cmp['both accept']}, both reject {cmp['both reject']}, "
+              f"hypa accepts what ptxas rejects {sum(e['count'] for e in cmp['accepted-but-invalid'].values())}, "
+              f"hypa rejects what ptxas accepts {sum(e['count'] for e in cmp['rejected-but-valid'].values())}")
+        for kind, side in (("accepted-but-invalid", "ptxas says"), ("rejected-but-valid", "hypa says")):
+            for key, e in sorted(cmp[kind].items(), key=lambda kv: -kv[1]["count"]):
+                print(f"  {kind:<21} {e['count']:>6}  case {e['example']:>6}  {side}: {key}")
+        if args.ptxas_json:
+            with open(args.ptxas_json, "w") as f:
+                json.dump(cmp, f, indent=1)
     sys.exit(1 if any(c["crash"] or c["hang"] for c in counts.values()) else 0)
 
 

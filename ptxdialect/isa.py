@@ -908,6 +908,23 @@ _WIDER = {".s16": ".s32", ".u16": ".u32", ".s32": ".s64", ".u32": ".u64", ".b16"
 TypeRule = tuple[int, str, str]
 
 
+def type_count_error(instr: Instr, mods: tuple[str, ...]) -> str | None:
+    """Entries of one instruction type given two integer types (``setp.ge.s32.b32``), as ptxas
+    rejects them (a float pair is the mixed-precision form, ``add.f32.f16``, of sm_100)."""
+    if instr.name in _SAME_TYPE_ALL or instr.name in _SAME_TYPE_AT or instr.name in _U32_RESULT:
+        types = type_modifiers(mods)
+        if len(types) > 1 and not any(t[:2] == ".f" or t[:3] == ".bf" for t in types):
+            return f"'{instr.name}' takes one instruction type, not {len(types)} ({''.join(types)})"
+    return None
+
+
+def float_operand_positions(instr: Instr, mods: tuple[str, ...]) -> tuple[int, ...]:
+    """Operand positions of a floating-point type: a constant there must be a floating-point
+    literal (``1.0``, ``0f3F800000``); ptxas rejects an integer one (``add.f32 %f1, %f2, 1``)."""
+    rules = operand_type_rules(instr, mods) or ()
+    return tuple(k for k, t, _mode in rules if t[:2] == ".f" or t == ".bf16")
+
+
 def operand_type_rules(instr: Instr, mods: tuple[str, ...]) -> tuple[TypeRule, ...] | None:
     """The operand positions whose registers must fit a type, or None where the table says
     nothing (instructions with several types not listed here, vector forms)."""
@@ -936,6 +953,8 @@ def operand_type_rules(instr: Instr, mods: tuple[str, ...]) -> tuple[TypeRule, .
         return rules + ((2, ".u32", "exact"),)  # shl, shr: the shift amount
     if name in _U32_RESULT:
         return ((0, ".u32", "exact"), (1, t, "exact"))
+    if name == "cvta":  # an address: both registers of the address size
+        return ((0, t, "exact"), (1, t, "exact"))
     if _vector_width(mods) > 1:
         return None
     if name in ("ld", "ldu"):

@@ -32,12 +32,13 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import UNKNOWN_LOC, ArrayAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, Use
 
-from . import isa
+from . import isa, symbols
 from .declarations import LINKAGE, OPAQUE_TYPES, VAR_SPACES, VECTORS
 from .diagnostics import PTXError, PTXSyntaxError, SourceFile
 from .dialect import (
     INSTRUCTION_OPS,
     AddressSizeOp,
+    FuncOp,
     ArgsAttr,
     BranchTargetsOp,
     FallthroughOp,
@@ -278,6 +279,10 @@ class PTXParser:
         self._closing_angle = False
         self._address_size: int | None = None
         self._defined_funcs: dict[str, Tok] = {}
+        #: variables and functions declared at module level so far (symbols.check_function)
+        self._module_names: set[str] = {"WARP_SZ"}
+        #: (return values, parameters) of each function declared so far: calls must match
+        self._arity: dict[str, tuple[int, int]] = {}
         self._nested = 0  # depth of [ ], { }, ( ) around the operand being read
 
     # -- token helpers -------------------------------------------------------
@@ -492,12 +497,16 @@ class PTXParser:
         t = self.peek()
         if t[1] != ".version" or t[0] != NAME:
             raise self.error(f"expected '.version' at the start of a PTX module, found {self._describe(t)}")
+        seen_target = False
         while True:
             self._sync()
             t = self.peek()
             kind, d = t[0], t[1]
             if kind == EOF:
                 break
+            if not seen_target and kind == NAME and d not in (".version", ".target"):
+                raise self.error(f"expected '.target' after '.version', found {self._describe(t)} (ptxas needs the "
+                                 f"target before anything else)")
             if kind != NAME:
                 if d == "}":
                     raise self.error("unmatched '}' at module level")
@@ -515,6 +524,7 @@ class PTXParser:
                 while self.accept(","):
                     names.append(self._target_name())
                 ops.append(new_op(TargetOp, {"targets": ArrayAttr([StringAttr(n) for n in names])}))
+                seen_target = True
             elif d == ".address_size":
                 self.advance()
                 n_tok = self.peek()
@@ -531,10 +541,14 @@ class PTXParser:
             elif d in (".alias", ".pragma"):
                 self.advance()
                 toks = self._until(";")
+                if d == ".pragma":
+                    self._check_pragma(toks, t)
                 self.expect(";")
                 ops.append(self._raw(d, toks))
             elif d in LINKAGE or d in (".entry", ".func") or d in VAR_SPACES:
-                ops.extend(self._declaration(module_level=True))
+                new = self._declaration(module_level=True)
+                ops.extend(new)
+                self._module_names.update(_declared_names(new))
             elif not d.startswith("."):
                 raise self.error(
                     f"expected a directive, found {d!r} (instructions and labels belong inside a "
@@ -689,7 +703,11 @@ class PTXParser:
         if self.accept(")"):
             return ()
         while True:
-            params.append(self._param())
+            at = self.peek()
+            p = self._param()
+            if any(q[1] == p[1] for q in params):
+                raise self.error(f"parameter {p[1]!r} of {owner!r} is declared twice", at)
+            params.append(p)
             if self.accept(")"):
                 return tuple(params)
             t = self.peek()
@@ -725,6 +743,8 @@ class PTXParser:
         if not ptx_type:
             raise self.error(f"expected a type such as .u64 in the parameter declaration, found {self._describe(self.peek())}")
         name = self.expect_name("a parameter name")
+        if "." in name[1]:
+            raise self.error(f"{name[1]!r} is not a parameter name (a PTX name has no '.')", name)
         decl.append(name)
         dims: list[int] = []
         while self.at("["):
@@ -746,6 +766,8 @@ class PTXParser:
         if kind == ".func" and self.at("("):
             ret_params = self._param_list("the return value")
         name = self.expect_name(f"a function name after {kind!r}")
+        if "." in name[1]:
+            raise self.error(f"{name[1]!r} is not a function name (a PTX name has no '.')", name)
         params: tuple = ()
         if self.at("("):
             params = self._param_list(name[1])
@@ -761,6 +783,7 @@ class PTXParser:
             elif t[1] == ".pragma" and t[0] == NAME:
                 self.advance()
                 toks = self._until(";")
+                self._check_pragma(toks, t)
                 self.expect(";")
                 directives.append((".pragma", _join(toks)))
             else:
@@ -774,6 +797,7 @@ class PTXParser:
         }
         if ret_params is not None:
             props["ret_params"] = ParamsAttr.fast(ret_params)
+        self._arity[name[1]] = (len(ret_params or ()), len(params))
         if self.accept(";"):
             return new_func(props, Region())
         if not self.at("{"):
@@ -785,14 +809,18 @@ class PTXParser:
             line = self.src.location(prev[2])[0]
             raise self.error(f"function {name[1]!r} is defined twice (first definition at line {line})", name)
         self._defined_funcs[name[1]] = name
+        self._module_names.add(name[1])  # a function may call itself or take its own address
         reg_params = [p for p in (*(ret_params or ()), *params) if p[2] == ".reg"]
-        region = self._body(name, reg_params)
+        region = self._body(name, reg_params, [p[1] for p in (*(ret_params or ()), *params)])
         return new_func(props, region)
 
     # -- bodies --------------------------------------------------------------
 
-    def _body(self, fname: Tok, reg_params: Sequence[tuple] = ()) -> Region:
+    def _body(self, fname: Tok, reg_params: Sequence[tuple] = (), param_names: Sequence[str] = ()) -> Region:
         open_tok = self.expect("{")
+        param_set = set(param_names)
+        local_names: set[str] = set(param_names)  # parameters and the body's variables (duplicates)
+        other_labels: set[str] = set()  # labels of .callprototype / .calltargets
         self.scopes = _Scopes()
         self.scopes.push()
         self._operand_cache = {}
@@ -917,6 +945,8 @@ class PTXParser:
                         op = self._fast_param(m) if g == "pdecl" else self._fast_loc(m)
                         if op is None:
                             break
+                        if g == "pdecl":
+                            local_names.add(m.group("pname"))
                         if not open_block:
                             ops = []
                             blocks.append(ops)
@@ -988,6 +1018,7 @@ class PTXParser:
                             new_op(BranchTargetsOp, {"label": StringAttr(ttext), "target_labels": LabelsAttr.fast(names)})
                         )
                     else:
+                        other_labels.add(ttext)
                         ops.append(self._raw(nxt[1], [t, (PUNCT, ":", t[2])] + toks))
                     continue
                 if ttext in labels:
@@ -1007,7 +1038,12 @@ class PTXParser:
                     ops = []
                     blocks.append(ops)
                     open_block = True
-                ops.extend(self._body_directive())
+                new = self._body_directive()
+                ops.extend(new)
+                for n in _declared_names(new):
+                    if depth == 1 and n in local_names:
+                        raise self.error(f"{n!r} is declared twice in the body of {fname[1]!r}", t)
+                    local_names.add(n)
                 continue
             # an instruction
             op, is_term = self._instruction()
@@ -1020,7 +1056,44 @@ class PTXParser:
                 branches.append((op, t[2], len(blocks) - 1))
                 open_block = False
         self.scopes.pop()
+        module_names = self._module_names
+        symbols.check_function((op for ops_ in blocks for op in ops_ if op is not None),
+                               lambda n: n in param_set or n in module_names,
+                               set(labels) | set(tables) | other_labels,
+                               lambda message, near, opcode=None: self._error_near(message, near, open_tok[2], opcode),
+                               self._arity.get)
         return self._assemble(blocks, labels, branches, tables, open_block)
+
+    def _check_pragma(self, toks: list[Tok], directive: Tok) -> None:
+        """``.pragma "a", "b";``: string literals separated by commas, as ptxas reads it."""
+        for k, tok in enumerate(toks):
+            if (tok[0] != STR) if k % 2 == 0 else (tok[1] != ","):
+                what = "a string" if k % 2 == 0 else "',' or ';'"
+                raise self.error(f"expected {what} in '.pragma', found {self._describe(tok)}", tok)
+        if not toks or len(toks) % 2 == 0:
+            raise self.error("expected a string after '.pragma'", toks[-1] if toks else directive)
+
+    def _error_near(self, message: str, near: str, start: int, opcode: str | None = None) -> PTXSyntaxError:
+        """An error at the first mention of ``near`` as an operand in the body starting at
+        ``start`` (the statements of the fast path keep no location): after ``[ , { ( | !`` or
+        after a statement's opcode; with ``opcode``, in the first statement of that opcode
+        (at the opcode itself where ``near`` is not found there)."""
+        text, end = self.text, self.pos
+        if opcode:
+            m = re.compile(r"^[ \t]*(?:@!?[%\w$]+[ \t]+)?(" + re.escape(opcode) + r")(?![\w.])", re.M).search(text, start, end)
+            if m is None:
+                return self.error_at(start, message)
+            stop = text.find(";", m.end())
+            k = text.find(near, m.end(), stop if stop >= 0 else end) if near else -1
+            return self.error_at(k if k >= 0 else m.start(1), message)
+        if near:
+            tail = r"(?![\w$])" if near[-1:].isalnum() or near[-1:] in "_$" else ""
+            pat = re.compile(r"(?:[\[,{(|!+]|^[ \t]*(?:@!?[%\w$]+[ \t]+)?[\w.:]+[ \t])\s*(" + re.escape(near) + ")" + tail,
+                             re.M)
+            m = pat.search(text, start, end)
+            if m is not None:
+                return self.error_at(m.start(1), message)
+        return self.error_at(start, message)
 
     def _opcode_entry(self, opc: str) -> tuple | None:
         """Fast-path facts about an opcode token (None: let the token parser
@@ -1361,6 +1434,7 @@ class PTXParser:
         if d == ".pragma":
             self.advance()
             toks = self._until(";")
+            self._check_pragma(toks, t)
             self.expect(";")
             return [self._raw(d, toks)]
         if d in (".entry", ".func"):
@@ -1655,6 +1729,17 @@ def _apply(op: str, a: int, b: int, error) -> int:
 #: (declared register type, instruction type) pairs known to fit (``isa.register_fits``)
 _FITS: dict[tuple[str, tuple], bool] = {}
 _SECTION_SCAN = re.compile(r'[{}]|"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def _declared_names(ops: Sequence[Operation]) -> list[str]:
+    """The names that declarations (variables, functions) among ``ops`` declare."""
+    out = []
+    for op in ops:
+        if isinstance(op, VarOp):
+            out.append(op.var_name)
+        elif isinstance(op, FuncOp):
+            out.append(op.func_name)
+    return out
 
 
 def _link_ops(block: Block, ops: list[Operation]) -> None:

@@ -170,6 +170,10 @@ _KERNEL = kernel("k()", """
 {
     mov.b32 fr, fa;
     ret;
+}
+.func sink(.reg .b32 fa)
+{
+    ret;
 }""", target="sm_90a", version="9.0", visible=False)
 
 
@@ -196,7 +200,7 @@ def test_roles_bar_red_writes_bar_sync_does_not():
 
 def test_roles_call():
     assert roles("call.uni (%r1), helper, (%r2);") == (("%r2",), ("%r1",))
-    assert roles("call.uni helper, (%r2);") == (("%r2",), ())
+    assert roles("call.uni sink, (%r2);") == (("%r2",), ())
 
 
 def test_roles_wgmma_accumulator_is_inout():
