@@ -168,9 +168,9 @@ class Instr:
     ``LANE_AND_TIMING_FACTS`` sets these two.
     ``video``: the video instruction form (``VIDEO_FORMS``: which selectors and negations
     its operands take), ``""`` for other entries.
-    ``unsupported_reason``: why the emulator gives the entry no semantics (later
-    architectures only, several GPUs ...); quoted by the coverage table and the emulator's
-    "no emulator semantics" error.  ``UNSUPPORTED_REASONS`` sets it.
+    ``unsupported_reason``: why the entry stays parse-only or without emulator semantics on
+    purpose (later architectures only, several GPUs ...); quoted by the coverage table and the
+    emulator's "no emulator semantics" error.  ``UNSUPPORTED_REASONS`` sets it.
     """
 
     name: str
@@ -734,10 +734,45 @@ LANES = ("", "cross")
 TIMING_FAMILIES = ("", "shfl", "vote", "match", "redux", "tensor", "int_mul", "int_slow", "div", "int_compare",
                    "int_bitwise", "cp_async", "prefetch")
 
+_SM90_REJECTS = "ptxas -arch=sm_90 rejects it"
+_NEWER_PTX = "newer than the CUDA 13.0 ptxas (PTX ISA 9.0), which rejects it for every target"
+_MULTICAST = "needs a multicast object bound to several GPUs (NVLink SHARP, cuMulticastCreate): no single-GPU meaning"
+_TCGEN05 = f"sm_100a and later only ({_SM90_REJECTS}): Tensor Memory of the 5th-generation Tensor Cores"
+
+#: why an entry stays parse-only or without emulator semantics (``Instr.unsupported_reason``),
+#: for the entries that stay so on purpose: the one place these reasons are written.  A reason that names a
+#: later target says ``ptxas -arch=sm_90 rejects it`` (tests/unit/test_unsupported_reasons.py
+#: checks that with ptxas); ``PTX ISA 9.x`` ones are newer than the ptxas here.
+UNSUPPORTED_REASONS: dict[str, str] = {
+    "clmad": f"PTX ISA 9.3, {_NEWER_PTX}: no assembler or GPU here to check it against",
+    **{n: _MULTICAST for n in "multimem.ld_reduce multimem.st multimem.red".split()},
+    **{n: f"PTX ISA 9.3, {_NEWER_PTX}; {_MULTICAST}" for n in "multimem.st.async multimem.red.async".split()},
+    **{n: f"PTX ISA 9.1, {_NEWER_PTX}; {_MULTICAST}"
+       for n in "multimem.cp.async.bulk multimem.cp.reduce.async.bulk".split()},
+    "tensormap.replace": f"sm_90a and later only ({_SM90_REJECTS}): edits a tensor map (CUtensorMap), "
+                         "which the emulator does not model",
+    "tensormap.cp_fenceproxy": "copies a tensor map (CUtensorMap) under a proxy fence: the emulator does not "
+                               "model tensor maps",
+    **{n: _TCGEN05 for n in
+       "tcgen05.alloc tcgen05.dealloc tcgen05.relinquish_alloc_permit tcgen05.ld tcgen05.st tcgen05.wait "
+       "tcgen05.cp tcgen05.shift tcgen05.mma tcgen05.commit tcgen05.fence".split()},
+    **{n: f"PTX ISA 9.3, {_NEWER_PTX}: transfers over the NVLink fabric between GPUs" for n in
+       "fabric.try_get fabric.try_put fabric.try_red fabric.try_pullred fabric.submit fabric.wait".split()},
+    **{n: f"sm_100 and later only ({_SM90_REJECTS}): cancels the launch of clusters not yet running" for n in
+       "clusterlaunchcontrol.try_cancel clusterlaunchcontrol.query_cancel".split()},
+    "mbarrier.check_layout": f"PTX ISA 9.3, {_NEWER_PTX}",
+    "wgmma.mma_async": f"sm_90a only ({_SM90_REJECTS}): warpgroup matrix multiply from shared-memory matrix "
+                       "descriptors, counted but not yet emulated",
+}
+
 INSTRUCTIONS = tuple(replace(i, **MEMORY_FACTS[i.name]) if i.name in MEMORY_FACTS else i for i in INSTRUCTIONS)
 INSTRUCTIONS = tuple(
     replace(i, **LANE_AND_TIMING_FACTS[i.name]) if i.name in LANE_AND_TIMING_FACTS else i for i in INSTRUCTIONS)
+INSTRUCTIONS = tuple(
+    replace(i, unsupported_reason=UNSUPPORTED_REASONS[i.name]) if i.name in UNSUPPORTED_REASONS else i
+    for i in INSTRUCTIONS)
 INSTRUCTIONS_BY_NAME: dict[str, Instr] = {i.name: i for i in INSTRUCTIONS}
+assert set(UNSUPPORTED_REASONS) <= {i.name for i in INSTRUCTIONS}, set(UNSUPPORTED_REASONS) - {i.name for i in INSTRUCTIONS}
 assert len(INSTRUCTIONS_BY_NAME) == len(INSTRUCTIONS), "duplicate ISA entry"
 assert set(MEMORY_FACTS) <= set(INSTRUCTIONS_BY_NAME), set(MEMORY_FACTS) - set(INSTRUCTIONS_BY_NAME)
 assert set(LANE_AND_TIMING_FACTS) <= set(INSTRUCTIONS_BY_NAME), set(LANE_AND_TIMING_FACTS) - set(INSTRUCTIONS_BY_NAME)
@@ -892,6 +927,12 @@ def fully_described_entries() -> list[str]:
 def coverage_rows() -> list[tuple[str, str, str]]:
     """``(entry, kind, status)`` for every entry, in table order (for the README)."""
     return [(i.name, i.kind, i.status) for i in INSTRUCTIONS]
+
+
+def unsupported_reason(name: str) -> str:
+    """Why the emulator gives the entry ``name`` no semantics, or ``""`` (``UNSUPPORTED_REASONS``)."""
+    instr = INSTRUCTIONS_BY_NAME.get(name)
+    return instr.unsupported_reason if instr is not None else ""
 
 
 # ---------------------------------------------------------------------------
