@@ -334,6 +334,10 @@ def video_probe_specs() -> list[ProbeSpec]:
     add("vmad.s32.s32.u32.shr7", "{0}, -{1}.b1, {2}.h1, {3}")
     add("vmad.u32.u32.u32.po.sat.shr15", "{0}, {1}.h0, {2}.b3, {3}")
     add("vmad.s32.s32.s32.sat.shr15", "{0}, {1}.h1, {2}.h0, -{3}")
+    # immediates: is vmad's "-5" the value -5 or a negated 5? (the emulator reads the value)
+    out.append(_s("vmad.u32.u32.u32", [w, w, ("imm", "-5")], [w], operands=plain4))
+    out.append(_s("vmad.s32.u32.u32", [w, ("imm", "-3"), w], [w], operands=plain4))
+    out.append(_s("vadd.u32.u32.u32.sat.add", [w, ("imm", "-7"), w], [w], operands=plain4))
     for cmp in (".eq", ".ne", ".lt", ".le", ".gt", ".ge"):
         add(f"vset.s32.u32{cmp}", plain3, 2)
         add(f"vset.u32.s32{cmp}", "{0}, {1}.b1, {2}.h0", 2)
