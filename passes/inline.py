@@ -91,11 +91,13 @@ def _rename(node: Operand, regs: int, syms: dict[str, str], formals: dict | None
         if formals and node[2] == 0 and node[1] in formals:
             return formals[node[1]]
         return ("reg", node[1], node[2] + regs)
-    if kind in ("elem", "radd"):
+    if kind in ("elem", "radd", "vsel"):
         inner = _rename(node[1], regs, syms, formals)
         if inner[0] != "reg":
-            raise InlineError(f"'{node[1][1]}{node[2] if kind == 'elem' else '+'}' of an immediate argument cannot be inlined")
+            raise InlineError(f"'{node[1][1]}{node[2] if kind != 'radd' else '+'}' of an immediate argument cannot be inlined")
         return (kind, inner, node[2])
+    if kind == "neg":
+        return ("neg", _rename(node[1], regs, syms, formals))
     if kind == "sym":
         return ("sym", syms.get(node[1], node[1]), node[2])
     if kind == "addr":

@@ -286,9 +286,9 @@ def def_positions(instr: isa.Instr, mods: tuple[str, ...], args: tuple) -> range
 
 def _writable(node: Operand) -> bool:
     """A written operand: a register, a vector register's element ``v.x``, the sink ``_``,
-    a pair ``p|q`` or a vector of those."""
+    a pair ``p|q`` or a vector of those; a video destination with its merge selector ``d.h0``."""
     kind = node[0]
-    if kind in ("reg", "sink", "pair", "elem"):
+    if kind in ("reg", "sink", "pair", "elem") or kind == "vsel" and node[1][0] == "reg":
         return True
     if kind == "vec":
         return all(_writable(x) for x in node[1])

@@ -166,6 +166,11 @@ class Instr:
     family of timing classes the statement belongs to (``TIMING_FAMILIES``; the timing model
     picks the class within it from the modifiers), ``""`` where the kind decides.
     ``LANE_AND_TIMING_FACTS`` sets these two.
+    ``video``: the video instruction form (``VIDEO_FORMS``: which selectors and negations
+    its operands take), ``""`` for other entries.
+    ``unsupported_reason``: why the entry stays parse-only or without emulator semantics on
+    purpose (later architectures only, several GPUs ...); quoted by the coverage table and the
+    emulator's "no emulator semantics" error.  ``UNSUPPORTED_REASONS`` sets it.
     """
 
     name: str
@@ -187,6 +192,8 @@ class Instr:
     sync: str = ""
     lanes: str = ""
     timing: str = ""
+    video: str = ""
+    unsupported_reason: str = ""
     _pattern_re: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -292,11 +299,11 @@ def _entry(
     return Instr(name=name, kind=kind, mods=_expand(mods), patterns=patterns, _pattern_re=pat, **kw)  # type: ignore[arg-type]
 
 
-def _video(names: str, mods: str, arity: tuple[int, int]) -> list[Instr]:
-    # Byte/half-word selectors on operands (``%r1.b0``, ``d.h10``) and vmad's
-    # negated operands (``-%r2``) are operand syntax, not opcode modifiers; the
-    # operand parser does not read them yet, hence status "parse".
-    return [_entry(n, "arith", mods, arity=arity, status="parse") for n in names.split()]
+def _video(names: str, mods: str, arity: tuple[int, int], form: str) -> list[Instr]:
+    # Byte/half-word selectors on operands (``%r1.b0``, ``d.h10``) and vmad's negated
+    # operands (``-%r2``) are operand syntax (``("vsel", ..)``, ``("neg", ..)`` nodes);
+    # ``VIDEO_FORMS[form]`` says which operand takes which.
+    return [_entry(n, "arith", mods, arity=arity, video=form) for n in names.split()]
 
 
 INSTRUCTIONS: tuple[Instr, ...] = (
@@ -652,13 +659,14 @@ INSTRUCTIONS: tuple[Instr, ...] = (
     _entry("stackrestore", "move", ".u32 .u64", defs=0, arity=(1, 1)),
     _entry("alloca", "move", ".u32 .u64", arity=(2, 3)),
     # --- video (scalar, 2-way and 4-way SIMD) -------------------------------
-    *_video("vadd vsub vabsdiff vmin vmax", "@vtyp .sat @vop2", (3, 4)),
-    *_video("vshl vshr", "@vtyp .sat .clamp .wrap @vop2", (3, 4)),
-    *_video("vmad", "@vtyp .po .sat .shr7 .shr15", (4, 4)),
-    *_video("vset", "@vtyp @vcmp @vop2", (3, 4)),
-    *_video("vadd2 vsub2 vavrg2 vabsdiff2 vmin2 vmax2", "@vtyp .sat .add", (4, 4)),
-    *_video("vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4", "@vtyp .sat .add", (4, 4)),
-    *_video("vset2 vset4", "@vtyp @vcmp .add", (4, 4)),
+    *_video("vadd vsub vabsdiff vmin vmax", "@vtyp .sat @vop2", (3, 4), "scalar"),
+    *_video("vshl vshr", "@vtyp .sat .clamp .wrap @vop2", (3, 4), "scalar"),
+    *_video("vmad", "@vtyp .po .sat .shr7 .shr15", (4, 4), "vmad"),
+    *_video("vset", "@vtyp @vcmp @vop2", (3, 4), "scalar"),
+    *_video("vadd2 vsub2 vavrg2 vabsdiff2 vmin2 vmax2", "@vtyp .sat .add", (4, 4), "simd2"),
+    *_video("vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4", "@vtyp .sat .add", (4, 4), "simd4"),
+    *_video("vset2", "@vtyp @vcmp .add", (4, 4), "simd2"),
+    *_video("vset4", "@vtyp @vcmp .add", (4, 4), "simd4"),
     # --- miscellaneous ------------------------------------------------------
     _entry("brkpt", "misc", "", defs=0, arity=(0, 0)),
     _entry("nanosleep", "misc", ".u32", defs=0, arity=(1, 1)),
@@ -726,10 +734,45 @@ LANES = ("", "cross")
 TIMING_FAMILIES = ("", "shfl", "vote", "match", "redux", "tensor", "int_mul", "int_slow", "div", "int_compare",
                    "int_bitwise", "cp_async", "prefetch")
 
+_SM90_REJECTS = "ptxas -arch=sm_90 rejects it"
+_NEWER_PTX = "newer than the CUDA 13.0 ptxas (PTX ISA 9.0), which rejects it for every target"
+_MULTICAST = "needs a multicast object bound to several GPUs (NVLink SHARP, cuMulticastCreate): no single-GPU meaning"
+_TCGEN05 = f"sm_100a and later only ({_SM90_REJECTS}): Tensor Memory of the 5th-generation Tensor Cores"
+
+#: why an entry stays parse-only or without emulator semantics (``Instr.unsupported_reason``),
+#: for the entries that stay so on purpose: the one place these reasons are written.  A reason that names a
+#: later target says ``ptxas -arch=sm_90 rejects it`` (tests/unit/test_unsupported_reasons.py
+#: checks that with ptxas); ``PTX ISA 9.x`` ones are newer than the ptxas here.
+UNSUPPORTED_REASONS: dict[str, str] = {
+    "clmad": f"PTX ISA 9.3, {_NEWER_PTX}: no assembler or GPU here to check it against",
+    **{n: _MULTICAST for n in "multimem.ld_reduce multimem.st multimem.red".split()},
+    **{n: f"PTX ISA 9.3, {_NEWER_PTX}; {_MULTICAST}" for n in "multimem.st.async multimem.red.async".split()},
+    **{n: f"PTX ISA 9.1, {_NEWER_PTX}; {_MULTICAST}"
+       for n in "multimem.cp.async.bulk multimem.cp.reduce.async.bulk".split()},
+    "tensormap.replace": f"sm_90a and later only ({_SM90_REJECTS}): edits a tensor map (CUtensorMap), "
+                         "which the emulator does not model",
+    "tensormap.cp_fenceproxy": "copies a tensor map (CUtensorMap) under a proxy fence: the emulator does not "
+                               "model tensor maps",
+    **{n: _TCGEN05 for n in
+       "tcgen05.alloc tcgen05.dealloc tcgen05.relinquish_alloc_permit tcgen05.ld tcgen05.st tcgen05.wait "
+       "tcgen05.cp tcgen05.shift tcgen05.mma tcgen05.commit tcgen05.fence".split()},
+    **{n: f"PTX ISA 9.3, {_NEWER_PTX}: transfers over the NVLink fabric between GPUs" for n in
+       "fabric.try_get fabric.try_put fabric.try_red fabric.try_pullred fabric.submit fabric.wait".split()},
+    **{n: f"sm_100 and later only ({_SM90_REJECTS}): cancels the launch of clusters not yet running" for n in
+       "clusterlaunchcontrol.try_cancel clusterlaunchcontrol.query_cancel".split()},
+    "mbarrier.check_layout": f"PTX ISA 9.3, {_NEWER_PTX}",
+    "wgmma.mma_async": f"sm_90a only ({_SM90_REJECTS}): warpgroup matrix multiply from shared-memory matrix "
+                       "descriptors, counted but not yet emulated",
+}
+
 INSTRUCTIONS = tuple(replace(i, **MEMORY_FACTS[i.name]) if i.name in MEMORY_FACTS else i for i in INSTRUCTIONS)
 INSTRUCTIONS = tuple(
     replace(i, **LANE_AND_TIMING_FACTS[i.name]) if i.name in LANE_AND_TIMING_FACTS else i for i in INSTRUCTIONS)
+INSTRUCTIONS = tuple(
+    replace(i, unsupported_reason=UNSUPPORTED_REASONS[i.name]) if i.name in UNSUPPORTED_REASONS else i
+    for i in INSTRUCTIONS)
 INSTRUCTIONS_BY_NAME: dict[str, Instr] = {i.name: i for i in INSTRUCTIONS}
+assert set(UNSUPPORTED_REASONS) <= {i.name for i in INSTRUCTIONS}, set(UNSUPPORTED_REASONS) - {i.name for i in INSTRUCTIONS}
 assert len(INSTRUCTIONS_BY_NAME) == len(INSTRUCTIONS), "duplicate ISA entry"
 assert set(MEMORY_FACTS) <= set(INSTRUCTIONS_BY_NAME), set(MEMORY_FACTS) - set(INSTRUCTIONS_BY_NAME)
 assert set(LANE_AND_TIMING_FACTS) <= set(INSTRUCTIONS_BY_NAME), set(LANE_AND_TIMING_FACTS) - set(INSTRUCTIONS_BY_NAME)
@@ -886,6 +929,12 @@ def coverage_rows() -> list[tuple[str, str, str]]:
     return [(i.name, i.kind, i.status) for i in INSTRUCTIONS]
 
 
+def unsupported_reason(name: str) -> str:
+    """Why the emulator gives the entry ``name`` no semantics, or ``""`` (``UNSUPPORTED_REASONS``)."""
+    instr = INSTRUCTIONS_BY_NAME.get(name)
+    return instr.unsupported_reason if instr is not None else ""
+
+
 # ---------------------------------------------------------------------------
 # Operand types (PTX ISA "Type checking rules" for instruction types)
 # ---------------------------------------------------------------------------
@@ -1022,11 +1071,17 @@ def vector_data_positions(instr: Instr, mods: tuple[str, ...]) -> tuple[int, ...
 
 
 def _operand_name(node: tuple) -> str:
+    if node[0] == "vsel":
+        return _operand_name(node[1]) + node[2]
+    if node[0] == "neg":
+        return "-" + _operand_name(node[1])
     if node[0] == "elem":
         return node[1][1] + node[2]
     if node[0] == "radd":
         return f"{node[1][1]}+{node[2]}"
-    return node[1]
+    if node[0] == "sink":
+        return "_"
+    return node[1] if isinstance(node[1], str) else node[0]
 
 
 def vector_operand_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_type) -> str | None:
@@ -1092,15 +1147,146 @@ def address_register_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg
     return None
 
 
+# ---------------------------------------------------------------------------
+# Video instructions (PTX ISA "Video Instructions": vadd ... vset4)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VideoForm:
+    """What the operands of one form of video instruction take, as ``ptxas`` checks.
+
+    ``a``/``b``/``d``: the selectors (``.b0``, ``.h10``, ``.b7654``) operand a, b and the
+    destination accept, as a regular expression over the selector without its dot (the
+    scalar forms take a destination selector only in the merge form, four operands and
+    no secondary operation); ``a_default``/``b_default``/``d_default``: the selector an
+    operand without one has (the SIMD forms); ``lanes``: elements per 32-bit operand (1:
+    scalar); ``immediates``: whether a, b and c may be immediates; ``negation``: whether
+    a, b and c may be negated (``vmad``)."""
+
+    a: str
+    b: str
+    d: str
+    a_default: str = ""
+    b_default: str = ""
+    d_default: str = ""
+    lanes: int = 1
+    immediates: bool = True
+    negation: bool = False
+
+
+_SCALAR_SEL = r"b[0-3]|h[01]"
+VIDEO_FORMS: dict[str, VideoForm] = {
+    "scalar": VideoForm(a=_SCALAR_SEL, b=_SCALAR_SEL, d=_SCALAR_SEL),
+    "vmad": VideoForm(a=_SCALAR_SEL, b=_SCALAR_SEL, d="(?!)", negation=True),
+    # .hxy: x, y in 0..3 (halfwords 0, 1 of a, 2, 3 of b); .h0, .h1, .h10: the halfwords written
+    "simd2": VideoForm(a="h[0-3]{2}", b="h[0-3]{2}", d="h0|h1|h10", a_default=".h10", b_default=".h32",
+                       d_default=".h10", lanes=2, immediates=False),
+    # .bxyzw: x..w in 0..7 (bytes 0..3 of a, 4..7 of b); the mask: byte positions, descending
+    "simd4": VideoForm(a="b[0-7]{4}", b="b[0-7]{4}", d="b(?=[0-3]+$)3?2?1?0?", a_default=".b3210",
+                       b_default=".b7654", d_default=".b3210", lanes=4, immediates=False),
+}
+#: the operand syntax of a selector (``%r1.b0``): which ones an instruction takes is ``VIDEO_FORMS``'s
+VIDEO_SELECTOR_SYNTAX = re.compile(r"[bh][0-9]+")
+#: the secondary operations of the scalar forms (the SIMD forms take ``.add`` only)
+VIDEO_SECONDARY_OPS = (".add", ".min", ".max")
+
+
+def video_operand_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_type) -> str | None:
+    """Why a statement's video selectors, negations, immediates, types or modifiers are not
+    a form ``ptxas`` accepts, or None (also: no selector or negation outside video)."""
+    form = VIDEO_FORMS.get(instr.video)
+    if form is None:
+        for k, node in enumerate(args):
+            if node[0] == "vsel":
+                return f"operand {k + 1} ('{_operand_name(node)}'): a video selector, which only video instructions take"
+            if node[0] == "neg":
+                return f"operand {k + 1} ('{_operand_name(node)}'): operand negation is for vmad only"
+        return None
+    name = instr.name
+    types = type_modifiers(mods)
+    ntypes = 2 if name.startswith("vset") else 3
+    if len(types) != ntypes:
+        want = ".atype.btype" if ntypes == 2 else ".dtype.atype.btype"
+        return f"takes {ntypes} types ({want}, each .u32 or .s32), found {len(types)}"
+    if name in ("vshl", "vshr") and types[2] != ".u32":
+        return "the shift amount's type (.btype) must be .u32"
+    def count(group):  # a repeated modifier counts twice (ptxas takes only .sat twice)
+        return sum(1 for m in mods if m in group)
+    if name in ("vshl", "vshr") and count((".clamp", ".wrap")) != 1:
+        return "needs exactly one of .clamp and .wrap"
+    if name.startswith("vset") and count(GROUPS["vcmp"]) != 1:
+        return "needs exactly one comparison (.eq .ne .lt .le .gt .ge)"
+    if count(VIDEO_SECONDARY_OPS) > 1:
+        return "takes at most one secondary operation (.add, .min, .max)"
+    if count((".shr7", ".shr15")) > 1:
+        return "takes at most one of .shr7 and .shr15"
+    if form.lanes > 1 and ".sat" in mods and ".add" in mods:
+        return ".sat cannot be used with the secondary accumulate operation .add"
+    secop = count(VIDEO_SECONDARY_OPS) == 1
+    negated = []
+    for k, node in enumerate(args):
+        neg = node[0] == "neg"
+        if neg:
+            if not form.negation or k == 0:
+                return f"operand {k + 1} ('{_operand_name(node)}'): operand negation is for vmad's sources only"
+            negated.append(k)
+            node = node[1]
+        sel = ""
+        if node[0] == "vsel":
+            sel, node = node[2], node[1]
+        kind = node[0]
+        what = f"operand {k + 1} ('{_operand_name(args[k])}')"
+        if kind == "imm":
+            if k == 0 or not form.immediates:
+                return f"{what}: '{name}' takes registers only here"
+        elif kind == "reg":
+            rt = reg_type(node)
+            if rt is not None and (TYPE_BITS.get(rt) != 32 or _type_class(rt) not in ("int", "bits")):
+                return f"{what} is a {rt} register; video instructions take 32-bit integer registers"
+        else:
+            return f"{what}: video instructions take 32-bit registers{' or immediates' if form.immediates else ''}"
+        if not sel:
+            continue
+        if k == 3:
+            return f"{what}: operand c takes no selector"
+        allowed = (form.d, form.a, form.b)[k]
+        if re.fullmatch(allowed, sel[1:]) is None:
+            return f"{what}: '{sel}' is not a selector '{name}' takes there"
+        if k == 0 and form.lanes == 1 and (len(args) != 4 or secop):
+            return (f"{what}: a destination selector (merge into c) needs four operands and no "
+                    f"secondary operation")
+    if form.lanes == 1 and instr.video == "scalar" and secop and len(args) != 4:
+        return "a secondary operation needs the operand c"
+    if negated:
+        if ".po" in mods:
+            return "operand negation cannot be used with .po"
+        if (1 in negated) != (2 in negated) and 3 in negated:
+            return "operand negation is limited to a or b (the product), or c"
+    return None
+
+
+def video_selector(node: tuple, default: str = "") -> tuple[tuple, str, bool]:
+    """``(operand, selector, negated)`` of a video operand (``-%r1.b0``: %r1, ".b0", True);
+    ``default`` where it has no selector."""
+    neg = node[0] == "neg"
+    if neg:
+        node = node[1]
+    if node[0] == "vsel":
+        return node[1], node[2], neg
+    return node, default, neg
+
+
 def operand_type_error(instr: Instr, mods: tuple[str, ...], args: tuple, reg_type,
                        address_size: int | None = None) -> str | None:
     """Why a statement's register operands do not fit its instruction type, or None.
 
     ``reg_type(node)`` gives the declared type of a register node (or None where
     unknown); vector registers (``.v2.u32``) and their elements are checked too
-    (``vector_operand_error``).  Register operands named by ``operand_type_rules`` are checked."""
-    why = vector_operand_error(instr, mods, args, reg_type) or address_register_error(
-        instr, mods, args, reg_type, address_size)
+    (``vector_operand_error``), and video operands (``video_operand_error``).  Register
+    operands named by ``operand_type_rules`` are checked."""
+    why = video_operand_error(instr, mods, args, reg_type) or vector_operand_error(
+        instr, mods, args, reg_type) or address_register_error(instr, mods, args, reg_type, address_size)
     if why is not None:
         return why
     rules = operand_type_rules(instr, mods)

@@ -41,6 +41,13 @@ Kinds (first element):
     a register plus an immediate, ``%rd1 + 8`` (a source operand; ``ptxas`` has no
     ``reg - imm``, it writes ``%rd1 + -8``): the register's value plus ``offset``,
     wrapped to the register's width.
+``("vsel", reg, selector)``
+    a video instruction's operand with a byte/half-word selector, ``%r1.b0``, ``%r2.h10``,
+    ``%r3.b7654``; ``selector`` as written (which ones an instruction takes:
+    ``isa.VIDEO_FORMS``).  On the destination (``d.h0``) it says where the result is
+    merged; the whole register is written.
+``("neg", node)``
+    a negated source of ``vmad``, ``-%r1`` or ``-%r1.b0``.
 """
 
 from __future__ import annotations
@@ -105,6 +112,11 @@ def format_operand(op: Operand, reg_name: Callable[[Operand], str] | None = None
         return base + op[2] + hash_ + scope
     if kind == "radd":
         return format_operand(op[1], reg_name) + f"+{op[2]}"
+    if kind == "vsel":  # like an element: ``%r1.b0#1`` in the MLIR form
+        base, hash_, scope = format_operand(op[1], reg_name).partition("#")
+        return base + op[2] + hash_ + scope
+    if kind == "neg":
+        return "-" + format_operand(op[1], reg_name)
     raise ValueError(f"unknown operand kind {kind!r}")
 
 
@@ -129,7 +141,7 @@ def iter_regs(op: Operand) -> Iterator[Operand]:
     elif kind in ("vec", "brk", "paren"):
         for o in op[1]:
             yield from iter_regs(o)
-    elif kind == "not" or kind == "elem" or kind == "radd":
+    elif kind == "not" or kind == "elem" or kind == "radd" or kind == "vsel" or kind == "neg":
         yield from iter_regs(op[1])
     elif kind == "pair":
         yield from iter_regs(op[1])
@@ -145,11 +157,11 @@ def map_regs(op: Operand, fn: Callable[[Operand], Operand]) -> Operand:
         return ("addr", map_regs(op[1], fn), op[2], op[3])
     if kind in ("vec", "brk", "paren"):
         return (kind, tuple(map_regs(o, fn) for o in op[1]))
-    if kind == "not":
-        return ("not", map_regs(op[1], fn))
+    if kind == "not" or kind == "neg":
+        return (kind, map_regs(op[1], fn))
     if kind == "pair":
         return ("pair", map_regs(op[1], fn), map_regs(op[2], fn))
-    if kind == "elem" or kind == "radd":
+    if kind == "elem" or kind == "radd" or kind == "vsel":
         return (kind, map_regs(op[1], fn), op[2])
     return op
 
@@ -172,7 +184,7 @@ def leaves(op: Operand, kinds: frozenset[str]) -> Iterator[Operand]:
     kind = op[0]
     if kind in kinds:
         yield op
-    elif kind == "addr" or kind == "not":
+    elif kind == "addr" or kind == "not" or kind == "vsel" or kind == "neg":
         yield from leaves(op[1], kinds)
     elif kind in ("vec", "brk", "paren"):
         for o in op[1]:
@@ -302,7 +314,7 @@ class _OperandText:
         return tuple(out)
 
     def primary(self) -> Operand:
-        from .isa import ELEMENT_FIELDS, SPECIAL_REGISTERS
+        from .isa import ELEMENT_FIELDS, SPECIAL_REGISTERS, VIDEO_SELECTOR_SYNTAX
 
         kind, text, _ = self.peek()
         if kind == "punct":
@@ -318,6 +330,8 @@ class _OperandText:
             if text == "-" and self.peek()[0] == "num":
                 self.i += 1
                 return ("imm", "-" + self.toks[self.i - 1][1])
+            if text == "-" and self.peek()[0] == "name":
+                return ("neg", self.primary())
             self.i -= 1
         elif kind == "num":
             self.i += 1
@@ -328,13 +342,14 @@ class _OperandText:
                 return ("sink",)
             base, dot, field = text.rpartition(".")
             is_elem = dot and "." + field in ELEMENT_FIELDS and text not in SPECIAL_REGISTERS
+            is_vsel = dot and VIDEO_SELECTOR_SYNTAX.fullmatch(field) is not None and text not in SPECIAL_REGISTERS
             if self.accept("#"):
                 scope = self.integer("a scope id after '#'")
-                if is_elem:
-                    return ("elem", ("reg", base, scope), "." + field)
+                if is_elem or is_vsel:
+                    return ("elem" if is_elem else "vsel", ("reg", base, scope), "." + field)
                 return ("reg", text, scope)
-            if is_elem and base.startswith("%"):
-                return ("elem", ("reg", base, 0), "." + field)
+            if (is_elem or is_vsel) and base.startswith("%"):
+                return ("elem" if is_elem else "vsel", ("reg", base, 0), "." + field)
             if text.startswith("%") and (text not in SPECIAL_REGISTERS or text == "%cc"):
                 return ("reg", text, 0)
             if text in SPECIAL_REGISTERS:

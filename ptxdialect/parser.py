@@ -1102,6 +1102,8 @@ class PTXParser:
             instr, _ = isa.resolve_opcode(opc)
         except (isa.UnknownOpcode, isa.UnknownModifier):
             return None
+        if instr.video:
+            return None  # video operands and modifiers are checked by the token parser
         lo, hi = instr.arity if instr.arity is not None else (0, 1 << 30)
         mods = modifiers_attr(opc[len(instr.name):])
         typed = isa.operand_type_rules(instr, mods.data)
@@ -1160,7 +1162,7 @@ class PTXParser:
                 if node is None:
                     off = m.start("args") + sum(len(q) + 1 for q in parts[:k])
                     node = self._sub_operand(off, off + len(p))
-                    if node is None or node[0] in ("elem", "radd") or (
+                    if node is None or node[0] in ("elem", "radd", "vsel", "neg") or (
                         node[0] == "reg" and (self.scopes.lookup(node[1]) or (0, ""))[1] in isa.VECTOR_REG_TYPES
                     ):
                         return None  # the token parser reads (and checks) the statement
@@ -1601,6 +1603,8 @@ class PTXParser:
             if text == "-":
                 self.advance()
                 n = self.peek()
+                if n[0] == NAME and not n[1].startswith(".") and not self._nested:
+                    return ("neg", self._primary())  # vmad's -%r1 (isa.video_operand_error checks it)
                 if n[0] != NUM:
                     raise self.error(f"expected a number after '-', found {self._describe(n)}")
                 self.advance()
@@ -1622,6 +1626,10 @@ class PTXParser:
                 vfound = self.scopes.lookup(base)
                 if vfound is not None:
                     return ("elem", ("reg", base, vfound[0]), "." + field)
+            if dot and isa.VIDEO_SELECTOR_SYNTAX.fullmatch(field) and "." not in base and self.scopes.stack:
+                vfound = self.scopes.lookup(base)
+                if vfound is not None:  # a video selector, %r1.b0 (isa.video_operand_error checks it)
+                    return ("vsel", ("reg", base, vfound[0]), "." + field)
             if text.startswith("%"):
                 raise self.error(f"use of undeclared register {text!r}", t)
             off = 0

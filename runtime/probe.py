@@ -61,13 +61,16 @@ def instruction_kernel(
     name: str = "probe",
     result_operand: str = "plain",
     guard: bool = False,
+    operands: str = "",
 ) -> Probe:
     """PTX text of a probe kernel for ``instruction`` (e.g. ``"add.rz.f32"``).
 
     ``results`` are the PTX types of the destination operands, in order;
     ``result_operand`` is ``"plain"`` (``d, a, b``), ``"pair"`` (``d|p, ...``)
     or ``"vector"`` (``{d0, d1}, ...``).  With ``guard`` the instruction is
-    guarded by an extra ``.pred`` source (the first argument array).
+    guarded by an extra ``.pred`` source (the first argument array).  ``operands``,
+    where given, is the operand list as a template over the registers (results, then
+    sources): ``"{0}.b2, -{1}.h0, {2}, {3}"`` (video selectors, vmad's negations).
     """
     counter: dict[int, int] = {1: 0, 16: 0, 32: 0, 64: 0}
 
@@ -150,7 +153,9 @@ def instruction_kernel(
             else:
                 body.append(f"mov.b{max(_bits(t), 16)} {d}, 0;")
     stmt = f"{instruction} {dtext}"
-    if operand_regs:
+    if operands:
+        stmt = f"{instruction} " + operands.format(*dst_regs, *operand_regs)
+    elif operand_regs:
         stmt += ", " + ", ".join(operand_regs)
     if guard_reg:
         stmt = f"@{guard_reg} {stmt}"
@@ -182,6 +187,7 @@ def run_instruction(
     result_operand: str = "plain",
     guard: bool = False,
     block: int = 128,
+    operands: str = "",
 ) -> list[np.ndarray]:
     """Emulate ``instruction`` over the input arrays (full mode); one array per result.
 
@@ -194,7 +200,8 @@ def run_instruction(
     from .emulator import Emulator
     from .launch import Launch
 
-    probe = instruction_kernel(instruction, sources, results, result_operand=result_operand, guard=guard)
+    probe = instruction_kernel(instruction, sources, results, result_operand=result_operand, guard=guard,
+                               operands=operands)
     srcs = [s for s in probe.sources if not isinstance(s, tuple)]
     if len(inputs) != len(srcs):
         raise ValueError(f"{instruction}: {len(srcs)} input arrays needed, {len(inputs)} given")

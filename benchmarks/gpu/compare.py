@@ -267,7 +267,7 @@ def spec_of(rec: dict):
     return probes.ProbeSpec(
         rec["instruction"], srcs, tuple(rec["results"]), rec.get("result_operand", "plain"), bool(rec.get("guard")),
         tol, tuple(rec["domain"]) if rec.get("domain") else None,
-        rec.get("target", "sm_90"), rec.get("version", "8.5"), rec.get("label", ""),
+        rec.get("target", "sm_90"), rec.get("version", "8.5"), rec.get("label", ""), rec.get("operands", ""),
     )
 
 
@@ -343,7 +343,8 @@ def compare_probe(rec: dict, gpu_outputs: list[np.ndarray], n: int, seed: int) -
     ins = probes.probe_inputs(spec, n, seed)
     if probes.inputs_digest(ins) != rec.get("inputs_sha256"):
         raise RecordingStale(f"{rec['id']}: the regenerated inputs differ from the recorded ones")
-    ours = run_instruction(spec.instruction, ins, spec.sources, spec.results, spec.result_operand, spec.guard)
+    ours = run_instruction(spec.instruction, ins, spec.sources, spec.results, spec.result_operand, spec.guard,
+                           operands=spec.operands)
     msgs = []
     total_bad = 0
     for k, (o, g, t) in enumerate(zip(ours, gpu_outputs, spec.results)):

@@ -12,7 +12,8 @@ Columns, per ISA entry (``ptxdialect/isa.py``):
 * **ISA table** -- ``full`` (operand roles, modifiers and category described:
   counted exactly) or ``parse`` (read and printed only);
 * **emulator** -- the entry has lowering semantics (``runtime.lowering.rules.RULES``,
-  or it is control flow the emulator handles itself);
+  or it is control flow the emulator handles itself); where it has none on purpose, the
+  reason (``isa.UNSUPPORTED_REASONS``: later architectures only, several GPUs ...);
 * **on hardware** -- recorded probe variants (opcode/type/modifier
   combinations) under ``tests/ground_truth``, and how many of them the
   emulator matched bit for bit (or within the ISA's error for ``.approx``).
@@ -105,10 +106,15 @@ def table(verdicts: dict[str, dict]) -> str:
                 hw = f"{v['recorded']} recorded"
             else:
                 hw = f"{v['verified']}/{v['recorded']} (differs: {', '.join(v['failed'][:3])})"
-        rows.append(f"| `{name}` | {kind} | {status} | {'yes' if name in emu else '-'} | {hw} |")
+        why = isa.unsupported_reason(name)
+        emulated = "yes" if name in emu else f"- (why: {why})" if why else "-"
+        if why and name not in emu:
+            totals["reasoned"] += 1
+        rows.append(f"| `{name}` | {kind} | {status} | {emulated} | {hw} |")
     head = [
         f"{totals['entries']} ISA entries: {totals['full']} fully described, {totals['parse']} parse-only; "
-        f"{totals['emulated']} with emulator semantics; {totals['recorded']} probed on hardware, "
+        f"{totals['emulated']} with emulator semantics, {totals['reasoned']} without them for the reason given; "
+        f"{totals['recorded']} probed on hardware, "
         f"{totals['verified']} of them matching the emulator on every recorded variant.",
         "",
         "| entry | kind | ISA table | emulator | on hardware (probe variants) |",

@@ -341,7 +341,7 @@ def prepare_probes(work: Path, n: int, limit: int | None, only: str | None) -> t
         records.append(rec)
         try:
             p = instruction_kernel(spec.instruction, spec.sources, spec.results, target=spec.target, version=spec.version,
-                                   result_operand=spec.result_operand, guard=spec.guard)
+                                   result_operand=spec.result_operand, guard=spec.guard, operands=spec.operands)
             ins = probes.probe_inputs(spec, n)
             jdir = work / f"probe{k:04d}"
             jdir.mkdir(parents=True)

@@ -39,11 +39,16 @@ class ProbeSpec:
     target: str = "sm_90"
     version: str = "8.5"
     label: str = ""  # disambiguates probes of one instruction
+    # the operand list as a template over the registers (results, then sources) where they are
+    # not written plainly: ``"{0}.b2, -{1}.h0, {2}, {3}"`` (video selectors, vmad's negations)
+    operands: str = ""
 
     @property
     def id(self) -> str:
         src = ",".join(s if isinstance(s, str) else f"imm:{s[1]}" for s in self.sources)
         s = f"{'@p ' if self.guard else ''}{self.instruction} ({src})"
+        if self.operands:
+            s += " " + self.operands.format(*"dabcefgh")
         return s + (f" [{self.label}]" if self.label else "")
 
     def as_dict(self) -> dict:
@@ -51,7 +56,7 @@ class ProbeSpec:
             "id": self.id, "instruction": self.instruction, "sources": [list(s) if isinstance(s, tuple) else s for s in self.sources],
             "results": list(self.results), "result_operand": self.result_operand, "guard": self.guard,
             "tolerance": list(self.tolerance) if self.tolerance else None, "domain": list(self.domain) if self.domain else None,
-            "target": self.target, "version": self.version, "label": self.label,
+            "target": self.target, "version": self.version, "label": self.label, "operands": self.operands,
         }
 
 
@@ -276,6 +281,91 @@ def probe_specs() -> list[ProbeSpec]:
         add(_s(f"setp{c}.f16", [".f16", ".f16"], [".pred"]))
     add(_s("setp.lt.f16x2", [".f16x2", ".f16x2"], [".pred", ".pred"], result_operand="pair", label="pair"))
     add(_s("set.lt.f16x2.f16x2", [".f16x2", ".f16x2"], [".f16x2"]))
+    out += video_probe_specs()
+    return out
+
+
+def video_probe_specs() -> list[ProbeSpec]:
+    """The video instructions (``vadd`` ... ``vset4``): every entry with its types, .sat, the
+    secondary operations, merges into c, SIMD masks, byte/half-word selectors and vmad's
+    negations, .po and scaling.  All their ids start with the opcode: ``^v[a-z]+[24]?\\.``
+    selects them (``harness.py probes --probe-only``)."""
+    out: list[ProbeSpec] = []
+    w = ".b32"
+
+    def add(instruction: str, operands: str = "", nsrc: int = 3) -> None:
+        out.append(_s(instruction, [w] * nsrc, [w], operands=operands))
+
+    plain3, plain4 = "{0}, {1}, {2}", "{0}, {1}, {2}, {3}"
+    for op in ("vadd", "vsub", "vabsdiff", "vmin", "vmax"):
+        for types in (".u32.u32.u32", ".s32.s32.s32", ".s32.u32.s32", ".u32.s32.u32"):
+            add(f"{op}{types}", plain3, 2)
+            add(f"{op}{types}.sat", plain3, 2)
+        add(f"{op}.s32.s32.s32.sat", "{0}, {1}.b1, {2}.h1", 2)
+        add(f"{op}.u32.s32.u32", "{0}, {1}.h0, {2}.b3", 2)
+        for sec in (".add", ".min", ".max"):
+            add(f"{op}.s32.s32.u32{sec}", plain4)
+            add(f"{op}.u32.u32.s32.sat{sec}", "{0}, {1}.b2, {2}, {3}")
+        for sel in (".b0", ".b1", ".b2", ".b3", ".h0", ".h1"):
+            add(f"{op}.s32.s32.s32.sat", "{0}" + sel + ", {1}, {2}, {3}")
+        add(f"{op}.u32.u32.u32", "{0}.b3, {1}.h1, {2}.b0, {3}")
+        add(f"{op}.u32.u32.u32", plain4)  # c unused
+    for op in ("vshl", "vshr"):
+        for mode in (".clamp", ".wrap"):
+            for types in (".u32.u32.u32", ".s32.s32.u32", ".u32.s32.u32", ".s32.u32.u32"):
+                add(f"{op}{types}{mode}", plain3, 2)
+            add(f"{op}.s32.s32.u32{mode}.sat", plain3, 2)
+            add(f"{op}.u32.u32.u32{mode}.sat", plain3, 2)
+            add(f"{op}.s32.s32.u32{mode}.add", plain4)
+            add(f"{op}.u32.s32.u32{mode}.max", "{0}, {1}.h1, {2}.b0, {3}")
+            add(f"{op}.s32.s32.u32{mode}.sat", "{0}.h1, {1}.b2, {2}, {3}")
+            add(f"{op}.u32.u32.u32{mode}.sat", "{0}.b0, {1}, {2}.b1, {3}")
+    for types in (".u32.u32.u32", ".s32.s32.s32", ".s32.u32.s32", ".u32.s32.u32", ".s32.u32.u32"):
+        add(f"vmad{types}", plain4)
+        add(f"vmad{types}.sat", plain4)
+        add(f"vmad{types}.shr7", plain4)
+        add(f"vmad{types}.shr15.sat", plain4)
+        add(f"vmad{types}.po", plain4)
+        add(f"vmad{types}", "{0}, -{1}, {2}, {3}")
+        add(f"vmad{types}.sat", "{0}, {1}, -{2}, {3}")
+        add(f"vmad{types}", "{0}, {1}, {2}, -{3}")
+        add(f"vmad{types}.sat", "{0}, {1}, {2}, -{3}")
+    add("vmad.u32.u32.u32", "{0}, -{1}, -{2}, {3}")
+    add("vmad.s32.s32.u32.shr7", "{0}, -{1}.b1, {2}.h1, {3}")
+    add("vmad.u32.u32.u32.po.sat.shr15", "{0}, {1}.h0, {2}.b3, {3}")
+    add("vmad.s32.s32.s32.sat.shr15", "{0}, {1}.h1, {2}.h0, -{3}")
+    # immediates: is vmad's "-5" the value -5 or a negated 5? (the emulator reads the value)
+    out.append(_s("vmad.u32.u32.u32", [w, w, ("imm", "-5")], [w], operands=plain4))
+    out.append(_s("vmad.s32.u32.u32", [w, ("imm", "-3"), w], [w], operands=plain4))
+    out.append(_s("vadd.u32.u32.u32.sat.add", [w, ("imm", "-7"), w], [w], operands=plain4))
+    for cmp in (".eq", ".ne", ".lt", ".le", ".gt", ".ge"):
+        add(f"vset.s32.u32{cmp}", plain3, 2)
+        add(f"vset.u32.s32{cmp}", "{0}, {1}.b1, {2}.h0", 2)
+    add("vset.s32.s32.lt.add", plain4)
+    add("vset.u32.u32.ne.min", plain4)
+    add("vset.s32.s32.ge.max", plain4)
+    add("vset.u32.s32.gt", "{0}.b2, {1}, {2}, {3}")
+    add("vset.s32.s32.le", "{0}.h1, {1}.h0, {2}.h1, {3}")
+    for n, masks, asel, bsel in (
+            (2, (".h0", ".h1", ".h10"), (".h00", ".h13", ".h21", ".h32"), (".h10", ".h03", ".h22", ".h31")),
+            (4, (".b0", ".b31", ".b320", ".b3210"), (".b7654", ".b0123", ".b5140", ".b3333"),
+             (".b3210", ".b6275", ".b0000", ".b7531"))):
+        for op in (f"vadd{n}", f"vsub{n}", f"vavrg{n}", f"vabsdiff{n}", f"vmin{n}", f"vmax{n}"):
+            for types in (".u32.u32.u32", ".s32.s32.s32"):
+                add(f"{op}{types}", plain4)
+                add(f"{op}{types}.sat", plain4)
+                add(f"{op}{types}.add", plain4)
+            add(f"{op}.s32.u32.s32", plain4)
+            add(f"{op}.u32.s32.u32.sat", plain4)
+            for k, mask in enumerate(masks):
+                add(f"{op}.s32.s32.u32.sat", "{0}" + mask + ", {1}" + asel[k] + ", {2}" + bsel[k] + ", {3}")
+                add(f"{op}.u32.s32.s32.add", "{0}" + mask + ", {1}" + bsel[k] + ", {2}" + asel[k] + ", {3}")
+        for cmp in (".eq", ".ne", ".lt", ".le", ".gt", ".ge"):
+            add(f"vset{n}.s32.u32{cmp}", plain4)
+            add(f"vset{n}.u32.s32{cmp}.add", plain4)
+        for k, mask in enumerate(masks):
+            add(f"vset{n}.s32.s32.lt", "{0}" + mask + ", {1}" + asel[k] + ", {2}" + bsel[k] + ", {3}")
+            add(f"vset{n}.u32.u32.ne.add", "{0}" + mask + ", {1}" + bsel[k] + ", {2}" + asel[k] + ", {3}")
     return out
 
 
@@ -434,7 +524,7 @@ def result_dtype(ptx_type: str):
     return _DT[ptx_type]
 
 
-__all__ = ["ProbeSpec", "probe_specs", "probe_inputs", "inputs_digest", "result_dtype", "DEFAULT_N", "PROBE_SEED"]
+__all__ = ["ProbeSpec", "probe_specs", "video_probe_specs", "probe_inputs", "inputs_digest", "result_dtype", "DEFAULT_N", "PROBE_SEED"]
 
 
 # ---------------------------------------------------------------------------
@@ -515,7 +605,10 @@ def grouped_kernel(specs: list[ProbeSpec], name: str = "probes", target: str = "
                 body.append(f"setp.ne.u32 {d}, 0, 0;" if t == ".pred" else f"mov.b{_reg_bits(t)} {d}, 0;")
         dtext = "|".join(dsts) if s.result_operand == "pair" else (
             "{" + ", ".join(dsts) + "}" if s.result_operand == "vector" else ", ".join(dsts))
-        stmt = f"{s.instruction} {dtext}" + ("".join(", " + o for o in operands))
+        if s.operands:
+            stmt = f"{s.instruction} " + s.operands.format(*dsts, *operands)
+        else:
+            stmt = f"{s.instruction} {dtext}" + ("".join(", " + o for o in operands))
         body.append((f"@{guard_reg} " if guard_reg else "") + stmt + ";")
         for k, (d, t) in enumerate(zip(dsts, s.results)):
             pname = f"{name}_{i}_out{k}"

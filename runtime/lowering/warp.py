@@ -241,7 +241,9 @@ class WarpCodegen(WarpFunction):
                 emit_printf(self, op, e)
             return  # inlined (or an external function the emulator skips)
         if fn is None:
-            raise LoweringError(f"'{op.opcode}' has no emulator semantics yet")
+            why = op.spec.unsupported_reason
+            raise LoweringError(f"'{op.opcode}' has no emulator semantics: {why}" if why
+                                else f"'{op.opcode}' has no emulator semantics yet")
         self.cross_lane = op.spec.kind in ("warp", "matrix")
         self.b.comment(instruction_text(op))  # `-t llvm` shows each PTX instruction's lowering
         try:

@@ -303,7 +303,8 @@ def test_probe_specs_are_valid_and_inputs_deterministic():
         assert compare.spec_of(json.loads(json.dumps(s.as_dict()))) == s
     for s in specs[:: max(1, len(specs) // 60)]:
         isa.resolve_opcode(s.instruction)
-        parse_ptx(instruction_kernel(s.instruction, s.sources, s.results, result_operand=s.result_operand, guard=s.guard).ptx)
+        parse_ptx(instruction_kernel(s.instruction, s.sources, s.results, result_operand=s.result_operand, guard=s.guard,
+                                     operands=s.operands).ptx)
     s = next(s for s in specs if s.instruction == "add.rn.f32")
     a, b = probes.probe_inputs(s, 256), probes.probe_inputs(s, 256)
     assert probes.inputs_digest(a) == probes.inputs_digest(b)
