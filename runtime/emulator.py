@@ -132,8 +132,13 @@ class Emulator:
         alias: str = "param",
         memory_metrics: bool = False,
         bounds_check: bool = True,
+        stack_size: int = abi.DEFAULT_STACK_SIZE,
     ):
         self.memory_metrics = memory_metrics
+        if isinstance(stack_size, bool) or not isinstance(stack_size, (int, np.integer)) or stack_size < 0:
+            raise LaunchError(f"the stack size must be a number of bytes per thread, not {stack_size!r}")
+        #: bytes of call stack per thread (real calls, alloca), as cudaLimitStackSize
+        self.stack_size = int(stack_size)
         #: slice mode: also compute and bounds-check the address of every access (full mode
         #: always checks); False: accesses outside the slice are not checked (cheaper)
         self.bounds_check = bool(bounds_check)
@@ -474,7 +479,7 @@ class Emulator:
         nwarps = (threads + abi.LANES - 1) // abi.LANES
         shared_size = _align_up(prog.shared_static_bytes + launch.shared_bytes, 16)
         shared = _aligned_zeros(shared_size + 16)
-        local_size = _align_up(prog.local_bytes, 16)
+        local_size = prog.stack_base + _align_up(self.stack_size, 16) if prog.uses_stack else _align_up(prog.local_bytes, 16)
         local = _aligned_zeros(threads * local_size + 16)
         cparam_size = _align_up(prog.call_param_bytes, 16)
         cparam = _aligned_zeros(threads * cparam_size + 16)
@@ -617,6 +622,21 @@ class Emulator:
             op = prog.instructions[instr_i] if 0 <= instr_i < len(prog.instructions) else None
             text = _assertion_text(prog, op) if op is not None else None
             return f"assertion failed at {where} in block {bname}" + (f": {text}" if text else " (call __assertfail)")
+        if code == abi.ERR_CALL_STACK:
+            aux = int(ctx[abi.CTX_ERR_AUX])
+            depth = int(ctx[abi.CTX_ERR_ADDR])
+            if instr is not None and instr.startswith("alloca"):
+                return (f"call stack overflow at {where}: {instr} (block {bname}) asks for more than the "
+                        f"{self.stack_size} bytes of stack per thread (raise it with --stack-size)")
+            callee = prog.real_calls[aux].callee if 0 <= aux < len(prog.real_calls) else "?"
+            from .demangle import demangle
+
+            return (f"call stack overflow at {where}: {instr} (block {bname}) would enter {demangle(callee)} at call "
+                    f"depth {depth}, past the {self.stack_size} bytes of stack per thread or the deepest call "
+                    f"counted ({abi.CALL_DEPTH_COUNTERS - 1}); raise the stack with --stack-size")
+        if code == abi.ERR_BAD_CALL_TARGET:
+            addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF
+            return f"indirect call through {addr:#x}, the address of none of its possible targets, at {where}: {instr}"
         if code == abi.ERR_STACK_OVERFLOW:
             return f"SIMT stack overflow at {where} in block {bname}"
         if code == abi.ERR_DEADLOCK:
@@ -737,6 +757,8 @@ def _symbol_addresses(prog: KernelProgram) -> dict[str, int]:
     out = {name: (abi.WIN_FIRST_GLOBAL + k) << abi.WINDOW_SHIFT for k, name in enumerate(prog.global_vars)}
     for name, var in prog.const_vars.items():
         out[name] = (abi.WIN_CONST << abi.WINDOW_SHIFT) | var.offset
+    for name in prog.functions:  # a table of function pointers
+        out.setdefault(name, abi.function_address(name))
     return out
 
 

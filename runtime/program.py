@@ -20,7 +20,14 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
-from hypa.passes.inline import PTXInline, block_origins, has_calls_to_inline
+from hypa.passes.inline import (
+    CALL_ATTR,
+    REAL_RETURN_ATTR,
+    PTXInline,
+    block_activations,
+    block_origins,
+    has_calls_to_inline,
+)
 from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
@@ -32,6 +39,7 @@ from hypa.ptxdialect.dialect import (
     EntryValueOp,
     FallthroughOp,
     FuncOp,
+    ImplicitReturnOp,
     InstructionOp,
     RegType,
     VarOp,
@@ -72,6 +80,20 @@ class Variable:
     align: int
     init: str | None
     ptx_type: str
+
+
+@dataclass
+class RealCall:
+    """A real call (docs/design.md section 8): the block that ends with it, the function it
+    enters, the call parameters copied in and out (``(actual, formal)``), the block it
+    returns to, and the activation that makes it (whose values and formals it saves)."""
+
+    block: int
+    callee: str
+    args: list[tuple[str, str]]
+    rets: list[tuple[str, str]]
+    rest: int
+    caller: str
 
 
 @dataclass
@@ -117,6 +139,48 @@ class KernelProgram:
     #: what slice mode emulates only to compute the addresses it checks; None: ``emulated``
     sliced: set[InstructionOp] | None = None
     bounds_check: bool = True
+    #: per block: the activation it runs in (the kernel, or a recursive function's copy)
+    activations: list[str] = field(default_factory=list)
+    #: real calls in block order; the block that enters each recursive function, and each
+    #: function's return block
+    real_calls: list[RealCall] = field(default_factory=list)
+    function_entries: dict[str, int] = field(default_factory=dict)
+    real_returns: dict[int, str] = field(default_factory=dict)
+    #: ``.local`` variables of recursive functions: offset in their function's frame
+    frame_vars: dict[str, Variable] = field(default_factory=dict)
+    frame_sizes: dict[str, int] = field(default_factory=dict)
+    #: per recursive function: its formal parameters (call parameters saved with its frame)
+    formals: dict[str, list[str]] = field(default_factory=dict)
+    #: the kernel needs a per-thread stack (real calls, ``alloca``, ``stacksave``): it starts
+    #: at ``stack_base`` in each thread's local memory, after the kernel's own variables
+    uses_stack: bool = False
+
+    @property
+    def stack_base(self) -> int:
+        """Where the stack starts in a thread's local memory: after the kernel's variables,
+        never at offset 0 (an ``alloca`` result is never a null pointer)."""
+        return _align(self.local_bytes, 16) + 16
+
+    def saved_values(self, function: str) -> list[SSAValue]:
+        """The frame values of ``function``'s activation, which a call it makes saves."""
+        out = []
+        for bi, b in enumerate(self.cfg.blocks):
+            if self.activations[bi] != function:
+                continue
+            for a in b.args:
+                if a in self.slots:
+                    out.append(a)
+            for op in b.ops:
+                for r in op.results:
+                    if r in self.slots:
+                        out.append(r)
+        return out
+
+    @property
+    def call_counter_base(self) -> int:
+        """Index of the first call-depth counter (``abi.CALL_DEPTH_COUNTERS`` of them when the
+        kernel makes real calls: calls that entered each depth)."""
+        return self.warp_counter_base + abi.WARP_SLOTS
 
     @property
     def reported(self) -> set[InstructionOp]:
@@ -129,7 +193,7 @@ class KernelProgram:
 
     @property
     def num_counters(self) -> int:
-        return self.warp_counter_base + abi.WARP_SLOTS
+        return self.warp_counter_base + abi.WARP_SLOTS + (abi.CALL_DEPTH_COUNTERS if self.real_calls else 0)
 
     @property
     def num_blocks(self) -> int:
@@ -274,6 +338,7 @@ def prepare(
     except DiagnosticException as e:
         raise ProgramError(str(e).removeprefix("ptx-inline: ")) from None
     origins = block_origins(func)
+    activations = block_activations(func)
     defined = {op.func_name for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration}
     # only the kernel matters from here on
     for op in list(module.ops):
@@ -370,7 +435,32 @@ def prepare(
         shared_vars[v.var_name] = Variable(v.var_name, ".shared", dyn_off, 0, v.align or 16, None, v.ptx_type)
     const_vars, const_bytes = _var_layout([v for v in var_ops if v.space == ".const"])
     global_vars, _ = _var_layout([v for v in var_ops if v.space == ".global"])
-    local_vars, local_bytes = _var_layout([v for v in var_ops if v.space == ".local"])
+    # .local variables of recursive functions live in their frames (one per call)
+    block_index = cfg.index
+    frame_of = {v: activations[block_index[v.parent]] for v in var_ops
+                if v.space == ".local" and v.parent in block_index and activations[block_index[v.parent]] != func.func_name}
+    local_vars, local_bytes = _var_layout([v for v in var_ops if v.space == ".local" and v not in frame_of])
+    frame_vars: dict[str, Variable] = {}
+    frame_sizes: dict[str, int] = {}
+    for fname in dict.fromkeys(frame_of.values()):
+        fv, fsize = _var_layout([v for v, f in frame_of.items() if f == fname])
+        frame_vars.update(fv)
+        frame_sizes[fname] = _align(fsize, 16)
+    real_calls: list[RealCall] = []
+    real_returns: dict[int, str] = {}
+    formals: dict[str, list[str]] = {}
+    for bi, b in enumerate(cfg.blocks):
+        t = b.last_op
+        if isinstance(t, FallthroughOp) and CALL_ATTR in t.attributes:
+            a = t.attributes[CALL_ATTR].data  # type: ignore[attr-defined]
+            pairs = [[(x.data[0].data, x.data[1].data) for x in lst.data] for lst in a[1:3]]
+            real_calls.append(RealCall(bi, a[0].data, pairs[0], pairs[1], cfg.index[t.successors[0]], activations[bi]))
+            formals.setdefault(a[0].data, [f for _a, f in pairs[0] + pairs[1]])
+        elif isinstance(t, ImplicitReturnOp) and REAL_RETURN_ATTR in t.attributes:
+            real_returns[bi] = t.attributes[REAL_RETURN_ATTR].data  # type: ignore[attr-defined]
+    function_entries = {f: bi for bi, (f, i, piece) in enumerate(origins)
+                        if i == 0 and piece == 0 and activations[bi] == f and f != func.func_name}
+    uses_stack = bool(real_calls) or any(op.spec.name in ("alloca", "stacksave", "stackrestore") for op in instructions)
     # .param variables declared inside bodies: call arguments and return values
     call_params, call_param_bytes = _call_param_layout(
         [v for v in var_ops if v.space == ".param" and v.parent_op() is not module]
@@ -411,6 +501,14 @@ def prepare(
         bounds_check=bounds_check,
         exact_predicates=exact_predicates,
         notes=notes,
+        activations=activations,
+        real_calls=real_calls,
+        function_entries=function_entries,
+        real_returns=real_returns,
+        frame_vars=frame_vars,
+        frame_sizes=frame_sizes,
+        formals=formals,
+        uses_stack=uses_stack,
     )
     prog.ops_cloned = extracted.ops_cloned
     prog.functions = extracted.functions
