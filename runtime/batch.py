@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from . import abi
 from .emulator import DEFAULT_STEP_BUDGET, Emulator, LaunchResult
 from .errors import LAUNCH_ERRORS
 from .executor import DaskCluster, Executor, Forked, InProcess, TaskFailed
@@ -48,6 +49,7 @@ class ProfileOptions:
     step_budget: int = DEFAULT_STEP_BUDGET
     memory_metrics: bool = False
     bounds_check: bool = True  # slice mode: check the addresses of accesses outside the slice
+    stack_size: int = abi.DEFAULT_STACK_SIZE  # call stack per thread (recursion, alloca)
     jobs: int = 1
     per_cta: bool = False
     scheduler: str | None = None
@@ -60,7 +62,7 @@ class ProfileOptions:
 
     def emulator_options(self) -> dict[str, Any]:
         return {"mode": self.mode, "exact_predicates": self.exact_predicates, "step_budget": self.step_budget,
-                "memory_metrics": self.memory_metrics, "bounds_check": self.bounds_check}
+                "memory_metrics": self.memory_metrics, "bounds_check": self.bounds_check, "stack_size": self.stack_size}
 
 
 @dataclass

@@ -628,10 +628,12 @@ class Emulator:
             if instr is not None and instr.startswith("alloca"):
                 return (f"call stack overflow at {where}: {instr} (block {bname}) asks for more than the "
                         f"{self.stack_size} bytes of stack per thread (raise it with --stack-size)")
-            callee = prog.real_calls[aux].callee if 0 <= aux < len(prog.real_calls) else "?"
+            call = prog.real_calls[aux] if 0 <= aux < len(prog.real_calls) else None
             from .demangle import demangle
 
-            return (f"call stack overflow at {where}: {instr} (block {bname}) would enter {demangle(callee)} at call "
+            caller = demangle(call.caller) if call else "?"
+            callee = demangle(call.callee) if call else "?"
+            return (f"call stack overflow at {where}: {instr} in {caller} (block {bname}) would enter {callee} at call "
                     f"depth {depth}, past the {self.stack_size} bytes of stack per thread or the deepest call "
                     f"counted ({abi.CALL_DEPTH_COUNTERS - 1}); raise the stack with --stack-size")
         if code == abi.ERR_BAD_CALL_TARGET:

@@ -15,7 +15,7 @@ from ...program import value_bits
 from ..irbuild import lowest_lane
 from ..rules import rule
 from ..softfloat import half_add
-from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, type_bits, vec
+from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, ivec, type_bits, vec
 
 
 def _vec_width(e) -> int:
@@ -292,7 +292,7 @@ def alloca(e) -> None:
     bits = _stack_bits(e)
     size = e.src(1, bits)
     if bits < 64:
-        size = b.zext(size, vec(64))
+        size = b.zext(size, ivec(64))
     align = 8
     if len(e.args) > 2 and e.args[2][0] == "imm":
         align = max(8, parse_int_immediate(e.args[2][1]))
@@ -302,7 +302,7 @@ def alloca(e) -> None:
     sp = wf.ws_word(abi.WS_SP)
     start = b.and_(b.add(sp, ir.Constant(i64, align - 1)), ir.Constant(i64, ~(align - 1) & (2**64 - 1)))
     asked = b.select(lanes, size, e.splat(0, i64))
-    most = b.call(wf.intrinsic("llvm.vector.reduce.umax.v32i64", i64, [vec(64)]), [asked])
+    most = b.call(wf.intrinsic("llvm.vector.reduce.umax.v32i64", i64, [ivec(64)]), [asked])
     limit = wf.ctx_word(abi.CTX_LOCAL_SIZE)
     end = b.add(start, b.and_(b.add(most, ir.Constant(i64, 7)), ir.Constant(i64, ~7 & (2**64 - 1))))
     over = b.or_(b.icmp_unsigned(">", most, limit), b.icmp_unsigned(">", end, limit))
@@ -310,14 +310,14 @@ def alloca(e) -> None:
     anyone = b.icmp_unsigned("!=", wf.mask_to_i32(lanes), ir.Constant(i32, 0))
     wf.set_ws_word(abi.WS_SP, b.select(anyone, end, sp))
     ptr = wf.splat_value(start)
-    e.dst(0, ptr if bits == 64 else b.trunc(ptr, vec(32)))
+    e.dst(0, ptr if bits == 64 else b.trunc(ptr, ivec(32)))
 
 
 @rule("stacksave")
 def stacksave(e) -> None:
     b, wf = e.b, e.wf
     sp = wf.splat_value(wf.ws_word(abi.WS_SP))
-    e.dst(0, sp if _stack_bits(e) == 64 else b.trunc(sp, vec(32)))
+    e.dst(0, sp if _stack_bits(e) == 64 else b.trunc(sp, ivec(32)))
 
 
 @rule("stackrestore")
