@@ -121,7 +121,8 @@ DEFAULT_STACK_SIZE = 1024
 #: the deepest call the counters record (a call deeper than this stops the launch)
 CALL_DEPTH_COUNTERS = 1024
 #: a real call's record in the caller's frame: call site, reconvergence block, frame, record
-CALL_RECORD_BYTES = 32
+#: (32-bit words each)
+CALL_RECORD_BYTES = 16
 
 
 def function_address(name: str) -> int:

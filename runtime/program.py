@@ -151,6 +151,7 @@ class KernelProgram:
     frame_sizes: dict[str, int] = field(default_factory=dict)
     #: per recursive function: its formal parameters (call parameters saved with its frame)
     formals: dict[str, list[str]] = field(default_factory=dict)
+    _live_in: list[set[SSAValue]] | None = field(default=None, repr=False)
     #: the kernel needs a per-thread stack (real calls, ``alloca``, ``stacksave``): it starts
     #: at ``stack_base`` in each thread's local memory, after the kernel's own variables
     uses_stack: bool = False
@@ -161,20 +162,18 @@ class KernelProgram:
         never at offset 0 (an ``alloca`` result is never a null pointer)."""
         return _align(self.local_bytes, 16) + 16
 
-    def saved_values(self, function: str) -> list[SSAValue]:
-        """The frame values of ``function``'s activation, which a call it makes saves."""
-        out = []
-        for bi, b in enumerate(self.cfg.blocks):
-            if self.activations[bi] != function:
-                continue
-            for a in b.args:
-                if a in self.slots:
-                    out.append(a)
-            for op in b.ops:
-                for r in op.results:
-                    if r in self.slots:
-                        out.append(r)
-        return out
+    def saved_values(self, call: RealCall) -> list[SSAValue]:
+        """The frame values a real call saves: its caller's values live where it returns
+        (lanes the call does not run keep theirs: every write is masked by the active lanes)."""
+        if call.caller == self.func.func_name:
+            return []
+        if self._live_in is None:
+            self._live_in = _live_in(self.cfg, self.slots)
+        live = self._live_in[call.rest]
+        return [v for v in self._slot_order() if v in live and self.activations[_block_of(v, self.cfg)] == call.caller]
+
+    def _slot_order(self) -> list[SSAValue]:
+        return sorted(self.slots, key=self.slots.__getitem__)
 
     @property
     def call_counter_base(self) -> int:
@@ -643,6 +642,41 @@ def _slice_signature(func: FuncOp) -> str:
         elif "hypa.address" in op.attributes:
             marks.append(f"a{i}")
     return ",".join(marks)
+
+
+def _block_of(v: SSAValue, cfg: CFG) -> int:
+    owner = v.owner
+    block = owner if isinstance(v, BlockArgument) else owner.parent  # type: ignore[union-attr]
+    return cfg.index[block]  # type: ignore[index]
+
+
+def _live_in(cfg: CFG, slots: dict[SSAValue, int]) -> list[set[SSAValue]]:
+    """The frame values live at the start of each block (backward dataflow over the CFG;
+    an edge's block arguments are read at the end of the block it leaves)."""
+    n = len(cfg)
+    uses: list[set[SSAValue]] = [set() for _ in range(n)]
+    defs: list[set[SSAValue]] = [set() for _ in range(n)]
+    for bi, b in enumerate(cfg.blocks):
+        d = defs[bi]
+        d.update(b.args)
+        for op in b.ops:
+            for v in op.operands:
+                if v in slots and v not in d:
+                    uses[bi].add(v)
+            d.update(op.results)
+    live = [set(u) for u in uses]
+    changed = True
+    while changed:
+        changed = False
+        for bi in reversed(range(n)):
+            out: set[SSAValue] = set()
+            for t in cfg.succs[bi]:
+                out |= live[t]
+            new = uses[bi] | (out - defs[bi])
+            if len(new) != len(live[bi]):
+                live[bi] = new
+                changed = True
+    return live
 
 
 def reconvergence(prog: KernelProgram, block: int) -> int:

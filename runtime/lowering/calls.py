@@ -2,10 +2,10 @@
 
 A recursive function has one copy in the kernel (``passes/inline.py``).  A real call
 pushes a frame on each thread's stack, in local memory after the kernel's own ``.local``
-variables: a record (call site, the caller's reconvergence block, frame and record), the
-caller's frame values and formal parameters when the caller is itself a recursive
-function (the callee may be another activation of it), then the callee's ``.local``
-variables; ``alloca`` takes its bytes above.  The stack top, the running frame, the record
+variables: a record (call site, the caller's reconvergence block, frame and record: four
+32-bit words), the caller's frame values live after the call and its formal parameters
+when the caller is itself a recursive function (the callee may be another activation of
+it), then the callee's ``.local`` variables; ``alloca`` takes its bytes above.  The stack top, the running frame, the record
 and the depth are warp-wide words of the warp state (``abi.WS_SP`` ...): only one
 activation of a warp runs at a time, and the SIMT stack keeps divergent paths of a caller
 waiting until the callee returns.  The callee starts as a fresh SIMT entry (reconvergence
@@ -57,7 +57,7 @@ def frame_layout(prog, call: RealCall) -> tuple[int, int]:
     bytes of the callee's ``.local`` variables), each a multiple of 16."""
     saved = 0
     if call.caller != prog.func.func_name:
-        saved = sum(_value_bytes(v) for v in prog.saved_values(call.caller))
+        saved = sum(_value_bytes(v) for v in prog.saved_values(call))
         saved += sum(prog.call_params[f].size for f in prog.formals.get(call.caller, ()))
     head = (abi.CALL_RECORD_BYTES + saved + 15) // 16 * 16
     return head, prog.frame_sizes.get(call.callee, 0)
@@ -72,7 +72,7 @@ def _save(wf, instr: int, call: RealCall, base: ir.Value, restore: bool) -> None
     b = wf.b
     lanes = wf.valid
     off = abi.CALL_RECORD_BYTES
-    for v in prog.saved_values(call.caller):
+    for v in prog.saved_values(call):
         n = _value_bytes(v)
         addr = b.add(wf.splat_value(base), wf.splat(off, i64))
         if restore:
@@ -119,8 +119,8 @@ def emit_real_call(wf, bi: int, site: int) -> None:
     lanes = wf.valid
     rpc = b.sext(b.load(wf.cur_rpc, typ=i32), i64)
     for k, word in enumerate((ir.Constant(i64, site), rpc, wf.ws_word(abi.WS_FP), wf.ws_word(abi.WS_REC))):
-        addr = wf.splat_value(b.add(sp, ir.Constant(i64, 8 * k)))
-        access(wf, instr, "local", addr, 64, lanes, wf.splat_value(word), "reg")
+        addr = wf.splat_value(b.add(sp, ir.Constant(i64, 4 * k)))
+        access(wf, instr, "local", addr, 32, lanes, wf.splat_value(b.trunc(word, i32)), "reg")
     _save(wf, instr, call, sp, restore=False)
     for actual, formal in call.args:
         size = min(prog.call_params[actual].size, prog.call_params[formal].size)
@@ -144,9 +144,10 @@ def emit_real_return(wf, bi: int, function: str) -> None:
     lane = lowest_lane(b, wf.module, wf.mask_to_i32(wf.active))
     words = []
     for k in range(4):
-        addr = wf.splat_value(b.add(rec, ir.Constant(i64, 8 * k)))
-        v = access(wf, -1, "local", addr, 64, wf.active, None, "reg")
-        words.append(b.extract_element(v, lane))
+        addr = wf.splat_value(b.add(rec, ir.Constant(i64, 4 * k)))
+        v = access(wf, -1, "local", addr, 32, wf.active, None, "reg")
+        w = b.extract_element(v, lane)
+        words.append(b.sext(w, i64) if k in (1, 3) else b.zext(w, i64))
     site, rpc, fp, old_rec = words
     sites = [k for k, c in enumerate(prog.real_calls) if c.callee == function]
     bad_bb = wf.fn.append_basic_block(f"b{bi}_bad_return")
