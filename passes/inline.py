@@ -322,6 +322,9 @@ def inline_calls(module: ModuleOp, kernel: FuncOp) -> list[tuple[str, int, int]]
                 if RETURN_ATTR + ".done" in op.attributes:
                     continue
                 name, direct = callee_name(op)
+                if op.guard_pred is not None and (not direct or name in st.recursive):
+                    raise InlineError(f"guarded call '@{op.guard_pred[0][1]} {op.opcode} ...' in {origins[block][0]}: "
+                                      f"the emulator's indirect and recursive calls are unguarded")
                 if not direct:
                     if indirect_register(op) is None:
                         raise InlineError(f"call '{op.opcode} ...' in {kernel.func_name} names no function or register")

@@ -138,6 +138,11 @@ DONE:
     ext = ptx("fact").replace("BASE:\n\tst.param.b32 [fact_ret], 1;", "BASE:\n\texit;\n\tst.param.b32 [fact_ret], 1;")
     with pytest.raises(ProgramError, match="recursive function 'fact' executes 'exit'"):
         emulate(ext, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode="full")
+    guarded = ptx("fact").replace("\tcall (rv), fact, (a);\n\tld.param.b32 %r3", "\t@%p1 call (rv), fact, (a);\n"
+                                  "\tld.param.b32 %r3", 1)
+    with pytest.raises(ProgramError, match=r"guarded call '@%p1 call \.\.\.' in fact: the emulator's indirect and "
+                                           r"recursive calls are unguarded"):
+        emulate(guarded, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode="full")
 
 
 # -- indirect calls ---------------------------------------------------------------------
