@@ -64,7 +64,8 @@ CTX_FLAT_HINT = CTX_FLAT_START + 3                   # index of the range hit la
 CTX_PRINTF = CTX_FLAT_START + 4                      # device printf: void(*)(ctx, fmt, args) or 0
 CTX_FLAT_EXACT_END = CTX_FLAT_START + 5               # pointer to i64 ends of the bytes asked for
 CTX_FLAT_SLACK = CTX_FLAT_START + 6                   # first address touched past an exact end (0: none)
-CTX_WORDS = CTX_FLAT_START + 7
+CTX_STACK_SIZE = CTX_FLAT_START + 7                   # call stack per thread, bytes (as the GPU counts them)
+CTX_WORDS = CTX_FLAT_START + 8
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40
@@ -92,6 +93,7 @@ WS_SP = 8
 WS_FP = 9
 WS_REC = 10
 WS_DEPTH = 11
+WS_STACK_USED = 12  # bytes of the stack used, counted as the GPU counts frames (the limit's measure)
 WS_STACK = 16          # SIMT stack: 3 words per entry (pc, rpc, mask)
 STACK_DEPTH = 256
 WS_FRAME_BYTES_OFFSET = (WS_STACK + 3 * STACK_DEPTH) * 8  # values of the warp
@@ -120,9 +122,13 @@ ERR_BAD_CALL_TARGET = 11  # an indirect call through an address that is no possi
 DEFAULT_STACK_SIZE = 1024
 #: the deepest call the counters record (a call deeper than this stops the launch)
 CALL_DEPTH_COUNTERS = 1024
-#: a real call's record in the caller's frame: call site, reconvergence block, frame, record
-#: (32-bit words each)
-CALL_RECORD_BYTES = 16
+#: a real call's record in the caller's frame: call site, reconvergence block, frame, record,
+#: stack used (32-bit words each)
+CALL_RECORD_BYTES = 20
+#: what a call costs of the stack size besides the registers it saves and the callee's
+#: locals: the return address, as in the GPU's frames (ptxas -v: a function whose call keeps
+#: one 32-bit register live has a 16-byte frame)
+RETURN_ADDRESS_BYTES = 8
 
 
 def function_address(name: str) -> int:

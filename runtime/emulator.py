@@ -479,7 +479,7 @@ class Emulator:
         nwarps = (threads + abi.LANES - 1) // abi.LANES
         shared_size = _align_up(prog.shared_static_bytes + launch.shared_bytes, 16)
         shared = _aligned_zeros(shared_size + 16)
-        local_size = prog.stack_base + _align_up(self.stack_size, 16) if prog.uses_stack else _align_up(prog.local_bytes, 16)
+        local_size = prog.stack_base + prog.stack_bytes(self.stack_size) if prog.uses_stack else _align_up(prog.local_bytes, 16)
         local = _aligned_zeros(threads * local_size + 16)
         cparam_size = _align_up(prog.call_param_bytes, 16)
         cparam = _aligned_zeros(threads * cparam_size + 16)
@@ -527,6 +527,7 @@ class Emulator:
         ctx[abi.CTX_NTHREADS] = threads
         ctx[abi.CTX_DYN_SHARED] = launch.shared_bytes
         ctx[abi.CTX_SMCOUNT] = 132
+        ctx[abi.CTX_STACK_SIZE] = self.stack_size
         if host is not None:
             try:
                 host.setup_context(ctx, nwin)

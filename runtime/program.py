@@ -175,6 +175,27 @@ class KernelProgram:
     def _slot_order(self) -> list[SSAValue]:
         return sorted(self.slots, key=self.slots.__getitem__)
 
+    def call_frame_bytes(self, call: RealCall) -> tuple[int, int, int]:
+        """(bytes of the caller's part of a call's frame in memory: record, saved values and
+        formals; bytes of the callee's ``.local`` variables; bytes the call counts against the
+        stack size: return address, saved values and the callee's locals, as the GPU counts
+        frames), each a multiple of 16."""
+        saved = sum(1 if value_bits(v) == 1 else max(value_bits(v), 8) // 8 for v in self.saved_values(call))
+        formals = sum(self.call_params[f].size for f in self.formals.get(call.caller, ())) \
+            if call.caller != self.func.func_name else 0
+        head = _align(abi.CALL_RECORD_BYTES + saved + formals, 16)
+        callee = self.frame_sizes.get(call.callee, 0)
+        return head, callee, _align(abi.RETURN_ADDRESS_BYTES + saved, 16) + callee
+
+    def stack_bytes(self, stack_size: int) -> int:
+        """Bytes of each thread's stack region for a stack size (as the GPU counts it): frames
+        in memory are larger (records, saved formals), by at most the largest ratio of a call."""
+        ratio = 1.0
+        for c in self.real_calls:
+            head, callee, counted = self.call_frame_bytes(c)
+            ratio = max(ratio, (head + callee) / counted)
+        return _align(int(stack_size * ratio) + 64, 16)
+
     @property
     def call_counter_base(self) -> int:
         """Index of the first call-depth counter (``abi.CALL_DEPTH_COUNTERS`` of them when the

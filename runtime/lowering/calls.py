@@ -2,10 +2,12 @@
 
 A recursive function has one copy in the kernel (``passes/inline.py``).  A real call
 pushes a frame on each thread's stack, in local memory after the kernel's own ``.local``
-variables: a record (call site, the caller's reconvergence block, frame and record: four
-32-bit words), the caller's frame values live after the call and its formal parameters
+variables: a record (call site, the caller's reconvergence block, frame, record and stack
+used: five 32-bit words), the caller's frame values live after the call and its formal parameters
 when the caller is itself a recursive function (the callee may be another activation of
-it), then the callee's ``.local`` variables; ``alloca`` takes its bytes above.  The stack top, the running frame, the record
+it), then the callee's ``.local`` variables.  The stack size bounds what the GPU would use
+(``KernelProgram.call_frame_bytes``: return address, saved registers, locals), counted in
+``abi.WS_STACK_USED``; the region in memory is larger by the records and saved formals; ``alloca`` takes its bytes above.  The stack top, the running frame, the record
 and the depth are warp-wide words of the warp state (``abi.WS_SP`` ...): only one
 activation of a warp runs at a time, and the SIMT stack keeps divergent paths of a caller
 waiting until the callee returns.  The callee starts as a fresh SIMT entry (reconvergence
@@ -19,7 +21,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
-from ..program import RealCall, value_bits
+from ..program import value_bits
 from .addressing import access
 from .emitter import Emitter
 from .irbuild import lowest_lane
@@ -50,17 +52,6 @@ def _copy_bytes(wf, instr: int, src: tuple[str, int | ir.Value], dst: tuple[str,
 def _value_bytes(v) -> int:
     bits = value_bits(v)
     return 1 if bits == 1 else max(bits, 8) // 8
-
-
-def frame_layout(prog, call: RealCall) -> tuple[int, int]:
-    """(bytes of the caller's part of a call's frame: record, saved values and formals;
-    bytes of the callee's ``.local`` variables), each a multiple of 16."""
-    saved = 0
-    if call.caller != prog.func.func_name:
-        saved = sum(_value_bytes(v) for v in prog.saved_values(call))
-        saved += sum(prog.call_params[f].size for f in prog.formals.get(call.caller, ()))
-    head = (abi.CALL_RECORD_BYTES + saved + 15) // 16 * 16
-    return head, prog.frame_sizes.get(call.callee, 0)
 
 
 def _save(wf, instr: int, call: RealCall, base: ir.Value, restore: bool) -> None:
@@ -107,18 +98,21 @@ def emit_real_call(wf, bi: int, site: int) -> None:
     if instr < 0:  # a dispatch's path to a recursive target: the call is in the block before
         pred = prog.cfg.preds[bi][0]
         instr = prog.instr_ids[prog.block_instrs[pred][-1]]
-    head, callee_frame = frame_layout(prog, call)
+    head, callee_frame, counted = prog.call_frame_bytes(call)
     sp = wf.ws_word(abi.WS_SP)
+    used = wf.ws_word(abi.WS_STACK_USED)
     depth = b.add(wf.ws_word(abi.WS_DEPTH), ir.Constant(i64, 1))
     new_sp = b.add(sp, ir.Constant(i64, head + callee_frame))
+    new_used = b.add(used, ir.Constant(i64, counted))
     over = b.or_(b.icmp_unsigned(">", new_sp, wf.ctx_word(abi.CTX_LOCAL_SIZE)),
-                 b.icmp_unsigned(">=", depth, ir.Constant(i64, abi.CALL_DEPTH_COUNTERS)))
+                 b.icmp_unsigned(">", new_used, wf.ctx_word(abi.CTX_STACK_SIZE)))
+    over = b.or_(over, b.icmp_unsigned(">=", depth, ir.Constant(i64, abi.CALL_DEPTH_COUNTERS)))
     with b.if_then(over, likely=False):
         wf.set_ctx_word(abi.CTX_ERR_AUX, ir.Constant(i64, site))
         wf.error_if(instr, wf.active, abi.ERR_CALL_STACK, wf.splat_value(depth))
     lanes = wf.valid
     rpc = b.sext(b.load(wf.cur_rpc, typ=i32), i64)
-    for k, word in enumerate((ir.Constant(i64, site), rpc, wf.ws_word(abi.WS_FP), wf.ws_word(abi.WS_REC))):
+    for k, word in enumerate((ir.Constant(i64, site), rpc, wf.ws_word(abi.WS_FP), wf.ws_word(abi.WS_REC), used)):
         addr = wf.splat_value(b.add(sp, ir.Constant(i64, 4 * k)))
         access(wf, instr, "local", addr, 32, lanes, wf.splat_value(b.trunc(word, i32)), "reg")
     _save(wf, instr, call, sp, restore=False)
@@ -129,6 +123,7 @@ def emit_real_call(wf, bi: int, site: int) -> None:
     wf.set_ws_word(abi.WS_REC, sp)
     wf.set_ws_word(abi.WS_FP, b.add(sp, ir.Constant(i64, head)))
     wf.set_ws_word(abi.WS_SP, new_sp)
+    wf.set_ws_word(abi.WS_STACK_USED, new_used)
     wf.set_ws_word(abi.WS_DEPTH, depth)
     base = b.gep(wf.ctx_ptr(abi.CTX_COUNTERS), [b.add(ir.Constant(i64, prog.call_counter_base), depth)], source_etype=i64)
     b.store(b.add(b.load(base, typ=i64), ir.Constant(i64, 1)), base)
@@ -143,12 +138,12 @@ def emit_real_return(wf, bi: int, function: str) -> None:
     rec = wf.ws_word(abi.WS_REC)
     lane = lowest_lane(b, wf.module, wf.mask_to_i32(wf.active))
     words = []
-    for k in range(4):
+    for k in range(5):
         addr = wf.splat_value(b.add(rec, ir.Constant(i64, 4 * k)))
         v = access(wf, -1, "local", addr, 32, wf.active, None, "reg")
         w = b.extract_element(v, lane)
         words.append(b.sext(w, i64) if k in (1, 3) else b.zext(w, i64))
-    site, rpc, fp, old_rec = words
+    site, rpc, fp, old_rec, used = words
     sites = [k for k, c in enumerate(prog.real_calls) if c.callee == function]
     bad_bb = wf.fn.append_basic_block(f"b{bi}_bad_return")
     sw = b.switch(b.trunc(site, i32), bad_bb)
@@ -167,6 +162,7 @@ def emit_real_return(wf, bi: int, function: str) -> None:
         wf.set_ws_word(abi.WS_SP, rec)
         wf.set_ws_word(abi.WS_FP, fp)
         wf.set_ws_word(abi.WS_REC, old_rec)
+        wf.set_ws_word(abi.WS_STACK_USED, used)
         wf.set_ws_word(abi.WS_DEPTH, b.sub(wf.ws_word(abi.WS_DEPTH), ir.Constant(i64, 1)))
         b.store(b.trunc(rpc, i32), wf.cur_rpc)
         wf.goto(call.rest)

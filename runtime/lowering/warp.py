@@ -147,7 +147,8 @@ class WarpCodegen(WarpFunction):
         self.set_ws_word(abi.WS_TOP, ir.Constant(i64, 0))
         self.set_ws_word(abi.WS_EXITED, ir.Constant(i64, 0))
         if prog.uses_stack:
-            for word, v in ((abi.WS_SP, prog.stack_base), (abi.WS_FP, prog.stack_base), (abi.WS_REC, -1), (abi.WS_DEPTH, 0)):
+            for word, v in ((abi.WS_SP, prog.stack_base), (abi.WS_FP, prog.stack_base), (abi.WS_REC, -1), (abi.WS_DEPTH, 0),
+                            (abi.WS_STACK_USED, 0)):
                 self.set_ws_word(word, ir.Constant(i64, v))
         self.real_call_sites = {c.block: k for k, c in enumerate(prog.real_calls)}
         b.branch(self.block_bbs[0])

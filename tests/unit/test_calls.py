@@ -90,17 +90,18 @@ def test_each_frame_has_its_own_locals(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_call_depth_is_bounded_by_the_stack_size(mode):
-    # lane t computes fact(1000 + t).  A frame: the 16-byte record, fact's live value (n, 4
-    # bytes) and its two formals (8 bytes), rounded to 32; the kernel's call needs 16.
-    # 1024 bytes hold 16 + 31 x 32 = 1008: the call entering depth 33 stops the launch.
+    # lane t computes fact(1000 + t).  A call counts as the GPU's frames do: the 8-byte
+    # return address and the caller's registers live after the call (fact's n, 4 bytes),
+    # rounded to 16 (ptxas -v gives fact a 16-byte frame); the kernel's call 8 -> 16.
+    # 1024 bytes hold 64 calls: the call entering depth 65 stops the launch.
     text = ptx("fact").replace("rem.u32 %r2, %r1, 5;", "add.u32 %r2, %r1, 1000;")
     with pytest.raises(EmulationError) as e:
         emulate(text, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode=mode)
     assert str(e.value) == (
         "call stack overflow at kernel k, CTA (0, 0, 0), thread (0, 0, 0): call (rv__real1), fact, (a__real1); "
-        "in fact (block bb3) would enter fact at call depth 33, past the 1024 bytes of stack per thread or the "
+        "in fact (block bb3) would enter fact at call depth 65, past the 1024 bytes of stack per thread or the "
         "deepest call counted (1023); raise the stack with --stack-size")
-    with pytest.raises(EmulationError, match="at call depth 257, past the 8192 bytes"):
+    with pytest.raises(EmulationError, match="at call depth 513, past the 8192 bytes"):
         emulate(text, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode=mode, stack_size=8192)
     # 50 + t: the deepest lane (t = 31) goes 81 calls deep, one warp-level call per depth
     small = ptx("fact").replace("rem.u32 %r2, %r1, 5;", "add.u32 %r2, %r1, 50;")

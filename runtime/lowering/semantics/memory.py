@@ -305,10 +305,13 @@ def alloca(e) -> None:
     most = b.call(wf.intrinsic("llvm.vector.reduce.umax.v32i64", i64, [ivec(64)]), [asked])
     limit = wf.ctx_word(abi.CTX_LOCAL_SIZE)
     end = b.add(start, b.and_(b.add(most, ir.Constant(i64, 7)), ir.Constant(i64, ~7 & (2**64 - 1))))
+    used = b.add(wf.ws_word(abi.WS_STACK_USED), b.sub(end, sp))
     over = b.or_(b.icmp_unsigned(">", most, limit), b.icmp_unsigned(">", end, limit))
+    over = b.or_(over, b.icmp_unsigned(">", used, wf.ctx_word(abi.CTX_STACK_SIZE)))
     wf.error_if(e.instr_id, b.and_(lanes, wf.splat_value(over)), abi.ERR_CALL_STACK, size)
     anyone = b.icmp_unsigned("!=", wf.mask_to_i32(lanes), ir.Constant(i32, 0))
     wf.set_ws_word(abi.WS_SP, b.select(anyone, end, sp))
+    wf.set_ws_word(abi.WS_STACK_USED, b.select(anyone, used, wf.ws_word(abi.WS_STACK_USED)))
     ptr = wf.splat_value(start)
     e.dst(0, ptr if bits == 64 else b.trunc(ptr, ivec(32)))
 
@@ -331,4 +334,8 @@ def stackrestore(e) -> None:
     if new.type != i64:
         new = b.zext(new, i64)
     anyone = b.icmp_unsigned("!=", bits, ir.Constant(i32, 0))
-    wf.set_ws_word(abi.WS_SP, b.select(anyone, new, wf.ws_word(abi.WS_SP)))
+    sp = wf.ws_word(abi.WS_SP)
+    # what the restore frees (or, restoring upwards, takes) counts as alloca counted it
+    used = b.sub(wf.ws_word(abi.WS_STACK_USED), b.sub(sp, new))
+    wf.set_ws_word(abi.WS_SP, b.select(anyone, new, sp))
+    wf.set_ws_word(abi.WS_STACK_USED, b.select(anyone, used, wf.ws_word(abi.WS_STACK_USED)))
