@@ -274,3 +274,16 @@ def test_cuda_program_under_hypa_run(tmp_path, name, expected, depth):
     gpu = gpu_recorded_run(name)
     if gpu is not None:
         assert gpu["rc"] == 0 and gpu["stdout"] == r.stdout
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_barrier_inside_a_recursive_function(mode):
+    # fact(4) on two warps with a bar.sync before each recursive call: a warp waiting at the
+    # barrier three calls deep resumes there.  Per warp: depths 1-3 run A (3), B (sub, bar,
+    # st.param, call: 4), C (4) = 11 each, depth 4 runs A and BASE = 5, the kernel 10: 48.
+    text = ptx("fact").replace("\tsub.u32 %r2, %r1, 1;", "\tbar.sync 0;\n\tsub.u32 %r2, %r1, 1;").replace(
+        "rem.u32 %r2, %r1, 5;", "mov.u32 %r2, 4;")
+    r = emulate(text, ["out"], {"out": np.zeros(64, np.uint32)}, block=64, mode=mode)
+    assert counts(r) == {"inst_executed": 96, "thread_inst_executed": 64 * 48, "calls": 8, "max_call_depth": 4}
+    if mode == "full":
+        assert list(r.buffers["out"]) == [24] * 64
