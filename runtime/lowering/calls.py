@@ -21,7 +21,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
-from ..program import value_bits
+from ..program import RealCall, value_bits
 from .addressing import access
 from .emitter import Emitter
 from .irbuild import lowest_lane

@@ -38,7 +38,7 @@ def counts(r) -> dict:
 @pytest.mark.parametrize("name", ["fact", "table", "frames", "alloca"])
 def test_ptxas_accepts_the_inputs(name):
     p = subprocess.run(["ptxas", "-arch=sm_90", "-o", os.devnull, str(INPUTS / f"{name}.ptx")],
-                       capture_output=True, text=True)
+                       check=False, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 
 
