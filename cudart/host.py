@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from hypa.runtime.abi import DEFAULT_STACK_SIZE
+
 from . import errors as E
 from .api import API, FINISH, UNSUPPORTED
 
@@ -114,6 +116,8 @@ class HostRuntime:
         self.memory = FlatMemory(exact_bounds=opts.exact_bounds)
         self._grid_sync: dict[str, bool] = {}
         self.modules: dict[int, Module] = {}
+        #: cudaLimitStackSize: call stack per thread (recursion, alloca), CUDA's default
+        self.stack_size = DEFAULT_STACK_SIZE
         self.functions: dict[int, Kernel] = {}
         self.symbols: dict[int, Symbol] = {}
         self.config: list[tuple] = []
@@ -286,7 +290,7 @@ class HostRuntime:
             return False
         emu = Emulator(module_op, mode=self.opts.mode, step_budget=self.opts.step_budget or RUN_STEP_BUDGET,
                        memory_metrics=self.opts.memory_metrics, bounds_check=self.opts.bounds_check,
-                       initcheck=self.opts.initcheck, strict=self.opts.strict)
+                       initcheck=self.opts.initcheck, strict=self.opts.strict, stack_size=self.stack_size)
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
                                ctypes.cast(self._printf, ctypes.c_void_p).value or 0)
         m.emulator = emu
@@ -715,10 +719,15 @@ class HostRuntime:
 
     def cudaDeviceGetLimit(self, value, limit):
         # cudaLimitStackSize 0, PrintfFifoSize 1, MallocHeapSize 2
-        ctypes.c_size_t.from_address(value).value = {0: 1024, 1: 1 << 20, 2: 8 << 20}.get(limit, 0)
+        ctypes.c_size_t.from_address(value).value = {0: self.stack_size, 1: 1 << 20, 2: 8 << 20}.get(limit, 0)
         return 0
 
     def cudaDeviceSetLimit(self, limit, value):
+        if limit == 0:  # cudaLimitStackSize: the call stack per thread of later launches
+            self.stack_size = int(value)
+            for m in self.modules.values():
+                if getattr(m, "emulator", None) is not None:
+                    m.emulator.stack_size = self.stack_size
         return 0
 
     def cudaDeviceGetCacheConfig(self, config):

@@ -52,11 +52,13 @@ class CFG:
     @property
     def exits(self) -> list[int]:
         """Blocks that can leave the function: those ending in ``ret``, ``exit``,
-        ``trap`` (guarded or not) or the end of the body."""
+        ``trap`` (guarded or not) or the end of the body.  The ``ret`` of an inlined
+        function (``hypa.return``) goes back to its caller: not an exit."""
         out = []
         for i, b in enumerate(self.blocks):
             t = b.last_op
-            if not self.succs[i] or (isinstance(t, InstructionOp) and t.spec.name in ("ret", "exit", "trap")):
+            if not self.succs[i] or (isinstance(t, InstructionOp) and t.spec.name in ("ret", "exit", "trap")
+                                     and "hypa.return" not in t.attributes):
                 out.append(i)
         return out
 

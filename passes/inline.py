@@ -16,12 +16,27 @@ the copy reads the argument registers and writes the return registers of the
 call directly (no copies, which would be instructions the program does not
 have); a callee that writes one of its ``.reg`` arguments, or a call that
 passes something other than a register or names a register both as argument
-and as return value, is reported.  Indirect calls and recursion are reported
-as errors.
+and as return value, is reported.
+
+An **indirect call** (``call (r), %rd, (a), proto;``) becomes a dispatch: the
+``call`` stays (counted once) and ends its block with a ``ptx.fallthrough`` to
+one copy per possible target (attribute ``hypa.dispatch``, the targets in
+successor order), each returning to the rest of the block; the emulator sends
+each lane to the copy whose function address its register holds, so lanes that
+call different functions diverge and reconverge after the call.  The possible
+targets are the ``.calltargets`` list, else every function of the module whose
+address is taken and whose parameters match the ``.callprototype``.
+
+A **recursive** function (one that can reach itself through calls) cannot be
+inlined: it gets one copy in the kernel, entered by *real calls*
+(``ptx.fallthrough`` after the ``call`` with attribute ``hypa.call``) and left
+through one return block (``ptx.implicit_ret`` with ``hypa.real_return``); the
+emulator keeps a per-thread call stack for them (docs/design.md section 8).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -39,15 +54,26 @@ from hypa.ptxdialect.dialect import (
     ImplicitReturnOp,
     InstructionOp,
     LabelOp,
+    RawDirectiveOp,
     RegDeclOp,
     LabelsAttr,
     VarDeclAttr,
     VarOp,
     new_op,
 )
-from hypa.ptxdialect.operands import Operand
+from hypa.ptxdialect.operands import Operand, iter_syms
 
 RETURN_ATTR = "hypa.return"
+#: on the ``ptx.fallthrough`` that ends a block after a real call: ``[callee, [[actual, formal]...]
+#: (arguments), [[actual, formal]...] (return values)]``
+CALL_ATTR = "hypa.call"
+#: on the ``ptx.fallthrough`` after an indirect call: the possible targets, in successor order
+DISPATCH_ATTR = "hypa.dispatch"
+#: on the ``ptx.implicit_ret`` that ends the kernel's copy of a recursive function: its name
+REAL_RETURN_ATTR = "hypa.real_return"
+#: on every instruction of a recursive function's copy (and what is inlined into it): a slice
+#: root (the copy is shared by every call, so slice mode emulates all of it)
+KEEP_ATTR = "hypa.keep"
 SCOPE_STRIDE = 1 << 20
 MAX_INLINES = 4096
 
@@ -66,6 +92,134 @@ def callee_name(call: InstructionOp) -> tuple[str | None, bool]:
     if target[0] == "sym":
         return target[1], True
     return None, False
+
+
+def indirect_register(call: InstructionOp) -> Operand | None:
+    """The register an indirect call goes through (``call (r), %rd, (a), proto``), else None."""
+    args = call.operands_ast
+    i = 1 if args and args[0][0] == "paren" and len(args) > 1 else 0
+    return args[i] if i < len(args) and args[i][0] == "reg" else None
+
+
+_PROTO_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d+)\s+[\w$]+\s*(?:\[\s*(\d+)\s*\])?")
+
+
+def _param_sizes(decls: str) -> tuple[int, ...]:
+    return tuple(int(bits) // 8 * int(n or 1) for _k, bits, n in _PROTO_PARAM.findall(decls))
+
+
+def _signature(func: FuncOp) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(return value sizes, argument sizes) in bytes."""
+    rets = " ".join(p[0] for p in (func.ret_params.data if func.ret_params else ()))
+    return _param_sizes(rets), _param_sizes(" ".join(p[0] for p in func.params.data))
+
+
+def _prototype(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(return value sizes, argument sizes) of ``.callprototype`` text ``name: (.param .b32 _) _ (...)``."""
+    body = text.split(":", 1)[1].strip()
+    groups = re.findall(r"\(([^()]*)\)", body)
+    if body.startswith("(") and len(groups) > 1:
+        return _param_sizes(groups[0]), _param_sizes(groups[1])
+    return (), _param_sizes(groups[0] if groups else "")
+
+
+def _label_directive(call: InstructionOp, label: str) -> tuple[str, str] | None:
+    """(directive, text) of the ``.callprototype``/``.calltargets`` named ``label``: the
+    nearest one before the call in its block, else any in the body."""
+    def match(op) -> tuple[str, str] | None:
+        if isinstance(op, RawDirectiveOp) and op.text.data.split(":", 1)[0].strip() == label:
+            return op.directive.data, op.text.data
+        return None
+
+    block = call.parent
+    op = call.prev_op
+    while op is not None:
+        m = match(op)
+        if m:
+            return m
+        op = op.prev_op
+    region = block.parent if block is not None else None
+    for o in (region.walk() if region is not None else ()):
+        m = match(o)
+        if m:
+            return m
+    return None
+
+
+def address_taken(module: ModuleOp) -> list[str]:
+    """Functions whose address the module takes: named by an operand of an instruction
+    other than as a call's target, or in a variable's initializer (a table of pointers)."""
+    names = {op.func_name for op in module.ops if isinstance(op, FuncOp)}
+    out: dict[str, None] = {}
+    for op in module.walk():
+        if isinstance(op, VarOp) and op.init:
+            for n in re.findall(r"[A-Za-z_$%][\w$]*", op.init):
+                if n in names:
+                    out[n] = None
+        elif isinstance(op, InstructionOp):
+            skip = callee_name(op)[0] if op.spec.name == "call" else None
+            for a in op.operands_ast:
+                for n in iter_syms(a):
+                    if n in names and n != skip:
+                        out[n] = None
+    return list(out)
+
+
+def indirect_targets(module: ModuleOp, call: InstructionOp, funcs: dict[str, FuncOp],
+                     taken: list[str] | None = None) -> list[str]:
+    """The functions an indirect call may reach: its ``.calltargets`` list, else the defined
+    functions whose address is taken and whose parameter sizes match its ``.callprototype``."""
+    last = call.operands_ast[-1]
+    found = _label_directive(call, last[1]) if last[0] == "sym" else None
+    if found is not None and found[0] == ".calltargets":
+        names = [n.strip() for n in found[1].split(":", 1)[1].split(",") if n.strip()]
+        missing = [n for n in names if n not in funcs]
+        if missing:
+            raise InlineError(f"indirect call '{call.opcode} ...' lists {', '.join(missing)} in .calltargets; "
+                              f"the module does not define {'it' if len(missing) == 1 else 'them'}")
+        return names
+    want = _prototype(found[1]) if found is not None else None
+    taken = address_taken(module) if taken is None else taken
+    out = [n for n in taken if n in funcs and (want is None or _signature(funcs[n]) == want)]
+    if not out:
+        raise InlineError(f"indirect call '{call.opcode} ...' has no possible target: no function defined in the "
+                          f"module has its address taken and matches the prototype")
+    return out
+
+
+def recursive_functions(module: ModuleOp, funcs: dict[str, FuncOp]) -> set[str]:
+    """The defined functions that can reach themselves through calls (direct or indirect)."""
+    taken = None
+    graph: dict[str, set[str]] = {}
+    for name, f in funcs.items():
+        out: set[str] = set()
+        for op in f.body.walk():
+            if isinstance(op, InstructionOp) and op.spec.name == "call":
+                callee, direct = callee_name(op)
+                if direct:
+                    if callee in funcs:
+                        out.add(callee)  # type: ignore[arg-type]
+                elif indirect_register(op) is not None:
+                    if taken is None:
+                        taken = address_taken(module)
+                    try:
+                        out.update(indirect_targets(module, op, funcs, taken))
+                    except InlineError:
+                        pass  # reported where the call is inlined
+        graph[name] = out
+    rec: set[str] = set()
+    for start in graph:
+        seen: set[str] = set()
+        stack = list(graph[start])
+        while stack:
+            n = stack.pop()
+            if n == start:
+                rec.add(start)
+                break
+            if n not in seen:
+                seen.add(n)
+                stack.extend(graph.get(n, ()))
+    return rec
 
 
 def call_params(call: InstructionOp) -> tuple[list[str], list[str]]:
@@ -149,15 +303,17 @@ def _register_formals(call: InstructionOp, callee: FuncOp) -> dict[str, Operand]
 
 
 def inline_calls(module: ModuleOp, kernel: FuncOp) -> list[tuple[str, int, int]]:
-    """Inline every direct call in ``kernel``; return each block's origin
-    ``(function, block index, piece)`` (piece > 0 for the rest of a block
-    split at a call)."""
+    """Inline every direct call in ``kernel``, turn indirect calls into dispatches and
+    calls of recursive functions into real calls; return each block's origin
+    ``(function, block index, piece)`` (piece > 0 for the rest of a block split at a call).
+    The activation each block runs in (the kernel, or a recursive function) is recorded
+    on the kernel (``block_activations``)."""
     funcs = {op.func_name: op for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration}
     origins: dict[Block, tuple[str, int, int]] = {
         b: (kernel.func_name, i, 0) for i, b in enumerate(kernel.body.blocks)
     }
     chains: dict[Block, tuple[str, ...]] = {b: (kernel.func_name,) for b in kernel.body.blocks}
-    count = 0
+    st = _State(module, kernel, funcs, origins, chains, {b: kernel.func_name for b in kernel.body.blocks})
     changed = True
     while changed:
         changed = False
@@ -168,43 +324,219 @@ def inline_calls(module: ModuleOp, kernel: FuncOp) -> list[tuple[str, int, int]]
                 if RETURN_ATTR + ".done" in op.attributes:
                     continue
                 name, direct = callee_name(op)
+                if op.guard_pred is not None and (not direct or name in st.recursive):
+                    raise InlineError(f"guarded call '@{op.guard_pred[0][1]} {op.opcode} ...' in {origins[block][0]}: "
+                                      f"the emulator's indirect and recursive calls are unguarded")
                 if not direct:
-                    raise InlineError(f"indirect call '{op.opcode} ...' in {kernel.func_name} is not supported by the emulator")
+                    if indirect_register(op) is None:
+                        raise InlineError(f"call '{op.opcode} ...' in {kernel.func_name} names no function or register")
+                    _dispatch(st, block, op)
+                    changed = True
+                    break
                 callee = funcs.get(name or "")
                 if callee is None:
                     op.attributes[RETURN_ATTR + ".done"] = UnitAttr()
                     continue
+                if name in st.recursive:
+                    _real_call(st, block, op, callee)
+                    changed = True
+                    break
                 if name in chains[block]:
                     raise InlineError(f"recursive call to '{name}' ({' -> '.join(chains[block] + (name,))}) cannot be inlined")
-                count += 1
-                if count > MAX_INLINES:
+                st.count += 1
+                if st.count > MAX_INLINES:
                     raise InlineError(f"more than {MAX_INLINES} calls to inline in {kernel.func_name}")
-                _inline_one(kernel, block, op, callee, count, origins, chains)
+                _inline_one(kernel, block, op, callee, st.count, origins, chains, st.owners)
                 changed = True
                 break
             if changed:
                 break
+    kernel.attributes[ACTIVATIONS_ATTR] = ArrayAttr([StringAttr(st.owners[b]) for b in kernel.body.blocks])
+    for b in kernel.body.blocks:
+        if st.owners[b] != kernel.func_name:
+            for op in b.ops:
+                if isinstance(op, InstructionOp):
+                    op.attributes[KEEP_ATTR] = UnitAttr()
     return [origins[b] for b in kernel.body.blocks]
 
 
-def _inline_one(kernel, block, call, callee, k, origins, chains) -> None:
-    region: Region = kernel.body
-    # 1. split the calling block after the call
+class _State:
+    """What ``inline_calls`` keeps while it rewrites one kernel."""
+
+    def __init__(self, module, kernel, funcs, origins, chains, owners):
+        self.module, self.kernel, self.funcs = module, kernel, funcs
+        self.origins, self.chains, self.owners = origins, chains, owners
+        self.recursive = recursive_functions(module, funcs)
+        self.taken: list[str] | None = None
+        self.copies: dict[str, dict[str, str]] = {}  # recursive function -> its formals' names in the kernel
+        self.count = 0
+
+
+def _split_after(block: Block, call: InstructionOp) -> Block:
     rest = Block()
-    after = list(_ops_after(call))
-    for o in after:
+    for o in list(_ops_after(call)):
         o.detach()
         rest.add_op(o)
     call.attributes[RETURN_ATTR + ".done"] = UnitAttr()
-    # 2. copy the callee
+    return rest
+
+
+def _check_arity(call: InstructionOp, callee: FuncOp) -> tuple[tuple, tuple]:
     ret_items, arg_items = _call_items(call)
-    formals = [p[1] for p in callee.params.data]
-    formal_rets = [p[1] for p in (callee.ret_params.data if callee.ret_params else ())]
-    if len(arg_items) != len(formals) or len(ret_items) != len(formal_rets):
+    nf = len(callee.params.data)
+    nr = len(callee.ret_params.data) if callee.ret_params else 0
+    if len(arg_items) != nf or len(ret_items) != nr:
         raise InlineError(
             f"call to '{callee.func_name}' passes {len(arg_items)} arguments and {len(ret_items)} return values; "
-            f"it declares {len(formals)} and {len(formal_rets)}"
+            f"it declares {nf} and {nr}"
         )
+    return ret_items, arg_items
+
+
+def _real_call_attr(st: _State, call: InstructionOp, callee: FuncOp) -> ArrayAttr:
+    """The ``hypa.call`` attribute of a real call of ``callee`` (its copy made if needed)."""
+    ret_items, arg_items = _check_arity(call, callee)
+    formals = _real_copy(st, callee)
+    pairs = []
+    for items, plist in ((arg_items, callee.params.data), (ret_items, callee.ret_params.data if callee.ret_params else ())):
+        out = []
+        for a, p in zip(items, plist):
+            if a[0] != "sym":
+                raise InlineError(f"call to the recursive function '{callee.func_name}' passes '{a[1] if len(a) > 1 else a}' "
+                                  f"for '{p[1]}'; the emulator's real calls take .param arguments only")
+            out.append(ArrayAttr([StringAttr(a[1]), StringAttr(formals[p[1]])]))
+        pairs.append(ArrayAttr(out))
+    return ArrayAttr([StringAttr(callee.func_name), pairs[0], pairs[1]])
+
+
+def _real_call(st: _State, block: Block, call: InstructionOp, callee: FuncOp) -> None:
+    """``call`` of a recursive function: the block ends with a real call, then the rest."""
+    attr = _real_call_attr(st, call, callee)
+    rest = _split_after(block, call)
+    ft = new_op(FallthroughOp, {}, [rest])
+    ft.attributes[CALL_ATTR] = attr
+    block.add_op(ft)
+    st.kernel.body.insert_block_after(rest, block)
+    _rest_of(st, block, rest)
+
+
+def _rest_of(st: _State, block: Block, rest: Block) -> None:
+    o = st.origins[block]
+    st.origins[rest] = (o[0], o[1], o[2] + 1)
+    st.chains[rest] = st.chains[block]
+    st.owners[rest] = st.owners[block]
+
+
+def _dispatch(st: _State, block: Block, call: InstructionOp) -> None:
+    """An indirect call: one successor per possible target (an inlined copy, or a real call)."""
+    kernel = st.kernel
+    if st.taken is None:
+        st.taken = address_taken(st.module)
+    targets = indirect_targets(st.module, call, st.funcs, st.taken)
+    rest = _split_after(block, call)
+    region = kernel.body
+    anchor = block
+    entries: list[Block] = []
+    for t in targets:
+        callee = st.funcs[t]
+        if t in st.recursive:
+            nb = Block()
+            ft = new_op(FallthroughOp, {}, [rest])
+            ft.attributes[CALL_ATTR] = _real_call_attr(st, call, callee)
+            nb.add_op(ft)
+            region.insert_block_after(nb, anchor)
+            anchor = nb
+            st.origins[nb] = (st.origins[block][0], st.origins[block][1], st.origins[block][2] + 1)
+            st.chains[nb] = st.chains[block]
+            st.owners[nb] = st.owners[block]
+            entries.append(nb)
+            continue
+        if t in st.chains[block]:
+            raise InlineError(f"recursive call to '{t}' ({' -> '.join(st.chains[block] + (t,))}) cannot be inlined")
+        st.count += 1
+        if st.count > MAX_INLINES:
+            raise InlineError(f"more than {MAX_INLINES} calls to inline in {kernel.func_name}")
+        copies = _copy_callee(call, callee, st.count, rest)
+        for i, nb in enumerate(copies):
+            region.insert_block_after(nb, anchor)
+            anchor = nb
+            st.origins[nb] = (t, i, 0)
+            st.chains[nb] = st.chains[block] + (t,)
+            st.owners[nb] = st.owners[block]
+        entries.append(copies[0])
+    region.insert_block_after(rest, anchor)
+    _rest_of(st, block, rest)
+    ft = new_op(FallthroughOp, {}, entries)
+    ft.attributes[DISPATCH_ATTR] = ArrayAttr([StringAttr(t) for t in targets])
+    block.add_op(ft)
+
+
+def _real_copy(st: _State, callee: FuncOp) -> dict[str, str]:
+    """The kernel's one copy of the recursive function ``callee`` (made on first use): its
+    blocks at the end of the body, every ``ret`` a branch to one return block; returns the
+    kernel-level names of its formal parameters (``.param`` variables of the copy)."""
+    name = callee.func_name
+    done = st.copies.get(name)
+    if done is not None:
+        return done
+    st.count += 1
+    k = st.count
+    suffix = f"__real{k}"
+    for p in (*callee.params.data, *(callee.ret_params.data if callee.ret_params else ())):
+        if p[2] != ".param":
+            raise InlineError(f"the recursive function '{name}' has the {p[2]} parameter '{p[1]}'; the emulator's "
+                              f"real calls take .param parameters only")
+    for op in callee.body.walk():
+        if isinstance(op, InstructionOp) and op.spec.name == "exit":
+            raise InlineError(f"the recursive function '{name}' executes 'exit'; the emulator's real calls "
+                              f"need every call to return")
+    formals = {p[1]: p[1] + suffix for p in (*callee.params.data, *(callee.ret_params.data if callee.ret_params else ()))}
+    st.copies[name] = formals
+    syms = dict(formals)
+    for op in callee.body.walk():
+        if isinstance(op, (LabelOp, BranchTargetsOp)):
+            syms[op.label.data] = op.label.data + suffix
+        elif isinstance(op, VarOp):
+            syms[op.var_name] = op.var_name + suffix
+    ret_block = Block()
+    r = new_op(ImplicitReturnOp, {})
+    r.attributes[REAL_RETURN_ATTR] = StringAttr(name)
+    ret_block.add_op(r)
+    mapping: dict[Block, Block] = {b: Block() for b in callee.body.blocks}
+    copies = list(mapping.values())
+    regs = SCOPE_STRIDE * k
+    for b, nb in zip(callee.body.blocks, copies):
+        for op in b.ops:
+            nb.add_op(_copy_op(op, regs, syms, mapping, ret_block))
+        nb.name_hint = (b.name_hint or "bb") + suffix
+    # the formals: call parameters of the kernel, one set per function (saved per frame)
+    decls = [new_op(VarOp, {"decl": VarDeclAttr.fast(((), ".param", ((".align", p[4]),) if p[4] else (), p[3],
+                                                          formals[p[1]], tuple(p[5]), None))})
+             for p in (*callee.params.data, *(callee.ret_params.data if callee.ret_params else ()))]
+    first = copies[0]
+    for d in reversed(decls):
+        if first.first_op is not None:
+            first.insert_op_before(d, first.first_op)
+        else:
+            first.add_op(d)
+    region = st.kernel.body
+    for i, nb in enumerate(copies):
+        region.add_block(nb)
+        st.origins[nb] = (name, i, 0)
+        st.chains[nb] = (name,)
+        st.owners[nb] = name
+    region.add_block(ret_block)
+    st.origins[ret_block] = (name, len(copies) - 1, 1)
+    st.chains[ret_block] = (name,)
+    st.owners[ret_block] = name
+    return formals
+
+
+def _copy_callee(call: InstructionOp, callee: FuncOp, k: int, rest: Block) -> list[Block]:
+    """A copy of ``callee``'s blocks for one call site, returning to ``rest``."""
+    ret_items, arg_items = _check_arity(call, callee)
+    formals = [p[1] for p in callee.params.data]
+    formal_rets = [p[1] for p in (callee.ret_params.data if callee.ret_params else ())]
     formal_regs = _register_formals(call, callee)
     syms = {f: a[1] for f, a in (*zip(formals, arg_items), *zip(formal_rets, ret_items)) if a[0] == "sym"}
     suffix = f"__inl{k}"
@@ -226,6 +558,15 @@ def _inline_one(kernel, block, call, callee, k, origins, chains) -> None:
         for op in b.ops:
             nb.add_op(_copy_op(op, regs, syms, mapping, rest, formal_regs))
         nb.name_hint = (b.name_hint or "bb") + suffix
+    return copies
+
+
+def _inline_one(kernel, block, call, callee, k, origins, chains, owners) -> None:
+    region: Region = kernel.body
+    # 1. split the calling block after the call, 2. copy the callee
+    _check_arity(call, callee)
+    rest = _split_after(block, call)
+    copies = _copy_callee(call, callee, k, rest)
     # 3. wire: call block -> copy entry; copies in layout after the call block
     block.add_op(new_op(FallthroughOp, {}, [copies[0]]))
     anchor = block
@@ -234,10 +575,12 @@ def _inline_one(kernel, block, call, callee, k, origins, chains) -> None:
         anchor = nb
         origins[nb] = (callee.func_name, i, 0)
         chains[nb] = chains[block] + (callee.func_name,)
+        owners[nb] = owners[block]
     region.insert_block_after(rest, anchor)
     o = origins[block]
     origins[rest] = (o[0], o[1], o[2] + 1)
     chains[rest] = chains[block]
+    owners[rest] = owners[block]
 
 
 def _ops_after(op: Operation):
@@ -285,6 +628,9 @@ def _copy_op(op: Operation, regs: int, syms: dict[str, str], mapping: dict[Block
 #: on an inlined kernel: where each of its blocks came from, ``[[function, block, piece], ...]``
 #: (the emulator reports the blocks of an inlined ``.func`` under that function)
 ORIGINS_ATTR = "hypa.block_origins"
+#: on an inlined kernel: the activation each block runs in, ``[function, ...]`` (the kernel, or
+#: the recursive function whose copy holds the block: the values a real call saves)
+ACTIVATIONS_ATTR = "hypa.block_activations"
 
 
 def record_origins(kernel: FuncOp, origins: list[tuple[str, int, int]]) -> None:
@@ -300,6 +646,15 @@ def block_origins(kernel: FuncOp) -> list[tuple[str, int, int]]:
     if isinstance(rec, ArrayAttr) and len(rec.data) == len(blocks):
         return [(e.data[0].data, e.data[1].data, e.data[2].data) for e in rec.data]  # type: ignore[union-attr]
     return [(kernel.func_name, i, 0) for i in range(len(blocks))]
+
+
+def block_activations(kernel: FuncOp) -> list[str]:
+    """Each block's activation as ``ptx-inline`` recorded it (the kernel's own where none is)."""
+    blocks = list(kernel.body.blocks)
+    rec = kernel.attributes.get(ACTIVATIONS_ATTR)
+    if isinstance(rec, ArrayAttr) and len(rec.data) == len(blocks):
+        return [e.data for e in rec.data]  # type: ignore[union-attr]
+    return [kernel.func_name] * len(blocks)
 
 
 def has_calls_to_inline(module: ModuleOp, kernel: FuncOp) -> bool:

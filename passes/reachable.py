@@ -38,12 +38,19 @@ class Extracted:
     ops_cloned: int
 
 
+#: stands for "an indirect call": every function a ``.global``/``.const`` initializer names
+#: (tables of function pointers, virtual tables) may be its target
+_INDIRECT = "%indirect-call"
+
+
 def _operand_symbols(func: FuncOp) -> set[str]:
     out: set[str] = set()
     for op in func.body.walk():
         if isinstance(op, InstructionOp):
             for a in op.operands_ast:
                 out.update(iter_syms(a))
+            if op.spec.name == "call" and any(a[0] == "reg" for a in op.operands_ast):
+                out.add(_INDIRECT)
         elif isinstance(op, VarOp) and op.init:
             out.update(_IDENT.findall(op.init))
     return out
@@ -90,6 +97,10 @@ def reachable(module: ModuleOp, kernel: FuncOp, index: SymbolIndex | None = None
         else:
             v = work_vars.pop()
             names = set(_IDENT.findall(v.init)) if v.init else set()
+        if _INDIRECT in names and _INDIRECT not in seen_vars:
+            seen_vars.add(_INDIRECT)
+            names |= {n for v in variables.values() if v.space in (".global", ".const") and v.init
+                      for n in _IDENT.findall(v.init) if n in funcs}
         for n in names:
             if n in funcs and n not in seen_funcs:
                 seen_funcs.add(n)

@@ -47,6 +47,7 @@ from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import EntryValueOp, FallthroughOp, FuncOp, InstructionOp
 from hypa.ptxdialect.operands import iter_syms
 
+from .inline import KEEP_ATTR
 from .ssa import convert_function as to_ssa
 from .ssa import is_ssa
 
@@ -286,7 +287,7 @@ class _Slicer:
             if op.spec.terminator and (g is not None or name == "brx.idx"):
                 closure.add_op(op)
                 fs.roots.append(op)
-            elif op.spec.sync in ("barrier", "warp-barrier") or name == "call":
+            elif op.spec.sync in ("barrier", "warp-barrier", "stack") or name == "call" or KEEP_ATTR in op.attributes:
                 closure.add_op(op)
                 fs.roots.append(op)
             elif name in self.keep:

@@ -939,7 +939,9 @@ class BranchTargetsOp(DirectiveOp):
 @irdl_op_definition
 class FallthroughOp(BlockTerminator, DirectiveOp):
     """Control passes to the next block in layout order.  Not a PTX statement:
-    it makes the CFG edge explicit and prints as nothing."""
+    it makes the CFG edge explicit and prints as nothing.  After ``ptx-inline`` it also
+    ends a block at an indirect call (one successor per possible target, ``hypa.dispatch``)
+    or a real call (``hypa.call``)."""
 
     name = "ptx.fallthrough"
     dest = var_successor_def()
@@ -948,7 +950,7 @@ class FallthroughOp(BlockTerminator, DirectiveOp):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_block_name(self.successors[0])
+        printer.print_list(self.successors, printer.print_block_name)
         if self.operands:
             printer.print_string("(")
             printer.print_list(self.operands, printer.print_operand)
@@ -959,7 +961,9 @@ class FallthroughOp(BlockTerminator, DirectiveOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> "FallthroughOp":
-        succ = parser.parse_successor()
+        succs = [parser.parse_successor()]
+        while parser.parse_optional_punctuation(","):
+            succs.append(parser.parse_successor())
         operands: list[SSAValue] = []
         if parser.parse_optional_punctuation("("):
             unresolved = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_unresolved_operand)
@@ -967,7 +971,7 @@ class FallthroughOp(BlockTerminator, DirectiveOp):
             types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
             parser.parse_punctuation(")")
             operands = _resolve(parser, unresolved, types)
-        return cls.create(operands=operands, successors=[succ], attributes=parser.parse_optional_attr_dict())
+        return cls.create(operands=operands, successors=succs, attributes=parser.parse_optional_attr_dict())
 
 
 @irdl_op_definition

@@ -160,7 +160,8 @@ class Instr:
     registers (the timing model's load/store classes; atomics, reductions, async
     copies and mbarrier updates are not plain).  ``sync``: ``"barrier"`` (CTA or
     cluster barrier), ``"warp-barrier"``, ``"fence"``, ``"wait"`` (waits for
-    asynchronous work) or ``""``.  ``MEMORY_FACTS`` sets these three.
+    asynchronous work), ``"stack"`` (moves or reads the per-thread stack pointer:
+    ``alloca``, ``stacksave``, ``stackrestore``) or ``""``.  ``MEMORY_FACTS`` sets these three.
     ``lanes``: ``"cross"`` when a lane's result depends on other lanes' operands (shuffles,
     votes, warp reductions, the warp-wide matrix operations), else ``""``.  ``timing``: the
     family of timing classes the statement belongs to (``TIMING_FAMILIES``; the timing model
@@ -703,10 +704,12 @@ MEMORY_FACTS: dict[str, dict[str, str]] = {
     **{n: {"sync": "fence"} for n in "membar fence".split()},
     **{n: {"sync": "wait"} for n in
        "cp.async.wait_group cp.async.wait_all cp.async.bulk.wait_group wgmma.wait_group tcgen05.wait".split()},
+    # the per-thread stack pointer: each moves or reads it, so they keep their order
+    **{n: {"sync": "stack"} for n in "alloca stacksave stackrestore".split()},
 }
 MEMORY_EFFECTS = ("", "r", "w", "rw")
 TRANSFERS = ("", "load", "store")
-SYNC_ROLES = ("", "barrier", "warp-barrier", "fence", "wait")
+SYNC_ROLES = ("", "barrier", "warp-barrier", "fence", "wait", "stack")
 
 #: cross-lane behaviour and timing family of the entries that have one (``Instr.lanes``,
 #: ``.timing``): the one place these facts are written

@@ -75,7 +75,8 @@ CTX_UNINIT_ADDR = CTX_FLAT_START + 11                 # .. its lane's address op
 CTX_UNINIT_LANE = CTX_FLAT_START + 12
 CTX_UNINIT_WARP = CTX_FLAT_START + 13
 CTX_UNINIT_CTA = CTX_FLAT_START + 14                  # .. linear CTA id
-CTX_WORDS = CTX_FLAT_START + 15
+CTX_STACK_SIZE = CTX_FLAT_START + 15                  # call stack per thread, bytes (as the GPU counts them)
+CTX_WORDS = CTX_FLAT_START + 16
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40
@@ -96,6 +97,14 @@ WS_EXITED = 4          # lanes that have exited
 WS_STATUS = 5          # scheduler: 0 ready, 1 waiting at a barrier, 2 done
 WS_BAR_ID = 6
 WS_BAR_EXPECT = 7      # warps the barrier waits for (0: every live warp)
+# the per-thread call stack (real calls, alloca; docs/design.md section 8), the same for
+# every lane of the warp: local-memory offsets of the stack top, the running function's
+# frame and its call record; the call depth
+WS_SP = 8
+WS_FP = 9
+WS_REC = 10
+WS_DEPTH = 11
+WS_STACK_USED = 12  # bytes of the stack used, counted as the GPU counts frames (the limit's measure)
 WS_STACK = 16          # SIMT stack: 3 words per entry (pc, rpc, mask)
 STACK_DEPTH = 256
 WS_FRAME_BYTES_OFFSET = (WS_STACK + 3 * STACK_DEPTH) * 8  # values of the warp
@@ -116,6 +125,29 @@ ERR_BAD_BRANCH_INDEX = 6
 ERR_MISALIGNED = 7
 ERR_BAD_WINDOW = 8
 ERR_ASSERT = 9  # call __assertfail: a failed assert() stops the kernel, as on the GPU
+ERR_CALL_STACK = 10  # a real call or alloca past the per-thread stack (CTX_ERR_ADDR: depth or bytes)
+ERR_BAD_CALL_TARGET = 11  # an indirect call through an address that is no possible target
+
+# -- the per-thread call stack ------------------------------------------------------
+#: bytes per thread, as CUDA's default (cudaLimitStackSize); Emulator(stack_size=), --stack-size
+DEFAULT_STACK_SIZE = 1024
+#: the deepest call the counters record (a call deeper than this stops the launch)
+CALL_DEPTH_COUNTERS = 1024
+#: a real call's record in the caller's frame: call site, reconvergence block, frame, record,
+#: stack used (32-bit words each)
+CALL_RECORD_BYTES = 20
+#: what a call costs of the stack size besides the registers it saves and the callee's
+#: locals: the return address, as in the GPU's frames (ptxas -v: a function whose call keeps
+#: one 32-bit register live has a 16-byte frame)
+RETURN_ADDRESS_BYTES = 8
+
+
+def function_address(name: str) -> int:
+    """The value ``mov.u64 %rd, func`` gives: opaque, non-zero, the same in every process,
+    in no memory window (an indirect call compares it with its possible targets')."""
+    import zlib
+
+    return (0xFFFF << WINDOW_SHIFT) + (zlib.crc32(name.encode()) & 0xFFFFFF)
 
 # -- counters ---------------------------------------------------------------------
 # per block: warp executions, thread executions, divergent branches, threads that take the

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from . import abi
 from .emulator import DEFAULT_STEP_BUDGET, Emulator, LaunchResult
 from .errors import LAUNCH_ERRORS
 from .executor import DaskCluster, Executor, Forked, InProcess, TaskFailed
@@ -50,6 +51,7 @@ class ProfileOptions:
     bounds_check: bool = True  # slice mode: check the addresses of accesses outside the slice
     initcheck: bool = True  # count reads of shared/local bytes never written (a warning note)
     strict: bool = False  # ... an error instead
+    stack_size: int = abi.DEFAULT_STACK_SIZE  # call stack per thread (recursion, alloca)
     jobs: int = 1
     per_cta: bool = False
     scheduler: str | None = None
@@ -63,7 +65,7 @@ class ProfileOptions:
     def emulator_options(self) -> dict[str, Any]:
         return {"mode": self.mode, "exact_predicates": self.exact_predicates, "step_budget": self.step_budget,
                 "memory_metrics": self.memory_metrics, "bounds_check": self.bounds_check,
-                "initcheck": self.initcheck, "strict": self.strict}
+                "initcheck": self.initcheck, "strict": self.strict, "stack_size": self.stack_size}
 
 
 @dataclass

@@ -134,8 +134,13 @@ class Emulator:
         bounds_check: bool = True,
         initcheck: bool = True,
         strict: bool = False,
+        stack_size: int = abi.DEFAULT_STACK_SIZE,
     ):
         self.memory_metrics = memory_metrics
+        if isinstance(stack_size, bool) or not isinstance(stack_size, (int, np.integer)) or stack_size < 0:
+            raise LaunchError(f"the stack size must be a number of bytes per thread, not {stack_size!r}")
+        #: bytes of call stack per thread (real calls, alloca), as cudaLimitStackSize
+        self.stack_size = int(stack_size)
         #: count reads of shared/local bytes that no thread of the CTA wrote (a warning note);
         #: ``strict``: such a read is an error, as are the other warnings a launch can give
         self.initcheck = bool(initcheck)
@@ -488,7 +493,7 @@ class Emulator:
         shared_size = _align_up(prog.shared_static_bytes + launch.shared_bytes, 16)
         shadows = 2 if prog.initcheck else 1  # initcheck: a shadow byte per byte, after the bytes
         shared = _aligned_zeros(shadows * shared_size + 16)
-        local_size = _align_up(prog.local_bytes, 16)
+        local_size = prog.stack_base + prog.stack_bytes(self.stack_size) if prog.uses_stack else _align_up(prog.local_bytes, 16)
         local = _aligned_zeros(shadows * threads * local_size + 16)
         cparam_size = _align_up(prog.call_param_bytes, 16)
         cparam = _aligned_zeros(threads * cparam_size + 16)
@@ -538,6 +543,7 @@ class Emulator:
         ctx[abi.CTX_NTHREADS] = threads
         ctx[abi.CTX_DYN_SHARED] = launch.shared_bytes
         ctx[abi.CTX_SMCOUNT] = 132
+        ctx[abi.CTX_STACK_SIZE] = self.stack_size
         if host is not None:
             try:
                 host.setup_context(ctx, nwin)
@@ -633,6 +639,23 @@ class Emulator:
             op = prog.instructions[instr_i] if 0 <= instr_i < len(prog.instructions) else None
             text = _assertion_text(prog, op) if op is not None else None
             return f"assertion failed at {where} in block {bname}" + (f": {text}" if text else " (call __assertfail)")
+        if code == abi.ERR_CALL_STACK:
+            aux = int(ctx[abi.CTX_ERR_AUX])
+            depth = int(ctx[abi.CTX_ERR_ADDR])
+            if instr is not None and instr.startswith("alloca"):
+                return (f"call stack overflow at {where}: {instr} (block {bname}) asks for more than the "
+                        f"{self.stack_size} bytes of stack per thread (raise it with --stack-size)")
+            call = prog.real_calls[aux] if 0 <= aux < len(prog.real_calls) else None
+            from .demangle import demangle
+
+            caller = demangle(call.caller) if call else "?"
+            callee = demangle(call.callee) if call else "?"
+            return (f"call stack overflow at {where}: {instr} in {caller} (block {bname}) would enter {callee} at call "
+                    f"depth {depth}, past the {self.stack_size} bytes of stack per thread or the deepest call "
+                    f"counted ({abi.CALL_DEPTH_COUNTERS - 1}); raise the stack with --stack-size")
+        if code == abi.ERR_BAD_CALL_TARGET:
+            addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF
+            return f"indirect call through {addr:#x}, the address of none of its possible targets, at {where}: {instr}"
         if code == abi.ERR_STACK_OVERFLOW:
             return f"SIMT stack overflow at {where} in block {bname}"
         if code == abi.ERR_DEADLOCK:
@@ -780,6 +803,8 @@ def _symbol_addresses(prog: KernelProgram) -> dict[str, int]:
     out = {name: (abi.WIN_FIRST_GLOBAL + k) << abi.WINDOW_SHIFT for k, name in enumerate(prog.global_vars)}
     for name, var in prog.const_vars.items():
         out[name] = (abi.WIN_CONST << abi.WINDOW_SHIFT) | var.offset
+    for name in prog.functions:  # a table of function pointers
+        out.setdefault(name, abi.function_address(name))
     return out
 
 

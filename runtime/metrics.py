@@ -205,6 +205,12 @@ def compute(prog: KernelProgram, counters, static_instructions: int, threads: in
     vals["divergent_branch"] = divergent
     vals["branch_efficiency"] = 100.0 * (branch - divergent) / branch if branch else 100.0
     vals["executed_fraction"] = emulated_thread_inst / thread_inst if thread_inst else 0.0
+    if prog.real_calls:
+        # real calls (recursion): warp-level calls that entered each depth
+        base = prog.call_counter_base
+        depths = [int(c) for c in counters[base : base + abi.CALL_DEPTH_COUNTERS]]
+        vals["calls"] = sum(depths)
+        vals["max_call_depth"] = max((d for d, c in enumerate(depths) if c), default=0)
     blocks = sorted(per_origin.values(), key=lambda m: (m.function != prog.func.func_name, m.function, m.block))
     mem_list, mem_totals = _memory(prog, counters)
     base = prog.warp_counter_base

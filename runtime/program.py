@@ -20,7 +20,14 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
-from hypa.passes.inline import PTXInline, block_origins, has_calls_to_inline
+from hypa.passes.inline import (
+    CALL_ATTR,
+    REAL_RETURN_ATTR,
+    PTXInline,
+    block_activations,
+    block_origins,
+    has_calls_to_inline,
+)
 from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
@@ -32,6 +39,7 @@ from hypa.ptxdialect.dialect import (
     EntryValueOp,
     FallthroughOp,
     FuncOp,
+    ImplicitReturnOp,
     InstructionOp,
     RegType,
     VarOp,
@@ -72,6 +80,20 @@ class Variable:
     align: int
     init: str | None
     ptx_type: str
+
+
+@dataclass
+class RealCall:
+    """A real call (docs/design.md section 8): the block that ends with it, the function it
+    enters, the call parameters copied in and out (``(actual, formal)``), the block it
+    returns to, and the activation that makes it (whose values and formals it saves)."""
+
+    block: int
+    callee: str
+    args: list[tuple[str, str]]
+    rets: list[tuple[str, str]]
+    rest: int
+    caller: str
 
 
 @dataclass
@@ -119,6 +141,68 @@ class KernelProgram:
     bounds_check: bool = True
     #: reads of shared/local bytes no thread wrote are counted (``runtime/lowering/initcheck.py``)
     initcheck: bool = True
+    #: per block: the activation it runs in (the kernel, or a recursive function's copy)
+    activations: list[str] = field(default_factory=list)
+    #: real calls in block order; the block that enters each recursive function, and each
+    #: function's return block
+    real_calls: list[RealCall] = field(default_factory=list)
+    function_entries: dict[str, int] = field(default_factory=dict)
+    real_returns: dict[int, str] = field(default_factory=dict)
+    #: ``.local`` variables of recursive functions: offset in their function's frame
+    frame_vars: dict[str, Variable] = field(default_factory=dict)
+    frame_sizes: dict[str, int] = field(default_factory=dict)
+    #: per recursive function: its formal parameters (call parameters saved with its frame)
+    formals: dict[str, list[str]] = field(default_factory=dict)
+    _live_in: list[set[SSAValue]] | None = field(default=None, repr=False)
+    #: the kernel needs a per-thread stack (real calls, ``alloca``, ``stacksave``): it starts
+    #: at ``stack_base`` in each thread's local memory, after the kernel's own variables
+    uses_stack: bool = False
+
+    @property
+    def stack_base(self) -> int:
+        """Where the stack starts in a thread's local memory: after the kernel's variables,
+        never at offset 0 (an ``alloca`` result is never a null pointer)."""
+        return _align(self.local_bytes, 16) + 16
+
+    def saved_values(self, call: RealCall) -> list[SSAValue]:
+        """The frame values a real call saves: its caller's values live where it returns
+        (lanes the call does not run keep theirs: every write is masked by the active lanes)."""
+        if call.caller == self.func.func_name:
+            return []
+        if self._live_in is None:
+            self._live_in = _live_in(self.cfg, self.slots)
+        live = self._live_in[call.rest]
+        return [v for v in self._slot_order() if v in live and self.activations[_block_of(v, self.cfg)] == call.caller]
+
+    def _slot_order(self) -> list[SSAValue]:
+        return sorted(self.slots, key=self.slots.__getitem__)
+
+    def call_frame_bytes(self, call: RealCall) -> tuple[int, int, int]:
+        """(bytes of the caller's part of a call's frame in memory: record, saved values and
+        formals; bytes of the callee's ``.local`` variables; bytes the call counts against the
+        stack size: return address, saved values and the callee's locals, as the GPU counts
+        frames), each a multiple of 16."""
+        saved = sum(1 if value_bits(v) == 1 else max(value_bits(v), 8) // 8 for v in self.saved_values(call))
+        formals = sum(self.call_params[f].size for f in self.formals.get(call.caller, ())) \
+            if call.caller != self.func.func_name else 0
+        head = _align(abi.CALL_RECORD_BYTES + saved + formals, 16)
+        callee = self.frame_sizes.get(call.callee, 0)
+        return head, callee, _align(abi.RETURN_ADDRESS_BYTES + saved, 16) + callee
+
+    def stack_bytes(self, stack_size: int) -> int:
+        """Bytes of each thread's stack region for a stack size (as the GPU counts it): frames
+        in memory are larger (records, saved formals), by at most the largest ratio of a call."""
+        ratio = 1.0
+        for c in self.real_calls:
+            head, callee, counted = self.call_frame_bytes(c)
+            ratio = max(ratio, (head + callee) / counted)
+        return _align(int(stack_size * ratio) + 64, 16)
+
+    @property
+    def call_counter_base(self) -> int:
+        """Index of the first call-depth counter (``abi.CALL_DEPTH_COUNTERS`` of them when the
+        kernel makes real calls: calls that entered each depth)."""
+        return self.warp_counter_base + abi.WARP_SLOTS
 
     @property
     def reported(self) -> set[InstructionOp]:
@@ -131,7 +215,7 @@ class KernelProgram:
 
     @property
     def num_counters(self) -> int:
-        return self.warp_counter_base + abi.WARP_SLOTS
+        return self.warp_counter_base + abi.WARP_SLOTS + (abi.CALL_DEPTH_COUNTERS if self.real_calls else 0)
 
     @property
     def num_blocks(self) -> int:
@@ -281,6 +365,7 @@ def prepare(
     except DiagnosticException as e:
         raise ProgramError(str(e).removeprefix("ptx-inline: ")) from None
     origins = block_origins(func)
+    activations = block_activations(func)
     defined = {op.func_name for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration}
     # only the kernel matters from here on
     for op in list(module.ops):
@@ -377,7 +462,32 @@ def prepare(
         shared_vars[v.var_name] = Variable(v.var_name, ".shared", dyn_off, 0, v.align or 16, None, v.ptx_type)
     const_vars, const_bytes = _var_layout([v for v in var_ops if v.space == ".const"])
     global_vars, _ = _var_layout([v for v in var_ops if v.space == ".global"])
-    local_vars, local_bytes = _var_layout([v for v in var_ops if v.space == ".local"])
+    # .local variables of recursive functions live in their frames (one per call)
+    block_index = cfg.index
+    frame_of = {v: activations[block_index[v.parent]] for v in var_ops
+                if v.space == ".local" and v.parent in block_index and activations[block_index[v.parent]] != func.func_name}
+    local_vars, local_bytes = _var_layout([v for v in var_ops if v.space == ".local" and v not in frame_of])
+    frame_vars: dict[str, Variable] = {}
+    frame_sizes: dict[str, int] = {}
+    for fname in dict.fromkeys(frame_of.values()):
+        fv, fsize = _var_layout([v for v, f in frame_of.items() if f == fname])
+        frame_vars.update(fv)
+        frame_sizes[fname] = _align(fsize, 16)
+    real_calls: list[RealCall] = []
+    real_returns: dict[int, str] = {}
+    formals: dict[str, list[str]] = {}
+    for bi, b in enumerate(cfg.blocks):
+        t = b.last_op
+        if isinstance(t, FallthroughOp) and CALL_ATTR in t.attributes:
+            a = t.attributes[CALL_ATTR].data  # type: ignore[attr-defined]
+            pairs = [[(x.data[0].data, x.data[1].data) for x in lst.data] for lst in a[1:3]]
+            real_calls.append(RealCall(bi, a[0].data, pairs[0], pairs[1], cfg.index[t.successors[0]], activations[bi]))
+            formals.setdefault(a[0].data, [f for _a, f in pairs[0] + pairs[1]])
+        elif isinstance(t, ImplicitReturnOp) and REAL_RETURN_ATTR in t.attributes:
+            real_returns[bi] = t.attributes[REAL_RETURN_ATTR].data  # type: ignore[attr-defined]
+    function_entries = {f: bi for bi, (f, i, piece) in enumerate(origins)
+                        if i == 0 and piece == 0 and activations[bi] == f and f != func.func_name}
+    uses_stack = bool(real_calls) or any(op.spec.name in ("alloca", "stacksave", "stackrestore") for op in instructions)
     # .param variables declared inside bodies: call arguments and return values
     call_params, call_param_bytes = _call_param_layout(
         [v for v in var_ops if v.space == ".param" and v.parent_op() is not module]
@@ -419,6 +529,14 @@ def prepare(
         initcheck=initcheck,
         exact_predicates=exact_predicates,
         notes=notes,
+        activations=activations,
+        real_calls=real_calls,
+        function_entries=function_entries,
+        real_returns=real_returns,
+        frame_vars=frame_vars,
+        frame_sizes=frame_sizes,
+        formals=formals,
+        uses_stack=uses_stack,
     )
     prog.ops_cloned = extracted.ops_cloned
     prog.functions = extracted.functions
@@ -553,6 +671,41 @@ def _slice_signature(func: FuncOp) -> str:
         elif "hypa.address" in op.attributes:
             marks.append(f"a{i}")
     return ",".join(marks)
+
+
+def _block_of(v: SSAValue, cfg: CFG) -> int:
+    owner = v.owner
+    block = owner if isinstance(v, BlockArgument) else owner.parent  # type: ignore[union-attr]
+    return cfg.index[block]  # type: ignore[index]
+
+
+def _live_in(cfg: CFG, slots: dict[SSAValue, int]) -> list[set[SSAValue]]:
+    """The frame values live at the start of each block (backward dataflow over the CFG;
+    an edge's block arguments are read at the end of the block it leaves)."""
+    n = len(cfg)
+    uses: list[set[SSAValue]] = [set() for _ in range(n)]
+    defs: list[set[SSAValue]] = [set() for _ in range(n)]
+    for bi, b in enumerate(cfg.blocks):
+        d = defs[bi]
+        d.update(b.args)
+        for op in b.ops:
+            for v in op.operands:
+                if v in slots and v not in d:
+                    uses[bi].add(v)
+            d.update(op.results)
+    live = [set(u) for u in uses]
+    changed = True
+    while changed:
+        changed = False
+        for bi in reversed(range(n)):
+            out: set[SSAValue] = set()
+            for t in cfg.succs[bi]:
+                out |= live[t]
+            new = uses[bi] | (out - defs[bi])
+            if len(new) != len(live[bi]):
+                live[bi] = new
+                changed = True
+    return live
 
 
 def reconvergence(prog: KernelProgram, block: int) -> int:

@@ -180,6 +180,7 @@ def to_table(results: Sequence[LaunchResult], blocks: bool = True) -> str:
             ("branch_efficiency", f"{m['branch_efficiency']:.2f} %"),
             ("executed_fraction", f"{100 * m['executed_fraction']:.2f} %"),
         ]
+        rows += [(k, m[k]) for k in ("calls", "max_call_depth") if k in m]  # real calls (recursion)
         for k, v in rows:
             lines.append(f"  {k:<42} {v:>16}" if not isinstance(v, str) else f"  {k:<42} {v:>16}")
         if r.metrics.predicates_estimated:

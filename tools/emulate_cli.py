@@ -74,6 +74,8 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
                         "recorded in the IR says, else off)")
     g.add_argument("--step-budget", type=int, default=step_budget_default, metavar="N",
                    help="stop after N warp-instructions (runaway loops)")
+    g.add_argument("--stack-size", type=int, default=None, metavar="BYTES",
+                   help="call stack per thread for recursion and alloca (default 1024, CUDA's cudaLimitStackSize)")
     g.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                    help="stop the whole command after SECONDS of wall-clock time (exit status 124)")
     g.add_argument("--kernel", default=None, help="kernel to launch (mangled or demangled name)")
@@ -131,10 +133,13 @@ def select_kernel(module: ModuleOp, launches: Sequence[Launch], name: str | None
 
 
 def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Namespace) -> list[LaunchResult]:
+    from hypa.runtime import abi
     from hypa.runtime.emulator import DEFAULT_STEP_BUDGET, Emulator
 
     budget = args.step_budget if args.step_budget is not None else DEFAULT_STEP_BUDGET
+    stack = getattr(args, "stack_size", None)
     emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=budget,
+                   stack_size=abi.DEFAULT_STACK_SIZE if stack is None else stack,
                    memory_metrics=getattr(args, "memory_metrics", False),
                    bounds_check=getattr(args, "bounds_check", True), initcheck=getattr(args, "initcheck", True),
                    strict=getattr(args, "strict", False))

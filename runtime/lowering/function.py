@@ -11,8 +11,6 @@ model (``addressing.py``) and the control flow (``warp.py``) build on it.
 
 from __future__ import annotations
 
-import zlib
-
 from llvmlite import ir
 from xdsl.ir import SSAValue
 
@@ -345,7 +343,8 @@ class WarpFunction:
                 return "param", off
         if name in p.call_params:
             return "cparam", p.call_params[name].offset
-        for kind, variables in (("shared", p.shared_vars), ("local", p.local_vars), ("const", p.const_vars)):
+        for kind, variables in (("shared", p.shared_vars), ("local", p.local_vars), ("local", p.frame_vars),
+                                ("const", p.const_vars)):
             if name in variables:
                 return kind, variables[name].offset
         if name in p.global_vars:
@@ -364,6 +363,9 @@ class WarpFunction:
             if name == "WARP_SZ":
                 address = 32  # the ISA's predefined constant: threads per warp
             else:
-                # a function symbol (mov.u64 %rd, func): an opaque non-zero value, the same in every process
-                address = (0xFFFF << abi.WINDOW_SHIFT) + (zlib.crc32(name.encode()) & 0xFFFFFF)
+                address = abi.function_address(name)  # mov.u64 %rd, func
+        elif name in self.prog.frame_vars:
+            # a .local variable of a recursive function: in the running call's frame
+            fp = self.ws_word(abi.WS_FP)
+            return self.splat_value(self.b.add(fp, ir.Constant(i64, address + offset)))
         return self.splat(address + offset, i64)

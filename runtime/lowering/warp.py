@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hypa.passes.inline import callee_name
+from hypa.passes.inline import CALL_ATTR, DISPATCH_ATTR, REAL_RETURN_ATTR, callee_name
 from hypa.ptxdialect.dialect import FallthroughOp, ImplicitReturnOp, InstructionOp
 from hypa.ptxdialect.printer import instruction_text
 
 from .. import abi
 from ..program import KernelProgram, reconvergence
 from . import semantics  # noqa: F401  (registers the rules)
+from .calls import emit_dispatch, emit_real_call, emit_real_return
 from .emitter import Emitter
 from .function import WarpFunction
 from .memory_metrics import emit_memory_metrics
@@ -145,6 +146,11 @@ class WarpCodegen(WarpFunction):
         b.store(ir.Constant(i32, -1), self.cur_rpc)
         self.set_ws_word(abi.WS_TOP, ir.Constant(i64, 0))
         self.set_ws_word(abi.WS_EXITED, ir.Constant(i64, 0))
+        if prog.uses_stack:
+            for word, v in ((abi.WS_SP, prog.stack_base), (abi.WS_FP, prog.stack_base), (abi.WS_REC, -1), (abi.WS_DEPTH, 0),
+                            (abi.WS_STACK_USED, 0)):
+                self.set_ws_word(word, ir.Constant(i64, v))
+        self.real_call_sites = {c.block: k for k, c in enumerate(prog.real_calls)}
         b.branch(self.block_bbs[0])
         # pop / dispatch
         b.position_at_end(self.pop_bb)
@@ -293,6 +299,17 @@ class WarpCodegen(WarpFunction):
             b.comment(instruction_text(term))
         cfg = prog.cfg
         active = self.active
+        if isinstance(term, FallthroughOp) and CALL_ATTR in term.attributes:
+            emit_real_call(self, bi, self.real_call_sites[bi])
+            return
+        if isinstance(term, FallthroughOp) and DISPATCH_ATTR in term.attributes:
+            targets = [t.data for t in term.attributes[DISPATCH_ATTR].data]  # type: ignore[attr-defined]
+            groups = [(cfg.index[term.successors[j]], m) for j, m in emit_dispatch(self, bi, targets)]
+            self.diverge(bi, groups, count=False)
+            return
+        if isinstance(term, ImplicitReturnOp) and REAL_RETURN_ATTR in term.attributes:
+            emit_real_return(self, bi, term.attributes[REAL_RETURN_ATTR].data)  # type: ignore[attr-defined]
+            return
         if isinstance(term, FallthroughOp):
             s = term.successors[0]
             self.edge_writes(bi, 0, s, active)
@@ -401,13 +418,21 @@ class WarpCodegen(WarpFunction):
             fm = b.and_(active, b.not_(cond))
             groups.append((cfg.index[term.successors[-1]], fm))
             self.edge_writes(bi, len(term.successors) - 1, term.successors[-1], fm)
+        self.diverge(bi, groups, count=True)
+
+    def diverge(self, bi: int, groups: list[tuple[int, ir.Value]], count: bool) -> None:
+        """Send each group of lanes (target block, lanes) on its way: jump where one group
+        holds every lane, else push one SIMT entry per non-empty group."""
+        b = self.b
+        prog = self.prog
         # how many distinct groups are non-empty
         nonempty = ir.Constant(i32, 0)
         for _t, m in groups:
             nz = b.icmp_unsigned("!=", self.mask_to_i32(m), ir.Constant(i32, 0))
             nonempty = b.add(nonempty, b.zext(nz, i32))
         divergent = b.icmp_unsigned(">", nonempty, ir.Constant(i32, 1))
-        self.counter_add(abi.BLOCK_COUNTERS * bi + 2, b.zext(divergent, i64))
+        if count:
+            self.counter_add(abi.BLOCK_COUNTERS * bi + 2, b.zext(divergent, i64))
         r = reconvergence(prog, bi)
         cur_rpc = b.load(self.cur_rpc, typ=i32)
         cur_mask = b.load(self.cur_mask, typ=i32)

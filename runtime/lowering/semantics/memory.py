@@ -10,11 +10,13 @@ from llvmlite import ir
 
 from hypa.ptxdialect.operands import parse_int_immediate
 
+from ... import abi
 from ...program import value_bits
 from .. import initcheck
+from ..irbuild import lowest_lane
 from ..rules import rule
 from ..softfloat import half_add
-from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, type_bits, vec
+from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, ivec, type_bits, vec
 
 
 def _vec_width(e) -> int:
@@ -278,3 +280,68 @@ def check_access(e) -> None:
     intent = _CHECKED_INTENT[name]
     for k in range(_vec_width(e)):
         e.host_pointers(space, _element_address(e, addr, k, bits), max(bits, 8) // 8, e.exec_mask, kind, intent)
+
+
+# -- the per-thread stack (alloca, stacksave, stackrestore) ------------------------------
+# The stack top is a warp-wide local-memory offset (``abi.WS_SP``, docs/design.md section 8):
+# ``alloca`` gives every executing lane the same offset in its own local memory, sized for
+# the largest request among them; a real call's return frees what the callee allocated.
+
+
+def _stack_bits(e) -> int:
+    return 64 if ".u64" in e.types else 32
+
+
+@rule("alloca")
+def alloca(e) -> None:
+    b, wf = e.b, e.wf
+    bits = _stack_bits(e)
+    size = e.src(1, bits)
+    if bits < 64:
+        size = b.zext(size, ivec(64))
+    align = 8
+    if len(e.args) > 2 and e.args[2][0] == "imm":
+        align = max(8, parse_int_immediate(e.args[2][1]))
+    if align & (align - 1):
+        raise e.fail(f"alloca alignment {align} is not a power of 2")
+    lanes = e.exec_mask
+    sp = wf.ws_word(abi.WS_SP)
+    start = b.and_(b.add(sp, ir.Constant(i64, align - 1)), ir.Constant(i64, ~(align - 1) & (2**64 - 1)))
+    asked = b.select(lanes, size, e.splat(0, i64))
+    most = b.call(wf.intrinsic("llvm.vector.reduce.umax.v32i64", i64, [ivec(64)]), [asked])
+    limit = wf.ctx_word(abi.CTX_LOCAL_SIZE)
+    end = b.add(start, b.and_(b.add(most, ir.Constant(i64, 7)), ir.Constant(i64, ~7 & (2**64 - 1))))
+    used = b.add(wf.ws_word(abi.WS_STACK_USED), b.sub(end, sp))
+    over = b.or_(b.icmp_unsigned(">", most, limit), b.icmp_unsigned(">", end, limit))
+    over = b.or_(over, b.icmp_unsigned(">", used, wf.ctx_word(abi.CTX_STACK_SIZE)))
+    wf.error_if(e.instr_id, b.and_(lanes, wf.splat_value(over)), abi.ERR_CALL_STACK, size)
+    anyone = b.icmp_unsigned("!=", wf.mask_to_i32(lanes), ir.Constant(i32, 0))
+    wf.set_ws_word(abi.WS_SP, b.select(anyone, end, sp))
+    wf.set_ws_word(abi.WS_STACK_USED, b.select(anyone, used, wf.ws_word(abi.WS_STACK_USED)))
+    ptr = wf.splat_value(start)
+    e.dst(0, ptr if bits == 64 else b.trunc(ptr, ivec(32)))
+
+
+@rule("stacksave")
+def stacksave(e) -> None:
+    b, wf = e.b, e.wf
+    sp = wf.splat_value(wf.ws_word(abi.WS_SP))
+    e.dst(0, sp if _stack_bits(e) == 64 else b.trunc(sp, ivec(32)))
+
+
+@rule("stackrestore")
+def stackrestore(e) -> None:
+    b, wf = e.b, e.wf
+    v = e.src(0, _stack_bits(e))
+    bits = wf.mask_to_i32(e.exec_mask)
+    lane = lowest_lane(b, wf.module, bits)
+    safe = b.select(b.icmp_unsigned("==", bits, ir.Constant(i32, 0)), ir.Constant(i32, 0), lane)
+    new = b.extract_element(v, safe)
+    if new.type != i64:
+        new = b.zext(new, i64)
+    anyone = b.icmp_unsigned("!=", bits, ir.Constant(i32, 0))
+    sp = wf.ws_word(abi.WS_SP)
+    # what the restore frees (or, restoring upwards, takes) counts as alloca counted it
+    used = b.sub(wf.ws_word(abi.WS_STACK_USED), b.sub(sp, new))
+    wf.set_ws_word(abi.WS_SP, b.select(anyone, new, sp))
+    wf.set_ws_word(abi.WS_STACK_USED, b.select(anyone, used, wf.ws_word(abi.WS_STACK_USED)))
