@@ -47,7 +47,8 @@ from hypa.ptxdialect.dialect import (
 )
 from hypa.ptxdialect.operands import Operand
 
-RETURN_ATTR = "hypa.return"
+from .cfg import RETURN_ATTR
+
 SCOPE_STRIDE = 1 << 20
 MAX_INLINES = 4096
 

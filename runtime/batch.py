@@ -48,6 +48,7 @@ class ProfileOptions:
     step_budget: int = DEFAULT_STEP_BUDGET
     memory_metrics: bool = False
     bounds_check: bool = True  # slice mode: check the addresses of accesses outside the slice
+    reconvergence: str = "yield"  # "ipdom": no release by spin loops (runtime/program.prepare)
     jobs: int = 1
     per_cta: bool = False
     scheduler: str | None = None
@@ -60,7 +61,8 @@ class ProfileOptions:
 
     def emulator_options(self) -> dict[str, Any]:
         return {"mode": self.mode, "exact_predicates": self.exact_predicates, "step_budget": self.step_budget,
-                "memory_metrics": self.memory_metrics, "bounds_check": self.bounds_check}
+                "memory_metrics": self.memory_metrics, "bounds_check": self.bounds_check,
+                "reconvergence": self.reconvergence}
 
 
 @dataclass

@@ -132,8 +132,12 @@ class Emulator:
         alias: str = "param",
         memory_metrics: bool = False,
         bounds_check: bool = True,
+        reconvergence: str = "yield",
     ):
         self.memory_metrics = memory_metrics
+        #: how divergent lanes reconverge: "yield" (IPDOM, except where a spin loop's YIELD
+        #: releases waiting lanes, as on the GPU) or "ipdom" (runtime/program.prepare)
+        self.reconvergence = reconvergence
         #: slice mode: also compute and bounds-check the address of every access (full mode
         #: always checks); False: accesses outside the slice are not checked (cheaper)
         self.bounds_check = bool(bounds_check)
@@ -154,7 +158,8 @@ class Emulator:
         self.host = None
 
     def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
-        key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics, self.bounds_check)
+        key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics, self.bounds_check,
+               self.reconvergence)
         p = self._programs.get(key)
         if p is None:
             with phase("prepare"):
@@ -163,7 +168,8 @@ class Emulator:
 
                     self._symbols = SymbolIndex.of(self.module)
                 p = prepare(self.module, self.kernel(kernel), self.mode, self.exact_predicates, alias or self.alias,
-                            self.memory_metrics, index=self._symbols, bounds_check=self.bounds_check)
+                            self.memory_metrics, index=self._symbols, bounds_check=self.bounds_check,
+                            reconvergence=self.reconvergence)
             self._programs[key] = p
         return p
 

@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
+from hypa.passes.spin_loops import yield_headers
 from hypa.passes.inline import PTXInline, block_origins, has_calls_to_inline
 from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel
@@ -40,6 +41,10 @@ from hypa.ptxdialect.printer import instruction_text
 
 LANES = 32
 SLOT_ALIGN = 64
+
+
+#: how divergent lanes reconverge (``prepare``'s ``reconvergence``)
+RECONVERGENCE_MODELS = ("yield", "ipdom")
 
 
 class ProgramError(Exception):
@@ -117,6 +122,10 @@ class KernelProgram:
     #: what slice mode emulates only to compute the addresses it checks; None: ``emulated``
     sliced: set[InstructionOp] | None = None
     bounds_check: bool = True
+    #: headers of the spin loops whose ``YIELD`` releases lanes waiting at reconvergence
+    #: points (``passes/spin_loops.py``); empty with ``reconvergence="ipdom"``
+    yield_blocks: frozenset[int] = frozenset()
+    reconvergence: str = "yield"
 
     @property
     def reported(self) -> set[InstructionOp]:
@@ -222,6 +231,7 @@ def prepare(
     memory_metrics: bool = False,
     index: SymbolIndex | None = None,
     bounds_check: bool = True,
+    reconvergence: str = "yield",
 ) -> KernelProgram:
     """Prepare one kernel of a module for lowering: the end of a pass pipeline.
 
@@ -237,7 +247,13 @@ def prepare(
     ``bounds_check`` (slice mode): the address of every access outside the slice is computed
     too (``passes.slice.address_support``) and checked as full mode checks it; the memory is
     neither read nor written, and reports count the slice alone.
+
+    ``reconvergence``: ``"yield"`` (default) reconverges divergent lanes at the immediate
+    post-dominator except where a spin loop's ``YIELD`` releases them
+    (``passes/spin_loops.py``, ``docs/design.md`` section 8); ``"ipdom"``: always there.
     """
+    if reconvergence not in RECONVERGENCE_MODELS:
+        raise ProgramError(f"reconvergence must be one of {', '.join(RECONVERGENCE_MODELS)}, not '{reconvergence}'")
     if mode not in ("slice", "full"):
         raise ProgramError(f"mode must be 'slice' or 'full', not '{mode}'")
     func = kernel if isinstance(kernel, FuncOp) else find_kernel(module, kernel)
@@ -264,7 +280,7 @@ def prepare(
     # the code generator
     bounds_check = bool(bounds_check) and mode == "slice"
     key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics,
-                       _slice_signature(func) if recorded is not None else "", bounds_check)
+                       _slice_signature(func) if recorded is not None else "", bounds_check, reconvergence)
     try:
         if has_calls_to_inline(module, func):
             if is_ssa(func):  # inlining works on register form
@@ -288,6 +304,7 @@ def prepare(
         assert recorded is not None
     cfg = CFG.of(func)
     ipdom = immediate_post_dominators(len(cfg), cfg.succs, cfg.exits)
+    yield_blocks = frozenset(yield_headers(cfg)) if reconvergence == "yield" else frozenset()
 
     instructions: list[InstructionOp] = []
     block_instrs: list[list[InstructionOp]] = []
@@ -411,6 +428,8 @@ def prepare(
         bounds_check=bounds_check,
         exact_predicates=exact_predicates,
         notes=notes,
+        yield_blocks=yield_blocks,
+        reconvergence=reconvergence,
     )
     prog.ops_cloned = extracted.ops_cloned
     prog.functions = extracted.functions
@@ -525,14 +544,14 @@ def _edge_values(term, k: int) -> list[SSAValue]:
 
 
 def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool,
-                 recorded: str, bounds_check: bool = True) -> str:
+                 recorded: str, bounds_check: bool = True, reconvergence: str = "yield") -> str:
     """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's), the slice
     the input records (if any) and the options."""
     from hypa.ptxdialect.printer import module_to_ptx
 
     h = hashlib.sha256()
     h.update(module_to_ptx(module).encode())
-    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}".encode())
+    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}|{reconvergence}".encode())
     return h.hexdigest()[:32]
 
 

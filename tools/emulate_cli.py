@@ -83,6 +83,10 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
     g.add_argument("--no-bounds-check", dest="bounds_check", action="store_false", default=True,
                    help="slice mode: do not compute and bounds-check the addresses of accesses outside the "
                         "slice (faster; an out-of-bounds access then goes unreported)")
+    g.add_argument("--reconvergence", choices=("yield", "ipdom"), default="yield",
+                   help="where divergent lanes of a warp reconverge (warp-level counts only): at the immediate "
+                        "post-dominator, except that lanes waiting there go on alone when others run a spin loop "
+                        "(ptxas's YIELD, as on the GPU; the default), or always at the immediate post-dominator")
     g.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH", type=arch_argument,
                    help="also estimate the kernel's cycles and time on ARCH (sm_90 = H100 SXM5, the default; "
                         "sm_80 = A100; or an arch .toml): runtime/timing.py")
@@ -131,7 +135,8 @@ def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Na
     budget = args.step_budget if args.step_budget is not None else DEFAULT_STEP_BUDGET
     emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=budget,
                    memory_metrics=getattr(args, "memory_metrics", False),
-                   bounds_check=getattr(args, "bounds_check", True))
+                   bounds_check=getattr(args, "bounds_check", True),
+                   reconvergence=getattr(args, "reconvergence", "yield"))
     launches = select_kernel(module, launches, getattr(args, "kernel", None))
     results = [emu.run(L, jobs=args.jobs) for L in launches]
     for L, r in zip(launches, results):

@@ -66,7 +66,7 @@ def _options(args: argparse.Namespace):
     return ProfileOptions(
         mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget,
         memory_metrics=getattr(args, "memory_metrics", False), bounds_check=getattr(args, "bounds_check", True),
-        jobs=args.jobs, per_cta=args.per_cta,
+        reconvergence=getattr(args, "reconvergence", "yield"), jobs=args.jobs, per_cta=args.per_cta,
         scheduler=args.scheduler, cta_chunk=args.cta_chunk, dedup=not args.no_dedup, kernel=args.kernel,
         fail_fast=args.fail_fast, estimate_time=getattr(args, "estimate_time", None),
         inputs=InputOptions(arch=args.arch, nvcc_flags=shlex.split(args.nvcc_flags), ptx_arch=args.ptx_arch,

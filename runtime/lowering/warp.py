@@ -7,7 +7,9 @@ predicate is a 32-bit mask), so a warp can stop at a barrier and resume
 without saving anything.  Control flow follows GPGPU-Sim's SIMT stack: the
 current entry (active mask, reconvergence block) is kept in ``ws``; a
 divergent branch pushes the reconvergence entry and the not-taken path, and
-reaching the entry's reconvergence block pops.  Every write is masked by the
+reaching the entry's reconvergence block pops.  The header of a spin loop
+(``prog.yield_blocks``) is where ptxas's ``YIELD`` lets waiting lanes go on:
+the lanes running it leave every entry below and never reconverge with them.  Every write is masked by the
 active lanes (and the guard), so values of lanes waiting on the stack survive.
 
 Per block the code adds 1 to the block's warp counter and the number of
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from hypa.passes.cfg import RETURN_ATTR
 from hypa.passes.inline import callee_name
 from hypa.ptxdialect.dialect import FallthroughOp, ImplicitReturnOp, InstructionOp
 from hypa.ptxdialect.printer import instruction_text
@@ -30,6 +33,7 @@ from ..program import KernelProgram, reconvergence
 from . import semantics  # noqa: F401  (registers the rules)
 from .emitter import Emitter
 from .function import WarpFunction
+from .irbuild import Loop
 from .memory_metrics import emit_memory_metrics
 from .printf import emit_printf
 from .rules import RULES, LoweringError
@@ -106,6 +110,19 @@ class WarpCodegen(WarpFunction):
         with b.if_then(need):
             self.push(r, cur_rpc, cur_mask)
         return ir.Constant(i32, r)
+
+    def yield_release(self) -> None:
+        """A spin loop's ``YIELD`` (``passes/spin_loops.py``): the running lanes count as
+        arrived at every reconvergence point they belong to, so the lanes waiting there go
+        on without them, and they run what follows on their own (reconvergence block -1).
+        Their lanes leave every entry below on the SIMT stack."""
+        b = self.b
+        keep = b.zext(b.not_(b.load(self.cur_mask, typ=i32)), i64)
+        loop = Loop(b, ir.Constant(i64, 0), self.ws_word(abi.WS_TOP), f"yield{self.cur_block}")
+        slot = b.add(ir.Constant(i64, abi.WS_STACK + 2), b.mul(loop.i, ir.Constant(i64, 3)))
+        self.set_ws_word(slot, b.and_(self.ws_word(slot), keep))
+        loop.close()
+        b.store(ir.Constant(i32, -1), self.cur_rpc)
 
     def exit_lanes(self, lanes: ir.Value) -> None:
         """Lanes in ``lanes`` (i32 mask) leave the kernel: drop them everywhere."""
@@ -195,6 +212,8 @@ class WarpCodegen(WarpFunction):
                 self.stop(abi.ERR_STEP_BUDGET, bi)
         self.counter_add(abi.BLOCK_COUNTERS * bi, ir.Constant(i64, 1))
         self.counter_add(abi.BLOCK_COUNTERS * bi + 1, self.popcount(self.active))
+        if bi in prog.yield_blocks:
+            self.yield_release()
         if n_instr:  # this warp slot's warp-instructions (load balance inside a CTA)
             wp = b.gep(self.ctx_ptr(abi.CTX_COUNTERS), [b.add(ir.Constant(i64, prog.warp_counter_base), b.zext(self.warp, i64))],
                        source_etype=i64)
@@ -303,7 +322,7 @@ class WarpCodegen(WarpFunction):
         assert isinstance(term, InstructionOp)
         name = term.spec.name
         cond = self.guard_lanes(term)
-        if name == "bra" or (name == "ret" and "hypa.return" in term.attributes):
+        if name == "bra" or (name == "ret" and RETURN_ATTR in term.attributes):
             is_branch = name == "bra"
             taken = term.successors[0]
             ti = cfg.index[taken]
