@@ -30,7 +30,8 @@ lanes whose path ends at ``ret`` may simply ``EXIT``, and no ``YIELD`` is
 needed: ``ptxas`` leaves it out).
 
 The release is modelled only where nothing after the loop synchronises lanes
-again (a ``.sync`` cross-lane instruction, ``bar.warp.sync``, a CTA barrier):
+again (a ``.sync`` cross-lane instruction or ``bar.warp.sync`` whose member mask
+is not ``activemask``'s, a CTA barrier):
 such an instruction (SASS ``WARPSYNC``/``BAR``) would gather the groups once
 more, and where they meet is not modelled; those loops keep the IPDOM model.
 """
@@ -49,11 +50,18 @@ from .loops import Loop, find_loops
 
 def synchronises_lanes(op: InstructionOp) -> bool:
     """A barrier, ``bar.warp.sync`` or a ``.sync`` cross-lane instruction: it gathers
-    the lanes its mask names (SASS ``WARPSYNC``/``BAR``)."""
+    the lanes its mask names (SASS ``WARPSYNC``/``BAR``).  One whose member mask is
+    ``activemask``'s result (``__ballot_sync(__activemask(), p)``, the counters of
+    ``instrument-block-counters``) names only the lanes already running together."""
     spec = op.spec
-    if spec.sync in ("barrier", "warp-barrier"):
+    if spec.sync == "barrier":
         return True
-    return spec.lanes == "cross" and (spec.name.endswith(".sync") or ".sync" in op.modifiers)
+    if spec.sync != "warp-barrier" and not (spec.lanes == "cross" and (spec.name.endswith(".sync") or ".sync" in op.modifiers)):
+        return False
+    mask = op.arg_operands(len(op.operands_ast) - 1) if op.operands_ast else []
+    own = len(mask) == 1 and isinstance(mask[0], OpResult) and isinstance(mask[0].op, InstructionOp) \
+        and mask[0].op.spec.name == "activemask"
+    return not own
 
 
 def _incoming(cfg: CFG, arg: BlockArgument) -> list[SSAValue]:

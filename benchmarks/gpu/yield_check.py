@@ -6,8 +6,8 @@ For every kernel of every file: the spin loops the rule finds (after inlining, a
 emulator sees the kernel) and the ``YIELD`` instructions in the SASS that ``ptxas -arch``
 makes of the kernel as the GPU harness runs it, instrumented by
 ``instrument-block-counters`` (``--plain``: the kernel as written).  Prints one line per
-kernel and exits 1 when a count differs.  Needs ``ptxas`` and ``cuobjdump`` (CUDA, or the
-``nvidia-cuda-cuobjdump`` wheel: ``pip install nvidia-cuda-cuobjdump``).
+kernel and exits 1 when a count differs.  Needs ``ptxas``, ``cuobjdump`` and ``nvdisasm`` (CUDA,
+or the wheels: ``pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm``).
 """
 
 from __future__ import annotations
@@ -33,16 +33,22 @@ from hypa.ptxdialect import parse_ptx  # noqa: E402
 from hypa.runtime.program import module_kernels, prepare  # noqa: E402
 
 
-def cuobjdump() -> str | None:
-    """``cuobjdump`` on the PATH, else the one of the ``nvidia-cuda-cuobjdump`` wheel."""
-    found = shutil.which("cuobjdump")
+def _tool(name: str) -> str | None:
+    """``name`` on the PATH, else the one of its ``nvidia-cuda-<name>`` wheel."""
+    found = shutil.which(name)
     if found:
         return found
     spec = importlib.util.find_spec("nvidia")
     for base in (spec.submodule_search_locations or []) if spec else []:
-        for p in sorted(Path(base).glob("cu*/bin/cuobjdump")):
+        for p in sorted(Path(base).glob(f"cu*/bin/{name}")):
             return str(p)
     return None
+
+
+def cuobjdump() -> str | None:
+    """``cuobjdump``, where the ``nvdisasm`` it runs is there too (None otherwise)."""
+    tool, disasm = _tool("cuobjdump"), _tool("nvdisasm")
+    return tool if tool and disasm else None
 
 
 def yields_per_kernel(ptx: str, arch: str, tool: str) -> dict[str, int]:
@@ -51,7 +57,8 @@ def yields_per_kernel(ptx: str, arch: str, tool: str) -> dict[str, int]:
         src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         Path(src).write_text(ptx)
         subprocess.run(["ptxas", f"-arch={arch}", src, "-o", cubin], check=True, capture_output=True, text=True)
-        sass = subprocess.run([tool, "-sass", cubin], check=True, capture_output=True, text=True).stdout
+        env = dict(os.environ, NVDISASM_PATH=os.path.dirname(_tool("nvdisasm") or ""))
+        sass = subprocess.run([tool, "-sass", cubin], check=True, capture_output=True, text=True, env=env).stdout
     out: dict[str, int] = {}
     name = None
     for line in sass.splitlines():
@@ -83,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     tool = cuobjdump()
     if tool is None or shutil.which("ptxas") is None:
-        print("yield_check: needs ptxas and cuobjdump (pip install nvidia-cuda-cuobjdump)", file=sys.stderr)
+        print("yield_check: needs ptxas, cuobjdump and nvdisasm "
+              "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)", file=sys.stderr)
         return 2
     bad = 0
     for f in args.files:

@@ -58,11 +58,18 @@ def probe_results():
     for model in ("yield", "ipdom"):
         emu = Emulator(module, "full", exact_predicates=True, reconvergence=model)
         out[model] = {k: emu.run(L) for k, L in launches.items()}
+    emu = Emulator(module, "slice")
+    out["slice"] = {k: emu.run(L) for k, L in launches.items()}
     return out
 
 
 def _warps(result) -> dict[str, int]:
     return {b.name: b.warps for b in result.metrics.blocks if b.function == result.metrics.blocks[0].function}
+
+
+def test_slice_mode_counts_the_same(probe_results):
+    for name, r in probe_results["slice"].items():
+        assert _warps(r) == _warps(probe_results["yield"][name]), name
 
 
 def test_every_probe_is_covered():
@@ -152,6 +159,14 @@ def test_no_release_before_a_lane_synchronising_instruction():
         assert len(spin_loops(cfg)) == 1 and not yield_headers(cfg), sync
 
 
+def test_sync_on_the_active_lanes_gathers_no_others():
+    """``shfl.sync``/``vote.sync`` with ``activemask``'s mask (``__shfl_sync(__activemask(), ..)``,
+    the GPU counters' ballots) names only the lanes running together: the release stands."""
+    spin = "L:\n    atom.global.cas.b32 %r4, [%rd1], 0, 1;\n    setp.ne.u32 %p1, %r4, 0;\n    @%p1 bra L;\n"
+    tail = "    activemask.b32 %r6;\n    shfl.sync.idx.b32 %r5, %r3, 0, 31, %r6;\n    st.global.u32 [%rd3], %r5;\n    ret;"
+    assert yield_headers(_cfg(PRE + spin + tail))
+
+
 def test_option_is_checked():
     with pytest.raises(ProgramError, match="reconvergence must be one of yield, ipdom"):
         prepare(parse_ptx(kernel("k()", "    ret;")), "k", "full", reconvergence="its")
@@ -178,14 +193,14 @@ def test_inlined_ret_is_not_an_exit():
 
 
 def test_yield_check_agrees_with_ptxas():
-    """Where ptxas and cuobjdump are installed: the rule finds one spin loop in exactly the
+    """Where ptxas, cuobjdump and nvdisasm are installed: the rule finds one spin loop in exactly the
     probe kernels whose instrumented SASS has a YIELD."""
     sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
     import yield_check
 
     tool = yield_check.cuobjdump()
     if tool is None or not yield_check.shutil.which("ptxas"):
-        pytest.skip("needs ptxas and cuobjdump (pip install nvidia-cuda-cuobjdump)")
+        pytest.skip("needs ptxas, cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
     rows = yield_check.check(str(KERNEL_PTX / "hand" / "reconverge.ptx"), "sm_90", False, tool)
     assert {n: (r, s) for n, r, s in rows} == {
         n: ((1, 1) if n in SPLIT or n in ("cas_lane0_bar", "cas_lane0_syncwarp") else (0, 0)) for n, _, _ in rows}
