@@ -23,6 +23,9 @@ an ``atom`` result, a loop whose exit goes through ``vote.sync``, a spin on a
 weak ``ld`` (which ``ptxas`` may hoist) and a loop with a ``nanosleep`` (its
 own way of letting others run) get none.
 
+PTX for a ``.target`` before ``sm_70`` gets no ``YIELD`` at all
+(``independent_thread_scheduling``).
+
 Only the GPU's *instrumented* kernels (``instrument-block-counters``) count
 warp-level executions; there every join block has counting code, so
 ``ptxas`` keeps a convergence barrier for each divergent branch (without it,
@@ -41,11 +44,24 @@ from __future__ import annotations
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from hypa.ptxdialect import isa
-from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp
+from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp, TargetOp
 
 from .cfg import CFG
 from .dominance import immediate_dominators
 from .loops import Loop, find_loops
+
+
+def independent_thread_scheduling(module) -> bool:
+    """``ptxas`` compiles PTX whose ``.target`` is ``sm_70`` or later for independent thread
+    scheduling (convergence barriers, ``YIELD``); older targets keep the pre-Volta
+    convergence at the immediate post-dominator, without ``YIELD`` (checked on
+    tests/kernels/ptx/atomic_cas.sm_52.ptx: the same CAS loops, no ``YIELD`` for sm_90).
+    No ``.target``: as for a current one."""
+    for op in module.ops:
+        if isinstance(op, TargetOp) and op.arch:
+            digits = "".join(c for c in op.arch.split("_", 1)[-1] if c.isdigit())
+            return not digits or int(digits) >= 70
+    return True
 
 
 def synchronises_lanes(op: InstructionOp) -> bool:
@@ -84,22 +100,26 @@ def _incoming(cfg: CFG, arg: BlockArgument) -> list[SSAValue]:
     return out
 
 
-def _lane_uniform(cfg: CFG, value: SSAValue, seen: set[SSAValue] | None = None) -> bool:
+def _lane_uniform(value: SSAValue) -> bool:
     """``value`` is the same in every lane of a warp: computed from parameters, constants and
     warp-uniform special registers alone (conservative: block arguments, atomics and
     cross-lane results are not)."""
-    seen = set() if seen is None else seen
-    if value in seen:
-        return True
-    seen.add(value)
-    if not isinstance(value, OpResult) or not isinstance(value.op, InstructionOp):
-        return False
-    op = value.op
-    if op.spec.kind == "atomic" or op.spec.lanes == "cross":
-        return False
-    if any(a[0] == "sreg" and a[1] in isa.LANE_VARYING_SPECIAL_REGISTERS for a in op.operands_ast):
-        return False
-    return all(_lane_uniform(cfg, v, seen) for v in op.instruction_operands())
+    seen: set[SSAValue] = set()
+    work = [value]
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if not isinstance(v, OpResult) or not isinstance(v.op, InstructionOp):
+            return False
+        op = v.op
+        if op.spec.kind == "atomic" or op.spec.lanes == "cross":
+            return False
+        if any(a[0] == "sreg" and a[1] in isa.LANE_VARYING_SPECIAL_REGISTERS for a in op.operands_ast):
+            return False
+        work.extend(op.instruction_operands())
+    return True
 
 
 def _spin_source(cfg: CFG, op: InstructionOp) -> bool:
@@ -108,7 +128,7 @@ def _spin_source(cfg: CFG, op: InstructionOp) -> bool:
     if op.spec.kind == "atomic" or (op.spec.sync == "barrier" and op.results):
         return True  # an atomic's result, or a CTA barrier's reduction (bar.red)
     if op.spec.transfer == "load" and op.modifier("ordering") in (".volatile", ".relaxed", ".acquire", ".mmio"):
-        return not all(_lane_uniform(cfg, v) for v in op.instruction_operands())
+        return not all(_lane_uniform(v) for v in op.instruction_operands())
     return False
 
 
@@ -141,8 +161,8 @@ def _depends_on_spin_source(cfg: CFG, loop: Loop, value: SSAValue) -> bool:
 
 def is_spin_loop(cfg: CFG, loop: Loop) -> bool:
     """A loop ``ptxas`` gives a ``YIELD`` (see the module's docstring)."""
-    if any(isinstance(op, InstructionOp) and op.spec.name == "nanosleep"
-           for b in loop.blocks for op in cfg.blocks[b].ops):
+    ops = [op for b in loop.blocks for op in cfg.blocks[b].ops if isinstance(op, InstructionOp)]
+    if any(op.spec.name == "nanosleep" for op in ops) or not any(_spin_source(cfg, op) for op in ops):
         return False
     for b in loop.blocks:
         term = cfg.blocks[b].last_op

@@ -20,7 +20,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
-from hypa.passes.spin_loops import yield_headers
+from hypa.passes.spin_loops import independent_thread_scheduling, yield_headers
 from hypa.passes.inline import PTXInline, block_origins, has_calls_to_inline
 from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel
@@ -257,6 +257,7 @@ def prepare(
     if mode not in ("slice", "full"):
         raise ProgramError(f"mode must be 'slice' or 'full', not '{mode}'")
     func = kernel if isinstance(kernel, FuncOp) else find_kernel(module, kernel)
+    yields = reconvergence == "yield" and independent_thread_scheduling(module)
     extracted = extract_kernel(module, func, index)
     module, func = extracted.module, extracted.kernel
     ctx = Context()
@@ -304,7 +305,7 @@ def prepare(
         assert recorded is not None
     cfg = CFG.of(func)
     ipdom = immediate_post_dominators(len(cfg), cfg.succs, cfg.exits)
-    yield_blocks = frozenset(yield_headers(cfg)) if reconvergence == "yield" else frozenset()
+    yield_blocks = frozenset(yield_headers(cfg)) if yields else frozenset()
 
     instructions: list[InstructionOp] = []
     block_instrs: list[list[InstructionOp]] = []

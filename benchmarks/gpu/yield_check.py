@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 from compare import _hypa  # noqa: E402,F401  (makes ``hypa`` importable)
 
 from hypa.passes.instrument import instrument_ptx  # noqa: E402
-from hypa.passes.spin_loops import spin_loops  # noqa: E402
+from hypa.passes.spin_loops import independent_thread_scheduling, spin_loops  # noqa: E402
 from hypa.ptxdialect import parse_ptx  # noqa: E402
 from hypa.runtime.program import module_kernels, prepare  # noqa: E402
 
@@ -74,11 +74,16 @@ def yields_per_kernel(ptx: str, arch: str, tool: str) -> dict[str, int]:
 def check(path: str, arch: str, plain: bool, tool: str) -> list[tuple[str, int, int]]:
     """(kernel, spin loops the rule finds, YIELDs in the SASS) for each kernel of ``path``."""
     text = Path(path).read_text()
+    m = re.search(r"\.target\s+(sm_\d+)a\b", text)
+    if m and m.group(1) == arch:  # sm_90a PTX assembles for sm_90a only
+        arch += "a"
     sass = yields_per_kernel(text if plain else instrument_ptx(text)[0], arch, tool)
     rows = []
-    for k in module_kernels(parse_ptx(text)):
+    module = parse_ptx(text)
+    its = independent_thread_scheduling(module)
+    for k in module_kernels(module):
         prog = prepare(parse_ptx(text), k.func_name, "full", reconvergence="ipdom")
-        rows.append((k.func_name, len(spin_loops(prog.cfg)), sass.get(k.func_name, 0)))
+        rows.append((k.func_name, len(spin_loops(prog.cfg)) if its else 0, sass.get(k.func_name, 0)))
     return rows
 
 

@@ -167,6 +167,15 @@ def test_sync_on_the_active_lanes_gathers_no_others():
     assert yield_headers(_cfg(PRE + spin + tail))
 
 
+@pytest.mark.parametrize("target,released", [("sm_52", False), ("sm_60", False), ("sm_70", True), ("sm_90a", True)])
+def test_only_targets_with_independent_thread_scheduling(target, released):
+    """ptxas gives PTX for targets before sm_70 no YIELD (atomic_cas.sm_52.ptx for sm_90)."""
+    spin = "L:\n    atom.global.cas.b32 %r4, [%rd1], 0, 1;\n    setp.ne.u32 %p1, %r4, 0;\n    @%p1 bra L;\n"
+    text = kernel("k(.param .u64 k_p)", PRE + spin + "    ret;", target=target)
+    prog = prepare(parse_ptx(text), "k", "full")
+    assert bool(prog.yield_blocks) is released
+
+
 def test_option_is_checked():
     with pytest.raises(ProgramError, match="reconvergence must be one of yield, ipdom"):
         prepare(parse_ptx(kernel("k()", "    ret;")), "k", "full", reconvergence="its")
