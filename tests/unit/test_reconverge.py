@@ -46,7 +46,7 @@ SPLIT = {
     "cas_func_lane0": {"$L_join": (2 * W, W)},
 }
 # no spin loop (no YIELD), or one followed by a lane-synchronising instruction: IPDOM
-SAME = ["atom_lane0_ret", "store_lane0_ret", "counted_atom_lane0", "counted_exit_by_lane",
+SAME = ["cas_once_lane0", "atom_lane0_ret", "store_lane0_ret", "counted_atom_lane0", "counted_exit_by_lane",
         "cas_lane0_bar", "cas_lane0_syncwarp"]
 
 
