@@ -85,6 +85,7 @@ WS_EXITED = 4          # lanes that have exited
 WS_STATUS = 5          # scheduler: 0 ready, 1 waiting at a barrier, 2 done
 WS_BAR_ID = 6
 WS_BAR_EXPECT = 7      # warps the barrier waits for (0: every live warp)
+WS_YIELDED = 8         # 1: a lane group yielded at a spin loop; the next to reach one runs on
 WS_STACK = 16          # SIMT stack: 3 words per entry (pc, rpc, mask)
 STACK_DEPTH = 256
 WS_FRAME_BYTES_OFFSET = (WS_STACK + 3 * STACK_DEPTH) * 8  # values of the warp

@@ -111,18 +111,46 @@ class WarpCodegen(WarpFunction):
             self.push(r, cur_rpc, cur_mask)
         return ir.Constant(i32, r)
 
-    def yield_release(self) -> None:
-        """A spin loop's ``YIELD`` (``passes/spin_loops.py``): the running lanes count as
-        arrived at every reconvergence point they belong to, so the lanes waiting there go
-        on without them, and they run what follows on their own (reconvergence block -1).
-        Their lanes leave every entry below on the SIMT stack."""
+    def gen_yield(self, bi: int) -> None:
+        """A spin loop's ``YIELD`` (``passes/spin_loops.py``), at the top of its header
+        ``bi``: the running lanes count as arrived at every reconvergence point they belong
+        to, so the lanes waiting there go on without them, and they run what follows on
+        their own (reconvergence block -1): their lanes leave every entry below on the SIMT
+        stack.  Then, as the GPU switches at a ``YIELD``, the entry on top of the stack runs
+        first (a lane that left the loop may hold what the others spin on) and this group
+        waits under it to run the header next (``WS_YIELDED``: the next group to reach a
+        spin loop's header runs it)."""
         b = self.b
-        keep = b.zext(b.not_(b.load(self.cur_mask, typ=i32)), i64)
-        loop = Loop(b, ir.Constant(i64, 0), self.ws_word(abi.WS_TOP), f"yield{self.cur_block}")
+        cur = b.load(self.cur_mask, typ=i32)
+        keep = b.zext(b.not_(cur), i64)
+        top = self.ws_word(abi.WS_TOP)
+        loop = Loop(b, ir.Constant(i64, 0), top, f"yield{bi}")
         slot = b.add(ir.Constant(i64, abi.WS_STACK + 2), b.mul(loop.i, ir.Constant(i64, 3)))
         self.set_ws_word(slot, b.and_(self.ws_word(slot), keep))
         loop.close()
         b.store(ir.Constant(i32, -1), self.cur_rpc)
+        resumed = b.icmp_unsigned("!=", self.ws_word(abi.WS_YIELDED), ir.Constant(i64, 0))
+        others = b.icmp_signed(">", top, ir.Constant(i64, 0))
+        switch = b.and_(b.not_(resumed), others)
+        sw_bb = self.fn.append_basic_block(f"b{bi}_yield")
+        go_bb = self.fn.append_basic_block(f"b{bi}_run")
+        b.cbranch(switch, sw_bb, go_bb)
+        b.position_at_end(sw_bb)
+        full = b.icmp_signed(">=", top, ir.Constant(i64, abi.STACK_DEPTH))
+        with b.if_then(full, likely=False):
+            self.stop(abi.ERR_STACK_OVERFLOW, bi)
+        under = b.add(ir.Constant(i64, abi.WS_STACK), b.mul(b.sub(top, ir.Constant(i64, 1)), ir.Constant(i64, 3)))
+        above = b.add(under, ir.Constant(i64, 3))
+        for k in range(3):
+            self.set_ws_word(b.add(above, ir.Constant(i64, k)), self.ws_word(b.add(under, ir.Constant(i64, k))))
+        self.set_ws_word(under, ir.Constant(i64, bi))
+        self.set_ws_word(b.add(under, ir.Constant(i64, 1)), ir.Constant(i64, -1))
+        self.set_ws_word(b.add(under, ir.Constant(i64, 2)), b.zext(cur, i64))
+        self.set_ws_word(abi.WS_TOP, b.add(top, ir.Constant(i64, 1)))
+        self.set_ws_word(abi.WS_YIELDED, ir.Constant(i64, 1))
+        b.branch(self.pop_bb)
+        b.position_at_end(go_bb)
+        self.set_ws_word(abi.WS_YIELDED, ir.Constant(i64, 0))
 
     def exit_lanes(self, lanes: ir.Value) -> None:
         """Lanes in ``lanes`` (i32 mask) leave the kernel: drop them everywhere."""
@@ -200,6 +228,8 @@ class WarpCodegen(WarpFunction):
         b = self.b
         self.cur_block = bi
         b.position_at_end(self.block_bbs[bi])
+        if bi in prog.yield_blocks:
+            self.gen_yield(bi)
         self.active = self.i32_to_mask(b.load(self.cur_mask, typ=i32))
         self.local_values = {}
         # step budget: counted in every block, checked where loops close
@@ -212,8 +242,6 @@ class WarpCodegen(WarpFunction):
                 self.stop(abi.ERR_STEP_BUDGET, bi)
         self.counter_add(abi.BLOCK_COUNTERS * bi, ir.Constant(i64, 1))
         self.counter_add(abi.BLOCK_COUNTERS * bi + 1, self.popcount(self.active))
-        if bi in prog.yield_blocks:
-            self.yield_release()
         if n_instr:  # this warp slot's warp-instructions (load balance inside a CTA)
             wp = b.gep(self.ctx_ptr(abi.CTX_COUNTERS), [b.add(ir.Constant(i64, prog.warp_counter_base), b.zext(self.warp, i64))],
                        source_etype=i64)

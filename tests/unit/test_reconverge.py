@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
+
 import pytest
 
-from helpers import KERNEL_PTX, LAUNCHES, ROOT, call_main, kernel
+from helpers import KERNEL_PTX, LAUNCHES, ROOT, call_main, emulate, kernel
 
 from hypa.passes.cfg import CFG
 from hypa.passes.spin_loops import spin_loops, yield_headers
@@ -111,6 +113,33 @@ def test_probe_totals(probe_results):
     assert r["thread_inst_executed"] == 4 * (32 * 17 + 3 * sum(range(1, 33)) + 32 * 2)
     out = probe_results["yield"]["spin_exit_by_lane"].buffers["out"]
     assert list(out[:32]) == list(range(32))  # lane L leaves when the old value reaches L
+
+
+def test_intra_warp_lock_makes_progress():
+    """A spin lock taken by the lanes of one warp: the lane that wins leaves the loop, and at
+    the others' YIELD it runs first (as on the GPU), unlocks, and the next lane wins.  Under
+    the IPDOM model the losers would spin for ever, waiting for a lane that waits for them."""
+    body = """
+    ld.param.u64 %rd1, [k_p];
+L:
+    atom.global.cas.b32 %r1, [%rd1], 0, 1;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra L;
+    ld.global.u32 %r2, [%rd1+4];
+    add.u32 %r2, %r2, 1;
+    st.global.u32 [%rd1+4], %r2;
+    atom.global.exch.b32 %r3, [%rd1], 0;
+    ret;"""
+    text = kernel("k(.param .u64 k_p)", body)
+    res = emulate(text, ["w"], {"w": np.zeros(2, np.uint32)}, block=64, mode="full", step_budget=100_000)
+    assert list(res.buffers["w"]) == [0, 64]
+    # one lane wins per iteration: 32 iterations a warp, 32 + 31 + ... + 1 lanes; the
+    # critical section once per lane
+    assert {b.name: (b.warps, b.threads) for b in res.metrics.blocks} == {
+        "bb0": (2, 64), "L": (64, 2 * 528), "bb2": (64, 64)}
+    with pytest.raises(Exception, match="step budget"):
+        emulate(text, ["w"], {"w": np.zeros(2, np.uint32)}, block=64, mode="full", step_budget=100_000,
+                reconvergence="ipdom")
 
 
 # -- the rule ------------------------------------------------------------------------------
