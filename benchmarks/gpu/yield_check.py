@@ -13,7 +13,6 @@ or the wheels: ``pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm``).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import shutil
@@ -30,24 +29,13 @@ from compare import _hypa  # noqa: E402,F401  (makes ``hypa`` importable)
 from hypa.passes.instrument import instrument_ptx  # noqa: E402
 from hypa.passes.spin_loops import independent_thread_scheduling, spin_loops  # noqa: E402
 from hypa.ptxdialect import parse_ptx  # noqa: E402
+from hypa.runtime.inputs import find_tool  # noqa: E402
 from hypa.runtime.program import module_kernels, prepare  # noqa: E402
-
-
-def _tool(name: str) -> str | None:
-    """``name`` on the PATH, else the one of its ``nvidia-cuda-<name>`` wheel."""
-    found = shutil.which(name)
-    if found:
-        return found
-    spec = importlib.util.find_spec("nvidia")
-    for base in (spec.submodule_search_locations or []) if spec else []:
-        for p in sorted(Path(base).glob(f"cu*/bin/{name}")):
-            return str(p)
-    return None
 
 
 def cuobjdump() -> str | None:
     """``cuobjdump``, where the ``nvdisasm`` it runs is there too (None otherwise)."""
-    tool, disasm = _tool("cuobjdump"), _tool("nvdisasm")
+    tool, disasm = find_tool("cuobjdump"), find_tool("nvdisasm")
     return tool if tool and disasm else None
 
 
@@ -57,7 +45,7 @@ def yields_per_kernel(ptx: str, arch: str, tool: str) -> dict[str, int]:
         src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         Path(src).write_text(ptx)
         subprocess.run(["ptxas", f"-arch={arch}", src, "-o", cubin], check=True, capture_output=True, text=True)
-        env = dict(os.environ, NVDISASM_PATH=os.path.dirname(_tool("nvdisasm") or ""))
+        env = dict(os.environ, NVDISASM_PATH=os.path.dirname(find_tool("nvdisasm") or ""))
         sass = subprocess.run([tool, "-sass", cubin], check=True, capture_output=True, text=True, env=env).stdout
     out: dict[str, int] = {}
     name = None
