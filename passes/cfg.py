@@ -18,6 +18,11 @@ from hypa.ptxdialect.dialect import FuncOp, InstructionOp, LabelOp
 from .dominance import reverse_postorder
 
 
+#: the attribute ``ptx-inline`` puts on an inlined callee's ``ret``: an edge back to the
+#: caller, not a way out of the function
+RETURN_ATTR = "hypa.return"
+
+
 @dataclass
 class CFG:
     """Blocks of one function in layout order, with successor/predecessor lists.
@@ -53,12 +58,13 @@ class CFG:
     def exits(self) -> list[int]:
         """Blocks that can leave the function: those ending in ``ret``, ``exit``,
         ``trap`` (guarded or not) or the end of the body.  The ``ret`` of an inlined
-        function (``hypa.return``) goes back to its caller: not an exit."""
+        callee (``ptx-inline``'s ``hypa.return``) goes back to its caller, so it is
+        not an exit: divergence around the call reconverges after it, as on the GPU."""
         out = []
         for i, b in enumerate(self.blocks):
             t = b.last_op
-            if not self.succs[i] or (isinstance(t, InstructionOp) and t.spec.name in ("ret", "exit", "trap")
-                                     and "hypa.return" not in t.attributes):
+            leaves = isinstance(t, InstructionOp) and t.spec.name in ("ret", "exit", "trap") and RETURN_ATTR not in t.attributes
+            if not self.succs[i] or leaves:
                 out.append(i)
         return out
 

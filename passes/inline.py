@@ -63,7 +63,8 @@ from hypa.ptxdialect.dialect import (
 )
 from hypa.ptxdialect.operands import Operand, iter_syms
 
-RETURN_ATTR = "hypa.return"
+from .cfg import RETURN_ATTR
+
 #: on the ``ptx.fallthrough`` that ends a block after a real call: ``[callee, [[actual, formal]...]
 #: (arguments), [[actual, formal]...] (return values)]``
 CALL_ATTR = "hypa.call"

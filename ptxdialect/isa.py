@@ -118,6 +118,15 @@ SPECIAL_REGISTERS: frozenset[str] = frozenset(
     + [f"%envreg{i}" for i in range(32)]
 )
 
+#: special registers whose value differs between the lanes of a warp (the others are the
+#: same for every lane: ``%ctaid``, ``%ntid``, ``%warpid`` ...)
+LANE_VARYING_SPECIAL_REGISTERS: frozenset[str] = frozenset(
+    r for r in SPECIAL_REGISTERS
+    if r.split(".")[0] in ("%tid", "%laneid", "%clock", "%clock_hi", "%clock64", "%globaltimer",
+                           "%globaltimer_lo", "%globaltimer_hi")
+    or r.startswith("%lanemask_") or r.startswith("%pm")
+)
+
 # ---------------------------------------------------------------------------
 # Instruction entries
 # ---------------------------------------------------------------------------

@@ -105,6 +105,7 @@ WS_FP = 9
 WS_REC = 10
 WS_DEPTH = 11
 WS_STACK_USED = 12  # bytes of the stack used, counted as the GPU counts frames (the limit's measure)
+WS_YIELDED = 13        # 1: a lane group yielded at a spin loop; the next to reach one runs on
 WS_STACK = 16          # SIMT stack: 3 words per entry (pc, rpc, mask)
 STACK_DEPTH = 256
 WS_FRAME_BYTES_OFFSET = (WS_STACK + 3 * STACK_DEPTH) * 8  # values of the warp

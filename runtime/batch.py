@@ -52,6 +52,7 @@ class ProfileOptions:
     initcheck: bool = True  # count reads of shared/local bytes never written (a warning note)
     strict: bool = False  # ... an error instead
     stack_size: int = abi.DEFAULT_STACK_SIZE  # call stack per thread (recursion, alloca)
+    reconvergence: str = "yield"  # "ipdom": no release by spin loops (runtime/program.prepare)
     jobs: int = 1
     per_cta: bool = False
     scheduler: str | None = None
@@ -65,7 +66,8 @@ class ProfileOptions:
     def emulator_options(self) -> dict[str, Any]:
         return {"mode": self.mode, "exact_predicates": self.exact_predicates, "step_budget": self.step_budget,
                 "memory_metrics": self.memory_metrics, "bounds_check": self.bounds_check,
-                "initcheck": self.initcheck, "strict": self.strict, "stack_size": self.stack_size}
+                "initcheck": self.initcheck, "strict": self.strict, "stack_size": self.stack_size,
+                "reconvergence": self.reconvergence}
 
 
 @dataclass

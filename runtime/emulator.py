@@ -135,8 +135,12 @@ class Emulator:
         initcheck: bool = True,
         strict: bool = False,
         stack_size: int = abi.DEFAULT_STACK_SIZE,
+        reconvergence: str = "yield",
     ):
         self.memory_metrics = memory_metrics
+        #: how divergent lanes reconverge: "yield" (IPDOM, except where a spin loop's YIELD
+        #: releases waiting lanes, as on the GPU) or "ipdom" (runtime/program.prepare)
+        self.reconvergence = reconvergence
         if isinstance(stack_size, bool) or not isinstance(stack_size, (int, np.integer)) or stack_size < 0:
             raise LaunchError(f"the stack size must be a number of bytes per thread, not {stack_size!r}")
         #: bytes of call stack per thread (real calls, alloca), as cudaLimitStackSize
@@ -166,7 +170,7 @@ class Emulator:
 
     def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
         key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics, self.bounds_check,
-               self.initcheck)
+               self.initcheck, self.reconvergence)
         p = self._programs.get(key)
         if p is None:
             with phase("prepare"):
@@ -176,7 +180,7 @@ class Emulator:
                     self._symbols = SymbolIndex.of(self.module)
                 p = prepare(self.module, self.kernel(kernel), self.mode, self.exact_predicates, alias or self.alias,
                             self.memory_metrics, index=self._symbols, bounds_check=self.bounds_check,
-                            initcheck=self.initcheck)
+                            initcheck=self.initcheck, reconvergence=self.reconvergence)
             self._programs[key] = p
         return p
 

@@ -28,6 +28,7 @@ from hypa.passes.inline import (
     block_origins,
     has_calls_to_inline,
 )
+from hypa.passes.spin_loops import independent_thread_scheduling, yield_headers
 from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
@@ -48,6 +49,10 @@ from hypa.ptxdialect.printer import instruction_text
 
 LANES = 32
 SLOT_ALIGN = 64
+
+
+#: how divergent lanes reconverge (``prepare``'s ``reconvergence``)
+RECONVERGENCE_MODELS = ("yield", "ipdom")
 
 
 class ProgramError(Exception):
@@ -203,6 +208,10 @@ class KernelProgram:
         """Index of the first call-depth counter (``abi.CALL_DEPTH_COUNTERS`` of them when the
         kernel makes real calls: calls that entered each depth)."""
         return self.warp_counter_base + abi.WARP_SLOTS
+    #: headers of the spin loops whose ``YIELD`` releases lanes waiting at reconvergence
+    #: points (``passes/spin_loops.py``); empty with ``reconvergence="ipdom"``
+    yield_blocks: frozenset[int] = frozenset()
+    reconvergence: str = "yield"
 
     @property
     def reported(self) -> set[InstructionOp]:
@@ -309,6 +318,7 @@ def prepare(
     index: SymbolIndex | None = None,
     bounds_check: bool = True,
     initcheck: bool = True,
+    reconvergence: str = "yield",
 ) -> KernelProgram:
     """Prepare one kernel of a module for lowering: the end of a pass pipeline.
 
@@ -327,10 +337,16 @@ def prepare(
 
     ``initcheck``: loads of shared and local bytes that no thread of the CTA has written are
     counted (full mode, and slice mode with ``bounds_check``: it sees every access there).
+    ``reconvergence``: ``"yield"`` (default) reconverges divergent lanes at the immediate
+    post-dominator except where a spin loop's ``YIELD`` releases them
+    (``passes/spin_loops.py``, ``docs/design.md`` section 8); ``"ipdom"``: always there.
     """
+    if reconvergence not in RECONVERGENCE_MODELS:
+        raise ProgramError(f"reconvergence must be one of {', '.join(RECONVERGENCE_MODELS)}, not '{reconvergence}'")
     if mode not in ("slice", "full"):
         raise ProgramError(f"mode must be 'slice' or 'full', not '{mode}'")
     func = kernel if isinstance(kernel, FuncOp) else find_kernel(module, kernel)
+    yields = reconvergence == "yield" and independent_thread_scheduling(module)
     extracted = extract_kernel(module, func, index)
     module, func = extracted.module, extracted.kernel
     ctx = Context()
@@ -355,7 +371,7 @@ def prepare(
     bounds_check = bool(bounds_check) and mode == "slice"
     initcheck = bool(initcheck) and (mode == "full" or bounds_check)
     key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics,
-                       _slice_signature(func) if recorded is not None else "", bounds_check, initcheck)
+                       _slice_signature(func) if recorded is not None else "", bounds_check, initcheck, reconvergence)
     try:
         if has_calls_to_inline(module, func):
             if is_ssa(func):  # inlining works on register form
@@ -380,6 +396,7 @@ def prepare(
         assert recorded is not None
     cfg = CFG.of(func)
     ipdom = immediate_post_dominators(len(cfg), cfg.succs, cfg.exits)
+    yield_blocks = frozenset(yield_headers(cfg)) if yields else frozenset()
 
     instructions: list[InstructionOp] = []
     block_instrs: list[list[InstructionOp]] = []
@@ -537,6 +554,8 @@ def prepare(
         frame_sizes=frame_sizes,
         formals=formals,
         uses_stack=uses_stack,
+        yield_blocks=yield_blocks,
+        reconvergence=reconvergence,
     )
     prog.ops_cloned = extracted.ops_cloned
     prog.functions = extracted.functions
@@ -651,14 +670,14 @@ def _edge_values(term, k: int) -> list[SSAValue]:
 
 
 def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool,
-                 recorded: str, bounds_check: bool = True, initcheck: bool = True) -> str:
+                 recorded: str, bounds_check: bool = True, initcheck: bool = True, reconvergence: str = "yield") -> str:
     """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's), the slice
     the input records (if any) and the options."""
     from hypa.ptxdialect.printer import module_to_ptx
 
     h = hashlib.sha256()
     h.update(module_to_ptx(module).encode())
-    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}|{initcheck}".encode())
+    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}|{initcheck}|{reconvergence}".encode())
     return h.hexdigest()[:32]
 
 

@@ -1116,7 +1116,7 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
             raise TimingError("estimate(program, launch): a launch is needed")
         if counters is None:
             emu = Emulator(prog.module, mode=prog.mode, exact_predicates=prog.exact_predicates,
-                           memory_metrics=bool(getattr(prog, "mem_ops", None)))
+                           memory_metrics=bool(getattr(prog, "mem_ops", None)), reconvergence=prog.reconvergence)
             res = emu.run(launch)
             prog = emulator_program(emu, launch)
             counters = res.counters

@@ -90,6 +90,10 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
                         "thread wrote is a warning; off in slice mode with --no-bounds-check)")
     g.add_argument("--strict", action="store_true",
                    help="a read of shared/local memory never written (initcheck) is an error, not a warning")
+    g.add_argument("--reconvergence", choices=("yield", "ipdom"), default="yield",
+                   help="where divergent lanes of a warp reconverge (warp-level counts only): at the immediate "
+                        "post-dominator, except that lanes waiting there go on alone when others run a spin loop "
+                        "(ptxas's YIELD, as on the GPU; the default), or always at the immediate post-dominator")
     g.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH", type=arch_argument,
                    help="also estimate the kernel's cycles and time on ARCH (sm_90 = H100 SXM5, the default; "
                         "sm_80 = A100; or an arch .toml): runtime/timing.py")
@@ -142,7 +146,7 @@ def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Na
                    stack_size=abi.DEFAULT_STACK_SIZE if stack is None else stack,
                    memory_metrics=getattr(args, "memory_metrics", False),
                    bounds_check=getattr(args, "bounds_check", True), initcheck=getattr(args, "initcheck", True),
-                   strict=getattr(args, "strict", False))
+                   strict=getattr(args, "strict", False), reconvergence=getattr(args, "reconvergence", "yield"))
     launches = select_kernel(module, launches, getattr(args, "kernel", None))
     results = [emu.run(L, jobs=args.jobs) for L in launches]
     for L, r in zip(launches, results):

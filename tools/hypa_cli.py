@@ -67,6 +67,7 @@ def _options(args: argparse.Namespace):
         mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget,
         memory_metrics=getattr(args, "memory_metrics", False), bounds_check=getattr(args, "bounds_check", True),
         initcheck=getattr(args, "initcheck", True), strict=getattr(args, "strict", False),
+        reconvergence=getattr(args, "reconvergence", "yield"),
         **({"stack_size": args.stack_size} if getattr(args, "stack_size", None) is not None else {}),
         jobs=args.jobs, per_cta=args.per_cta,
         scheduler=args.scheduler, cta_chunk=args.cta_chunk, dedup=not args.no_dedup, kernel=args.kernel,

@@ -52,12 +52,12 @@ BRANCH_METRICS = ("branch", "divergent_branch")
 WARP_METRICS = ("inst_executed",)
 
 MORE_FRAGMENTS = (
-    "the GPU executed this block as more warp fragments than the IPDOM model: on Volta and later "
-    "(independent thread scheduling) ptxas need not reconverge a warp at the immediate post-dominator, "
-    "so lanes that split earlier can run this block apart"
+    "the GPU executed this block as more warp fragments than the emulator's reconvergence model (IPDOM, "
+    "with spin loops releasing waiting lanes: docs/design.md section 8): on Volta and later (independent "
+    "thread scheduling) lanes that split earlier can run this block apart"
 )
 FEWER_FRAGMENTS = (
-    "the GPU executed this block as fewer warp fragments than the IPDOM model: lanes that the model keeps "
+    "the GPU executed this block as fewer warp fragments than the emulator's model: lanes that the model keeps "
     "apart (e.g. a divergent loop exit or a path waiting at the reconvergence point) ran it together"
 )
 BRANCH_EXPLANATION = (

@@ -7,7 +7,9 @@ predicate is a 32-bit mask), so a warp can stop at a barrier and resume
 without saving anything.  Control flow follows GPGPU-Sim's SIMT stack: the
 current entry (active mask, reconvergence block) is kept in ``ws``; a
 divergent branch pushes the reconvergence entry and the not-taken path, and
-reaching the entry's reconvergence block pops.  Every write is masked by the
+reaching the entry's reconvergence block pops.  The header of a spin loop
+(``prog.yield_blocks``) is where ptxas's ``YIELD`` lets waiting lanes go on:
+the lanes running it leave every entry below and never reconverge with them.  Every write is masked by the
 active lanes (and the guard), so values of lanes waiting on the stack survive.
 
 Per block the code adds 1 to the block's warp counter and the number of
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from hypa.passes.cfg import RETURN_ATTR
 from hypa.passes.inline import CALL_ATTR, DISPATCH_ATTR, REAL_RETURN_ATTR, callee_name
 from hypa.ptxdialect.dialect import FallthroughOp, ImplicitReturnOp, InstructionOp
 from hypa.ptxdialect.printer import instruction_text
@@ -31,6 +34,7 @@ from . import semantics  # noqa: F401  (registers the rules)
 from .calls import emit_dispatch, emit_real_call, emit_real_return
 from .emitter import Emitter
 from .function import WarpFunction
+from .irbuild import Loop
 from .memory_metrics import emit_memory_metrics
 from .printf import emit_printf
 from .rules import RULES, LoweringError
@@ -107,6 +111,47 @@ class WarpCodegen(WarpFunction):
         with b.if_then(need):
             self.push(r, cur_rpc, cur_mask)
         return ir.Constant(i32, r)
+
+    def gen_yield(self, bi: int) -> None:
+        """A spin loop's ``YIELD`` (``passes/spin_loops.py``), at the top of its header
+        ``bi``: the running lanes count as arrived at every reconvergence point they belong
+        to, so the lanes waiting there go on without them, and they run what follows on
+        their own (reconvergence block -1): their lanes leave every entry below on the SIMT
+        stack.  Then, as the GPU switches at a ``YIELD``, the entry on top of the stack runs
+        first (a lane that left the loop may hold what the others spin on) and this group
+        waits under it to run the header next (``WS_YIELDED``: the next group to reach a
+        spin loop's header runs it)."""
+        b = self.b
+        cur = b.load(self.cur_mask, typ=i32)
+        keep = b.zext(b.not_(cur), i64)
+        top = self.ws_word(abi.WS_TOP)
+        loop = Loop(b, ir.Constant(i64, 0), top, f"yield{bi}")
+        slot = b.add(ir.Constant(i64, abi.WS_STACK + 2), b.mul(loop.i, ir.Constant(i64, 3)))
+        self.set_ws_word(slot, b.and_(self.ws_word(slot), keep))
+        loop.close()
+        b.store(ir.Constant(i32, -1), self.cur_rpc)
+        resumed = b.icmp_unsigned("!=", self.ws_word(abi.WS_YIELDED), ir.Constant(i64, 0))
+        others = b.icmp_signed(">", top, ir.Constant(i64, 0))
+        switch = b.and_(b.not_(resumed), others)
+        sw_bb = self.fn.append_basic_block(f"b{bi}_yield")
+        go_bb = self.fn.append_basic_block(f"b{bi}_run")
+        b.cbranch(switch, sw_bb, go_bb)
+        b.position_at_end(sw_bb)
+        full = b.icmp_signed(">=", top, ir.Constant(i64, abi.STACK_DEPTH))
+        with b.if_then(full, likely=False):
+            self.stop(abi.ERR_STACK_OVERFLOW, bi)
+        under = b.add(ir.Constant(i64, abi.WS_STACK), b.mul(b.sub(top, ir.Constant(i64, 1)), ir.Constant(i64, 3)))
+        above = b.add(under, ir.Constant(i64, 3))
+        for k in range(3):
+            self.set_ws_word(b.add(above, ir.Constant(i64, k)), self.ws_word(b.add(under, ir.Constant(i64, k))))
+        self.set_ws_word(under, ir.Constant(i64, bi))
+        self.set_ws_word(b.add(under, ir.Constant(i64, 1)), ir.Constant(i64, -1))
+        self.set_ws_word(b.add(under, ir.Constant(i64, 2)), b.zext(cur, i64))
+        self.set_ws_word(abi.WS_TOP, b.add(top, ir.Constant(i64, 1)))
+        self.set_ws_word(abi.WS_YIELDED, ir.Constant(i64, 1))
+        b.branch(self.pop_bb)
+        b.position_at_end(go_bb)
+        self.set_ws_word(abi.WS_YIELDED, ir.Constant(i64, 0))
 
     def exit_lanes(self, lanes: ir.Value) -> None:
         """Lanes in ``lanes`` (i32 mask) leave the kernel: drop them everywhere."""
@@ -189,6 +234,8 @@ class WarpCodegen(WarpFunction):
         b = self.b
         self.cur_block = bi
         b.position_at_end(self.block_bbs[bi])
+        if bi in prog.yield_blocks:
+            self.gen_yield(bi)
         self.active = self.i32_to_mask(b.load(self.cur_mask, typ=i32))
         self.local_values = {}
         # step budget: counted in every block, checked where loops close
@@ -322,7 +369,7 @@ class WarpCodegen(WarpFunction):
         assert isinstance(term, InstructionOp)
         name = term.spec.name
         cond = self.guard_lanes(term)
-        if name == "bra" or (name == "ret" and "hypa.return" in term.attributes):
+        if name == "bra" or (name == "ret" and RETURN_ATTR in term.attributes):
             is_branch = name == "bra"
             taken = term.successors[0]
             ti = cfg.index[taken]

@@ -5,9 +5,10 @@ harness ``benchmarks/gpu/harness.py`` writes them.  For every recorded launch
 the emulator (full mode, exact predicates) must give the GPU's thread-level
 figures exactly: per-block thread executions, ``thread_inst_executed`` and
 the FLOP counts, and -- unless ``explanations.json`` explains why the
-hardware's warp scheduling departs from the IPDOM model for that launch --
-``branch`` and ``divergent_branch``.  Per-block warp executions and
-``inst_executed`` differences are reported as warnings with an explanation.
+hardware's warp scheduling departs from the emulator's reconvergence model for
+that launch (IPDOM, with the release by spin loops of docs/design.md section 8)
+-- ``branch``, ``divergent_branch``, per-block warp executions and
+``inst_executed``.
 Every recorded probe must match bit for bit (or within the stated error of
 ``.approx`` instructions).  Without recordings these tests skip and say why.
 
@@ -143,6 +144,10 @@ def test_launch_matches_gpu(path, launch_id):
         else:
             pytest.fail(f"{launch_id}: branch/divergent counts differ from the GPU and explanations.json has no "
                         f"note for this launch:\n{text}\n({compare.BRANCH_EXPLANATION})")
+    if c.warp_differences and not note and not nd:
+        text = "\n".join(f"{d.get('block', d.get('metric'))}: GPU {d['gpu']} ours {d['ours']}" for d in c.warp_differences)
+        pytest.fail(f"{launch_id}: warp-level counts differ from the GPU and explanations.json has no note for "
+                    f"this launch:\n{text}")
 
 
 @pytest.mark.parametrize("path,index", _probe_cases())

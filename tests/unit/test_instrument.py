@@ -4,10 +4,12 @@
 The counters array is a module ``.global`` variable, which the emulator
 allocates like the GPU does; ``LaunchResult.globals`` returns it.  Thread
 counts are model-independent; warp and divergent counts agree here because
-both runs use the emulator's IPDOM model (on a GPU they may not: docs/design.md section 7).
+both runs use the emulator's reconvergence model (docs/design.md section 8: the
+counters' ``vote.sync`` on ``activemask`` gathers no other lanes, so spin loops
+release waiting lanes in both).
 
-The launches are those of ``tests/kernels/launches`` and
-``benchmarks/gpu/launches/extra.toml`` -- the same ones the GPU harness runs.
+The launches are those of ``tests/kernels/launches``,
+``benchmarks/gpu/launches/extra.toml`` and ``reconverge.toml`` -- the ones the GPU harness runs.
 Kernels whose emulator compile takes long (cold cache) run only with
 ``HYPA_SLOW_TESTS=1``.
 """
@@ -30,7 +32,8 @@ from helpers import (KERNEL_PTX, LAUNCHES, REGISTERS, ROOT, SLOW_OK, kernel, ptx
                      store_at_tid)
 
 LAUNCH_FILES = sorted(glob.glob(os.path.join(LAUNCHES, "*.toml"))) + [
-    os.path.join(ROOT, "benchmarks", "gpu", "launches", "extra.toml")
+    os.path.join(ROOT, "benchmarks", "gpu", "launches", "extra.toml"),
+    os.path.join(ROOT, "benchmarks", "gpu", "launches", "reconverge.toml"),
 ]
 #: kernels whose two emulator compiles (original + instrumented) take over ~15 s on a cold cache
 SLOW = {"conv2d", "double_math", "softmax", "switch_dense", "layernorm", "gemm_tiled", "spmv_csr"}
