@@ -620,7 +620,11 @@ class Emulator:
         if code == abi.ERR_STACK_OVERFLOW:
             return f"SIMT stack overflow at {where} in block {bname}"
         if code == abi.ERR_DEADLOCK:
-            return f"deadlock in kernel {prog.func.func_name}, CTA {cta}: warps wait at barriers that can never be released"
+            return (f"deadlock in kernel {prog.func.func_name}, CTA {cta}: warps wait at barriers that can never be released"
+                    f" or on mbarrier phases that no warp can complete")
+        if code == abi.ERR_CLUSTER_RANK:
+            return (f"mapa to CTA rank {int(ctx[abi.CTX_ERR_ADDR])} at {where}: {instr}: launches have clusters of one CTA"
+                    f" (rank 0 only)")
         if code == abi.ERR_BAD_BRANCH_INDEX:
             return f"brx.idx index out of range at {where}: {instr}"
         return f"emulation failed with code {code} at {where}"

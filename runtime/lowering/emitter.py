@@ -337,7 +337,7 @@ class Emitter:
     def store(self, space: str, addr: ir.Value, value: ir.Value, mask: ir.Value, kind: str = "reg") -> None:
         access(self.wf, self.instr_id, space, addr, value.type.element.width, mask, value, kind)  # type: ignore[attr-defined]
 
-    def host_pointers(self, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str = "reg") -> ir.Value:
+    def host_pointers(self, space: str, addr: ir.Value, nbytes: int | ir.Value, mask: ir.Value, kind: str = "reg") -> ir.Value:
         """Bounds-checked host pointers (``<32 x ptr>``) for ``nbytes`` at ``addr``."""
         return host_pointers(self.wf, self.instr_id, space, addr, nbytes, mask, kind)
 

@@ -11,8 +11,10 @@ rule.
 - ``convert``: mov, cvta, isspacep, cvt, cvt.pack
 - ``memory``: ld, st, atomics and reductions, cp.async, cache hints
 - ``cross_lane``: shfl, vote, match, redux, activemask, elect
-- ``matrix``: wmma, mma, ldmatrix
+- ``matrix``: wmma, mma, ldmatrix, stmatrix, movmatrix
 - ``sync``: barriers and fences
+- ``mbarrier``: mbarrier objects; mapa, getctarank (a cluster of one CTA)
+- ``bulk_copy``: cp.async.bulk, cp.reduce.async.bulk, st.async, red.async, st.bulk
 """
 
-from . import convert, cross_lane, floating, integer, matrix, memory, sync  # noqa: F401
+from . import bulk_copy, convert, cross_lane, floating, integer, matrix, mbarrier, memory, sync  # noqa: F401
