@@ -595,7 +595,9 @@ class Emulator:
             addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF
             what = self._describe_address(addr, keep)
             opcode = (instr or "").split(" ", 1)[0].split(".")
-            if "shared" in opcode and opcode[0] in ("ld", "st", "atom", "red") and addr < (1 << 32):
+            shared_op = any(m.startswith("shared") for m in opcode) and opcode[0] in (
+                "ld", "st", "atom", "red", "ldmatrix", "stmatrix", "mbarrier", "cp")
+            if shared_op and addr < (1 << 32):
                 # a .shared access carries the offset itself, not a generic address
                 size = int(ctx[abi.CTX_SHARED_SIZE])
                 what = (f"shared memory offset {addr:#x}, beyond the {size} bytes this CTA has"
@@ -623,8 +625,8 @@ class Emulator:
             return (f"deadlock in kernel {prog.func.func_name}, CTA {cta}: warps wait at barriers that can never be released"
                     f" or on mbarrier phases that no warp can complete")
         if code == abi.ERR_CLUSTER_RANK:
-            return (f"mapa to CTA rank {int(ctx[abi.CTX_ERR_ADDR])} at {where}: {instr}: launches have clusters of one CTA"
-                    f" (rank 0 only)")
+            return (f"mapa to CTA rank {int(ctx[abi.CTX_ERR_ADDR])} at {where}: {instr} (launches have clusters"
+                    f" of one CTA: rank 0 only)")
         if code == abi.ERR_BAD_BRANCH_INDEX:
             return f"brx.idx index out of range at {where}: {instr}"
         return f"emulation failed with code {code} at {where}"

@@ -32,7 +32,7 @@ from .emitter import Emitter
 from .function import WarpFunction
 from .memory_metrics import emit_memory_metrics
 from .printf import emit_printf
-from .rules import RULES, LoweringError
+from .rules import RULES, WHY_NOT, LoweringError
 from .semantics.mbarrier import complete_lanes, wait_result
 from .semantics.memory import check_access
 from .semantics.sync import barrier_resume, barrier_suspend
@@ -248,7 +248,8 @@ class WarpCodegen(WarpFunction):
                 emit_printf(self, op, e)
             return  # inlined (or an external function the emulator skips)
         if fn is None:
-            raise LoweringError(f"'{op.opcode}' has no emulator semantics yet")
+            why = WHY_NOT.get(name)
+            raise LoweringError(f"'{op.opcode}' has no emulator semantics yet" + (f": {why}" if why else ""))
         self.cross_lane = op.spec.kind in ("warp", "matrix")
         self.b.comment(instruction_text(op))  # `-t llvm` shows each PTX instruction's lowering
         try:

@@ -16,7 +16,7 @@ from llvmlite import ir
 
 from hypa.ptxdialect import isa
 
-from ..rules import rule
+from ..rules import WHY_NOT, rule
 from ..irbuild import Loop
 from ..types import i1, i64, ivec, ptr, type_bits
 from .mbarrier import complete_tx, for_each_lane, pointers
@@ -227,6 +227,9 @@ def st_bulk(e, check_only: bool = False) -> None:
     for_each_lane(e, e.exec_mask, lambda lane: b.call(fill, [b.extract_element(ptrs, lane), ir.Constant(ir.IntType(8), 0),
                                                              b.extract_element(n, lane), ir.Constant(i1, 0)]))
 
+
+for _name in ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor", "cp.async.bulk.prefetch.tensor"):
+    WHY_NOT[_name] = "the .tensor forms read a CUtensorMap (cuTensorMapEncode*), which hypa does not model"
 
 #: the rules ``check_access`` calls with ``check_only`` (slice mode: accesses outside the slice)
 CHECKS = {"cp.async.bulk": cp_async_bulk, "cp.reduce.async.bulk": cp_reduce_async_bulk, "st.async": st_async,

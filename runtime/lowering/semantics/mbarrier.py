@@ -204,6 +204,13 @@ def wait_result(e, done: ir.Value) -> None:
     e.dst(0, done)
 
 
+@rule("mbarrier.test_wait", "mbarrier.try_wait")
+def mbarrier_wait(e) -> None:
+    """A wait's answer now, without yielding; ``warp.py`` lowers every emulated wait with
+    a yield around this (``WarpCodegen.gen_wait``)."""
+    wait_result(e, complete_lanes(e))
+
+
 # ---------------------------------------------------------------------------
 # cluster instructions (a cluster of one CTA)
 # ---------------------------------------------------------------------------
