@@ -15,6 +15,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hypa.ptxdialect import isa
+from hypa.ptxdialect.operands import parse_int_immediate
 
 from ..rules import WHY_NOT, rule
 from ..irbuild import Loop
@@ -45,6 +46,10 @@ def _refuse(e) -> None:
 
 
 def _size(e, k: int) -> ir.Value:
+    """The byte count operand ``k`` (an integer even where the type is a float type)."""
+    node = e.operand_node(k)
+    if node[0] == "imm":
+        return e.splat(parse_int_immediate(node[1]) & 0xFFFFFFFF, i64)
     return e.b.zext(e.src(k, 32), ivec(64))
 
 
