@@ -594,7 +594,10 @@ class Emulator:
         if code == abi.ERR_OUT_OF_BOUNDS:
             addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF
             what = self._describe_address(addr, keep)
-            opcode = (instr or "").split(" ", 1)[0].split(".")
+            words = (instr or "").split()
+            if words and words[0].startswith("@"):
+                words = words[1:]  # the guard
+            opcode = (words[0] if words else "").split(".")
             shared_op = any(m.startswith("shared") for m in opcode) and opcode[0] in (
                 "ld", "st", "atom", "red", "ldmatrix", "stmatrix", "mbarrier", "cp")
             if shared_op and addr < (1 << 32):

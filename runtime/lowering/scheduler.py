@@ -24,7 +24,8 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(i32, [ptr, i64, i64]), "run_ctas")
     ctx, first, last = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    memset = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, i8, i64, i1]), "llvm.memset.p0.i64")
+    memset = (module.globals.get("llvm.memset.p0.i64")  # st.bulk's lowering may have declared it
+              or ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, i8, i64, i1]), "llvm.memset.p0.i64"))
 
     def cw(i: int | ir.Value) -> ir.Value:
         idx = ir.Constant(i64, i) if isinstance(i, int) else i

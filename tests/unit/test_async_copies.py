@@ -198,3 +198,47 @@ def test_tensor_copies_say_why_they_are_not_emulated():
                                         r"complete_tx::bytes' has no emulator semantics yet: the \.tensor forms read "
                                         r"a CUtensorMap"):
         emulate(ptx, ["map"], {"map": np.zeros(16, np.uint64)}, mode="full")
+
+
+ST_BULK = ptx_header("sm_100", "8.6") + """
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .shared .align 16 .b32 sh[32];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, sh;
+    shl.b32 %r3, %r1, 2;
+    add.u32 %r4, %r2, %r3;
+    add.u32 %r5, %r1, 100;
+    st.shared.u32 [%r4], %r5;
+    bar.sync 0;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 st.bulk.weak.shared::cta [%r2+16], SIZE, 0;
+    bar.sync 0;
+    ld.shared.u32 %r6, [%r4];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r6;
+    ret;
+}
+"""
+
+
+def test_st_bulk_zeroes_and_is_checked(tmp_path):
+    """st.bulk (sm_100) zeroes 64 bytes from word 4: words 4..19 read 0, the others 100 + t;
+    256 bytes run past the 128 bytes of shared memory, an error in both modes."""
+    ptx = ST_BULK.replace("SIZE", "64")
+    if which("ptxas"):
+        (tmp_path / "k.ptx").write_text(ptx)
+        r = ptxas(tmp_path / "k.ptx", "sm_100")
+        assert r.returncode == 0, r.stderr
+    res = emulate(ptx, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode="full")
+    assert res.buffers["out"].tolist() == [0 if 4 <= t < 20 else 100 + t for t in range(32)]
+    for mode in ("full", "slice"):
+        with pytest.raises(EmulationError, match=r"@%p1 st\.bulk\.weak\.shared::cta \[%r2\+16\], 256, 0; \(block bb0\) "
+                                                 r"touches shared memory offset 0x10, beyond the 128 bytes"):
+            emulate(ST_BULK.replace("SIZE", "256"), ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode=mode)
