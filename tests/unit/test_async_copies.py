@@ -242,3 +242,34 @@ def test_st_bulk_zeroes_and_is_checked(tmp_path):
         with pytest.raises(EmulationError, match=r"@%p1 st\.bulk\.weak\.shared::cta \[%r2\+16\], 256, 0; \(block bb0\) "
                                                  r"touches shared memory offset 0x10, beyond the 128 bytes"):
             emulate(ST_BULK.replace("SIZE", "256"), ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode=mode)
+
+
+LDMATRIX = ptx_header("sm_90", "8.0") + """
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .shared .align 16 .b8 m[128];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, m;
+    shl.b32 %r3, %r1, STRIDE;
+    add.u32 %r4, %r2, %r3;
+    ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r5}, [%r4];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "slice"])
+def test_ldmatrix_rows_are_checked_in_both_modes(mode):
+    """ldmatrix's value feeds nothing here, so slice mode leaves it out of the slice and only
+    checks its 16-byte rows: 8 rows 16 bytes apart fit the 128 bytes, 32 bytes apart do not."""
+    emulate(LDMATRIX.replace("STRIDE", "4"), ["out"], {"out": np.zeros(32, np.uint32)}, mode=mode)
+    with pytest.raises(EmulationError, match=r"ldmatrix\.sync\.aligned\.m8n8\.x1\.shared\.b16 \{%r5\}, \[%r4\]; .*"
+                                             r"touches shared memory offset 0x80, beyond the 128 bytes"):
+        emulate(LDMATRIX.replace("STRIDE", "5"), ["out"], {"out": np.zeros(32, np.uint32)}, mode=mode)

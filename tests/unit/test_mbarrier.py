@@ -56,7 +56,7 @@ def test_polling_counts_once_per_round(mode):
 
 
 def _waiting_kernel(wait: str) -> str:
-    """One warp initialises an mbarrier for 2 arrivals, arrives once and waits."""
+    """One warp initialises an mbarrier for 64 arrivals, arrives (32 of them) and waits."""
     return ptx_header("sm_90", "8.0") + f"""
 .visible .entry k()
 {{

@@ -427,7 +427,7 @@ def mma_sync(e) -> None:
 
 
 @rule("ldmatrix")
-def ldmatrix(e) -> None:
+def ldmatrix(e, check_only: bool = False) -> None:
     """``ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16 d, [a]``: lanes 8i..8i+7
     give the row addresses of matrix i; lane l receives row l/4, columns 2(l%4) and
     2(l%4)+1 of it (transposed: column l/4, rows 2(l%4) and 2(l%4)+1)."""
@@ -447,6 +447,9 @@ def ldmatrix(e) -> None:
             src = ir.Constant(vec(i32), [8 * i + (l >> 2) for l in range(LANES)])
             rows = b.shuffle_vector(addr, undef, src)
             a = b.add(rows, ir.Constant(vec(i64), [4 * (l & 3) for l in range(LANES)]))
+            if check_only:  # slice mode's check_access: the bytes are checked, not read
+                e.host_pointers(space, a, 4, e.exec_mask, "reg" if kind == "shared" else kind)
+                continue
             regs.append(e.load(space, a, 32, e.exec_mask, "reg" if kind == "shared" else kind))
             continue
         reg = None
@@ -454,10 +457,14 @@ def ldmatrix(e) -> None:
             src = ir.Constant(vec(i32), [8 * i + 2 * (l & 3) + j for l in range(LANES)])
             rows = b.shuffle_vector(addr, undef, src)
             a = b.add(rows, ir.Constant(vec(i64), [2 * (l >> 2) for l in range(LANES)]))
+            if check_only:
+                e.host_pointers(space, a, 2, e.exec_mask, "reg" if kind == "shared" else kind)
+                continue
             v = b.zext(e.load(space, a, 16, e.exec_mask, "reg" if kind == "shared" else kind), vec(i32))
             reg = v if j == 0 else b.or_(reg, b.shl(v, e.splat(16, i32)))
         regs.append(reg)
-    e.dst_elements(0, regs)
+    if not check_only:
+        e.dst_elements(0, regs)
 
 
 @rule("stmatrix")

@@ -15,7 +15,7 @@ from ..rules import rule
 from ..softfloat import half_add
 from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, type_bits, vec
 from .bulk_copy import CHECKS
-from .matrix import stmatrix
+from .matrix import ldmatrix, stmatrix
 
 
 def _vec_width(e) -> int:
@@ -274,8 +274,8 @@ def check_access(e) -> None:
     if name in CHECKS:
         CHECKS[name](e, check_only=True)
         return
-    if name == "stmatrix":
-        stmatrix(e, check_only=True)
+    if name in ("ldmatrix", "stmatrix"):
+        (ldmatrix if name == "ldmatrix" else stmatrix)(e, check_only=True)
         return
     _t, bits, kind, addr, space = _memory_operand(e, _CHECKED_OPERAND[name])
     for k in range(_vec_width(e)):
