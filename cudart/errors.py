@@ -39,6 +39,7 @@ _FROM_EMULATION = {
     abi.ERR_TRAP: "cudaErrorLaunchFailure",
     abi.ERR_STACK_OVERFLOW: "cudaErrorLaunchFailure",
     abi.ERR_BAD_BRANCH_INDEX: "cudaErrorIllegalInstruction",
+    abi.ERR_CLUSTER_RANK: "cudaErrorIllegalAddress",
 }
 
 

@@ -3,7 +3,9 @@
 The slice is the backward closure, over SSA use-def edges, from every value
 that decides control flow: the guard of every conditional terminator
 (``@p bra``, ``@p ret``, ``@p exit``), the index of ``brx.idx``, and every
-``call`` (callees are emulated) and barrier (warps must meet there).  Block
+``call`` (callees are emulated) and barrier (warps must meet there), and every
+instruction that reads or updates an mbarrier (waits suspend warps until the arrivals and
+the copies completing through it have happened; ``isa.mbarrier_operand``).  Block
 arguments pull in the values flowing along every incoming edge.
 
 Memory dependences: a load in the slice pulls in every instruction that may
@@ -287,7 +289,9 @@ class _Slicer:
             if op.spec.terminator and (g is not None or name == "brx.idx"):
                 closure.add_op(op)
                 fs.roots.append(op)
-            elif op.spec.sync in ("barrier", "warp-barrier", "stack") or name == "call" or KEEP_ATTR in op.attributes:
+            elif (op.spec.sync in ("barrier", "warp-barrier", "stack") or name == "call" or KEEP_ATTR in op.attributes
+                  or isa.mbarrier_operand(op.spec, op.modifiers) is not None):
+                # mbarrier waits suspend warps until arrivals and copies complete the phase
                 closure.add_op(op)
                 fs.roots.append(op)
             elif name in self.keep:
@@ -441,6 +445,8 @@ def address_values(op: InstructionOp) -> list[SSAValue] | None:
     if op.spec.name == "cp.async":
         for k in range(3, len(op.operands_ast)):
             vals.extend(op.arg_operands(k))
+    elif op.spec.name in ("cp.async.bulk", "cp.reduce.async.bulk", "st.bulk"):
+        vals.extend(op.arg_operands(1 if op.spec.name == "st.bulk" else 2))  # the size
     if op.guard_pred is not None:
         vals.append(op.operands[0])
     return vals
@@ -448,7 +454,8 @@ def address_values(op: InstructionOp) -> list[SSAValue] | None:
 
 #: the accesses slice mode bounds-checks without performing them, in every state space (the
 #: lowering checks the bytes each one would touch, as the instruction itself does)
-CHECKED_ACCESSES = frozenset({"ld", "ldu", "st", "atom", "red", "cp.async"})
+CHECKED_ACCESSES = frozenset({"ld", "ldu", "st", "atom", "red", "cp.async", "cp.async.bulk", "cp.reduce.async.bulk",
+                              "st.async", "red.async", "st.bulk", "ldmatrix", "stmatrix"})
 
 
 def is_checked_access(op: InstructionOp) -> bool:

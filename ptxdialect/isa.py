@@ -888,6 +888,26 @@ def category(instr: Instr, mods: tuple[str, ...]) -> str:
     return kind
 
 
+#: position of the mbarrier address operand of the instructions that read or update an
+#: mbarrier object (the waits, arrivals, tx-count updates, and the asynchronous operations
+#: that complete through one, which have it only with ``.mbarrier::complete_tx::bytes``)
+MBARRIER_OPERAND: dict[str, int] = {
+    "mbarrier.init": 0, "mbarrier.inval": 0, "mbarrier.expect_tx": 0, "mbarrier.complete_tx": 0,
+    "mbarrier.arrive": 1, "mbarrier.arrive_drop": 1, "mbarrier.test_wait": 1, "mbarrier.try_wait": 1,
+    "cp.async.mbarrier.arrive": 0,
+    "cp.async.bulk": 3, "cp.reduce.async.bulk": 3, "cp.async.bulk.tensor": 2, "st.async": 2, "red.async": 2,
+}
+_COMPLETES_TX = ".mbarrier::complete_tx::bytes"
+
+
+def mbarrier_operand(instr: Instr, mods: tuple[str, ...]) -> int | None:
+    """The position of the mbarrier the statement reads or updates, or None (``MBARRIER_OPERAND``)."""
+    k = MBARRIER_OPERAND.get(instr.name)
+    if k is None or (not instr.name.startswith(("mbarrier.", "cp.async.mbarrier")) and _COMPLETES_TX not in mods):
+        return None
+    return k
+
+
 @lru_cache(maxsize=65536)
 def state_space(instr: Instr, mods: tuple[str, ...]) -> str | None:
     """The state space a memory/atomic statement accesses (``generic`` if none)."""

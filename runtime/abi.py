@@ -54,10 +54,14 @@ BAR_TRUE = 4           # bar.red: threads whose predicate is true so far
 BAR_RES_PART = 5       # bar.red results of the last release
 BAR_RES_TRUE = 6
 NUM_BARRIERS = 16
+# barrier.cluster: the cluster barrier of a cluster of one CTA, one more slot after the 16
+# named barriers; warps count when they arrive (barrier.cluster.arrive), not when they wait
+CLUSTER_BARRIER = NUM_BARRIERS
+BARRIER_SLOTS = NUM_BARRIERS + 1
 # flat memory (``hypa run``): device pointers are host addresses of the program's own
 # allocations; a global/generic address outside every window is looked up in this
 # sorted table of [start, end) ranges (binary search, last hit remembered)
-CTX_FLAT_START = CTX_BAR + NUM_BARRIERS * BAR_WORDS  # pointer to i64 starts (ascending)
+CTX_FLAT_START = CTX_BAR + BARRIER_SLOTS * BAR_WORDS  # pointer to i64 starts (ascending)
 CTX_FLAT_END = CTX_FLAT_START + 1                    # pointer to i64 ends
 CTX_FLAT_N = CTX_FLAT_START + 2                      # number of ranges (0: no flat memory)
 CTX_FLAT_HINT = CTX_FLAT_START + 3                   # index of the range hit last
@@ -76,7 +80,10 @@ CTX_UNINIT_LANE = CTX_FLAT_START + 12
 CTX_UNINIT_WARP = CTX_FLAT_START + 13
 CTX_UNINIT_CTA = CTX_FLAT_START + 14                  # .. linear CTA id
 CTX_STACK_SIZE = CTX_FLAT_START + 15                  # call stack per thread, bytes (as the GPU counts them)
-CTX_WORDS = CTX_FLAT_START + 16
+# mbarrier updates of the running CTA so far: a scheduler round in which no barrier releases
+# and no mbarrier changes is a deadlock (every warp waits on state nobody can change)
+CTX_MBAR_EPOCH = CTX_FLAT_START + 16
+CTX_WORDS = CTX_FLAT_START + 17
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40
@@ -89,7 +96,7 @@ WIN_CPARAM = 5
 WIN_FIRST_GLOBAL = 8
 
 # -- warp state words ----------------------------------------------------------
-WS_RESUME = 0          # 0: start; k: after barrier k
+WS_RESUME = 0          # 0: start; k: resume point k (after barrier k, then the mbarrier waits)
 WS_MASK = 1            # active mask of the current SIMT entry
 WS_RPC = 2             # its reconvergence block (-1: function exit)
 WS_TOP = 3             # entries on the SIMT stack below the current one
@@ -114,6 +121,7 @@ WS_FRAME_BYTES_OFFSET = (WS_STACK + 3 * STACK_DEPTH) * 8  # values of the warp
 RC_EXIT = 0
 RC_BARRIER = 1
 RC_ERROR = 2
+RC_YIELD = 3       # a failed mbarrier wait: run the other warps, then retry (status stays ready)
 
 # -- error codes (CTX_ERR_CODE) -------------------------------------------------
 ERR_NONE = 0
@@ -149,6 +157,7 @@ def function_address(name: str) -> int:
     import zlib
 
     return (0xFFFF << WINDOW_SHIFT) + (zlib.crc32(name.encode()) & 0xFFFFFF)
+ERR_CLUSTER_RANK = 12  # mapa to a CTA rank other than 0 (launches have clusters of one CTA)
 
 # -- counters ---------------------------------------------------------------------
 # per block: warp executions, thread executions, divergent branches, threads that take the

@@ -620,8 +620,13 @@ class Emulator:
         if code == abi.ERR_OUT_OF_BOUNDS:
             addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF
             what = self._describe_address(addr, keep)
-            opcode = (instr or "").split(" ", 1)[0].split(".")
-            if "shared" in opcode and opcode[0] in ("ld", "st", "atom", "red") and addr < (1 << 32):
+            words = (instr or "").split()
+            if words and words[0].startswith("@"):
+                words = words[1:]  # the guard
+            opcode = (words[0] if words else "").split(".")
+            shared_op = any(m.startswith("shared") for m in opcode) and opcode[0] in (
+                "ld", "st", "atom", "red", "ldmatrix", "stmatrix", "mbarrier", "cp")
+            if shared_op and addr < (1 << 32):
                 # a .shared access carries the offset itself, not a generic address
                 size = int(ctx[abi.CTX_SHARED_SIZE])
                 what = (f"shared memory offset {addr:#x}, beyond the {size} bytes this CTA has"
@@ -663,7 +668,11 @@ class Emulator:
         if code == abi.ERR_STACK_OVERFLOW:
             return f"SIMT stack overflow at {where} in block {bname}"
         if code == abi.ERR_DEADLOCK:
-            return f"deadlock in kernel {prog.func.func_name}, CTA {cta}: warps wait at barriers that can never be released"
+            return (f"deadlock in kernel {prog.func.func_name}, CTA {cta}: warps wait at barriers that can never be released"
+                    f" or on mbarrier phases that no warp can complete")
+        if code == abi.ERR_CLUSTER_RANK:
+            return (f"mapa to CTA rank {int(ctx[abi.CTX_ERR_ADDR])} at {where}: {instr} (launches have clusters"
+                    f" of one CTA: rank 0 only)")
         if code == abi.ERR_BAD_BRANCH_INDEX:
             return f"brx.idx index out of range at {where}: {instr}"
         return f"emulation failed with code {code} at {where}"

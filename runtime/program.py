@@ -117,6 +117,8 @@ class KernelProgram:
     instructions: list[InstructionOp]
     block_instrs: list[list[InstructionOp]]
     barriers: list[InstructionOp]
+    #: mbarrier waits (``try_wait``/``test_wait``): where a warp yields to the CTA scheduler
+    yields: list[InstructionOp]
     pred_counters: dict[InstructionOp, int]
     mem_ops: dict[InstructionOp, int]
     params: list[tuple[str, str, int, int]]  # name, type, offset, size
@@ -429,7 +431,9 @@ def prepare(
         emulated_args = {a for b in cfg.blocks for a in b.args}
     sliced = emulated
 
-    barriers = [op for op in instructions if op in emulated and op.spec.name in ("bar", "barrier") and not _is_arrive(op)]
+    barriers = [op for op in instructions
+                if op in emulated and op.spec.name in ("bar", "barrier", "barrier.cluster") and not _is_arrive(op)]
+    yields = [op for op in instructions if op in emulated and op.spec.name in ("mbarrier.try_wait", "mbarrier.test_wait")]
 
     mem_ops: dict[InstructionOp, int] = {}
     if memory_metrics:
@@ -445,7 +449,7 @@ def prepare(
     emulated = emulated | support
     emulated_args = emulated_args | support_args
     address_users |= checked
-    local_values = _block_local_values(cfg, emulated | address_users, set(barriers))
+    local_values = _block_local_values(cfg, emulated | address_users, set(barriers) | set(yields))
     slots, frame_bytes = _frame_slots(cfg, emulated, emulated_args, address_users, local_values)
 
     pred_counters: dict[InstructionOp, int] = {}
@@ -525,6 +529,7 @@ def prepare(
         instructions=instructions,
         block_instrs=block_instrs,
         barriers=barriers,
+        yields=yields,
         pred_counters=pred_counters,
         mem_ops=mem_ops,
         params=params,

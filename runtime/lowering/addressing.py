@@ -25,11 +25,12 @@ from .irbuild import helper_function, lowest_lane
 from .types import VPTR, i32, i64, ivec, ptr
 
 
-def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str,
-                  intent: str = initcheck.WRITE) -> ir.Value:
+def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbytes: int | ir.Value, mask: ir.Value,
+                  kind: str, intent: str = initcheck.WRITE) -> ir.Value:
     """Host pointers (``<32 x ptr>``) for ``nbytes`` at each lane's ``addr`` (i64 lanes) of
     the state space ``space`` (``kind``: how the address was given, ``Emitter.address``),
-    checked in the lanes of ``mask``: out of bounds, instruction ``instr`` fails.  ``intent``
+    checked in the lanes of ``mask``: out of bounds, instruction ``instr`` fails.
+    ``nbytes``: a constant, or i64 lanes (the bulk copies' sizes).  ``intent``
     (``initcheck.READ`` ...): what the access does with shared and local bytes, for initcheck."""
     ptrs, distance = _host_pointers(wf, instr, space, addr, nbytes, mask, kind)
     if distance is not None and initcheck.enabled(wf):
@@ -37,13 +38,13 @@ def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbyt
     return ptrs
 
 
-def _host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbytes: int, mask: ir.Value,
+def _host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbytes: int | ir.Value, mask: ir.Value,
                    kind: str) -> tuple[ir.Value, ir.Value | None]:
     """``host_pointers``' pointers, and the lanes' initcheck shadow distance (None: untracked)."""
     b = wf.b
     if addr.type != ivec(64):
         addr = b.zext(addr, ivec(64))
-    n = wf.splat(nbytes, i64)
+    n = nbytes if isinstance(nbytes, ir.Value) else wf.splat(nbytes, i64)
     if kind == "param":
         base = wf.ctx_word(abi.CTX_PARAM)
         size = wf.splat(wf.prog.param_bytes, i64)
@@ -74,7 +75,7 @@ def _host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nby
     flat = b.or_(b.icmp_unsigned(">=", win, nwin), b.icmp_unsigned("==", win, wf.splat(0, i64)))
     flat_lanes = b.and_(mask, flat)
     bits = wf.mask_to_i32(flat_lanes)
-    bad_bits = _flat_check(wf, addr, nbytes, bits)
+    bad_bits = _flat_check(wf, addr, n, bits)
     wf.error_if(instr, wf.i32_to_mask(bad_bits), abi.ERR_OUT_OF_BOUNDS, addr)
     safe_win = b.select(flat, wf.splat(0, i64), win)
     tbase = wf.ctx_ptr(abi.CTX_WIN_BASE)
@@ -92,7 +93,7 @@ def _host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nby
     return b.inttoptr(host, VPTR), distance
 
 
-def _flat_check(wf: WarpFunction, addr: ir.Value, nbytes: int, bits: ir.Value) -> ir.Value:
+def _flat_check(wf: WarpFunction, addr: ir.Value, n: ir.Value, bits: ir.Value) -> ir.Value:
     """The lanes (of ``bits``) whose flat address is in no allocation.  Fast path: every
     lane inside the allocation hit last (one vector compare); else the per-lane search."""
     b = wf.b
@@ -111,7 +112,7 @@ def _flat_check(wf: WarpFunction, addr: ir.Value, nbytes: int, bits: ir.Value) -
     safe = b.select(b.icmp_unsigned("<", hint, count), hint, ir.Constant(i64, 0))
     start = b.load(b.gep(wf.ctx_ptr(abi.CTX_FLAT_START), [safe], source_etype=i64), typ=i64)
     end = b.load(b.gep(wf.ctx_ptr(abi.CTX_FLAT_END), [safe], source_etype=i64), typ=i64)
-    last = b.add(addr, wf.splat(nbytes, i64))
+    last = b.add(addr, n)
     inside = b.and_(b.and_(b.icmp_unsigned(">=", addr, wf.splat_value(start)),
                            b.icmp_unsigned("<=", last, wf.splat_value(end))),
                     b.icmp_unsigned(">=", last, addr))
@@ -129,7 +130,7 @@ def _flat_check(wf: WarpFunction, addr: ir.Value, nbytes: int, bits: ir.Value) -
     fast_end = b.block
     b.cbranch(b.icmp_unsigned("==", miss, ir.Constant(i32, 0)), join, slow)
     b.position_at_end(slow)
-    ok = b.call(flat_lanes_function(wf.module), [wf.ctx, addr, ir.Constant(i64, nbytes), miss])
+    ok = b.call(flat_lanes_function(wf.module), [wf.ctx, addr, n, miss])
     bad_slow = b.and_(miss, b.not_(ok))
     slow_end = b.block
     b.branch(join)
@@ -188,10 +189,10 @@ def access(wf: WarpFunction, instr: int, space: str, addr: ir.Value, bits: int, 
 
 
 def flat_lanes_function(module: ir.Module) -> ir.Function:
-    """``i32 hypa_flat_lanes(ctx, <32 x i64> addr, i64 n, i32 lanes)``: the lanes (bits)
+    """``i32 hypa_flat_lanes(ctx, <32 x i64> addr, <32 x i64> n, i32 lanes)``: the lanes (bits)
     whose ``[addr, addr + n)`` lies inside one range of the flat table (abi.CTX_FLAT_*).
     Made once per module; the last range hit is tried first."""
-    f, new = helper_function(module, "hypa_flat_lanes", i32, [ptr, ivec(64), i64, i32])
+    f, new = helper_function(module, "hypa_flat_lanes", i32, [ptr, ivec(64), ivec(64), i32])
     if not new:
         return f
     ctx, addrs, n, lanes = f.args
@@ -221,7 +222,7 @@ def flat_lanes_function(module: ir.Module) -> ir.Function:
     b.position_at_end(search)
     lane = lowest_lane(b, module, rem)
     a = b.extract_element(addrs, lane)
-    end = b.add(a, n)
+    end = b.add(a, b.extract_element(n, lane))
     no_wrap = b.icmp_unsigned(">=", end, a)
     hint = b.load(hint_p, typ=i64)
     hint_ok = b.icmp_unsigned("<", hint, count)

@@ -338,7 +338,7 @@ class Emitter:
     def store(self, space: str, addr: ir.Value, value: ir.Value, mask: ir.Value, kind: str = "reg") -> None:
         access(self.wf, self.instr_id, space, addr, value.type.element.width, mask, value, kind)  # type: ignore[attr-defined]
 
-    def host_pointers(self, space: str, addr: ir.Value, nbytes: int, mask: ir.Value, kind: str = "reg",
+    def host_pointers(self, space: str, addr: ir.Value, nbytes: int | ir.Value, mask: ir.Value, kind: str = "reg",
                       intent: str = initcheck.WRITE) -> ir.Value:
         """Bounds-checked host pointers (``<32 x ptr>``) for ``nbytes`` at ``addr``; ``intent``:
         what the access does with the bytes, for initcheck (unknown: they count as written)."""

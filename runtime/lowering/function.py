@@ -325,10 +325,12 @@ class WarpFunction:
         if base in ("%total_smem_size", "%aggr_smem_size"):
             return self.splat_value(b.trunc(self.ctx_word(abi.CTX_SHARED_SIZE), i32))
         # %smid, %gridid, %envregN, %pmN, cluster registers of a 1-CTA cluster
-        if base in ("%cluster_nctaid", "%nclusterid", "%cluster_nctarank", "%is_explicit_cluster"):
+        # a launch without clusters: each CTA is a cluster of one (%cluster_ctaid, %cluster_ctarank
+        # and %is_explicit_cluster are 0), so the clusters are the CTAs
+        if base in ("%cluster_nctaid", "%cluster_nctarank"):
             return self.splat(1, i32)
-        if base in ("%clusterid",):
-            idx = abi.CTX_CTAID + comp[c or "x"]
+        if base in ("%clusterid", "%nclusterid"):
+            idx = (abi.CTX_CTAID if base == "%clusterid" else abi.CTX_NCTAID) + comp[c or "x"]
             return self.splat_value(b.trunc(self.ctx_word(idx), i32))
         return self.splat(0, i32)
 

@@ -28,15 +28,21 @@ def enabled(wf: WarpFunction) -> bool:
     return bool(getattr(wf.prog, "initcheck", False))
 
 
-def shadow(wf: WarpFunction, instr: int, ptrs: ir.Value, distance: ir.Value, nbytes: int, mask: ir.Value,
+def shadow(wf: WarpFunction, instr: int, ptrs: ir.Value, distance: ir.Value, nbytes: int | ir.Value, mask: ir.Value,
            intent: str, addr: ir.Value) -> None:
     """Check and/or mark the shadow bytes of ``nbytes`` at each lane's host pointer (in the
-    lanes of ``mask``); ``distance`` (i64 lanes) leads from a byte to its shadow."""
+    lanes of ``mask``); ``distance`` (i64 lanes) leads from a byte to its shadow.  ``nbytes``
+    as i64 lanes (bulk copies): marked when written, not checked when read."""
     if intent == UNTRACKED:
         return
     b = wf.b
     mask = b.and_(mask, b.icmp_unsigned("!=", distance, wf.splat(0, i64)))  # generic: other windows
     base = b.ptrtoint(ptrs, ivec(64))
+    if isinstance(nbytes, ir.Value):
+        if intent in (WRITE, READ_WRITE):
+            sh = b.inttoptr(b.add(base, distance), VPTR)
+            b.call(_mark_function(wf.module), [sh, nbytes, wf.mask_to_i32(mask)])
+        return
     pieces = [(0, nbytes)] if nbytes in (1, 2, 4, 8, 16) else [(k, 1) for k in range(nbytes)]
     bad = None
     for k, size in pieces:
@@ -74,6 +80,32 @@ def window_distance(wf: WarpFunction, win: ir.Value) -> ir.Value:
     local = wf.splat_value(wf.ctx_word(abi.CTX_SHADOW_LOCAL))
     d = b.select(b.icmp_unsigned("==", win, wf.splat(abi.WIN_SHARED, i64)), shared, zero)
     return b.select(b.icmp_unsigned("==", win, wf.splat(abi.WIN_LOCAL, i64)), local, d)
+
+
+def _mark_function(module: ir.Module) -> ir.Function:
+    """``void hypa_shadow_mark(<32 x ptr> shadow, <32 x i64> n, i32 lanes)``: sets ``n[l]``
+    shadow bytes at ``shadow[l]`` for each lane ``l`` of ``lanes`` (sizes known at run time)."""
+    f, new = helper_function(module, "hypa_shadow_mark", ir.VoidType(), [VPTR, ivec(64), i32])
+    if not new:
+        return f
+    sh, n, lanes = f.args
+    entry, loop, body, done = (f.append_basic_block(x) for x in ("entry", "loop", "body", "done"))
+    b = ir.IRBuilder(entry)
+    b.branch(loop)
+    b.position_at_end(loop)
+    rem = b.phi(i32)
+    rem.add_incoming(lanes, entry)
+    b.cbranch(b.icmp_unsigned("!=", rem, ir.Constant(i32, 0)), body, done)
+    b.position_at_end(body)
+    lane = lowest_lane(b, module, rem)
+    memset = module.declare_intrinsic("llvm.memset", [ptr, i64])
+    b.call(memset, [b.extract_element(sh, lane), ir.Constant(ir.IntType(8), 0xFF), b.extract_element(n, lane),
+                    ir.Constant(ir.IntType(1), 0)])
+    rem.add_incoming(b.and_(rem, b.sub(rem, ir.Constant(i32, 1))), body)
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret_void()
+    return f
 
 
 def _record_function(module: ir.Module) -> ir.Function:

@@ -21,6 +21,10 @@ Rule = Callable[[Any], None]
 RULES: dict[str, Rule] = {}
 
 
+#: ISA entry name -> why it has no lowering (added to the "no emulator semantics" error)
+WHY_NOT: dict[str, str] = {}
+
+
 def rule(*names: str) -> Callable[[Rule], Rule]:
     """Register the lowering of the ISA entries ``names``."""
 

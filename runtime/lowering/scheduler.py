@@ -2,8 +2,12 @@
 other.  For each it sets the CTA's id, clears its shared and local memory, call
 parameters, warp states and barriers, then runs its warps (``warp_run``) in rounds until
 every warp has exited: a warp returns at a barrier, and the barriers whose waiting and
-arrived warps reach their expected count release their warps for the next round.  A
-round that releases nothing is a deadlock; a step budget spent stops at the next CTA.
+arrived warps reach their expected count release their warps for the next round.  A warp
+whose mbarrier wait fails returns too (``RC_YIELD``) and stays ready: it retries the wait
+in the next round, after the other warps ran.  A round that releases no barrier and changes
+no mbarrier (``CTX_MBAR_EPOCH``) is a deadlock; a step budget spent stops at the next CTA.
+The cluster barrier (``barrier.cluster``, a cluster of one CTA) counts warps when they
+arrive, so it releases when every live warp has arrived.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(i32, [ptr, i64, i64]), "run_ctas")
     ctx, first, last = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    memset = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, i8, i64, i1]), "llvm.memset.p0.i64")
+    memset = (module.globals.get("llvm.memset.p0.i64")  # st.bulk's lowering may have declared it
+              or ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, i8, i64, i1]), "llvm.memset.p0.i64"))
 
     def cw(i: int | ir.Value) -> ir.Value:
         idx = ir.Constant(i64, i) if isinstance(i, int) else i
@@ -68,13 +73,15 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     b.call(memset, [b.inttoptr(ld(cw(abi.CTX_CPARAM)), ptr), zero8, b.mul(nthreads, ld(cw(abi.CTX_CPARAM_SIZE))), f])
     b.call(memset, [ws_base, zero8, b.mul(nwarps, ws_stride), f])
     b.call(memset, [b.gep(ctx, [ir.Constant(i64, abi.CTX_BAR)], source_etype=i64), zero8,
-                    ir.Constant(i64, 8 * abi.NUM_BARRIERS * abi.BAR_WORDS), f])
+                    ir.Constant(i64, 8 * abi.BARRIER_SLOTS * abi.BAR_WORDS), f])
+    b.store(ir.Constant(i64, 0), cw(abi.CTX_MBAR_EPOCH))
     done_slot = b.alloca(i64, name="done")
     released = b.alloca(i64, name="released")
     b.store(ir.Constant(i64, 0), done_slot)
     round_head = fn.append_basic_block("round")
     b.branch(round_head)
     b.position_at_end(round_head)
+    epoch0 = ld(cw(abi.CTX_MBAR_EPOCH))
     wl = Loop(b, ir.Constant(i64, 0), nwarps, "w")
     w = wl.i
     status = ld(wsw(w, abi.WS_STATUS))
@@ -83,10 +90,13 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
         rc = b.call(warp_run, [ws_of(w), ctx, b.trunc(w, i32)])
         is_exit = b.icmp_signed("==", rc, ir.Constant(i32, abi.RC_EXIT))
         is_bar = b.icmp_signed("==", rc, ir.Constant(i32, abi.RC_BARRIER))
+        is_yield = b.icmp_signed("==", rc, ir.Constant(i32, abi.RC_YIELD))
+        is_exit = b.or_(is_exit, is_yield)  # a yield leaves the warp ready (handled first below)
         with b.if_else(is_exit) as (then, otherwise):
             with then:
-                b.store(ir.Constant(i64, 2), wsw(w, abi.WS_STATUS))
-                b.store(b.add(b.load(done_slot, typ=i64), ir.Constant(i64, 1)), done_slot)
+                with b.if_then(b.not_(is_yield)):
+                    b.store(ir.Constant(i64, 2), wsw(w, abi.WS_STATUS))
+                    b.store(b.add(b.load(done_slot, typ=i64), ir.Constant(i64, 1)), done_slot)
             with otherwise:
                 with b.if_else(is_bar) as (t2, o2):
                     with t2:
@@ -108,15 +118,18 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     b.position_at_end(release_bb)
     b.store(ir.Constant(i64, 0), released)
     live = b.sub(nwarps, done)
-    bl = Loop(b, ir.Constant(i64, 0), ir.Constant(i64, abi.NUM_BARRIERS), "bar")
+    bl = Loop(b, ir.Constant(i64, 0), ir.Constant(i64, abi.BARRIER_SLOTS), "bar")
     bid = bl.i
     bw = b.add(ir.Constant(i64, abi.CTX_BAR), b.mul(bid, ir.Constant(i64, abi.BAR_WORDS)))
     waiting = ld(cw(b.add(bw, ir.Constant(i64, abi.BAR_WAITING))))
     arrived = ld(cw(b.add(bw, ir.Constant(i64, abi.BAR_ARRIVED))))
     expected = ld(cw(b.add(bw, ir.Constant(i64, abi.BAR_EXPECTED))))
     expected = b.select(b.icmp_signed("==", expected, ir.Constant(i64, 0)), live, expected)
+    # the cluster barrier's waiting warps have already arrived
+    is_cluster = b.icmp_signed("==", bid, ir.Constant(i64, abi.CLUSTER_BARRIER))
+    counted = b.select(is_cluster, arrived, b.add(waiting, arrived))
     go = b.and_(b.icmp_signed(">", waiting, ir.Constant(i64, 0)),
-                b.icmp_signed(">=", b.add(waiting, arrived), expected))
+                b.icmp_signed(">=", counted, expected))
     with b.if_then(go):
         rl = Loop(b, ir.Constant(i64, 0), nwarps, "rel")
         w2 = rl.i
@@ -130,14 +143,15 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
             sp = cw(b.add(bw, ir.Constant(i64, src_w)))
             b.store(ld(sp), cw(b.add(bw, ir.Constant(i64, dst_w))))
             b.store(ir.Constant(i64, 0), sp)
-        left = b.sub(b.add(waiting, arrived), expected)
+        left = b.sub(counted, expected)
         b.store(b.select(b.icmp_signed(">", left, ir.Constant(i64, 0)), left, ir.Constant(i64, 0)),
                 cw(b.add(bw, ir.Constant(i64, abi.BAR_ARRIVED))))
         b.store(ir.Constant(i64, 0), cw(b.add(bw, ir.Constant(i64, abi.BAR_WAITING))))
         b.store(ir.Constant(i64, 0), cw(b.add(bw, ir.Constant(i64, abi.BAR_EXPECTED))))
         b.store(b.add(b.load(released, typ=i64), waiting), released)
     bl.close()
-    stuck = b.icmp_signed("==", b.load(released, typ=i64), ir.Constant(i64, 0))
+    stuck = b.and_(b.icmp_signed("==", b.load(released, typ=i64), ir.Constant(i64, 0)),
+                   b.icmp_signed("==", ld(cw(abi.CTX_MBAR_EPOCH)), epoch0))
     with b.if_then(stuck, likely=False):
         b.store(ir.Constant(i64, abi.ERR_DEADLOCK), cw(abi.CTX_ERR_CODE))
         b.store(cta, cw(abi.CTX_ERR_CTA))

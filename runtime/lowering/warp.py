@@ -37,7 +37,8 @@ from .function import WarpFunction
 from .irbuild import Loop
 from .memory_metrics import emit_memory_metrics
 from .printf import emit_printf
-from .rules import RULES, LoweringError
+from .rules import RULES, WHY_NOT, LoweringError
+from .semantics.mbarrier import complete_lanes, wait_result
 from .semantics.memory import check_access
 from .semantics.sync import barrier_resume, barrier_suspend
 from .types import i32, i64, ivec
@@ -51,6 +52,8 @@ class WarpCodegen(WarpFunction):
         self.block_bbs: list[ir.Block] = []
         self.resume_bbs: list[ir.Block] = []
         self.barrier_index: dict[InstructionOp, int] = {op: i for i, op in enumerate(prog.barriers)}
+        #: resume points: the barriers, then the mbarrier waits
+        self.yield_index: dict[InstructionOp, int] = {op: len(prog.barriers) + i for i, op in enumerate(prog.yields)}
 
     # -- SIMT control --------------------------------------------------------------------
 
@@ -178,7 +181,7 @@ class WarpCodegen(WarpFunction):
         self.pop_bb = self.fn.append_basic_block("pop")
         self.dispatch_bb = self.fn.append_basic_block("dispatch")
         self.start_bb = self.fn.append_basic_block("start")
-        self.resume_bbs = [self.fn.append_basic_block(f"resume{k}") for k in range(len(prog.barriers))]
+        self.resume_bbs = [self.fn.append_basic_block(f"resume{k}") for k in range(len(prog.barriers) + len(prog.yields))]
         # entry: resume point
         resume = b.trunc(self.ws_word(abi.WS_RESUME), i32)
         sw = b.switch(resume, self.start_bb)
@@ -275,6 +278,10 @@ class WarpCodegen(WarpFunction):
             self.b.comment(instruction_text(op))
             self.gen_barrier(op)
             return
+        if op in self.yield_index:
+            self.b.comment(instruction_text(op))
+            self.gen_wait(op)
+            return
         if op.spec.name == "call" and callee_name(op)[0] == "__assertfail":
             # CUDA's assert(): the device runtime prints and traps.  Reaching the
             # call is a fact of control flow, so slice mode stops here as well.
@@ -294,7 +301,7 @@ class WarpCodegen(WarpFunction):
                 emit_printf(self, op, e)
             return  # inlined (or an external function the emulator skips)
         if fn is None:
-            why = op.spec.unsupported_reason
+            why = op.spec.unsupported_reason or WHY_NOT.get(name)
             raise LoweringError(f"'{op.opcode}' has no emulator semantics: {why}" if why
                                 else f"'{op.opcode}' has no emulator semantics yet")
         self.cross_lane = op.spec.kind in ("warp", "matrix")
@@ -323,6 +330,45 @@ class WarpCodegen(WarpFunction):
         self.active = self.i32_to_mask(b.load(self.cur_mask, typ=i32))
         e = Emitter(self, op)
         barrier_resume(e)
+
+    def gen_wait(self, op: InstructionOp) -> None:
+        """``mbarrier.try_wait`` / ``test_wait``: while a lane's phase is incomplete the warp
+        yields to the CTA scheduler (``RC_YIELD``, still ready) and resumes here, at the
+        same instruction, once the other warps ran.  ``try_wait`` waits until every lane's
+        phase is complete, so it is executed (and counted) once; ``test_wait`` yields once,
+        then gives each lane's answer (a polling loop runs once per round)."""
+        b = self.b
+        k = self.yield_index[op]
+        resumed = Emitter(self, op).entry_alloca(ir.IntType(1))
+        b.store(ir.Constant(ir.IntType(1), 0), resumed)
+        b.store(self.mask_to_i32(self.active), self.cur_mask)
+        check_bb = self.fn.append_basic_block(f"wait{k}")
+        b.branch(check_bb)
+        b.position_at_end(self.resume_bbs[k])
+        b.store(b.trunc(self.ws_word(abi.WS_MASK), i32), self.cur_mask)
+        b.store(b.trunc(self.ws_word(abi.WS_RPC), i32), self.cur_rpc)
+        self.set_ws_word(abi.WS_RESUME, ir.Constant(i64, 0))
+        b.store(ir.Constant(ir.IntType(1), 1), resumed)
+        b.branch(check_bb)
+        b.position_at_end(check_bb)
+        self.local_values = {}
+        self.active = self.i32_to_mask(b.load(self.cur_mask, typ=i32))
+        e = Emitter(self, op)
+        done = complete_lanes(e)
+        all_done = b.icmp_unsigned("==", self.mask_to_i32(done), ir.Constant(i32, -1))
+        go = all_done
+        if op.spec.name == "mbarrier.test_wait":
+            go = b.or_(all_done, b.load(resumed, typ=ir.IntType(1)))
+        yield_bb = self.fn.append_basic_block(f"wait{k}_yield")
+        cont_bb = self.fn.append_basic_block(f"wait{k}_done")
+        b.cbranch(go, cont_bb, yield_bb)
+        b.position_at_end(yield_bb)
+        self.set_ws_word(abi.WS_MASK, b.zext(b.load(self.cur_mask, typ=i32), i64))
+        self.set_ws_word(abi.WS_RPC, b.sext(b.load(self.cur_rpc, typ=i32), i64))
+        self.set_ws_word(abi.WS_RESUME, ir.Constant(i64, k + 1))
+        self.ret(abi.RC_YIELD)
+        b.position_at_end(cont_bb)
+        wait_result(e, done)
 
     # -- terminators ---------------------------------------------------------------
 

@@ -11,9 +11,11 @@ rule.
 - ``convert``: mov, cvta, isspacep, cvt, cvt.pack
 - ``memory``: ld, st, atomics and reductions, cp.async, cache hints
 - ``cross_lane``: shfl, vote, match, redux, activemask, elect
-- ``matrix``: wmma, mma, ldmatrix
+- ``matrix``: wmma, mma, ldmatrix, stmatrix, movmatrix
 - ``sync``: barriers and fences
 - ``video``: the scalar and SIMD video instructions (``vadd`` ... ``vset4``)
+- ``mbarrier``: mbarrier objects; mapa, getctarank (a cluster of one CTA)
+- ``bulk_copy``: cp.async.bulk, cp.reduce.async.bulk, st.async, red.async, st.bulk
 """
 
-from . import convert, cross_lane, floating, integer, matrix, memory, sync, video  # noqa: F401
+from . import bulk_copy, convert, cross_lane, floating, integer, matrix, mbarrier, memory, sync, video  # noqa: F401

@@ -1,4 +1,5 @@
-"""Matrix instructions: wmma.load / wmma.mma / wmma.store, mma.sync and ldmatrix.
+"""Matrix instructions: wmma.load / wmma.mma / wmma.store, mma.sync, ldmatrix, stmatrix and
+movmatrix.
 
 The PTX ISA leaves the distribution of wmma's matrix elements over the lanes'
 fragments unspecified ("architecture dependent"), so a program can only rely
@@ -11,7 +12,7 @@ wmma.mma computes D = A * B + C with one rounding per multiply-add, in f32
 (f16, bf16, tf32 inputs; products of f16/bf16 are exact in f32), f64, or
 integers (s8/u8 -> s32, .satfinite clamps).  Hardware accumulation order
 and rounding are unspecified: float results agree to rounding.  ``mma.sync``
-and ``ldmatrix`` use the fragment layouts the ISA specifies.
+``ldmatrix``, ``stmatrix`` and ``movmatrix`` use the fragment layouts the ISA specifies.
 """
 
 from __future__ import annotations
@@ -432,7 +433,7 @@ def mma_sync(e) -> None:
 
 
 @rule("ldmatrix")
-def ldmatrix(e) -> None:
+def ldmatrix(e, check_only: bool = False) -> None:
     """``ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16 d, [a]``: lanes 8i..8i+7
     give the row addresses of matrix i; lane l receives row l/4, columns 2(l%4) and
     2(l%4)+1 of it (transposed: column l/4, rows 2(l%4) and 2(l%4)+1)."""
@@ -452,6 +453,9 @@ def ldmatrix(e) -> None:
             src = ir.Constant(vec(i32), [8 * i + (l >> 2) for l in range(LANES)])
             rows = b.shuffle_vector(addr, undef, src)
             a = b.add(rows, ir.Constant(vec(i64), [4 * (l & 3) for l in range(LANES)]))
+            if check_only:  # slice mode's check_access: the bytes are checked, not read
+                e.host_pointers(space, a, 4, e.exec_mask, "reg" if kind == "shared" else kind)
+                continue
             regs.append(e.load(space, a, 32, e.exec_mask, "reg" if kind == "shared" else kind))
             continue
         reg = None
@@ -459,10 +463,70 @@ def ldmatrix(e) -> None:
             src = ir.Constant(vec(i32), [8 * i + 2 * (l & 3) + j for l in range(LANES)])
             rows = b.shuffle_vector(addr, undef, src)
             a = b.add(rows, ir.Constant(vec(i64), [2 * (l >> 2) for l in range(LANES)]))
+            if check_only:
+                e.host_pointers(space, a, 2, e.exec_mask, "reg" if kind == "shared" else kind)
+                continue
             v = b.zext(e.load(space, a, 16, e.exec_mask, "reg" if kind == "shared" else kind), vec(i32))
             reg = v if j == 0 else b.or_(reg, b.shl(v, e.splat(16, i32)))
         regs.append(reg)
-    e.dst_elements(0, regs)
+    if not check_only:
+        e.dst_elements(0, regs)
+
+
+@rule("stmatrix")
+def stmatrix(e, check_only: bool = False) -> None:
+    """``stmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16 [a], r``, ldmatrix's inverse:
+    lanes 8i..8i+7 give the row addresses of matrix i; lane l's register i holds row l/4,
+    columns 2(l%4) and 2(l%4)+1 of it (transposed: column l/4, rows 2(l%4) and 2(l%4)+1).
+    ``check_only``: the bytes are bounds-checked, not written (``check_access``)."""
+    b = e.b
+    if ".m8n8" not in e.mods or ".b16" not in e.mods:
+        raise e.fail("only .m8n8 .b16 is emulated")
+    num = next((int(m[2:]) for m in e.mods if m in (".x1", ".x2", ".x4")), 1)
+    if len(e.elements(1)) != num:
+        raise e.fail(f"expects {num} source registers")
+    trans = ".trans" in e.mods
+    kind, addr, _ = e.address(0)
+    space = "shared" if any(m.startswith(".shared") for m in e.mods) or kind == "shared" else "generic"
+    akind = "reg" if kind == "shared" else kind
+    regs = [] if check_only else e.src_elements(1, 32)
+    undef = ir.Constant(addr.type, None)
+    for i in range(num):
+        for j in range(1 if not trans else 2):
+            if not trans:
+                src = ir.Constant(vec(i32), [8 * i + (l >> 2) for l in range(LANES)])
+                off = ir.Constant(vec(i64), [4 * (l & 3) for l in range(LANES)])
+            else:
+                src = ir.Constant(vec(i32), [8 * i + 2 * (l & 3) + j for l in range(LANES)])
+                off = ir.Constant(vec(i64), [2 * (l >> 2) for l in range(LANES)])
+            a = b.add(b.shuffle_vector(addr, undef, src), off)
+            if check_only:
+                e.host_pointers(space, a, 2 if trans else 4, e.exec_mask, akind)
+            elif not trans:
+                e.store(space, a, regs[i], e.exec_mask, akind)
+            else:
+                half = b.lshr(regs[i], e.splat(16 * j, i32)) if j else regs[i]
+                e.store(space, a, b.trunc(half, vec(ir.IntType(16))), e.exec_mask, akind)
+
+
+@rule("movmatrix")
+def movmatrix(e) -> None:
+    """``movmatrix.sync.aligned.m8n8.trans.b16 d, a``: the transpose of the 8x8 matrix whose
+    row l/4, columns 2(l%4) and 2(l%4)+1 lane l holds (the ldmatrix fragment).  Lane l gets
+    rows 2(l%4)+j of column l/4: element (r, c) is in lane 4r + c/2, half c%2."""
+    b = e.b
+    if ".trans" not in e.mods:
+        raise e.fail("needs .trans")
+    a = e.src(1, 32)
+    undef = ir.Constant(a.type, None)
+    out = None
+    for j in range(2):
+        src = ir.Constant(vec(i32), [8 * (l & 3) + 4 * j + (l >> 3) for l in range(LANES)])
+        picked = b.shuffle_vector(a, undef, src)
+        shift = ir.Constant(vec(i32), [16 * ((l >> 2) & 1) for l in range(LANES)])
+        h = b.and_(b.lshr(picked, shift), e.splat(0xFFFF, i32))
+        out = h if j == 0 else b.or_(out, b.shl(h, e.splat(16, i32)))
+    e.dst(0, out)
 
 
 def _wmma_result(e, v: ir.Value, dt: str, satfinite: bool) -> ir.Value:

@@ -17,6 +17,8 @@ from ..irbuild import lowest_lane
 from ..rules import rule
 from ..softfloat import half_add
 from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, ivec, type_bits, vec
+from .bulk_copy import CHECKS
+from .matrix import ldmatrix, stmatrix
 
 
 def _vec_width(e) -> int:
@@ -275,6 +277,12 @@ def check_access(e) -> None:
     name = e.spec.name
     if name == "cp.async":
         cp_async(e, check_only=True)
+        return
+    if name in CHECKS:
+        CHECKS[name](e, check_only=True)
+        return
+    if name in ("ldmatrix", "stmatrix"):
+        (ldmatrix if name == "ldmatrix" else stmatrix)(e, check_only=True)
         return
     _t, bits, kind, addr, space = _memory_operand(e, _CHECKED_OPERAND[name])
     intent = _CHECKED_INTENT[name]

@@ -3,8 +3,11 @@
 ``bar.sync``/``barrier.sync`` suspend the warp (the CTA scheduler releases it
 when every warp the barrier waits for has arrived); ``bar.red`` contributes its
 predicate before suspending and reads the reduction when resumed;
-``bar.arrive`` counts an arrival without waiting.  Fences and memory barriers
-order nothing in a sequential emulator.
+``bar.arrive`` counts an arrival without waiting.  ``barrier.cluster`` (a cluster of
+one CTA) is the CTA's warps meeting at one more barrier (``abi.CLUSTER_BARRIER``) that
+counts warps as they arrive: ``.arrive`` arrives, ``.wait`` waits until every live warp
+has arrived, the bare form does both.  Fences and memory barriers order nothing in a
+sequential emulator.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from ..types import i32, i64
 
 def _bar_id(e) -> ir.Value:
     b = e.b
+    if e.spec.name == "barrier.cluster":
+        return ir.Constant(i64, abi.CLUSTER_BARRIER)
     node = e.args[1] if ".red" in e.mods else e.args[0]
     k = 1 if ".red" in e.mods else 0
     if node[0] == "imm":
@@ -34,6 +39,8 @@ def _bar_id(e) -> ir.Value:
 def _expected_warps(e) -> ir.Value:
     """Warps the barrier waits for: the thread count operand / 32, else 0 (all)."""
     b = e.b
+    if e.spec.name == "barrier.cluster":
+        return ir.Constant(i64, 0)
     red = ".red" in e.mods
     k = 2 if red else 1
     n_ops = len(e.args)
@@ -55,6 +62,8 @@ def barrier_suspend(e) -> None:
     b = e.b
     wf = e.wf
     bid = _bar_id(e)
+    if e.spec.name == "barrier.cluster" and ".wait" not in e.mods:
+        bar_arrive(e)  # the bare form arrives, then waits
     wf.set_ws_word(abi.WS_BAR_ID, bid)
     wf.set_ws_word(abi.WS_BAR_EXPECT, _expected_warps(e))
     if ".red" in e.mods:
@@ -82,9 +91,10 @@ def barrier_resume(e) -> None:
         e.dst(0, e.wf.splat_value(b.icmp_unsigned("!=", true, ir.Constant(i64, 0))))
 
 
-@rule("bar", "barrier")
+@rule("bar", "barrier", "barrier.cluster")
 def bar_arrive(e) -> None:
-    """Only ``bar.arrive`` reaches a rule (waiting barriers suspend the warp)."""
+    """Only ``bar.arrive`` and ``barrier.cluster.arrive`` reach a rule (waiting barriers
+    suspend the warp)."""
     b = e.b
     bid = _bar_id(e)
     ptr = _bar_word(e, bid, abi.BAR_ARRIVED)
