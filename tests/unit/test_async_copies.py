@@ -195,7 +195,7 @@ def test_tensor_copies_say_why_they_are_not_emulated():
     from hypa.runtime.lowering.rules import LoweringError  # noqa: F401  (the error type the emulator reports)
 
     with pytest.raises(Exception, match=r"'cp\.async\.bulk\.tensor\.1d\.shared::cluster\.global\.tile\.mbarrier::"
-                                        r"complete_tx::bytes' has no emulator semantics yet: the \.tensor forms read "
+                                        r"complete_tx::bytes' has no emulator semantics: the \.tensor forms read "
                                         r"a CUtensorMap"):
         emulate(ptx, ["map"], {"map": np.zeros(16, np.uint64)}, mode="full")
 
