@@ -447,7 +447,7 @@ def address_values(op: InstructionOp) -> list[SSAValue] | None:
 
 #: the accesses slice mode bounds-checks without performing them, in every state space (the
 #: lowering checks the bytes each one would touch, as the instruction itself does)
-CHECKED_ACCESSES = frozenset({"ld", "ldu", "st", "atom", "red", "cp.async"})
+CHECKED_ACCESSES = frozenset({"ld", "ldu", "st", "atom", "red", "cp.async", "suld", "sust", "sured"})
 
 
 def is_checked_access(op: InstructionOp) -> bool:

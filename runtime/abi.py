@@ -64,7 +64,8 @@ CTX_FLAT_HINT = CTX_FLAT_START + 3                   # index of the range hit la
 CTX_PRINTF = CTX_FLAT_START + 4                      # device printf: void(*)(ctx, fmt, args) or 0
 CTX_FLAT_EXACT_END = CTX_FLAT_START + 5               # pointer to i64 ends of the bytes asked for
 CTX_FLAT_SLACK = CTX_FLAT_START + 6                   # first address touched past an exact end (0: none)
-CTX_WORDS = CTX_FLAT_START + 7
+CTX_TEXTURE = CTX_FLAT_START + 7                     # texture instructions: int64(*)(ctx, text, lanes, in, out) (runtime/textures.py)
+CTX_WORDS = CTX_FLAT_START + 8
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40
@@ -105,6 +106,7 @@ ERR_BAD_BRANCH_INDEX = 6
 ERR_MISALIGNED = 7
 ERR_BAD_WINDOW = 8
 ERR_ASSERT = 9  # call __assertfail: a failed assert() stops the kernel, as on the GPU
+ERR_TEXTURE = 10  # a texture or surface instruction faulted (bad handle, .trap out of range): TextureTable.error
 
 # -- counters ---------------------------------------------------------------------
 # per block: warp executions, thread executions, divergent branches, threads that take the

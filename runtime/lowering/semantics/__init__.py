@@ -13,6 +13,7 @@ rule.
 - ``cross_lane``: shfl, vote, match, redux, activemask, elect
 - ``matrix``: wmma, mma, ldmatrix
 - ``sync``: barriers and fences
+- ``texture``: texture and surface instructions (through the texture callback)
 """
 
-from . import convert, cross_lane, floating, integer, matrix, memory, sync  # noqa: F401
+from . import convert, cross_lane, floating, integer, matrix, memory, sync, texture  # noqa: F401

@@ -14,6 +14,7 @@ from ...program import value_bits
 from ..rules import rule
 from ..softfloat import half_add
 from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, type_bits, vec
+from .texture import check_surface
 
 
 def _vec_width(e) -> int:
@@ -268,6 +269,9 @@ def check_access(e) -> None:
     name = e.spec.name
     if name == "cp.async":
         cp_async(e, check_only=True)
+        return
+    if name in ("suld", "sust", "sured"):
+        check_surface(e)
         return
     _t, bits, kind, addr, space = _memory_operand(e, _CHECKED_OPERAND[name])
     for k in range(_vec_width(e)):

@@ -1,0 +1,301 @@
+"""Texture and surface instructions through launch specs (runtime/textures.py, docs/design.md
+section 6): values computed by hand from the CUDA programming guide's texture fetching rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hypa.ptxdialect import parse_ptx
+from hypa.runtime.emulator import Emulator, EmulationError
+from hypa.runtime.launch import Launch, LaunchError, TextureSpec, launch_from_cli, launches_from_dict
+
+from helpers import HEADER
+
+REGS = """
+    .reg .pred %p<4>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<12>;
+    .reg .f32 %f<12>;
+"""
+
+
+def fetch_kernel(statement: str, results: str = "{%f1, %f2, %f3, %f4}", before: str = "") -> str:
+    """``k(out, co, h)``: thread t loads four 32-bit coordinates ``co[4t .. 4t+3]`` into %r8..%r11
+    (and the same bits into %f5..%f8), runs ``statement`` and stores ``results`` at ``out[4t]``."""
+    return HEADER + before + f"""
+.visible .entry k(.param .u64 out, .param .u64 co, .param .u64 h)
+{{{REGS}
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [co];
+    ld.param.u64 %rd5, [h];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 16;
+    add.u64 %rd4, %rd2, %rd3;
+    ld.global.v4.b32 {{%r8, %r9, %r10, %r11}}, [%rd4];
+    mov.b32 %f5, %r8;
+    mov.b32 %f6, %r9;
+    mov.b32 %f7, %r10;
+    mov.b32 %f8, %r11;
+    {statement}
+    add.u64 %rd6, %rd1, %rd3;
+    st.global.v4.b32 [%rd6], {results};
+    ret;
+}}
+"""
+
+
+def run(ptx: str, coords, texels: np.ndarray, mode: str = "full", variables=None, args=None, **fields):
+    """Run ``ptx`` with one thread per coordinate row over a texture of ``texels``; the results
+    (threads x 4 words) as float32, and the raw words."""
+    co = np.array(coords, np.float32 if np.asarray(coords).dtype.kind == "f" else np.int32).reshape(-1, 4)
+    surface = fields.pop("surface", False)
+    tex = TextureSpec("t", "px", surface, fields=fields)
+    launch = Launch(kernel="k", grid=1, block=len(co), args=args or ["out", "co", "t"],
+                    buffers={"out": np.zeros(4 * len(co), np.uint32), "co": co.view(np.uint32).ravel(), "px": texels},
+                    textures={"t": tex}, variables=variables or {})
+    res = Emulator(parse_ptx(ptx), mode=mode).run(launch)
+    words = res.buffers["out"].reshape(-1, 4)
+    return words.view(np.float32), words, res
+
+
+TEX2D = fetch_kernel("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5, %f6}];")
+F = np.float32
+
+
+def test_point_and_linear_filtering_of_a_float_texture():
+    px = np.arange(8, dtype=np.float32) * 10  # 4 x 2: row 0 = 0 10 20 30, row 1 = 40 50 60 70
+    coords = [(0.0, 0.5, 0, 0), (1.75, 0.5, 0, 0), (3.9, 1.9, 0, 0), (2.0, 1.0, 0, 0), (-5, 7, 0, 0)]
+    f, _w, _r = run(TEX2D, coords, px, format="float", width=4, height=2)
+    assert f[:, 0].tolist() == [0, 10, 70, 60, 40]  # floor(x), floor(y), clamped
+    assert f[0, 1:].tolist() == [0, 0, 1]  # a one-channel format reads (x, 0, 0, 1)
+    f, _w, _r = run(TEX2D, coords, px, format="float", width=4, height=2, filter_mode="linear")
+    # x - 0.5 = 1.25: texels 1 and 2, alpha 0.25; y - 0.5 = 0: row 0 alone
+    assert f[1, 0] == F(12.5)
+    # (2.0, 1.0): x - 0.5 = 1.5, y - 0.5 = 0.5: the mean of 10, 20, 50, 60
+    assert f[3, 0] == F(35)
+    assert f[0, 0] == 0 and f[4, 0] == 40  # clamped at the edges: (0, 0.5) and (-5, 7)
+    # (3.9, 1.9): x - 0.5 = 3.4, texels 3 and 4 -> 3 (clamp), y likewise: 70
+    assert f[2, 0] == 70
+
+
+def test_linear_weights_have_eight_fractional_bits():
+    px = np.array([0, 256], np.float32)
+    # x - 0.5 = 1/3 (in f32): alpha = round(256/3) / 256 = 85/256 -> 85, not 85.33
+    f, _w, _r = run(TEX2D, [(0.5 + 1 / 3, 0.5, 0, 0), (0.5 + 1 / 1024, 0.5, 0, 0), (0.5 + 3 / 1024, 0.5, 0, 0)], px,
+                    format="float", width=2, height=1, filter_mode="linear")
+    assert f[:, 0].tolist() == [85, 0, 1]  # 0.25/256 rounds to 0, 0.75/256 to 1/256
+
+
+def test_uchar4_normalized_float_and_element_reads():
+    px = np.array([[0, 255, 51, 128], [255, 0, 102, 64]], np.uint8).ravel()  # 2 x 1 texels
+    f, _w, _r = run(TEX2D, [(0.5, 0.5, 0, 0), (1.0, 0.5, 0, 0)], px, format="uchar4", width=2, height=1,
+                    read_mode="normalized_float", filter_mode="linear")
+    assert f[0].tolist() == [0, 1, F(0.2), F(128) / F(255)]
+    # halfway: (0 + 1) / 2, (1 + 0) / 2, (0.2 + 0.4) / 2, (128/255 + 64/255) / 2
+    assert f[1].tolist() == [0.5, 0.5, F(F(0.5) * F(0.2)) + F(F(0.5) * F(0.4)),
+                             F(F(0.5) * (F(128) / F(255))) + F(F(0.5) * (F(64) / F(255)))]
+    ptx = fetch_kernel("tex.2d.v4.u32.f32 {%r4, %r5, %r6, %r7}, [%rd5, {%f5, %f6}];", "{%r4, %r5, %r6, %r7}")
+    _f, w, _r = run(ptx, [(1.5, 0.0, 0, 0)], px, format="uchar4", width=2, height=1)
+    assert w[0].tolist() == [255, 0, 102, 64]
+
+
+def test_signed_normalized_and_integer_formats():
+    px = np.array([-128, -127, 127, 0], np.int8)
+    f, _w, _r = run(fetch_kernel("tex.1d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5}];"),
+                    [(0.5, 0, 0, 0), (1.5, 0, 0, 0), (2.5, 0, 0, 0)], px, format="char", width=4,
+                    read_mode="normalized_float")
+    assert f[:, 0].tolist() == [-1, -1, 1]  # -128/127 is clamped to -1
+    ptx = fetch_kernel("tex.1d.v4.s32.f32 {%r4, %r5, %r6, %r7}, [%rd5, {%f5}];", "{%r4, %r5, %r6, %r7}")
+    _f, w, _r = run(ptx, [(0.5, 0, 0, 0), (2.5, 0, 0, 0)], px, format="char", width=4)
+    assert w.view(np.int32)[:, 0].tolist() == [-128, 127] and w[0, 3] == 1
+
+
+def test_address_modes_with_normalized_coordinates():
+    px = np.array([1, 2, 3, 4], np.float32)
+    ptx = fetch_kernel("tex.1d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5}];")
+    coords = [(1.125, 0, 0, 0), (-0.125, 0, 0, 0), (1.375, 0, 0, 0), (0.5, 0, 0, 0)]
+    got = {}
+    for mode in ("wrap", "clamp", "mirror", "border"):
+        f, _w, _r = run(ptx, coords, px, format="float", width=4, address_mode=mode, normalized_coords=True)
+        got[mode] = f[:, 0].tolist()
+    # x * 4 = 4.5, -0.5, 5.5, 2.0 -> texel 4, -1, 5, 2
+    assert got["wrap"] == [1, 4, 2, 3]
+    assert got["clamp"] == [4, 1, 4, 3]
+    assert got["mirror"] == [4, 1, 3, 3]  # 4 -> 3, -1 -> 0, 5 -> 2
+    assert got["border"] == [0, 0, 0, 3]
+    # wrap without normalized coordinates clamps (as CUDA does)
+    f, _w, _r = run(ptx, [(5.5, 0, 0, 0)], px, format="float", width=4, address_mode="wrap")
+    assert f[0, 0] == 4
+
+
+def test_linear_filtering_wraps_per_texel():
+    px = np.array([0, 100, 200, 300], np.float32)
+    f, _w, _r = run(fetch_kernel("tex.1d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5}];"),
+                    [(0.0, 0, 0, 0)], px, format="float", width=4, address_mode="wrap", normalized_coords=True,
+                    filter_mode="linear")
+    assert f[0, 0] == 150  # x*4 - 0.5 = -0.5: texels 3 and 0 (wrapped), alpha 0.5
+
+
+def test_integer_coordinates_layers_and_3d():
+    px = np.arange(24, dtype=np.float32)  # 3 layers of 4 x 2 / or 4 x 2 x 3
+    ptx = fetch_kernel("tex.a2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%r8, %f6, %f7, %f8}];")
+    co = np.zeros((3, 4), np.uint32)
+    co[:, 0] = [0, 2, 9]  # layer (clamped to 2)
+    co[:, 1] = np.array([1.5, 3.5, 0.5], np.float32).view(np.uint32)
+    co[:, 2] = np.array([1.5, 0.5, 0.5], np.float32).view(np.uint32)
+    f, _w, _r = run(ptx, co.view(np.float32), px, format="float", width=4, height=2, layers=3)
+    assert f[:, 0].tolist() == [5, 19, 16]
+    ptx = fetch_kernel("tex.3d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [%rd5, {%r8, %r9, %r10, %r11}];")
+    co = np.array([(1, 1, 2, 0), (3, 0, 1, 0), (7, -1, 9, 0)], np.int32)
+    f, _w, _r = run(ptx, co, px, format="float", width=4, height=2, depth=3)
+    assert f[:, 0].tolist() == [21, 11, 19]
+
+
+def test_tld4_gathers_one_component_of_the_four_texels():
+    px = (np.arange(8, dtype=np.float32)[:, None] * [1, -1]).ravel()  # float2 texels (v, -v), 4 x 2
+    ptx = fetch_kernel("tld4.g.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5, %f6}];")
+    f, _w, _r = run(ptx, [(1.25, 1.0, 0, 0)], px.astype(np.float32), format="float2", width=4, height=2)
+    # x - 0.5 = 0.75 -> texels 0, 1; y - 0.5 = 0.5 -> rows 0, 1: (x0,y1) (x1,y1) (x1,y0) (x0,y0)
+    assert f[0].tolist() == [-4, -5, -1, 0]
+
+
+def test_txq_and_istypep():
+    px = np.zeros(24, np.float32)
+    ptx = fetch_kernel("txq.width.b32 %r4, [%rd5];\n    txq.height.b32 %r5, [%rd5];\n"
+                       "    txq.normalized_coords.b32 %r6, [%rd5];\n    istypep.texref %p1, %rd5;\n"
+                       "    selp.u32 %r7, 7, 9, %p1;", "{%r4, %r5, %r6, %r7}")
+    _f, w, _r = run(ptx, [(0, 0, 0, 0)], px, format="float2", width=3, height=4, normalized_coords=True)
+    assert w[0].tolist() == [3, 4, 1, 7]
+
+
+def test_texref_variable_names_a_texture():
+    px = np.arange(4, dtype=np.float32)
+    ptx = fetch_kernel("tex.1d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [gt, {%f5}];", before=".global .texref gt;\n")
+    for mode in ("full", "slice"):
+        f, _w, _r = run(ptx, [(2.5, 0, 0, 0)], px, mode=mode, format="float", width=4, variables={"gt": "t"},
+                        args=["out", "co", 0])
+        if mode == "full":
+            assert f[0, 0] == 2
+
+
+def test_a_handle_that_names_no_texture_stops_the_launch():
+    px = np.zeros(4, np.float32)
+    with pytest.raises(EmulationError, match=r"tex reads handle 0x0, which names no texture object at kernel k, "
+                                             r"CTA \(0, 0, 0\), thread \(0, 0, 0\): tex.2d"):
+        run(TEX2D, [(0, 0, 0, 0)], px, format="float", width=4, height=1, args=["out", "co", 0])
+
+
+# -- surfaces -------------------------------------------------------------------------------
+
+SURF = HEADER + f"""
+.visible .entry k(.param .u64 out, .param .u64 co, .param .u64 h)
+{{{REGS}
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd5, [h];
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    add.u32 %r3, %r1, 100;
+    sust.b.2d.b32.MODE [%rd5, {{%r2, 1}}], {{%r3}};
+    sub.s32 %r4, %r2, 4;
+    suld.b.2d.v2.b32.MODE {{%r5, %r6}}, [%rd5, {{%r4, 1}}];
+    sured.b.add.2d.u32.MODE [%rd5, {{%r2, 0}}], %r3;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.u64 %rd6, %rd1, %rd3;
+    st.global.v2.b32 [%rd6], {{%r5, %r6}};
+    ret;
+}}
+"""
+
+
+def surface_run(mode: str, emu: str = "full", threads: int = 4):
+    launch = Launch(kernel="k", grid=1, block=threads, args=["out", 0, "s"],
+                    buffers={"out": np.zeros(2 * threads, np.uint32), "px": np.arange(8, dtype=np.uint32)},
+                    textures={"s": TextureSpec("s", "px", True, fields=dict(format="uint", width=4, height=2))})
+    return Emulator(parse_ptx(SURF.replace("MODE", mode)), mode=emu).run(launch)
+
+
+def test_surface_load_store_and_reduction_in_range_and_zero_mode():
+    r = surface_run("zero")
+    # row 1 = 100..103 after the stores; each thread reads the two words at byte x - 4
+    assert r.buffers["out"].reshape(4, 2).tolist() == [[0, 0], [100, 101], [101, 102], [102, 103]]
+    assert r.buffers["px"].tolist() == [100, 102, 104, 106, 100, 101, 102, 103]
+
+
+def test_surface_clamp_mode_clamps_the_byte_coordinate():
+    r = surface_run("clamp")
+    # thread 0 reads at byte -4: clamped to 0; thread 3 reads bytes 8..15 (in range)
+    assert r.buffers["out"].reshape(4, 2).tolist() == [[100, 101], [100, 101], [101, 102], [102, 103]]
+
+
+@pytest.mark.parametrize("emu", ["full", "slice"])
+def test_surface_trap_mode_stops_the_launch_in_full_and_slice_mode(emu):
+    with pytest.raises(EmulationError, match=r"suld.2d.trap out of range: coordinates \(-4, 1\) \(x in bytes\) "
+                                             r"outside surface 's' \(4x2 uint\) at kernel k, CTA \(0, 0, 0\), "
+                                             r"thread \(0, 0, 0\)"):
+        surface_run("trap", emu)
+
+
+def test_formatted_surface_store():
+    ptx = HEADER + f"""
+.visible .entry k(.param .u64 h)
+{{{REGS}
+    ld.param.u64 %rd5, [h];
+    mov.u32 %r1, %tid.x;
+    mov.b32 %r2, 0f3FC00000;
+    cvt.rn.f32.u32 %f1, %r1;
+    mov.b32 %r3, %f1;
+    sust.p.1d.v2.b32.trap [%rd5, {{%r1}}], {{%r2, %r3}};
+    ret;
+}}
+"""
+    launch = Launch(kernel="k", grid=1, block=2, args=["s"], buffers={"px": np.zeros(4, np.uint16)},
+                    textures={"s": TextureSpec("s", "px", True, fields=dict(format="half2", width=2))})
+    r = Emulator(parse_ptx(ptx), mode="full").run(launch)
+    # x is in texels for .p; (1.5, t) converted to half
+    assert r.buffers["px"].view(np.float16).tolist() == [1.5, 0.0, 1.5, 1.0]
+
+
+# -- launch specs ------------------------------------------------------------------------------
+
+def test_cli_and_toml_texture_specs():
+    launch = launch_from_cli("grid=1 block=4 args=out,co,img buffer.out=uint32:16 buffer.co=float32:16 "
+                             "buffer.px=float32:8:arange texture.img=px:float:4x2:address=wrap,clamp:filter=linear"
+                             ":normalized surface.s=px:uint:4x2")
+    d = launch.textures["img"].desc(32)
+    assert (d.address_mode, d.filter_mode, d.normalized_coords, d.dims) == (("wrap", "clamp", "clamp"), "linear",
+                                                                             True, 2)
+    assert launch.textures["s"].surface
+    launches = launches_from_dict({
+        "launch": [{"kernel": "k", "grid": 1, "block": 4, "args": ["out", "co", "img"]}],
+        "buffers": {"out": {"dtype": "uint32", "count": 16}, "co": {"dtype": "float32", "count": 16},
+                    "px": {"dtype": "uint8", "count": 32}},
+        "textures": {"img": {"buffer": "px", "format": "uchar4", "width": 4, "height": 2,
+                             "read_mode": "normalized_float", "address_mode": ["border", "mirror"]}},
+    })
+    assert set(launches[0].buffers) == {"out", "co", "px"} and set(launches[0].textures) == {"img"}
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("texture.t=px:float3:4", "texture 't': unknown format 'float3'"),
+    ("texture.t=px:float:4:filter=cubic", "texture 't': filter_mode must be point or linear, not 'cubic'"),
+    ("texture.t=px:float:4:address=repeat", "address_mode must be one to three of wrap, clamp, mirror, border"),
+    ("texture.t=px:uint:4:filter=linear", "linear filtering returns floats"),
+    ("texture.t=px:float:4:read=normalized_float", "read_mode normalized_float needs an 8- or 16-bit integer"),
+    ("texture.t=px:float:4:shiny", "texture 't': unknown option 'shiny'"),
+    ("texture.t=px:float:4xq", "extent '4xq' is not WIDTH"),
+    ("texture.t=nope:float:4", "buffer 'nope' is not given"),
+    ("surface.t=px:float:4:filter=linear", "surface 't': unknown option 'filter=linear'"),
+])
+def test_bad_texture_specs_are_clear_messages(spec, message):
+    with pytest.raises(LaunchError, match=message.replace("(", r"\(")):
+        launch_from_cli(f"grid=1 block=1 args=t buffer.px=float32:8 {spec}")
+
+
+def test_a_texture_larger_than_its_buffer_is_refused():
+    ptx = fetch_kernel("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5, %f6}];")
+    with pytest.raises(LaunchError, match=r"texture 't': 4x4 float texels need 64 bytes, the memory holds 32"):
+        run(ptx, [(0, 0, 0, 0)], np.zeros(8, np.float32), format="float", width=4, height=4)
+    with pytest.raises(LaunchError, match=r"unknown keys shiny"):
+        launches_from_dict({"launch": [{"grid": 1, "block": 1}], "buffers": {"px": {"dtype": "uint8", "count": 4}},
+                            "textures": {"t": {"buffer": "px", "format": "uchar", "width": 4, "shiny": 1}}})
