@@ -27,6 +27,7 @@ import numpy as np
 
 from . import errors as E
 from .api import API, FINISH, UNSUPPORTED
+from .texture_api import TextureRuntime
 
 FATBIN_WRAPPER_MAGIC = 0x466243B1
 #: warp-instructions one launch may take under `hypa run` (a real program's launches are
@@ -103,13 +104,16 @@ class Event:
     recorded: int | None = None  # launches completed when it was recorded
 
 
-class HostRuntime:
+class HostRuntime(TextureRuntime):
     def __init__(self, major: int, opts: RunOptions) -> None:
         from hypa.runtime.flat_memory import FlatMemory
+        from hypa.runtime.textures import TextureTable
 
         self.major = major
         self.opts = opts
         self.memory = FlatMemory(exact_bounds=opts.exact_bounds)
+        self.arrays = {}  # cudaArray_t -> texture_api.CudaArray
+        self.textures = TextureTable()  # texture and surface objects
         self._grid_sync: dict[str, bool] = {}
         self.modules: dict[int, Module] = {}
         self.functions: dict[int, Kernel] = {}
@@ -157,6 +161,10 @@ class HostRuntime:
             for kind, _n in proto.params:
                 if kind == "dim3":
                     vals.append(tuple(w & 0xFFFFFFFF for w in words[i : i + 3]))
+                    i += 3
+                    continue
+                if kind == "extent":
+                    vals.append(tuple(w & 0xFFFFFFFFFFFFFFFF for w in words[i : i + 3]))
                     i += 3
                     continue
                 w = words[i]
@@ -285,7 +293,7 @@ class HostRuntime:
         emu = Emulator(module_op, mode=self.opts.mode, step_budget=self.opts.step_budget or RUN_STEP_BUDGET,
                        memory_metrics=self.opts.memory_metrics, bounds_check=self.opts.bounds_check)
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
-                               ctypes.cast(self._printf, ctypes.c_void_p).value or 0)
+                               ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures)
         m.emulator = emu
         return True
 

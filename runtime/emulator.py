@@ -410,8 +410,7 @@ class Emulator:
         glob_arrays: list[tuple[str, np.ndarray]] = []
         symbols = _symbol_addresses(prog)
         host = self.host
-        textures = host.textures if host is not None and getattr(host, "textures", None) is not None \
-            else TextureTable()
+        textures = host.textures if host is not None and host.textures is not None else TextureTable()
         handles: dict[str, int] = {}
         for name, var in prog.global_vars.items():
             tname = launch.variables.get(name)

@@ -3,6 +3,8 @@ section 6): values computed by hand from the CUDA programming guide's texture fe
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from hypa.ptxdialect import parse_ptx
 from hypa.runtime.emulator import Emulator, EmulationError
 from hypa.runtime.launch import Launch, LaunchError, TextureSpec, launch_from_cli, launches_from_dict
 
-from helpers import HEADER
+from helpers import HEADER, ROOT, gpu_recorded_run, nvcc, run_hypa
 
 REGS = """
     .reg .pred %p<4>;
@@ -299,3 +301,74 @@ def test_a_texture_larger_than_its_buffer_is_refused():
     with pytest.raises(LaunchError, match=r"unknown keys shiny"):
         launches_from_dict({"launch": [{"grid": 1, "block": 1}], "buffers": {"px": {"dtype": "uint8", "count": 4}},
                             "textures": {"t": {"buffer": "px", "format": "uchar", "width": 4, "shiny": 1}}})
+
+
+# -- real programs under hypa run (tests/cuda_programs/isa) ----------------------------------
+
+ISA_PROGRAMS = ROOT / "tests" / "cuda_programs" / "isa"
+
+
+@pytest.fixture(scope="module")
+def isa_runs(tmp_path_factory):
+    """texture_filtering, surface_rw and tex_query built (nvcc -cudart shared) and run under hypa run."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    d = tmp_path_factory.mktemp("isa")
+    out = {}
+    for name in ("texture_filtering", "surface_rw", "tex_query"):
+        p = nvcc(ISA_PROGRAMS / f"{name}.cu", d / name)
+        assert p.returncode == 0, p.stderr[-1000:]
+        out[name] = run_hypa("run", "--", str(d / name), timeout=600)
+    return out
+
+
+def _matches_gpu(name: str, stdout: str) -> None:
+    rec = gpu_recorded_run(name)
+    if rec is not None:
+        assert stdout == rec["stdout"], f"{name}: hypa run's output differs from the GPU's"
+
+
+def test_texture_filtering_program(isa_runs):
+    r = isa_runs["texture_filtering"]
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    # 4x3 float texture (1 2 4 8 / 16 32 64 128 / 0.25 -3 1000 0.1); (0.5, 0.5) unnormalized is (2, 1.5):
+    # x - 0.5 = 1.5 -> texels 1, 2 (alpha 1/2), y - 0.5 = 1 -> row 1: (32 + 64) / 2 = 48
+    assert "float clamp linear unnorm 3: 42400000 00000000 00000000 3f800000" in lines
+    # normalized (0.9, 0.99) -> texel (3, 2) = 0.1 whatever the mode; border zero outside: (1.2, 0.4) -> 0
+    assert "float wrap point norm 5: 3dcccccd 00000000 00000000 3f800000" in lines
+    assert "float border point norm 7: 00000000 00000000 00000000 3f800000" in lines
+    # wrap: (1.2, 0.4) -> (0.2 * 4, 0.4 * 3) = texel (0, 1) = 16
+    assert "float wrap point norm 7: 41800000 00000000 00000000 3f800000" in lines
+    # uchar4 (0, 255, 51, 128) at texel (0, 0), normalized: 0, 1, 0.2, 128/255
+    assert "uchar4 clamp point 0: 00000000 3f800000 3e4ccccd 3f008081" in lines
+    assert "uchar4 element clamp 0: 0 255 51 128" in lines
+    # a linear-memory texture of 10 floats: index -2 and 10 and beyond read zero
+    assert "linear fetch -2: 00000000" in lines and "linear fetch 7: 43000000" in lines
+    assert "linear fetch 10: 00000000" in lines
+    # layer 0 of 4x2 (i*i/2): (0.5, 0.5) -> the mean of 0.5, 2, 12.5, 18 = 8.25
+    assert "layered 3: 41040000" in lines
+    assert lines[-1] == "done"
+    _matches_gpu("texture_filtering", r.stdout)
+
+
+def test_surface_program(isa_runs):
+    r = isa_runs["surface_rw"]
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert "thread 0: 0 2006 fd040302 403" in lines  # zero mode reads 0 at x = -4; clamp reads (3, 2)
+    assert "texel 8: 2000" in lines and "texel 11: 2005" in lines  # clamped writes
+    assert "uchar4 texel 0: 2 3 4 253" in lines
+    assert lines[-1] == "trap store: an error"
+    assert "sust.2d.trap out of range: coordinates (16, 0) (x in bytes) outside surface" in r.stderr
+    _matches_gpu("surface_rw", r.stdout)
+
+
+def test_tex_query_program(isa_runs):
+    r = isa_runs["tex_query"]
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("case 0 (0 0): width 7 height 5 depth 1 type 0x10de order 0x10b0 normalized 1 filter 1 "
+                               "modes 1 0 layers 0; channel desc 32 0 0 0 kind 2")
+    assert "layers 4" in lines[3] and "channel desc 16 16 0 0 kind 0" in lines[2]
+    _matches_gpu("tex_query", r.stdout)
