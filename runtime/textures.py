@@ -155,14 +155,28 @@ class TextureDesc:
         return ext + (f" x {self.layers} layers" if self.layers else "")
 
 
-def _view(ctx: int, d: TextureDesc) -> np.ndarray:
-    """The texels' bytes (the buffer's current place for launch-spec textures)."""
+_VIEWS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _view(ctx: int, d: TextureDesc, dtype=np.uint8) -> np.ndarray:
+    """The texels' memory as ``dtype`` elements (the buffer's current place for launch-spec
+    textures: a buffer moves, e.g. into shared memory for ``-j``)."""
     if d.window:
-        ctxw = (ctypes.c_int64 * abi.CTX_WORDS).from_address(ctx)
-        base = (ctypes.c_int64 * (d.window + 1)).from_address(ctxw[abi.CTX_WIN_BASE])[d.window] + d.offset
+        ctxw = ctypes.c_int64.from_address(ctx + 8 * abi.CTX_WIN_BASE).value
+        base = ctypes.c_int64.from_address(ctxw + 8 * d.window).value + d.offset
     else:
         base = d.address
-    return np.ctypeslib.as_array((ctypes.c_uint8 * max(d.footprint, 1)).from_address(base))
+    size = max(d.footprint, 1)
+    key = (base, size)
+    v = _VIEWS.get(key)
+    if v is None:
+        if len(_VIEWS) > 256:
+            _VIEWS.clear()
+        v = _VIEWS[key] = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(base))
+    if dtype is np.uint8:
+        return v
+    n = v.size // np.dtype(dtype).itemsize
+    return v[: n * np.dtype(dtype).itemsize].view(dtype)
 
 
 @dataclass
@@ -301,26 +315,25 @@ class TextureTable:
 
     def _texels(self, ctx: int, d: TextureDesc, coords: list[np.ndarray], layer: np.ndarray | None
                 ) -> tuple[np.ndarray, np.ndarray]:
-        """Channel values (lanes x channels, the channel type) of integer texel coordinates
-        already in range, and which lanes are inside (border mode gives the others zero)."""
-        view = _view(ctx, d)
+        """Channel values (shape of the coordinates x channels, the channel type) of integer
+        texel coordinates already through the address mode, and which are inside (border mode
+        gives the others zero)."""
         kind, bits = d.channel
         cb = bits // 8
-        ok = np.ones(len(coords[0]), bool)
+        view = _view(ctx, d, _NP_CHANNEL[(kind, bits)])
+        ok = None
+        extents = (d.width, d.height, d.depth)
         for i, c in enumerate(coords):
-            ok &= (c >= 0) & (c < (d.width, d.height, d.depth)[i])
-        x = np.where(ok, coords[0], 0)
-        row = np.zeros_like(x)
-        if d.dims >= 2:
-            row = np.where(ok, coords[1], 0)
+            inside = (c >= 0) & (c < extents[i])
+            ok = inside if ok is None else ok & inside
+        row = coords[1] if d.dims >= 2 else 0
         if d.dims == 3:
-            row = row + np.where(ok, coords[2], 0) * d.height
+            row = row + coords[2] * d.height
         if layer is not None:
             row = row + layer * max(d.height, 1)
-        base = row.astype(np.int64) * d.pitch + x.astype(np.int64) * d.texel_bytes
-        chans = np.stack([base + k * cb for k in range(d.channels)], axis=1)
-        raw = view[chans[..., None] + np.arange(cb)]  # lanes x channels x bytes
-        values = np.ascontiguousarray(raw).view(_NP_CHANNEL[(kind, bits)])[..., 0]
+        base = (row * (d.pitch // cb) + coords[0] * d.channels)
+        base = np.where(ok, base, 0)
+        values = view[base[..., None] + np.arange(d.channels)]
         return values, ok
 
     def _tex(self, ctx: int, d: TextureDesc, ins: _Instr, vals: np.ndarray) -> list[np.ndarray]:
@@ -353,27 +366,34 @@ class TextureTable:
         linear = d.filter_mode == "linear" and ctype == ".f32" and ins.name == "tex"
         if ins.name == "tld4" or linear:
             # the 2 (or 4, 8) texels around x - 0.5 and the 8-bit weights between them
-            lo, frac = [], []
+            idx, frac = [], []
+            shape = [len(words[0])] + [1] * ndim
             for i, c in enumerate(coords):
-                x = self._scaled(d, c, extents[i])
-                xb = x - np.float32(0.5)
+                xb = self._scaled(d, c, extents[i]) - np.float32(0.5)
                 fl = np.floor(xb)
-                lo.append(fl.astype(np.int64))
                 frac.append((np.floor((xb - fl).astype(np.float64) * 256 + 0.5) / 256).astype(np.float32))
-            corners = []
-            for corner in range(1 << ndim):
-                idx = [self._address(d, i, lo[i] + (corner >> i & 1), extents[i]) for i in range(ndim)]
-                corners.append(self._convert(d, *self._texels(ctx, d, idx, layer)))
+                pair = fl.astype(np.int64)[:, None] + np.array([0, 1])  # lanes x 2
+                sh = list(shape)
+                sh[1 + i] = 2
+                idx.append(self._address(d, i, pair, extents[i]).reshape(sh))
+            full = np.broadcast_shapes(*(a.shape for a in idx))
+            idx = [np.broadcast_to(a, full) for a in idx]
+            lay = None if layer is None else layer.reshape([-1] + [1] * ndim)
+            t = self._convert(d, *self._texels(ctx, d, idx, lay))  # lanes x 2 (x 2 (x 2)) x 4
             if ins.name == "tld4":
                 comp = next((".r .g .b .a".split().index(m) for m in ins.mods if m in (".r", ".g", ".b", ".a")), 0)
+                g = t[..., comp]  # lanes x 2 (x) x 2 (y)
                 # gather order: (x0, y1), (x1, y1), (x1, y0), (x0, y0)
-                return [self._bits(corners[k][:, comp], as_float) for k in (2, 3, 1, 0)]
-            acc = np.zeros_like(corners[0], dtype=np.float32)
-            for corner, t in enumerate(corners):
-                w = np.ones(len(t), np.float32)
+                return [self._bits(g[:, a, b], as_float) for a, b in ((0, 1), (1, 1), (1, 0), (0, 0))]
+            acc = None
+            for corner in range(1 << ndim):
+                w = None
                 for i in range(ndim):
-                    w = w * (frac[i] if corner >> i & 1 else np.float32(1) - frac[i])
-                acc = (acc + w[:, None] * t).astype(np.float32)
+                    wi = frac[i] if corner >> i & 1 else np.float32(1) - frac[i]
+                    w = wi if w is None else w * wi
+                sel = (slice(None),) + tuple(corner >> i & 1 for i in range(ndim))
+                term = w[:, None] * t[sel]
+                acc = term if acc is None else (acc + term).astype(np.float32)
             return [self._bits(acc[:, k], True) for k in range(4)]
         if ctype == ".f32":
             idx = [self._address(d, i, np.floor(self._scaled(d, c, extents[i])).astype(np.int64), extents[i])
@@ -395,7 +415,7 @@ class TextureTable:
         if mode in ("wrap", "mirror") and not d.normalized_coords:
             mode = "clamp"  # CUDA: wrap and mirror need normalized coordinates
         if mode == "clamp":
-            return np.clip(i, 0, n - 1)
+            return np.minimum(np.maximum(i, 0), n - 1)
         if mode == "wrap":
             return np.mod(i, n)
         if mode == "mirror":
@@ -418,11 +438,11 @@ class TextureTable:
                 v = np.maximum(v, np.float32(-1))
         else:
             v = values.astype(np.int64)
-        v = np.where(inside[:, None], v, 0).astype(v.dtype)
-        out = np.zeros((len(v), 4), v.dtype)
-        out[:, :n] = v
+        v = np.where(inside[..., None], v, 0).astype(v.dtype)
+        out = np.zeros(v.shape[:-1] + (4,), v.dtype)
+        out[..., :n] = v
         if n < 4:
-            out[:, 3] = 1
+            out[..., 3] = 1
         return out
 
     @staticmethod
