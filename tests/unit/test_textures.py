@@ -372,3 +372,25 @@ def test_tex_query_program(isa_runs):
                                "modes 1 0 layers 0; channel desc 32 0 0 0 kind 2")
     assert "layers 4" in lines[3] and "channel desc 16 16 0 0 kind 0" in lines[2]
     _matches_gpu("tex_query", r.stdout)
+
+
+def test_surface_writes_from_forked_workers_reach_the_buffer():
+    """-j: the surface's buffer moves into shared memory; the callback finds it there."""
+    ptx = HEADER + f"""
+.visible .entry k(.param .u64 h)
+{{{REGS}
+    ld.param.u64 %rd5, [h];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mad.lo.u32 %r3, %r2, 32, %r1;
+    shl.b32 %r4, %r3, 2;
+    add.u32 %r5, %r3, 7;
+    sust.b.1d.b32.trap [%rd5, {{%r4}}], {{%r5}};
+    ret;
+}}
+"""
+    for jobs in (1, 2):
+        launch = Launch(kernel="k", grid=4, block=32, args=["s"], buffers={"px": np.zeros(128, np.uint32)},
+                        textures={"s": TextureSpec("s", "px", True, fields=dict(format="uint", width=128))})
+        r = Emulator(parse_ptx(ptx), mode="full").run(launch, jobs=jobs)
+        assert r.buffers["px"].tolist() == list(range(7, 135)), jobs
