@@ -102,6 +102,10 @@ class CudaArray:
     flags: int
 
     @property
+    def cubemap(self) -> bool:
+        return bool(self.flags & _ARRAY_CUBEMAP)
+
+    @property
     def texel_bytes(self) -> int:
         _k, bits, n = FORMATS[self.format]
         return bits // 8 * n
@@ -136,11 +140,12 @@ class TextureRuntime:
             self.say(f"{fn}: channel format ({d.x}, {d.y}, {d.z}, {d.w}, kind {d.f}) is not one hypa emulates "
                      f"(1, 2 or 4 channels of 8/16/32-bit integers, half or float)", once=(fn, "format"))
             return E.cudaErrorInvalidChannelDescriptor
-        if flags & _ARRAY_CUBEMAP:
-            self.say(f"{fn}: cubemap arrays are not emulated (cudaErrorNotSupported)", once=(fn, "cube"))
-            return E.cudaErrorNotSupported
         layers = 0
-        if flags & _ARRAY_LAYERED:
+        if flags & _ARRAY_CUBEMAP:
+            if width != height or (depth != 6 and not flags & _ARRAY_LAYERED) or depth % 6 or not depth:
+                return E.cudaErrorInvalidValue
+            layers, depth = depth, 0
+        elif flags & _ARRAY_LAYERED:
             layers, depth = max(depth, 1), 0
         if width == 0 or (depth and not height):
             return E.cudaErrorInvalidValue
@@ -332,7 +337,7 @@ class TextureRuntime:
             if arr is None:
                 return {}, E.cudaErrorInvalidResourceHandle
             return dict(format=arr.format, width=arr.width, height=arr.height, depth=arr.depth, layers=arr.layers,
-                        address=arr.start, nbytes=arr.nbytes), 0
+                        address=arr.start, nbytes=arr.nbytes, cubemap=arr.cubemap), 0
         if surface:
             self.say(f"{fn}: a surface needs a CUDA array resource (cudaErrorInvalidValue)", once=(fn, "res"))
             return {}, E.cudaErrorInvalidValue

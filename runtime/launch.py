@@ -155,7 +155,7 @@ class BufferSpec:
 
 
 _TEXTURE_KEYS = ("buffer", "format", "width", "height", "depth", "layers", "pitch", "offset", "address_mode",
-                 "filter_mode", "read_mode", "normalized_coords")
+                 "filter_mode", "read_mode", "normalized_coords", "cubemap")
 _SURFACE_KEYS = ("buffer", "format", "width", "height", "depth", "layers", "pitch", "offset")
 
 
@@ -461,7 +461,7 @@ def launch_from_cli(spec: str) -> Launch:
 
 def _cli_texture(name: str, text: str, surface: bool) -> TextureSpec:
     """``BUFFER:FORMAT:WxHxD[:layers=N][:pitch=N][:offset=N]`` and for textures
-    ``[:address=clamp,wrap][:filter=linear][:read=normalized_float][:normalized]``."""
+    ``[:address=clamp,wrap][:filter=linear][:read=normalized_float][:normalized][:cubemap]``."""
     what = "surface" if surface else "texture"
     parts = text.split(":")
     if len(parts) < 3:
@@ -495,10 +495,12 @@ def _cli_texture(name: str, text: str, surface: bool) -> TextureSpec:
             fields["read_mode"] = val
         elif opt == "normalized":
             fields["normalized_coords"] = True
+        elif opt == "cubemap":
+            fields["cubemap"] = True
         else:
             raise LaunchError(f"--emulate: texture '{name}': unknown option {opt!r} (address=M[,M,M], "
-                              f"filter=point|linear, read=element|normalized_float, normalized, layers=N, pitch=N, "
-                              f"offset=N)")
+                              f"filter=point|linear, read=element|normalized_float, normalized, cubemap, layers=N, "
+                              f"pitch=N, offset=N)")
     return TextureSpec(name, parts[0], surface, offset, fields)
 
 

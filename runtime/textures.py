@@ -21,7 +21,7 @@ kernels that use them.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -76,6 +76,8 @@ class TextureDesc:
     nbytes: int = 0
     #: a linear-memory texture (``cudaResourceTypeLinear``): 1D, integer coordinates, zero outside
     linear: bool = False
+    #: a cube map: ``layers`` is 6 faces (x 6 for a layered cube map) of ``width`` x ``height`` texels
+    cubemap: bool = False
     #: what holds the texels alive (hypa run)
     owner: object = field(default=None, repr=False, compare=False)
 
@@ -93,6 +95,9 @@ class TextureDesc:
             raise TextureError(f"{what}: a 3D texture needs a height")
         if self.depth and self.layers:
             raise TextureError(f"{what}: layered textures are 1D or 2D (depth and layers both given)")
+        if self.cubemap and (self.height != self.width or not self.layers or self.layers % 6):
+            raise TextureError(f"{what}: a cube map has square faces (height = width) and 6 layers per cube, "
+                               f"not {self.width}x{self.height} x {self.layers}")
         if isinstance(self.address_mode, str):
             self.address_mode = (self.address_mode,) * 3
         modes = tuple(self.address_mode)
@@ -104,8 +109,9 @@ class TextureDesc:
             raise TextureError(f"{what}: filter_mode must be point or linear, not {self.filter_mode!r}")
         if self.read_mode not in READ_MODES:
             raise TextureError(f"{what}: read_mode must be element or normalized_float, not {self.read_mode!r}")
-        if not isinstance(self.normalized_coords, bool):
-            raise TextureError(f"{what}: normalized_coords must be true or false, not {self.normalized_coords!r}")
+        for k in ("normalized_coords", "cubemap"):
+            if not isinstance(getattr(self, k), bool):
+                raise TextureError(f"{what}: {k} must be true or false, not {getattr(self, k)!r}")
         kind, bits, _n = FORMATS[self.format]
         if self.read_mode == "normalized_float" and (kind == "f" or bits == 32):
             raise TextureError(f"{what}: read_mode normalized_float needs an 8- or 16-bit integer format, "
@@ -152,6 +158,8 @@ class TextureDesc:
     @property
     def extent_text(self) -> str:
         ext = "x".join(str(d) for d in (self.width, self.height, self.depth) if d)
+        if self.cubemap:
+            return ext + f" cube map{f' x {self.layers // 6}' if self.layers > 6 else ''}"
         return ext + (f" x {self.layers} layers" if self.layers else "")
 
 
@@ -252,7 +260,8 @@ class TextureTable:
                 ins = self._parsed[text] = _parse(text)
             vals = np.ctypeslib.as_array((ctypes.c_int64 * (16 * abi.LANES)).from_address(inp)).reshape(16, abi.LANES)
             res = np.ctypeslib.as_array((ctypes.c_int64 * (4 * abi.LANES)).from_address(out)).reshape(4, abi.LANES)
-            self.execute(ctx, ins, vals.view(np.uint64), res.view(np.uint64), lane_list)
+            with np.errstate(all="ignore"):  # NaN coordinates are data, not a warning on the program's stderr
+                self.execute(ctx, ins, vals.view(np.uint64), res.view(np.uint64), lane_list)
             return 0
         except TextureFault as f:
             self.error = str(f)
@@ -339,18 +348,59 @@ class TextureTable:
     def _tex(self, ctx: int, d: TextureDesc, ins: _Instr, vals: np.ndarray) -> list[np.ndarray]:
         """``tex``/``tld4``: four result words per lane."""
         geom = next((m for m in ins.mods if m in _GEOMS), ".1d")
-        if geom in (".cube", ".acube", ".2dms", ".a2dms"):
+        if geom in (".2dms", ".a2dms"):
             raise TextureFault(0, f"{ins.name}{geom} is not emulated")
         types = [m for m in ins.mods if m in (".f32", ".s32", ".u32", ".f16", ".f16x2")]
         ctype = types[-1] if types else ".f32"
         if types and types[0] in (".f16", ".f16x2"):
             raise TextureFault(0, f"{ins.name} with {types[0]} results is not emulated")
+        if (geom in (".cube", ".acube")) != d.cubemap:
+            raise TextureFault(0, f"{ins.name}{geom} reads texture '{d.name}', which is "
+                               f"{'a cube map' if d.cubemap else 'not a cube map'}")
+        if d.cubemap:
+            return self._cube(ctx, d, ins, vals, geom == ".acube", ctype)
         layered = geom in (".a1d", ".a2d")
         ndim = {".1d": 1, ".2d": 2, ".3d": 3, ".a1d": 1, ".a2d": 2}[geom]
         if ndim != d.dims or layered != bool(d.layers):
             raise TextureFault(0, f"{ins.name}{geom} reads texture '{d.name}', which is "
                                f"{d.dims}D{' layered' if d.layers else ''}")
         words = [vals[1 + k] for k in range(ins.ncoord)]
+        return self._sample(ctx, d, ins, words, layered, ndim, ctype)
+
+    def _cube(self, ctx: int, d: TextureDesc, ins: _Instr, vals: np.ndarray, layered: bool, ctype: str
+              ) -> list[np.ndarray]:
+        """A cube-map fetch: the face of the direction's largest component and the (s, t) of the
+        CUDA programming guide's cubemap table, then a 2D fetch of that face with normalized
+        coordinates, clamped at the face's edges."""
+        words = [vals[1 + k] for k in range(ins.ncoord)]
+        cube = np.zeros(len(words[0]), np.int64)
+        if layered:
+            cube = words[0].astype(np.uint32).astype(np.int64)
+            words = words[1:]
+        x, y, z = (w.astype(np.uint32).view(np.float32) for w in words[:3])
+        ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
+        xmaj = (ax >= ay) & (ax >= az)
+        ymaj = ~xmaj & (ay >= az)
+        face = np.where(xmaj, np.where(x >= 0, 0, 1), np.where(ymaj, np.where(y >= 0, 2, 3), np.where(z >= 0, 4, 5)))
+        ma = np.where(xmaj, ax, np.where(ymaj, ay, az))
+        sc = np.select([face == 0, face == 1, face == 2, face == 3, face == 4], [-z, z, x, x, x], -x)
+        tc = np.select([face == 2, face == 3], [z, -z], -y)
+        half = np.float32(0.5)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = ((sc / ma).astype(np.float32) + np.float32(1)) * half
+            t = ((tc / ma).astype(np.float32) + np.float32(1)) * half
+        faces = getattr(d, "_face_desc", None)
+        if faces is None:
+            faces = replace(d, cubemap=False, address_mode=("clamp",) * 3, normalized_coords=True, owner=None)
+            d._face_desc = faces  # type: ignore[attr-defined]
+        layer = np.minimum(cube, d.layers // 6 - 1) * 6 + face
+        layer_word = layer.astype(np.uint64)
+        pseudo = [layer_word, s.astype(np.float32).view(np.uint32).astype(np.uint64),
+                  t.astype(np.float32).view(np.uint32).astype(np.uint64)]
+        return self._sample(ctx, faces, ins, pseudo, True, 2, ".f32")
+
+    def _sample(self, ctx: int, d: TextureDesc, ins: _Instr, words: list[np.ndarray], layered: bool, ndim: int,
+                ctype: str) -> list[np.ndarray]:
         layer = None
         if layered:
             layer = np.clip(words[0].astype(np.uint32).astype(np.int64), 0, d.layers - 1)

@@ -162,6 +162,18 @@ def test_tld4_gathers_one_component_of_the_four_texels():
     assert f[0].tolist() == [-4, -5, -1, 0]
 
 
+def test_cube_map_faces():
+    px = (np.arange(6)[:, None] * 10 + np.arange(4)).astype(np.float32).ravel()  # 6 faces of 2x2: face*10 + texel
+    ptx = fetch_kernel("tex.cube.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5, %f6, %f7, %f8}];")
+    coords = [(1, 0, 0, 0), (-1, 0.2, 0.3, 0), (0.1, -0.9, 0.5, 0), (0.2, 0.1, -0.8, 0)]
+    f, _w, _r = run(ptx, coords, px, format="float", width=2, height=2, layers=6, cubemap=True)
+    # +x: s = (-z/|x| + 1)/2 = 0.5, t = (-y/|x| + 1)/2 = 0.5 -> texel (1, 1); -x: s = 0.65, t = 0.4 -> (1, 0);
+    # -y: s = (x/|y| + 1)/2 = 0.56, t = (-z/|y| + 1)/2 = 0.22 -> (1, 0); -z: s = 0.375, t = 0.4375 -> (0, 0)
+    assert f[:, 0].tolist() == [3, 11, 31, 50]
+    with pytest.raises(EmulationError, match="tex.2d reads texture 't', which is a cube map"):
+        run(TEX2D, coords, px, format="float", width=2, height=2, layers=6, cubemap=True)
+
+
 def test_txq_and_istypep():
     px = np.zeros(24, np.float32)
     ptx = fetch_kernel("txq.width.b32 %r4, [%rd5];\n    txq.height.b32 %r5, [%rd5];\n"
@@ -285,6 +297,7 @@ def test_cli_and_toml_texture_specs():
     ("texture.t=px:uint:4:filter=linear", "linear filtering returns floats"),
     ("texture.t=px:float:4:read=normalized_float", "read_mode normalized_float needs an 8- or 16-bit integer"),
     ("texture.t=px:float:4:shiny", "texture 't': unknown option 'shiny'"),
+    ("texture.t=px:float:2x1:layers=6:cubemap", "a cube map has square faces"),
     ("texture.t=px:float:4xq", "extent '4xq' is not WIDTH"),
     ("texture.t=nope:float:4", "buffer 'nope' is not given"),
     ("surface.t=px:float:4:filter=linear", "surface 't': unknown option 'filter=linear'"),

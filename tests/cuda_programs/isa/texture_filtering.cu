@@ -1,7 +1,7 @@
 // Texture reads (tex, tld4) printed bit-exactly: a 4x3 float texture and a 3x2 uchar4 texture
 // read with point and linear filtering under each address mode, at coordinates on edges and
 // with fractional weights; a 1D fetch from linear memory past its end; a layered and a 3D
-// texture.  Expected by tests/unit/test_textures.py (hand-computed lines, and the whole
+// texture, and a cube map.  Expected by tests/unit/test_textures.py (hand-computed lines, and the whole
 // output as the GPU printed it: benchmarks/gpu/isa_programs_native.sh).
 #include <cstdio>
 #include <cuda_runtime.h>
@@ -39,6 +39,13 @@ __global__ void read_layered(cudaTextureObject_t t, float *out) {
 __global__ void read_3d(cudaTextureObject_t t, float *out) {
     int i = threadIdx.x;
     out[i] = tex3D<float>(t, coords[i].x, coords[i].y, coords[i].x * 0.5f + 0.25f);
+}
+
+__constant__ float3 dirs[NC];
+
+__global__ void read_cube(cudaTextureObject_t t, float *out) {
+    int i = threadIdx.x;
+    out[i] = texCubemap<float>(t, dirs[i].x, dirs[i].y, dirs[i].z);
 }
 
 static cudaTextureObject_t make(cudaArray_t a, cudaTextureAddressMode m, cudaTextureFilterMode f,
@@ -160,6 +167,30 @@ int main() {
         for (int i = 0; i < NC; i++) printf("%s %d: %08x\n", k ? "3d" : "layered", i, bits(h1[i]));
         cudaDestroyTextureObject(t);
     }
+    // a 4x4 cube map, face f texel i = f * 100 + i * i, point and linear
+    float cube[96];
+    for (int f = 0; f < 6; f++)
+        for (int i = 0; i < 16; i++) cube[f * 16 + i] = (float)(f * 100 + i * i);
+    float3 dv[NC] = {{1, 0, 0}, {-1, 0.2f, 0.3f}, {0.1f, -0.9f, 0.5f}, {0.2f, 0.1f, -0.8f}, {0.3f, 0.95f, -0.2f},
+                     {0.5f, 0.5f, 0.49f}, {-0.6f, -0.6f, 0.61f}, {0.1f, 0.2f, 0.9f}, {1, 1, 1}, {-0.7f, 0.7f, 0},
+                     {0.25f, -0.75f, 0.125f}, {0.9f, -0.1f, 0.35f}};
+    CHECK(cudaMemcpyToSymbol(dirs, dv, sizeof dv));
+    cudaArray_t ca;
+    CHECK(cudaMalloc3DArray(&ca, &fdesc, make_cudaExtent(4, 4, 6), cudaArrayCubemap));
+    cudaMemcpy3DParms cp = {};
+    cp.srcPtr = make_cudaPitchedPtr(cube, 4 * sizeof(float), 4, 4);
+    cp.dstArray = ca;
+    cp.extent = make_cudaExtent(4, 4, 6);
+    cp.kind = cudaMemcpyHostToDevice;
+    CHECK(cudaMemcpy3D(&cp));
+    for (int f = 0; f < 2; f++) {
+        cudaTextureObject_t t = make(ca, cudaAddressModeClamp, (cudaTextureFilterMode)f, cudaReadModeElementType, 1);
+        read_cube<<<1, NC>>>(t, d1);
+        CHECK(cudaMemcpy(h1, d1, sizeof h1, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < NC; i++) printf("cube %s %d: %08x\n", fname[f], i, bits(h1[i]));
+        cudaDestroyTextureObject(t);
+    }
+    CHECK(cudaFreeArray(ca));
     CHECK(cudaFreeArray(fa));
     CHECK(cudaFreeArray(ua));
     CHECK(cudaFreeArray(la));
