@@ -155,7 +155,7 @@ class BufferSpec:
 
 
 _TEXTURE_KEYS = ("buffer", "format", "width", "height", "depth", "layers", "pitch", "offset", "address_mode",
-                 "filter_mode", "read_mode", "normalized_coords", "cubemap")
+                 "filter_mode", "read_mode", "normalized_coords", "cubemap", "linear")
 _SURFACE_KEYS = ("buffer", "format", "width", "height", "depth", "layers", "pitch", "offset")
 
 

@@ -109,7 +109,7 @@ class TextureDesc:
             raise TextureError(f"{what}: filter_mode must be point or linear, not {self.filter_mode!r}")
         if self.read_mode not in READ_MODES:
             raise TextureError(f"{what}: read_mode must be element or normalized_float, not {self.read_mode!r}")
-        for k in ("normalized_coords", "cubemap"):
+        for k in ("normalized_coords", "cubemap", "linear"):
             if not isinstance(getattr(self, k), bool):
                 raise TextureError(f"{what}: {k} must be true or false, not {getattr(self, k)!r}")
         kind, bits, _n = FORMATS[self.format]

@@ -407,3 +407,24 @@ def test_surface_writes_from_forked_workers_reach_the_buffer():
                         textures={"s": TextureSpec("s", "px", True, fields=dict(format="uint", width=128))})
         r = Emulator(parse_ptx(ptx), mode="full").run(launch, jobs=jobs)
         assert r.buffers["px"].tolist() == list(range(7, 135)), jobs
+
+
+def test_capture_replays_texture_launches_in_full_mode(tmp_path):
+    """--capture writes each texture object as a [textures.NAME] table over its texels: the
+    launches replay in full mode (the texture instructions run) with the same counts."""
+    import json
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    exe = tmp_path / "tex_query"
+    assert nvcc(ISA_PROGRAMS / "tex_query.cu", exe).returncode == 0
+    cap = tmp_path / "cap"
+    r = run_hypa("run", "--capture", str(cap), "--format", "json", "-o", str(tmp_path / "run.json"), "--", str(exe))
+    assert r.returncode == 0, r.stderr
+    toml = (cap / "launches.toml").read_text()
+    assert toml.count("[textures.") == 4 and 'format = "short2"' in toml and "layers = 4" in toml
+    p = run_hypa("profile", str(cap), "--mode", "full", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    replay = [d["thread_inst_executed"] for d in json.loads(p.stdout)]
+    ran = [d["thread_inst_executed"] for d in json.loads((tmp_path / "run.json").read_text())]
+    assert replay == ran and len(ran) == 4
