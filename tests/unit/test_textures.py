@@ -428,3 +428,9 @@ def test_capture_replays_texture_launches_in_full_mode(tmp_path):
     replay = [d["thread_inst_executed"] for d in json.loads(p.stdout)]
     ran = [d["thread_inst_executed"] for d in json.loads((tmp_path / "run.json").read_text())]
     assert replay == ran and len(ran) == 4
+
+
+def test_texel_offsets_are_refused_with_a_message():
+    ptx = fetch_kernel("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5, %f6}], {%r8, %r9};")
+    with pytest.raises(Exception, match=r"tex.2d.v4.f32.f32: texel offsets and depth comparison are not emulated"):
+        run(ptx, [(0, 0, 0, 0)], np.zeros(4, np.float32), format="float", width=2, height=2)

@@ -125,6 +125,9 @@ def tex(e) -> None:
     handle_node, coords = _bracket(e, 1)
     handle, ri = _handle(e, 1, handle_node)
     cvals, _ = _values(e, 1, coords, ri, 32)
+    lod_operands = 1 if ".level" in e.mods else 2 if ".grad" in e.mods else 0
+    if len(e.args) > 2 + lod_operands:
+        raise e.fail("texel offsets and depth comparison are not emulated")
     extras: list[ir.Value] = []
     for k in range(2, len(e.args)):
         vals, _ = _values(e, k, [e.operand_node(k)], 0, 32)
