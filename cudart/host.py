@@ -494,6 +494,7 @@ class HostRuntime(TextureRuntime):
         if a is None or a.kind not in kinds:
             return E.cudaErrorInvalidValue
         self.memory.release(ptr)
+        self._texels_freed(a.start, a.size)
         return 0
 
     def cudaFree(self, devPtr):

@@ -166,10 +166,19 @@ class TextureRuntime:
     def cudaFreeArray(self, array):
         if array == 0:
             return 0
-        if self.arrays.pop(array, None) is None:
+        arr = self.arrays.pop(array, None)
+        if arr is None:
             return E.cudaErrorInvalidValue
         self.memory.release(array)
+        self._texels_freed(arr.start, arr.nbytes)
         return 0
+
+    def _texels_freed(self, start: int, size: int) -> None:
+        """Texture and surface objects over freed memory: a kernel that still reads them stops
+        with a message instead of touching memory that is gone."""
+        for d in self.textures.objects.values():
+            if start <= d.address < start + max(size, 1):
+                d.freed = True
 
     def cudaGetChannelDesc(self, desc, array):
         arr = self._array(array)
@@ -378,7 +387,7 @@ class TextureRuntime:
         kind, bits, _n = FORMATS[fields["format"]]
         read = "normalized_float" if td.readMode == 1 and kind != "f" and bits < 32 else "element"
         try:
-            desc = TextureDesc(f"texture {self.textures.next_handle}", address_mode=tuple(ADDRESS_MODES[m] for m in modes),
+            desc = TextureDesc(f"{self.textures.next_handle:#x}", address_mode=tuple(ADDRESS_MODES[m] for m in modes),
                                filter_mode=("point", "linear")[td.filterMode], read_mode=read,
                                normalized_coords=bool(td.normalizedCoords), **fields)
         except TextureError as e:
@@ -409,7 +418,7 @@ class TextureRuntime:
         fields, err = self._resource(res, "cudaCreateSurfaceObject", True)
         if err:
             return err
-        desc = TextureDesc(f"surface {self.textures.next_handle}", surface=True, **fields)
+        desc = TextureDesc(f"{self.textures.next_handle:#x}", surface=True, **fields)
         desc.owner = bytes(res)
         ctypes.c_uint64.from_address(pSurfObject).value = self.textures.add(desc)
         return 0

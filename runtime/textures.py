@@ -80,6 +80,8 @@ class TextureDesc:
     cubemap: bool = False
     #: what holds the texels alive (hypa run)
     owner: object = field(default=None, repr=False, compare=False)
+    #: hypa run: the memory under the object was freed (cudaFree, cudaFreeArray)
+    freed: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         what = f"{'surface' if self.surface else 'texture'} '{self.name}'"
@@ -289,6 +291,9 @@ class TextureTable:
             if d is None or d.surface != surface_op:
                 want = "surface" if surface_op else "texture"
                 raise TextureFault(group[0], f"{ins.name} reads handle {int(h):#x}, which names no {want} object")
+            if d.freed:
+                raise TextureFault(group[0], f"{ins.name} reads {'surface' if d.surface else 'texture'} '{d.name}', "
+                                             f"whose memory was freed (cudaFree/cudaFreeArray)")
             idx = np.array(group)
             if ins.name in ("txq", "suq"):
                 res[0, idx] = self._query(d, ins)

@@ -12,7 +12,7 @@ from hypa.ptxdialect import parse_ptx
 from hypa.runtime.emulator import Emulator, EmulationError
 from hypa.runtime.launch import Launch, LaunchError, TextureSpec, launch_from_cli, launches_from_dict
 
-from helpers import HEADER, ROOT, gpu_recorded_run, nvcc, run_hypa
+from helpers import HEADER, ROOT, build_cuda_program, gpu_recorded_run, nvcc, run_hypa
 
 REGS = """
     .reg .pred %p<4>;
@@ -434,3 +434,36 @@ def test_texel_offsets_are_refused_with_a_message():
     ptx = fetch_kernel("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5, %f6}], {%r8, %r9};")
     with pytest.raises(Exception, match=r"tex.2d.v4.f32.f32: texel offsets and depth comparison are not emulated"):
         run(ptx, [(0, 0, 0, 0)], np.zeros(4, np.float32), format="float", width=2, height=2)
+
+
+FREED = r"""
+#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void k(cudaTextureObject_t t, float *out) { out[0] = tex1Dfetch<float>(t, 0); }
+int main() {
+    float *lin, *out;
+    cudaMalloc(&lin, 64);
+    cudaMalloc(&out, 4);
+    cudaResourceDesc res = {};
+    res.resType = cudaResourceTypeLinear;
+    res.res.linear.devPtr = lin;
+    res.res.linear.desc = cudaCreateChannelDesc<float>();
+    res.res.linear.sizeInBytes = 64;
+    cudaTextureDesc td = {};
+    cudaTextureObject_t t;
+    printf("create: %d\n", (int)cudaCreateTextureObject(&t, &res, &td, nullptr));
+    k<<<1, 1>>>(t, out);
+    printf("before free: %d\n", (int)cudaDeviceSynchronize());
+    cudaFree(lin);
+    k<<<1, 1>>>(t, out);
+    printf("after free: %s\n", cudaGetErrorName(cudaDeviceSynchronize()));
+    return 0;
+}
+"""
+
+
+def test_texture_over_freed_memory_stops_the_kernel(tmp_path):
+    exe = build_cuda_program(tmp_path, "freed", FREED)
+    r = run_hypa("run", "--", str(exe))
+    assert r.stdout.splitlines() == ["create: 0", "before free: 0", "after free: cudaErrorIllegalAddress"], r.stderr
+    assert "tex reads texture '0x1', whose memory was freed (cudaFree/cudaFreeArray)" in r.stderr
