@@ -102,6 +102,17 @@ def test_uchar4_normalized_float_and_element_reads():
     assert w[0].tolist() == [255, 0, 102, 64]
 
 
+def test_half_and_ushort_formats():
+    px = np.array([1.5, -2.0, 65504.0, 0.0], np.float16)
+    f, _w, _r = run(fetch_kernel("tex.1d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5}];"),
+                    [(1.0, 0, 0, 0), (2.5, 0, 0, 0)], px, format="half", width=4, filter_mode="linear")
+    assert f[:, 0].tolist() == [-0.25, 65504]  # (1.5 + -2) / 2; texel 2 alone
+    px = np.array([0, 65535, 32768, 1], np.uint16)
+    f, _w, _r = run(fetch_kernel("tex.1d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5}];"),
+                    [(0.5, 0, 0, 0)], px, format="ushort2", width=2, read_mode="normalized_float")
+    assert f[0].tolist() == [0, 1, 0, 1]  # (0, 65535/65535) and the missing z, w: 0, 1
+
+
 def test_signed_normalized_and_integer_formats():
     px = np.array([-128, -127, 127, 0], np.int8)
     f, _w, _r = run(fetch_kernel("tex.1d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd5, {%f5}];"),
