@@ -345,8 +345,8 @@ class TextureRuntime:
             arr = self._array(res.res.array or 0)
             if arr is None:
                 return {}, E.cudaErrorInvalidResourceHandle
-            return dict(format=arr.format, width=arr.width, height=arr.height, depth=arr.depth, layers=arr.layers,
-                        address=arr.start, nbytes=arr.nbytes, cubemap=arr.cubemap), 0
+            return {"format": arr.format, "width": arr.width, "height": arr.height, "depth": arr.depth,
+                    "layers": arr.layers, "address": arr.start, "nbytes": arr.nbytes, "cubemap": arr.cubemap}, 0
         if surface:
             self.say(f"{fn}: a surface needs a CUDA array resource (cudaErrorInvalidValue)", once=(fn, "res"))
             return {}, E.cudaErrorInvalidValue
@@ -357,10 +357,10 @@ class TextureRuntime:
                 return {}, E.cudaErrorInvalidChannelDescriptor
             if res.resType == _RES_LINEAR:
                 tb = FORMATS[fmt][1] // 8 * FORMATS[fmt][2]
-                fields = dict(format=fmt, width=max(1, res.res.linear.sizeInBytes // tb), linear=True)
+                fields = {"format": fmt, "width": max(1, res.res.linear.sizeInBytes // tb), "linear": True}
             else:
                 p = res.res.pitch2D
-                fields = dict(format=fmt, width=p.width, height=p.height, pitch=p.pitchInBytes)
+                fields = {"format": fmt, "width": p.width, "height": p.height, "pitch": p.pitchInBytes}
             d = TextureDesc("probe", **fields)
             a = self.memory.find(lin.devPtr or 0, max(d.footprint, 1))
             if a is None:

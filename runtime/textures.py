@@ -268,7 +268,7 @@ class TextureTable:
         except TextureFault as f:
             self.error = str(f)
             return f.lane + 1
-        except Exception as ex:  # never a traceback through ctypes: the launch stops with the reason
+        except Exception as ex:  # noqa: BLE001  (never a traceback through ctypes: the launch stops with the reason)
             self.error = f"internal error in the texture emulation: {type(ex).__name__}: {ex}"
             return (lane_list[0] if lane_list else 0) + 1
 
@@ -415,7 +415,7 @@ class TextureTable:
             coords = [w.astype(np.uint32).view(np.float32) for w in words]
         else:
             coords = [w.astype(np.uint32).view(np.int32) for w in words]
-        kind, bits = d.channel
+        kind, _bits = d.channel
         as_float = kind == "f" or d.read_mode == "normalized_float"
         extents = (d.width, d.height, d.depth)[:ndim]
         linear = d.filter_mode == "linear" and ctype == ".f32" and ins.name == "tex"
@@ -436,7 +436,7 @@ class TextureTable:
             lay = None if layer is None else layer.reshape([-1] + [1] * ndim)
             t = self._convert(d, *self._texels(ctx, d, idx, lay))  # lanes x 2 (x 2 (x 2)) x 4
             if ins.name == "tld4":
-                comp = next((".r .g .b .a".split().index(m) for m in ins.mods if m in (".r", ".g", ".b", ".a")), 0)
+                comp = next(((".r", ".g", ".b", ".a").index(m) for m in ins.mods if m in (".r", ".g", ".b", ".a")), 0)
                 g = t[..., comp]  # lanes x 2 (x) x 2 (y)
                 # gather order: (x0, y1), (x1, y1), (x1, y0), (x0, y0)
                 return [self._bits(g[:, a, b], as_float) for a, b in ((0, 1), (1, 1), (1, 0), (0, 0))]

@@ -7,12 +7,16 @@ import shutil
 
 import numpy as np
 import pytest
-
-from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import Emulator, EmulationError
-from hypa.runtime.launch import Launch, LaunchError, TextureSpec, launch_from_cli, launches_from_dict
-
 from helpers import HEADER, ROOT, build_cuda_program, gpu_recorded_run, nvcc, run_hypa
+from hypa.ptxdialect import parse_ptx
+from hypa.runtime.emulator import EmulationError, Emulator
+from hypa.runtime.launch import (
+    Launch,
+    LaunchError,
+    TextureSpec,
+    launch_from_cli,
+    launches_from_dict,
+)
 
 REGS = """
     .reg .pred %p<4>;
@@ -236,7 +240,7 @@ SURF = HEADER + f"""
 def surface_run(mode: str, emu: str = "full", threads: int = 4):
     launch = Launch(kernel="k", grid=1, block=threads, args=["out", 0, "s"],
                     buffers={"out": np.zeros(2 * threads, np.uint32), "px": np.arange(8, dtype=np.uint32)},
-                    textures={"s": TextureSpec("s", "px", True, fields=dict(format="uint", width=4, height=2))})
+                    textures={"s": TextureSpec("s", "px", True, fields={"format": "uint", "width": 4, "height": 2})})
     return Emulator(parse_ptx(SURF.replace("MODE", mode)), mode=emu).run(launch)
 
 
@@ -275,7 +279,7 @@ def test_formatted_surface_store():
 }}
 """
     launch = Launch(kernel="k", grid=1, block=2, args=["s"], buffers={"px": np.zeros(4, np.uint16)},
-                    textures={"s": TextureSpec("s", "px", True, fields=dict(format="half2", width=2))})
+                    textures={"s": TextureSpec("s", "px", True, fields={"format": "half2", "width": 2})})
     r = Emulator(parse_ptx(ptx), mode="full").run(launch)
     # x is in texels for .p; (1.5, t) converted to half
     assert r.buffers["px"].view(np.float16).tolist() == [1.5, 0.0, 1.5, 1.0]
@@ -415,7 +419,7 @@ def test_surface_writes_from_forked_workers_reach_the_buffer():
 """
     for jobs in (1, 2):
         launch = Launch(kernel="k", grid=4, block=32, args=["s"], buffers={"px": np.zeros(128, np.uint32)},
-                        textures={"s": TextureSpec("s", "px", True, fields=dict(format="uint", width=128))})
+                        textures={"s": TextureSpec("s", "px", True, fields={"format": "uint", "width": 128})})
         r = Emulator(parse_ptx(ptx), mode="full").run(launch, jobs=jobs)
         assert r.buffers["px"].tolist() == list(range(7, 135)), jobs
 
