@@ -8,15 +8,17 @@ not here get a stub that stops the program with a one-line error naming the call
 
 Kinds: ``err`` (cudaError_t), ``void``, ``ptr`` (any pointer, passed as its address),
 ``cstr`` (a returned ``const char*``), ``int``, ``uint``, ``size`` (size_t), ``char``,
-``dim3`` (a struct of three unsigned ints, by value: three words), ``u64`` (an 8-byte
-struct by value, e.g. cudaMemLocation), ``float``.
+``dim3`` (a struct of three unsigned ints, by value: three words), ``extent`` (cudaExtent,
+three size_t by value: three words), ``u64`` (an 8-byte struct by value, e.g.
+cudaMemLocation), ``float``; and as a return kind only, ``chan`` (a cudaChannelFormatDesc
+returned by value: the C library builds it from the arguments, the dispatcher is not called).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-KINDS = ("err", "void", "ptr", "cstr", "int", "uint", "size", "char", "dim3", "u64", "float")
+KINDS = ("err", "void", "ptr", "cstr", "int", "uint", "size", "char", "dim3", "extent", "u64", "float", "chan")
 
 PROTOTYPES = """
 ptr  __cudaRegisterFatBinary(ptr fatCubin)
@@ -56,6 +58,30 @@ err  cudaMemcpyAsync(ptr dst, ptr src, size count, int kind, ptr stream)
 err  cudaMemcpyAsync_ptsz(ptr dst, ptr src, size count, int kind, ptr stream)
 err  cudaMemcpy2D(ptr dst, size dpitch, ptr src, size spitch, size width, size height, int kind)
 err  cudaMemcpy2DAsync(ptr dst, size dpitch, ptr src, size spitch, size width, size height, int kind, ptr stream)
+chan cudaCreateChannelDesc(int x, int y, int z, int w, int f)
+err  cudaMallocArray(ptr array, ptr desc, size width, size height, uint flags)
+err  cudaMalloc3DArray(ptr array, ptr desc, extent extent, uint flags)
+err  cudaFreeArray(ptr array)
+err  cudaGetChannelDesc(ptr desc, ptr array)
+err  cudaArrayGetInfo(ptr desc, ptr extent, ptr flags, ptr array)
+err  cudaMemcpy2DToArray(ptr dst, size wOffset, size hOffset, ptr src, size spitch, size width, size height, int kind)
+err  cudaMemcpy2DToArray_ptds(ptr dst, size wOffset, size hOffset, ptr src, size spitch, size width, size height, int kind)
+err  cudaMemcpy2DToArrayAsync(ptr dst, size wOffset, size hOffset, ptr src, size spitch, size width, size height, int kind, ptr stream)
+err  cudaMemcpyToArray(ptr dst, size wOffset, size hOffset, ptr src, size count, int kind)
+err  cudaMemcpyToArray_ptds(ptr dst, size wOffset, size hOffset, ptr src, size count, int kind)
+err  cudaMemcpyFromArray(ptr dst, ptr src, size wOffset, size hOffset, size count, int kind)
+err  cudaMemcpyFromArray_ptds(ptr dst, ptr src, size wOffset, size hOffset, size count, int kind)
+err  cudaMemcpy2DFromArray(ptr dst, size dpitch, ptr src, size wOffset, size hOffset, size width, size height, int kind)
+err  cudaMemcpy2DFromArray_ptds(ptr dst, size dpitch, ptr src, size wOffset, size hOffset, size width, size height, int kind)
+err  cudaMemcpy3D(ptr p)
+err  cudaMemcpy3D_ptds(ptr p)
+err  cudaMemcpy3DAsync(ptr p, ptr stream)
+err  cudaMemcpy3DAsync_ptsz(ptr p, ptr stream)
+err  cudaCreateTextureObject(ptr pTexObject, ptr pResDesc, ptr pTexDesc, ptr pResViewDesc)
+err  cudaDestroyTextureObject(u64 texObject)
+err  cudaGetTextureObjectResourceDesc(ptr pResDesc, u64 texObject)
+err  cudaCreateSurfaceObject(ptr pSurfObject, ptr pResDesc)
+err  cudaDestroySurfaceObject(u64 surfObject)
 err  cudaMemset(ptr devPtr, int value, size count)
 err  cudaMemset_ptds(ptr devPtr, int value, size count)
 err  cudaMemsetAsync(ptr devPtr, int value, size count, ptr stream)
@@ -138,7 +164,7 @@ class Prototype:
     @property
     def words(self) -> int:
         """64-bit words the C side packs its arguments into."""
-        return sum(3 if k == "dim3" else 1 for k, _ in self.params)
+        return sum(3 if k in ("dim3", "extent") else 1 for k, _ in self.params)
 
 
 def _parse(text: str) -> tuple[Prototype, ...]:

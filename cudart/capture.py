@@ -63,12 +63,19 @@ def capture_launch(rt, rec, prog) -> None:
         return name
 
     args = []
+    textures: list[str] = []
     for (pname, ptx_type, _off, size), raw in zip(prog.params, rec.launch.args):
         a = None
         if size == 8 and ptx_type in (".u64", ".b64", ".s64"):
             addr = int.from_bytes(raw, "little")
             alloc = rt.memory.find(addr)
-            if alloc is not None:
+            tex = rt.textures.objects.get(addr) if alloc is None else None
+            if tex is not None:
+                texels = np.ctypeslib.as_array(
+                    (np.ctypeslib.ctypes.c_uint8 * max(tex.footprint, 1)).from_address(tex.address)).copy()
+                a = f"l{rec.index}_{pname}_tex"
+                textures += _texture_table(a, store(texels, pname), tex)
+            elif alloc is not None:
                 n = alloc.start + alloc.size - addr
                 arr = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint8 * n).from_address(addr)).copy()
                 a = store(arr, pname)
@@ -87,8 +94,23 @@ def capture_launch(rt, rec, prog) -> None:
     for name, (nbytes, digest) in buffers.items():
         lines += [f"[buffers.{_toml_str(name)}]", 'dtype = "uint8"', f"count = {nbytes}",
                   f'init = {{ file = "buffers/{digest}.npy" }}']
+    lines += textures
     with open(os.path.join(d, "launches.toml"), "a") as f:
         f.write("\n".join(lines) + "\n\n")
+
+
+def _texture_table(name: str, buffer: str, d) -> list[str]:
+    """The ``[textures.NAME]`` (or ``[surfaces.NAME]``) table of ``TextureDesc`` ``d``."""
+    out = [f"[{'surfaces' if d.surface else 'textures'}.{_toml_str(name)}]", f"buffer = {_toml_str(buffer)}",
+           f"format = {_toml_str(d.format)}", f"width = {d.width}"]
+    out += [f"{k} = {getattr(d, k)}" for k in ("height", "depth", "layers") if getattr(d, k)]
+    out.append(f"pitch = {d.pitch}")
+    if not d.surface:
+        out += ["address_mode = [" + ", ".join(_toml_str(m) for m in d.address_mode) + "]",
+                f"filter_mode = {_toml_str(d.filter_mode)}", f"read_mode = {_toml_str(d.read_mode)}",
+                f"normalized_coords = {str(d.normalized_coords).lower()}"]
+        out += [f"{k} = true" for k in ("cubemap", "linear") if getattr(d, k)]
+    return out
 
 
 def _toml_value(v) -> str:

@@ -34,6 +34,7 @@ _FROM_EMULATION = {
     abi.ERR_BAD_WINDOW: "cudaErrorIllegalAddress",
     abi.ERR_MISALIGNED: "cudaErrorMisalignedAddress",
     abi.ERR_ASSERT: "cudaErrorAssert",
+    abi.ERR_TEXTURE: "cudaErrorIllegalAddress",
     abi.ERR_STEP_BUDGET: "cudaErrorLaunchTimeout",
     abi.ERR_DEADLOCK: "cudaErrorLaunchTimeout",
     abi.ERR_TRAP: "cudaErrorLaunchFailure",

@@ -29,6 +29,7 @@ from hypa.runtime.abi import DEFAULT_STACK_SIZE
 
 from . import errors as E
 from .api import API, FINISH, UNSUPPORTED
+from .texture_api import TextureRuntime
 
 FATBIN_WRAPPER_MAGIC = 0x466243B1
 #: warp-instructions one launch may take under `hypa run` (a real program's launches are
@@ -107,13 +108,16 @@ class Event:
     recorded: int | None = None  # launches completed when it was recorded
 
 
-class HostRuntime:
+class HostRuntime(TextureRuntime):
     def __init__(self, major: int, opts: RunOptions) -> None:
         from hypa.runtime.flat_memory import FlatMemory
+        from hypa.runtime.textures import TextureTable
 
         self.major = major
         self.opts = opts
         self.memory = FlatMemory(exact_bounds=opts.exact_bounds)
+        self.arrays = {}  # cudaArray_t -> texture_api.CudaArray
+        self.textures = TextureTable()  # texture and surface objects
         self._grid_sync: dict[str, bool] = {}
         self.modules: dict[int, Module] = {}
         #: cudaLimitStackSize: call stack per thread (recursion, alloca), CUDA's default
@@ -163,6 +167,10 @@ class HostRuntime:
             for kind, _n in proto.params:
                 if kind == "dim3":
                     vals.append(tuple(w & 0xFFFFFFFF for w in words[i : i + 3]))
+                    i += 3
+                    continue
+                if kind == "extent":
+                    vals.append(tuple(w & 0xFFFFFFFFFFFFFFFF for w in words[i : i + 3]))
                     i += 3
                     continue
                 w = words[i]
@@ -292,7 +300,7 @@ class HostRuntime:
                        memory_metrics=self.opts.memory_metrics, bounds_check=self.opts.bounds_check,
                        initcheck=self.opts.initcheck, strict=self.opts.strict, stack_size=self.stack_size)
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
-                               ctypes.cast(self._printf, ctypes.c_void_p).value or 0)
+                               ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures)
         m.emulator = emu
         return True
 
@@ -493,6 +501,7 @@ class HostRuntime:
         if a is None or a.kind not in kinds:
             return E.cudaErrorInvalidValue
         self.memory.release(ptr)
+        self._texels_freed(a.start, a.size)
         return 0
 
     def cudaFree(self, devPtr):

@@ -455,7 +455,7 @@ def address_values(op: InstructionOp) -> list[SSAValue] | None:
 #: the accesses slice mode bounds-checks without performing them, in every state space (the
 #: lowering checks the bytes each one would touch, as the instruction itself does)
 CHECKED_ACCESSES = frozenset({"ld", "ldu", "st", "atom", "red", "cp.async", "cp.async.bulk", "cp.reduce.async.bulk",
-                              "st.async", "red.async", "st.bulk", "ldmatrix", "stmatrix"})
+                              "st.async", "red.async", "st.bulk", "ldmatrix", "stmatrix", "suld", "sust", "sured"})
 
 
 def is_checked_access(op: InstructionOp) -> bool:

@@ -498,25 +498,25 @@ INSTRUCTIONS: tuple[Instr, ...] = (
         defs=0, arity=(3, 3), since="8.3", status="parse",
     ),
     # --- texture and surface ------------------------------------------------
-    _entry("tex", "texture", ".base .level .grad @tgeom .v4 .v2 .u32 .s32 .f16 .f32 .f16x2", arity=(2, 6), status="parse"),
-    _entry("tld4", "texture", ".r .g .b .a .2d .a2d .cube .acube .v4 .u32 .s32 .f32", arity=(2, 4), status="parse"),
+    _entry("tex", "texture", ".base .level .grad @tgeom .v4 .v2 .u32 .s32 .f16 .f32 .f16x2", arity=(2, 6)),
+    _entry("tld4", "texture", ".r .g .b .a .2d .a2d .cube .acube .v4 .u32 .s32 .f32", arity=(2, 4)),
     _entry(
         "txq", "texture",
         ".level .width .height .depth .channel_data_type .channel_order .normalized_coords .array_size "
         ".num_mipmap_levels .num_samples .force_unnormalized_coords .filter_mode .addr_mode_0 .addr_mode_1 "
         ".addr_mode_2 .b32",
-        arity=(2, 3), status="parse",
+        arity=(2, 3),
     ),
     _entry("istypep", "texture", ".texref .samplerref .surfref", arity=(2, 2)),
-    _entry("suld", "texture", ".b @sgeom .ca .cg .cs .cv .v2 .v4 @btyp8 @oob", arity=(2, 2), status="parse"),
-    _entry("sust", "texture", ".b .p @sgeom .wb .cg .cs .wt .v2 .v4 @btyp8 @oob", defs=0, arity=(2, 2), status="parse"),
+    _entry("suld", "texture", ".b @sgeom .ca .cg .cs .cv .v2 .v4 @btyp8 @oob", arity=(2, 2)),
+    _entry("sust", "texture", ".b .p @sgeom .wb .cg .cs .wt .v2 .v4 @btyp8 @oob", defs=0, arity=(2, 2)),
     _entry(
         "sured", "texture", ".b .p .add .min .max .and .or .1d .2d .3d .u32 .u64 .s32 .s64 .b32 .b64 @oob",
-        defs=0, arity=(2, 2), status="parse",
+        defs=0, arity=(2, 2),
     ),
     _entry(
         "suq", "texture", ".width .height .depth .channel_data_type .channel_order .array_size .memory_layout .b32",
-        arity=(2, 2), status="parse",
+        arity=(2, 2),
     ),
     # --- control flow -------------------------------------------------------
     _entry("bra", "control", ".uni", defs=0, arity=(1, 1), terminator=True),

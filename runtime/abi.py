@@ -83,7 +83,8 @@ CTX_STACK_SIZE = CTX_FLAT_START + 15                  # call stack per thread, b
 # mbarrier updates of the running CTA so far: a scheduler round in which no barrier releases
 # and no mbarrier changes is a deadlock (every warp waits on state nobody can change)
 CTX_MBAR_EPOCH = CTX_FLAT_START + 16
-CTX_WORDS = CTX_FLAT_START + 17
+CTX_TEXTURE = CTX_FLAT_START + 17                    # texture instructions: int64(*)(ctx, text, lanes, in, out) (runtime/textures.py)
+CTX_WORDS = CTX_FLAT_START + 18
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40
@@ -158,6 +159,7 @@ def function_address(name: str) -> int:
 
     return (0xFFFF << WINDOW_SHIFT) + (zlib.crc32(name.encode()) & 0xFFFFFF)
 ERR_CLUSTER_RANK = 12  # mapa to a CTA rank other than 0 (launches have clusters of one CTA)
+ERR_TEXTURE = 13  # a texture or surface instruction faulted (bad handle, .trap out of range): TextureTable.error
 
 # -- counters ---------------------------------------------------------------------
 # per block: warp executions, thread executions, divergent branches, threads that take the

@@ -242,6 +242,9 @@ def launch_key(src_hash: str, kernel: str, prog, launch: Launch, buffers: dict[s
     first_use: dict[Any, int] = {}
     for i, a in enumerate(launch.args):
         pname = params[i] if i < len(params) else None
+        if isinstance(a, str) and a in launch.textures:
+            _hash_texture(h, f"tex{i}", launch.textures[a], buffers)
+            continue
         if isinstance(a, str) or isinstance(a, np.ndarray):
             arr = buffers[a] if isinstance(a, str) else a
             ident = a if isinstance(a, str) else id(a)
@@ -252,7 +255,16 @@ def launch_key(src_hash: str, kernel: str, prog, launch: Launch, buffers: dict[s
             h.update(b"|bytes" + bytes(a))
         else:
             h.update(f"|{type(a).__name__}:{a!r}".encode())
+    for var, t in sorted(launch.variables.items()):
+        if isinstance(t, str) and t in launch.textures:  # a .texref/.surfref variable
+            _hash_texture(h, f"var:{var}", launch.textures[t], buffers)
     return h.hexdigest()
+
+
+def _hash_texture(h, where: str, t, buffers: dict[str, np.ndarray]) -> None:
+    """A texture or surface object: its description and every byte of its buffer."""
+    h.update(f"|{where}:{t.surface}:{t.offset}:{sorted(t.fields.items())!r}".encode())
+    _hash_array(h, buffers[t.buffer])
 
 
 # -- progress -------------------------------------------------------------------------------------

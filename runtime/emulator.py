@@ -30,6 +30,7 @@ from .launch import Launch, LaunchError, check_numeric
 from .metrics import Metrics, compute
 from .phases import phase
 from .program import KernelProgram, ProgramError, find_kernel, module_kernels, prepare
+from .textures import TextureTable
 
 DEFAULT_STEP_BUDGET = 2_000_000_000  # warp-instructions per launch
 #: recompile optimized when the rest of a launch, at baseline speed, would take this many
@@ -431,14 +432,32 @@ class Emulator:
         glob_arrays: list[tuple[str, np.ndarray]] = []
         symbols = _symbol_addresses(prog)
         host = self.host
+        textures = host.textures if host is not None and host.textures is not None else TextureTable()
+        handles: dict[str, int] = {}
         for name, var in prog.global_vars.items():
-            init = _variable_bytes(launch, buffers, name, var) if name in launch.variables else \
-                initial_bytes(var.size, var.init, var.ptx_type, symbols)
+            tname = launch.variables.get(name)
+            if isinstance(tname, str) and tname in launch.textures:
+                if var.ptx_type not in (".texref", ".surfref"):
+                    raise LaunchError(f"variable {name} ({var.ptx_type}) cannot hold texture or surface '{tname}': "
+                                      f"only a .texref or .surfref variable can")
+                init = np.zeros(8, np.uint8)  # the handle, once the texture exists (below)
+            elif name in launch.variables:
+                init = _variable_bytes(launch, buffers, name, var)
+            else:
+                init = initial_bytes(var.size, var.init, var.ptx_type, symbols)
             glob_arrays.append((name, init if host is None else host.variable(name, var.size, init)))
         buf_ids: dict[str, int] = {}
         anon = 0
         arrays: list[tuple[str, np.ndarray]] = list(glob_arrays)
-        for a in launch.args:
+        tex_buffers = []
+        for t in launch.textures.values():
+            if t.buffer not in buffers:
+                raise LaunchError(f"{'surface' if t.surface else 'texture'} '{t.name}': buffer '{t.buffer}' "
+                                  f"is not one of the launch's buffers")
+            tex_buffers.append(t.buffer)
+        for a in [*launch.args, *tex_buffers]:
+            if isinstance(a, str) and a in launch.textures:
+                continue
             if isinstance(a, str):
                 if a not in buffers:
                     raise LaunchError(f"argument '{a}' names no buffer")
@@ -451,6 +470,12 @@ class Emulator:
                 anon += 1
                 buf_ids[name] = abi.WIN_FIRST_GLOBAL + len(arrays)
                 arrays.append((name, a))
+        for t in launch.textures.values():
+            handles[t.name] = textures.add(t.desc(buffers[t.buffer].nbytes, window=buf_ids[t.buffer]))
+        for k, (name, _arr) in enumerate(glob_arrays):
+            tname = launch.variables.get(name)
+            if isinstance(tname, str) and tname in handles:
+                glob_arrays[k][1][:8] = np.frombuffer(np.array(handles[tname], np.uint64).tobytes(), np.uint8)
         keep["windows"] = [n for n, _ in arrays]
         nwin = abi.WIN_FIRST_GLOBAL + len(arrays)
         win_base = np.zeros(nwin, np.int64)
@@ -465,7 +490,12 @@ class Emulator:
         param = _aligned_zeros(_align_up(prog.param_bytes, 8) + 8, 16)
         anon = 0
         for (name, ptx_type, off, size), a in zip(prog.params, launch.args):
-            if isinstance(a, str) or isinstance(a, np.ndarray):
+            if isinstance(a, str) and a in handles:
+                if size != 8 or ptx_type.startswith(".f"):
+                    raise LaunchError(f"parameter {name} ({ptx_type}) cannot hold the handle of '{a}': "
+                                      f"texture and surface objects are 64-bit (.u64)")
+                param[off : off + 8] = np.frombuffer(np.array(handles[a], np.uint64).tobytes(), np.uint8)
+            elif isinstance(a, str) or isinstance(a, np.ndarray):
                 key = a if isinstance(a, str) else f"<array {anon}>"
                 if not isinstance(a, str):
                     anon += 1
@@ -548,13 +578,15 @@ class Emulator:
         ctx[abi.CTX_DYN_SHARED] = launch.shared_bytes
         ctx[abi.CTX_SMCOUNT] = 132
         ctx[abi.CTX_STACK_SIZE] = self.stack_size
+        ctx[abi.CTX_TEXTURE] = textures.address
         if host is not None:
             try:
                 host.setup_context(ctx, nwin)
             except ValueError as e:
                 raise LaunchError(str(e)) from None
         keep.update(win_base=win_base, win_size=win_size, win_stride=win_stride, shared=shared, local=local,
-                    cparam=cparam, const=const, ws=ws, counters=counters, arrays=arrays, globals=glob_arrays)
+                    cparam=cparam, const=const, ws=ws, counters=counters, arrays=arrays, globals=glob_arrays,
+                    textures=textures)
         return ctx, keep
 
     def _check_needed_buffers(self, prog: KernelProgram, launch: Launch) -> None:
@@ -673,6 +705,8 @@ class Emulator:
         if code == abi.ERR_CLUSTER_RANK:
             return (f"mapa to CTA rank {int(ctx[abi.CTX_ERR_ADDR])} at {where}: {instr} (launches have clusters"
                     f" of one CTA: rank 0 only)")
+        if code == abi.ERR_TEXTURE:
+            return f"{keep['textures'].error} at {where}: {instr}"
         if code == abi.ERR_BAD_BRANCH_INDEX:
             return f"brx.idx index out of range at {where}: {instr}"
         return f"emulation failed with code {code} at {where}"

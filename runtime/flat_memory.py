@@ -27,7 +27,7 @@ from . import abi
 class Allocation:
     start: int
     size: int
-    kind: str  # "device" | "managed" | "host" | "registered" | "variable"
+    kind: str  # "device" | "managed" | "host" | "registered" | "variable" | "array" (a cudaArray)
     owner: object = None  # keeps the memory alive (a numpy array), None for registered memory
     label: str = ""
 
@@ -120,6 +120,8 @@ class HostBinding:
     #: storage of a module variable, made on first use: (name, size, initial bytes) -> array
     variable: Callable[[str, int, np.ndarray], np.ndarray]
     printf: int = 0  # address of void(int64 ctx, int64 fmt, int64 args), 0: device printf is counted only
+    #: the program's texture and surface objects (``runtime.textures.TextureTable``), None: none
+    textures: object = None
     _keep: list = field(default_factory=list)
 
     def setup_context(self, ctx: np.ndarray, nwin: int) -> None:

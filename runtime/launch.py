@@ -154,6 +154,51 @@ class BufferSpec:
         )
 
 
+_TEXTURE_KEYS = ("buffer", "format", "width", "height", "depth", "layers", "pitch", "offset", "address_mode",
+                 "filter_mode", "read_mode", "normalized_coords", "cubemap", "linear")
+_SURFACE_KEYS = ("buffer", "format", "width", "height", "depth", "layers", "pitch", "offset")
+
+
+@dataclass
+class TextureSpec:
+    """A texture or surface object over a buffer (``[textures.NAME]``/``[surfaces.NAME]``): the
+    kernel parameter or ``.texref``/``.surfref`` variable that names it gets its handle.
+    ``fields`` are ``runtime.textures.TextureDesc``'s (format, width, height, depth, layers,
+    pitch, address_mode, filter_mode, read_mode, normalized_coords), checked here."""
+
+    name: str
+    buffer: str
+    surface: bool = False
+    offset: int = 0
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.desc(0)
+
+    def desc(self, nbytes: int, **where: Any):
+        """The ``TextureDesc`` over ``nbytes`` bytes of the buffer (0: size not known yet)."""
+        from .textures import TextureDesc, TextureError
+
+        what = "surface" if self.surface else "texture"
+        if not isinstance(self.buffer, str):
+            raise LaunchError(f"{what} '{self.name}': buffer must name a buffer, not {self.buffer!r}")
+        off = self.offset
+        if isinstance(off, bool) or not isinstance(off, int) or off < 0:
+            raise LaunchError(f"{what} '{self.name}': offset must be a whole number of bytes, not {off!r}")
+        if nbytes and off > nbytes:
+            raise LaunchError(f"{what} '{self.name}': offset {off} is past the end of buffer '{self.buffer}' "
+                              f"({nbytes} bytes)")
+        if "format" not in self.fields or "width" not in self.fields:
+            raise LaunchError(f"{what} '{self.name}' needs format and width")
+        try:
+            return TextureDesc(self.name, surface=self.surface, offset=off,
+                               nbytes=(nbytes - off) if nbytes else 0, **self.fields, **where)
+        except TextureError as e:
+            raise LaunchError(str(e)) from None
+        except TypeError as e:
+            raise LaunchError(f"{what} '{self.name}': {e}") from None
+
+
 @dataclass
 class Launch:
     """One kernel launch.  ``args`` holds one entry per kernel parameter: a
@@ -170,6 +215,9 @@ class Launch:
     #: initial contents of module variables (``__device__``/``__constant__``), by PTX name:
     #: a buffer name (bytes from that buffer) or bytes; others start from their initializer
     variables: dict[str, Any] = field(default_factory=dict)
+    #: texture and surface objects by name (``TextureSpec``): an argument or a
+    #: ``.texref``/``.surfref`` variable naming one gets its handle
+    textures: dict[str, TextureSpec] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.grid = dim3(self.grid, "grid")
@@ -240,7 +288,7 @@ def launches_from_toml(path: str) -> list[Launch]:
 
 
 def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "launch spec") -> list[Launch]:
-    unknown = set(data) - {"launch", "buffers"}
+    unknown = set(data) - {"launch", "buffers", "textures", "surfaces"}
     if unknown:
         raise LaunchError(f"{where}: unknown top-level keys {', '.join(sorted(unknown))}")
     tables = data.get("launch")
@@ -252,6 +300,15 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
     if not isinstance(btables, dict):
         raise LaunchError(f"{where}: buffers must be a table of tables ([buffers.NAME])")
     buffers = {n: _buffer_from_table(n, t, base_dir) for n, t in btables.items()}
+    textures: dict[str, TextureSpec] = {}
+    for key, surface in (("textures", False), ("surfaces", True)):
+        tt = data.get(key, {})
+        if not isinstance(tt, dict):
+            raise LaunchError(f"{where}: {key} must be a table of tables ([{key}.NAME])")
+        for n, t in tt.items():
+            if n in textures or n in buffers:
+                raise LaunchError(f"{where}: [{key}.{n}]: the name is already a buffer, texture or surface")
+            textures[n] = _texture_from_table(n, t, surface, key, buffers)
     out: list[Launch] = []
     for i, t in enumerate(tables):
         known = {"file", "kernel", "grid", "block", "shared_bytes", "args", "variables"}
@@ -272,12 +329,17 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
             raise LaunchError(f"{where}: launch {i + 1}: args must be a list, not {raw_args!r}")
         args = [_arg_from_table(a, f"{where}: launch {i + 1}") for a in raw_args]
         variables = t.get("variables", {})
-        if not isinstance(variables, dict) or not all(isinstance(v, str) and v in buffers for v in variables.values()):
-            raise LaunchError(f"{where}: launch {i + 1}: variables must map variable names to [buffers] names")
-        used = {a: buffers[a] for a in [*args, *variables.values()] if isinstance(a, str) and a in buffers}
+        if not isinstance(variables, dict) or not all(isinstance(v, str) and (v in buffers or v in textures)
+                                                      for v in variables.values()):
+            raise LaunchError(f"{where}: launch {i + 1}: variables must map variable names to [buffers], "
+                              f"[textures] or [surfaces] names")
+        named = [a for a in [*args, *variables.values()] if isinstance(a, str)]
+        used_tex = {a: textures[a] for a in named if a in textures}
+        used = {a: buffers[a] for a in [*named, *(x.buffer for x in used_tex.values())] if a in buffers}
         for a in args:
-            if isinstance(a, str) and a not in buffers:
-                raise LaunchError(f"{where}: launch {i + 1}: argument '{a}' names no [buffers.{a}] table")
+            if isinstance(a, str) and a not in buffers and a not in textures:
+                raise LaunchError(f"{where}: launch {i + 1}: argument '{a}' names no [buffers.{a}], "
+                                  f"[textures.{a}] or [surfaces.{a}] table")
         out.append(
             Launch(
                 kernel=t.get("kernel"),
@@ -288,9 +350,25 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
                 shared_bytes=t.get("shared_bytes", 0),
                 file=file,
                 variables=dict(variables),
+                textures=used_tex,
             )
         )
     return out
+
+
+def _texture_from_table(name: str, t: Any, surface: bool, key: str, buffers: dict[str, Any]) -> TextureSpec:
+    if not isinstance(t, dict):
+        raise LaunchError(f"[{key}.{name}] must be a table")
+    allowed = _SURFACE_KEYS if surface else _TEXTURE_KEYS
+    unknown = set(t) - set(allowed)
+    if unknown:
+        raise LaunchError(f"[{key}.{name}]: unknown keys {', '.join(sorted(unknown))} (allowed: {', '.join(allowed)})")
+    if "buffer" not in t:
+        raise LaunchError(f"[{key}.{name}] needs buffer (the [buffers] table holding its texels)")
+    if t["buffer"] not in buffers:
+        raise LaunchError(f"[{key}.{name}]: buffer {t['buffer']!r} names no [buffers] table")
+    fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in t.items() if k not in ("buffer", "offset")}
+    return TextureSpec(name, t["buffer"], surface, t.get("offset", 0), fields)
 
 
 def _arg_from_table(a: Any, where: str) -> Any:
@@ -322,15 +400,20 @@ def launch_from_cli(spec: str) -> Launch:
     """``grid=128 block=256 shared=0 kernel=NAME args=1,x,y buffer.x=float32:1024:arange``.
 
     A buffer is ``dtype:count[:init]`` with init ``zeros``, ``ones``,
-    ``arange``, ``value=V`` or ``random=LOW..HIGH[@SEED]``.
+    ``arange``, ``value=V`` or ``random=LOW..HIGH[@SEED]``.  ``texture.NAME=`` and
+    ``surface.NAME=`` make texture and surface objects over a buffer (``_cli_texture``).
     """
     fields: dict[str, str] = {}
     buffers: dict[str, BufferSpec] = {}
+    textures: dict[str, TextureSpec] = {}
     for tok in shlex.split(spec):
         if "=" not in tok:
             raise LaunchError(f"--emulate: expected key=value, got {tok!r}")
         k, v = tok.split("=", 1)
-        if k.startswith(("buffer.", "buf.")):
+        if k.startswith(("texture.", "surface.")):
+            name = k.split(".", 1)[1]
+            textures[name] = _cli_texture(name, v, k.startswith("surface."))
+        elif k.startswith(("buffer.", "buf.")):
             name = k.split(".", 1)[1]
             parts = v.split(":")
             if len(parts) < 2:
@@ -348,7 +431,7 @@ def launch_from_cli(spec: str) -> Launch:
         elif k in ("grid", "block", "args", "kernel", "shared", "shared_bytes"):
             fields[k] = v
         else:
-            raise LaunchError(f"--emulate: unknown key {k!r} (grid, block, args, kernel, shared, buffer.NAME)")
+            raise LaunchError(f"--emulate: unknown key {k!r} (grid, block, args, kernel, shared, buffer.NAME, texture.NAME, surface.NAME)")
     if "grid" not in fields or "block" not in fields:
         raise LaunchError("--emulate needs grid=... and block=...")
     try:
@@ -357,9 +440,16 @@ def launch_from_cli(spec: str) -> Launch:
     except ValueError as e:
         raise LaunchError(f"--emulate: {e}") from None
     for a in args:
-        if isinstance(a, str) and a not in buffers:
+        if isinstance(a, str) and a not in buffers and a not in textures:
             raise LaunchError(f"--emulate: argument '{a}' names no buffer (add buffer.{a}=dtype:count)")
+    for t in textures.values():
+        if t.buffer not in buffers:
+            raise LaunchError(f"--emulate: {'surface' if t.surface else 'texture'} '{t.name}': "
+                              f"buffer '{t.buffer}' is not given (add buffer.{t.buffer}=dtype:count)")
+        if t.name in buffers:
+            raise LaunchError(f"--emulate: '{t.name}' names both a buffer and a texture or surface")
     return Launch(
+        textures=textures,
         kernel=fields.get("kernel"),
         grid=fields["grid"],
         block=fields["block"],
@@ -367,6 +457,51 @@ def launch_from_cli(spec: str) -> Launch:
         buffers=buffers,  # type: ignore[arg-type]
         shared_bytes=shared,
     )
+
+
+def _cli_texture(name: str, text: str, surface: bool) -> TextureSpec:
+    """``BUFFER:FORMAT:WxHxD[:layers=N][:pitch=N][:offset=N]`` and for textures
+    ``[:address=clamp,wrap][:filter=linear][:read=normalized_float][:normalized][:cubemap]``."""
+    what = "surface" if surface else "texture"
+    parts = text.split(":")
+    if len(parts) < 3:
+        raise LaunchError(f"--emulate: {what} '{name}' must be BUFFER:FORMAT:WIDTHxHEIGHTxDEPTH[:options]")
+    try:
+        dims = [int(d) for d in parts[2].split("x")]
+    except ValueError:
+        raise LaunchError(f"--emulate: {what} '{name}': extent {parts[2]!r} is not WIDTH[xHEIGHT[xDEPTH]]") from None
+    if not 1 <= len(dims) <= 3:
+        raise LaunchError(f"--emulate: {what} '{name}': extent {parts[2]!r} is not WIDTH[xHEIGHT[xDEPTH]]")
+    fields: dict[str, Any] = {"format": parts[1], **dict(zip(("width", "height", "depth"), dims))}
+    offset = 0
+    for opt in parts[3:]:
+        key, _, val = opt.partition("=")
+        if key in ("layers", "pitch", "offset") and val:
+            try:
+                n = int(val, 0)
+            except ValueError:
+                raise LaunchError(f"--emulate: {what} '{name}': {key}={val!r} is not a number") from None
+            if key == "offset":
+                offset = n
+            else:
+                fields[key] = n
+        elif surface:
+            raise LaunchError(f"--emulate: surface '{name}': unknown option {opt!r} (layers=N, pitch=N, offset=N)")
+        elif key == "address" and val:
+            fields["address_mode"] = tuple(val.split(","))
+        elif key == "filter" and val:
+            fields["filter_mode"] = val
+        elif key == "read" and val:
+            fields["read_mode"] = val
+        elif opt == "normalized":
+            fields["normalized_coords"] = True
+        elif opt == "cubemap":
+            fields["cubemap"] = True
+        else:
+            raise LaunchError(f"--emulate: texture '{name}': unknown option {opt!r} (address=M[,M,M], "
+                              f"filter=point|linear, read=element|normalized_float, normalized, cubemap, layers=N, "
+                              f"pitch=N, offset=N)")
+    return TextureSpec(name, parts[0], surface, offset, fields)
 
 
 def _cli_init(text: str, name: str) -> Any:

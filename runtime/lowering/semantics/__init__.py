@@ -16,6 +16,7 @@ rule.
 - ``video``: the scalar and SIMD video instructions (``vadd`` ... ``vset4``)
 - ``mbarrier``: mbarrier objects; mapa, getctarank (a cluster of one CTA)
 - ``bulk_copy``: cp.async.bulk, cp.reduce.async.bulk, st.async, red.async, st.bulk
+- ``texture``: texture and surface instructions (through the texture callback)
 """
 
-from . import bulk_copy, convert, cross_lane, floating, integer, matrix, mbarrier, memory, sync, video  # noqa: F401
+from . import bulk_copy, convert, cross_lane, floating, integer, matrix, mbarrier, memory, sync, texture, video  # noqa: F401

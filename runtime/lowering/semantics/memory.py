@@ -19,6 +19,7 @@ from ..softfloat import half_add
 from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, ivec, type_bits, vec
 from .bulk_copy import CHECKS
 from .matrix import ldmatrix, stmatrix
+from .texture import check_surface
 
 
 def _vec_width(e) -> int:
@@ -283,6 +284,9 @@ def check_access(e) -> None:
         return
     if name in ("ldmatrix", "stmatrix"):
         (ldmatrix if name == "ldmatrix" else stmatrix)(e, check_only=True)
+        return
+    if name in ("suld", "sust", "sured"):
+        check_surface(e)
         return
     _t, bits, kind, addr, space = _memory_operand(e, _CHECKED_OPERAND[name])
     intent = _CHECKED_INTENT[name]
