@@ -41,6 +41,7 @@ _FROM_EMULATION = {
     abi.ERR_STACK_OVERFLOW: "cudaErrorLaunchFailure",
     abi.ERR_BAD_BRANCH_INDEX: "cudaErrorIllegalInstruction",
     abi.ERR_CLUSTER_RANK: "cudaErrorIllegalAddress",
+    abi.ERR_NO_CLUSTER: "cudaErrorIllegalInstruction",
 }
 
 

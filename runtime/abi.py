@@ -159,6 +159,7 @@ def function_address(name: str) -> int:
 
     return (0xFFFF << WINDOW_SHIFT) + (zlib.crc32(name.encode()) & 0xFFFFFF)
 ERR_CLUSTER_RANK = 12  # mapa to a CTA rank other than 0 (launches have clusters of one CTA)
+ERR_NO_CLUSTER = 14  # st.async / red.async in a launch without clusters (the GPU: an illegal instruction)
 ERR_TEXTURE = 13  # a texture or surface instruction faulted (bad handle, .trap out of range): TextureTable.error
 
 # -- counters ---------------------------------------------------------------------

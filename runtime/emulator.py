@@ -705,6 +705,9 @@ class Emulator:
         if code == abi.ERR_CLUSTER_RANK:
             return (f"mapa to CTA rank {int(ctx[abi.CTX_ERR_ADDR])} at {where}: {instr} (launches have clusters"
                     f" of one CTA: rank 0 only)")
+        if code == abi.ERR_NO_CLUSTER:
+            return (f"{instr} at {where} needs a cluster launch: the kernel declares no cluster (.explicitcluster, "
+                    f".reqnctapercluster; CUDA's __cluster_dims__), and a GPU faults with an illegal instruction")
         if code == abi.ERR_TEXTURE:
             return f"{keep['textures'].error} at {where}: {instr}"
         if code == abi.ERR_BAD_BRANCH_INDEX:

@@ -481,7 +481,8 @@ class TextureTable:
     @staticmethod
     def _convert(d: TextureDesc, values: np.ndarray, inside: np.ndarray) -> np.ndarray:
         """Four channels per lane as the read returns them: float32 (float formats and
-        normalized reads) or int64; missing channels (0, 0, 1), border texels zero."""
+        normalized reads) or int64; missing channels and border texels zero (an H100 returns
+        (x, 0, 0, 0) for a one-channel float texture: tests/ground_truth/hypa_run/isa_native.json)."""
         kind, bits = d.channel
         n = d.channels
         if kind == "f":
@@ -496,8 +497,6 @@ class TextureTable:
         v = np.where(inside[..., None], v, 0).astype(v.dtype)
         out = np.zeros(v.shape[:-1] + (4,), v.dtype)
         out[..., :n] = v
-        if n < 4:
-            out[..., 3] = 1
         return out
 
     @staticmethod

@@ -17,6 +17,7 @@ from llvmlite import ir
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.operands import parse_int_immediate
 
+from ... import abi
 from ..rules import WHY_NOT, rule
 from ..irbuild import Loop
 from ..types import i1, i64, ivec, ptr, type_bits
@@ -174,6 +175,16 @@ def _vec_width(e) -> int:
     return next((int(m[2:]) for m in e.mods if m in (".v2", ".v4")), 1)
 
 
+def _require_cluster(e) -> None:
+    """``st.async``/``red.async`` fault on an H100 in a launch without clusters, even to the
+    CTA's own shared memory (``.probe``-style check recorded in tests/ground_truth/hypa_run/
+    isa_native.json, ``cluster_async``): they run only in kernels that declare a cluster
+    (``.explicitcluster``/``.reqnctapercluster``, CUDA's ``__cluster_dims__``)."""
+    func = e.wf.prog.func
+    if func.directive(".explicitcluster") is None and func.directive(".reqnctapercluster") is None:
+        e.wf.error_if(e.instr_id, e.exec_mask, abi.ERR_NO_CLUSTER, None)
+
+
 @rule("st.async")
 def st_async(e, check_only: bool = False) -> None:
     """``st.async{.sem}{.scope}.shared::cluster.mbarrier::complete_tx::bytes{.vec}.type
@@ -183,6 +194,7 @@ def st_async(e, check_only: bool = False) -> None:
     bits = type_bits(t)
     nvec = _vec_width(e)
     nbytes = bits // 8 * nvec
+    _require_cluster(e)
     ptrs = pointers(e, 0, nbytes)
     mbar = pointers(e, 2) if len(e.args) > 2 else None
     if check_only:
@@ -205,6 +217,8 @@ def red_async(e, check_only: bool = False) -> None:
     op = _reduce_op(e)
     bits = type_bits(t)
     space = "global" if ".global" in e.mods else None
+    if space is None:
+        _require_cluster(e)
     ptrs = pointers(e, 0, bits // 8, space)
     mbar = pointers(e, 2) if len(e.args) > 2 else None
     if check_only:

@@ -1,4 +1,4 @@
-// Cluster instructions in a launch without clusters, where each CTA is a cluster of one
+// Cluster instructions in a kernel whose clusters are one CTA (__cluster_dims__(1, 1, 1))
 // (issue 16): barrier.cluster.arrive/wait, mapa to rank 0, getctarank, %cluster_ctarank,
 // %cluster_nctarank, and st.async / red.async completing through an mbarrier.  Each of 64
 // threads stores 7t into a shared word with st.async and adds t to a shared counter with
@@ -9,7 +9,7 @@
 
 __device__ __forceinline__ unsigned smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 
-__global__ void cluster_one(int* out, int* ranks) {
+__device__ __forceinline__ void cluster_body(int* out, int* ranks) {
     __shared__ uint64_t bar;
     __shared__ int words[64];
     __shared__ int counter;
@@ -44,8 +44,13 @@ __global__ void cluster_one(int* out, int* ranks) {
     asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory");
 }
 
+// the same code in a kernel that declares a cluster (of one CTA) and in one that does not:
+// st.async / red.async fault in the second (an H100 raises an illegal instruction)
+__global__ void __cluster_dims__(1, 1, 1) cluster_one(int* out, int* ranks) { cluster_body(out, ranks); }
+__global__ void no_cluster(int* out, int* ranks) { cluster_body(out, ranks); }
+
 int main() {
-    int *out, *ranks, h_out[128], h_ranks[128];
+    int *out, *ranks, h_out[128] = {0}, h_ranks[128] = {0};
     cudaMalloc(&out, sizeof h_out);
     cudaMalloc(&ranks, sizeof h_ranks);
     cluster_one<<<2, 64>>>(out, ranks);
@@ -60,5 +65,7 @@ int main() {
     printf("%s\nout[0] = %d, out[63] = %d, out[64] = %d, ranks[5] = %d\n", cudaGetErrorString(err), h_out[0], h_out[63],
            h_out[64], h_ranks[5]);
     printf(bad ? "FAIL\n" : "PASS\n");
+    no_cluster<<<1, 64>>>(out, ranks);
+    printf("without a cluster: %s\n", cudaGetErrorName(cudaDeviceSynchronize()));
     return bad != 0;
 }

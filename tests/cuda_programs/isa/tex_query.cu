@@ -44,12 +44,13 @@ int main() {
         cudaTextureObject_t t = 0;
         cudaError_t e2 = cudaCreateTextureObject(&t, &res, &td, nullptr);
         query<<<1, 1>>>(t, out);
-        int v[10];
+        cudaError_t e3 = cudaDeviceSynchronize();
+        int v[10] = {0};
         cudaMemcpy(v, out, sizeof v, cudaMemcpyDeviceToHost);
         cudaChannelFormatDesc got;
         cudaGetChannelDesc(&got, a);
-        printf("case %d (%d %d): width %d height %d depth %d type %#x order %#x normalized %d filter %d modes %d %d layers %d; "
-               "channel desc %d %d %d %d kind %d\n", k, (int)e, (int)e2, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
+        printf("case %d (%d %d %s): width %d height %d depth %d type %#x order %#x normalized %d filter %d modes %d %d layers %d; "
+               "channel desc %d %d %d %d kind %d\n", k, (int)e, (int)e2, cudaGetErrorName(e3), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
                got.x, got.y, got.z, got.w, (int)got.f);
         cudaDestroyTextureObject(t);
         cudaFreeArray(a);
