@@ -113,3 +113,24 @@ def test_dask_cluster_gives_the_outcomes_in_task_order_and_reports_failed_tasks(
         assert _profile_errors(scheduler=address) == (f"Dask scheduler {address}", _profile_errors()[1])
     finally:
         cluster.close()
+
+
+def test_optimized_tier_matches_baseline_on_atan(monkeypatch):
+    """atanf's copysign/select miscompiled by LLVM's x86 code generator above level 0 after -O3
+    (runtime/jit.py TIERS): both tiers must give the same 9,999 results."""
+    import numpy as np
+
+    from helpers import ROOT, emulate
+
+    ptx = (ROOT / "tests" / "unit" / "data" / "atan_select.ptx").read_text()
+    n = 9999
+    out = {}
+    for tier in ("baseline", "optimized"):
+        monkeypatch.setenv("HYPA_JIT", tier)
+        monkeypatch.setenv("HYPA_NO_CACHE", "1")
+        r = emulate(ptx, ["o", n, 0.0, 0.0, 2.0, 9999.0, 99.0, np.float32(1.0 / 9999)], {"o": np.zeros(n, np.float32)},
+                    grid=(n + 255) // 256, block=256, mode="full")
+        assert r.jit_tier == tier
+        out[tier] = r.buffers["o"]
+    assert np.array_equal(out["baseline"], out["optimized"])
+    assert abs(float(out["baseline"][100]) - 0.44766179) < 1e-6  # atan((h - 2) / |(dx, dy) step|), by hand
