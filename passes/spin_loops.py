@@ -32,11 +32,12 @@ warp-level executions; there every join block has counting code, so
 lanes whose path ends at ``ret`` may simply ``EXIT``, and no ``YIELD`` is
 needed: ``ptxas`` leaves it out).
 
-The release is modelled only where nothing after the loop synchronises lanes
-again (a ``.sync`` cross-lane instruction or ``bar.warp.sync`` whose member mask
-is not ``activemask``'s, a CTA barrier):
-such an instruction (SASS ``WARPSYNC``/``BAR``) would gather the groups once
-more, and where they meet is not modelled; those loops keep the IPDOM model.
+The release is modelled except where a ``.sync`` cross-lane instruction whose member
+mask is not ``activemask``'s follows the loop: it exchanges values between the groups
+(SASS ``WARPSYNC``), and where they meet is not modelled; those loops keep the IPDOM
+model.  A CTA barrier (``bar.sync``) or ``bar.warp.sync`` after the loop does not stop
+the release: the H100 runs the join block once per group there too (probes
+``cas_lane0_bar``, ``cas_lane0_syncwarp``, tests/ground_truth/h100/reconverge).
 """
 
 from __future__ import annotations
@@ -74,10 +75,22 @@ def synchronises_lanes(op: InstructionOp) -> bool:
         return True
     if spec.sync != "warp-barrier" and not (spec.lanes == "cross" and (spec.name.endswith(".sync") or ".sync" in op.modifiers)):
         return False
+    return not _own_mask(op)
+
+
+def _own_mask(op: InstructionOp) -> bool:
+    """The member mask (last operand) is ``activemask``'s result."""
     mask = op.arg_operands(len(op.operands_ast) - 1) if op.operands_ast else []
-    own = len(mask) == 1 and isinstance(mask[0], OpResult) and isinstance(mask[0].op, InstructionOp) \
+    return len(mask) == 1 and isinstance(mask[0], OpResult) and isinstance(mask[0].op, InstructionOp) \
         and mask[0].op.spec.name == "activemask"
-    return not own
+
+
+def exchanges_values(op: InstructionOp) -> bool:
+    """A ``.sync`` cross-lane instruction (shfl, vote, match, redux ...) that gathers lanes
+    beyond those running together (its mask is not ``activemask``'s)."""
+    spec = op.spec
+    return spec.lanes == "cross" and spec.sync != "barrier" and \
+        (spec.name.endswith(".sync") or ".sync" in op.modifiers) and not _own_mask(op)
 
 
 def _incoming(cfg: CFG, arg: BlockArgument) -> list[SSAValue]:
@@ -199,11 +212,11 @@ def yield_headers(cfg: CFG) -> set[int]:
     """Headers of the spin loops (SSA form) whose ``YIELD`` releases waiting lanes: a
     warp fragment that runs one leaves every reconvergence point it was waiting for
     (``docs/design.md`` section 8).  Spin loops followed by an instruction that
-    synchronises lanes are left out (see the module's docstring)."""
+    exchanges values between lanes are left out (see the module's docstring)."""
     out: set[int] = set()
     for loop in spin_loops(cfg):
         after = _reachable(cfg, set(loop.blocks))
-        if any(isinstance(op, InstructionOp) and synchronises_lanes(op) for b in after for op in cfg.blocks[b].ops):
+        if any(isinstance(op, InstructionOp) and exchanges_values(op) for b in after for op in cfg.blocks[b].ops):
             continue
         out.add(loop.header)
     return out
