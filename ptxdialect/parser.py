@@ -1433,6 +1433,9 @@ class PTXParser:
         if d in (".loc", ".file"):
             self.advance()
             return [self._raw(d, self._rest_of_line(t))]
+        if d == ".target":  # ptxas accepts a .target repeated inside a body (and ignores it)
+            self.advance()
+            return [self._raw(d, self._rest_of_line(t))]
         if d == ".pragma":
             self.advance()
             toks = self._until(";")

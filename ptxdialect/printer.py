@@ -79,7 +79,7 @@ def instruction_text(op: InstructionOp, namer: Namer | None = None) -> str:
 def raw_directive_text(op: RawDirectiveOp) -> str:
     d = op.directive.data
     text = op.text.data
-    if d in (".file", ".loc"):
+    if d in (".file", ".loc", ".target"):  # line directives (no semicolon)
         return f"{d} {text}".rstrip()
     if d == ".section":
         return f"{d} {text}"

@@ -15,8 +15,8 @@ PACKAGE = Path(lowering.__file__).parent
 PREFIX = "hypa.runtime.lowering"
 
 #: the order of ``runtime/lowering/__init__.py``'s docstring: a module imports only earlier ones
-ORDER = ["types", "rules", "irbuild", "softfloat", "function", "addressing", "emitter", "semantics",
-         "memory_metrics", "printf", "warp", "scheduler"]
+ORDER = ["types", "rules", "irbuild", "softfloat", "function", "initcheck", "addressing", "emitter", "semantics",
+         "memory_metrics", "printf", "calls", "warp", "scheduler"]
 
 
 def _modules() -> dict[str, Path]:
