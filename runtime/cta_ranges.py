@@ -11,6 +11,7 @@ compilation, so they share the compiled code and pay no compile cost.
 from __future__ import annotations
 
 import mmap
+from array import array
 
 import numpy as np
 
@@ -28,16 +29,44 @@ def _shared_copy(arr: np.ndarray) -> tuple[mmap.mmap, np.ndarray]:
     return m, view
 
 
+class CtaRows:
+    """Each CTA's counters, kept once per distinct row (CTAs mostly repeat a few rows): the
+    distinct rows and, per CTA in order, the index of its row.  Memory grows with the distinct
+    rows and 4 bytes a CTA, not with CTAs x counters (``--per-cta`` on millions of CTAs)."""
+
+    def __init__(self) -> None:
+        self.rows: list[np.ndarray] = []
+        self._where: dict[bytes, int] = {}
+        self.index = array("i")
+
+    def add(self, row: np.ndarray) -> None:
+        key = row.tobytes()
+        k = self._where.get(key)
+        if k is None:
+            k = self._where[key] = len(self.rows)
+            self.rows.append(row.copy())
+        self.index.append(k)
+
+    def extend(self, other: "CtaRows") -> None:
+        for k in other.index:
+            self.add(other.rows[k])
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
 def run_each(run_ctas, ctx: np.ndarray, keep: dict, first: int, last: int) -> int:
-    """Run CTAs [first, last) one at a time; each CTA's counters become a row of
-    ``keep["cta_rows"]`` (the per-CTA breakdown).  Returns the first error's rc."""
+    """Run CTAs [first, last) one at a time; each CTA's counters go to ``keep["cta_rows"]``
+    (a ``CtaRows``: the per-CTA breakdown).  Returns the first error's rc."""
     counters = keep["counters"]
-    rows = np.zeros((last - first, counters.size), counters.dtype)
+    rows = CtaRows()
     prev = counters.copy()
+    diff = np.empty_like(counters)
     rc = abi.RC_EXIT
     for c in range(first, last):
         rc = run_ctas(ctx.ctypes.data, c, c + 1)
-        np.subtract(counters, prev, out=rows[c - first])
+        np.subtract(counters, prev, out=diff)
+        rows.add(diff)
         prev[:] = counters
         if rc != abi.RC_EXIT:
             break
@@ -71,7 +100,7 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
     rc_out = abi.RC_EXIT
     first_err = None
     total = counters.copy()  # what ran here before (a first CTA run alone) counts too
-    rows_all = np.zeros((num_ctas - first, counters.size), counters.dtype) if per_cta else None
+    rows_all = CtaRows() if per_cta else None
     for (lo, _hi), out in zip(ranges, outcomes):
         if isinstance(out, TaskFailed):
             rc_out = abi.RC_ERROR
@@ -84,8 +113,8 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
                     ctx[i] = v
             else:
                 ctx[abi.CTX_UNINIT_COUNT] += uninit[0]
-        if rows_all is not None and rows is not None:
-            rows_all[lo - first : lo - first + len(rows)] = rows
+        if rows_all is not None and rows is not None:  # ranges come back in order
+            rows_all.extend(rows)
         if rc != abi.RC_EXIT and (first_err is None or lo < first_err[0]):
             first_err = (lo, err, cta)
             rc_out = rc

@@ -12,6 +12,7 @@ out-of-bounds access, the step budget or a trap stops the launch with an
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import re
 import time
@@ -67,7 +68,7 @@ class LaunchResult:
     ctas: tuple[int, int] | None = None
     #: with ``run(per_cta=True)``: each CTA's metric values (docs/design.md section 5), in
     #: linear CTA order from the first CTA run
-    per_cta: list[dict[str, float]] | None = None
+    per_cta: "PerCta | None" = None
     #: the prepared kernel the counts refer to (block numbering, slice, layout)
     program: KernelProgram | None = field(default=None, repr=False)
     #: the JIT tier(s) the CTAs ran at: "baseline", "optimized" or "baseline+optimized"
@@ -119,6 +120,48 @@ _SCALAR_DTYPES = {
     ".u32": np.uint32, ".s32": np.int32, ".b32": np.uint32, ".u64": np.uint64, ".s64": np.int64,
     ".b64": np.uint64, ".f32": np.float32, ".f64": np.float64, ".f16": np.float16,
 }
+
+
+class PerCta(Sequence):
+    """Each CTA's metric values (a dict per CTA, in linear CTA order), stored once per distinct
+    set of values with a 4-byte index per CTA: millions of CTAs cost megabytes, not gigabytes."""
+
+    def __init__(self, values: list[dict], index) -> None:
+        self.values = values
+        self.index = index
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.values[k] for k in self.index[i]]
+        return self.values[self.index[i]]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def groups(self) -> list[tuple[dict, list[int]]]:
+        """(values, the CTAs that have them) per distinct set of values, by first CTA."""
+        members: list[list[int]] = [[] for _ in self.values]
+        for cta, k in enumerate(self.index):
+            members[k].append(cta)
+        return [(v, m) for v, m in zip(self.values, members) if m]
+
+    @staticmethod
+    def concat(parts: list) -> "PerCta":
+        from array import array
+
+        values: list[dict] = []
+        index = array("i")
+        for p in parts:
+            base = {}
+            for k, v in enumerate(p.values if isinstance(p, PerCta) else list(p)):
+                base[k] = len(values)
+                values.append(v)
+            for k in (p.index if isinstance(p, PerCta) else range(len(p))):
+                index.append(base[k])
+        return PerCta(values, index)
 
 
 class Emulator:
@@ -340,16 +383,15 @@ class Emulator:
             rc = compiled.run_ctas(ctx.ctypes.data, first, last)
         if rows0 is not None:
             rest = keep.get("cta_rows")
-            keep["cta_rows"] = rows0 if rest is None or first >= last else np.concatenate([rows0, rest])
+            if rest is not None and first < last:
+                rows0.extend(rest)
+            keep["cta_rows"] = rows0
         return rc, compiled
 
-    def _cta_values(self, prog: KernelProgram, rows: np.ndarray, static: int, launch: Launch, names) -> list[dict]:
-        """Metric values of each CTA from its counter row (identical rows computed once)."""
-        if len(rows) == 0:
-            return []
-        uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
-        vals = [compute(prog, u, static, launch.threads_per_cta, names).values for u in uniq]
-        return [vals[i] for i in np.asarray(inverse).reshape(-1)]
+    def _cta_values(self, prog: KernelProgram, rows, static: int, launch: Launch, names) -> "PerCta":
+        """Metric values of each CTA from its counter row (each distinct row computed once)."""
+        vals = [compute(prog, u, static, launch.threads_per_cta, names).values for u in rows.rows]
+        return PerCta(vals, rows.index)
 
     def merge(self, launch: Launch, parts: list[LaunchResult]) -> LaunchResult:
         """One launch's result from the results of CTA ranges that cover its grid
@@ -372,7 +414,7 @@ class Emulator:
             notes.extend(r.notes)
         per_cta = None
         if all(r.per_cta is not None for r in parts):
-            per_cta = [v for r in parts for v in r.per_cta]  # type: ignore[union-attr]
+            per_cta = PerCta.concat([r.per_cta for r in parts])  # type: ignore[misc]
         return LaunchResult(
             kernel=prog.func.func_name, grid=launch.grid, block=launch.block, mode=prog.mode, metrics=m,
             buffers={}, duration_ms=sum(r.duration_ms for r in parts), compile_ms=max(r.compile_ms for r in parts),

@@ -303,6 +303,34 @@ def profile_json(profile, per_cta: bool = False, by: str = "launch") -> str:
     return json.dumps(dicts, indent=2, default=_json_default) + "\n"
 
 
+def write_profile_json(profile, out, per_cta: bool = False, by: str = "launch") -> None:
+    """``profile_json`` written to ``out`` as it is made: with ``per_cta`` each CTA's entry is
+    formatted and written on its own, so a launch of millions of CTAs never holds its whole
+    report in memory (the same JSON value as ``profile_json``)."""
+    if by == "kernel" or not per_cta:
+        out.write(profile_json(profile, per_cta, by))
+        return
+    out.write("[")
+    n = 0
+    for rec in profile.records:
+        r = rec.result
+        if r is None:
+            continue
+        head = json.dumps(record_dict(rec, per_cta=False), indent=2, default=_json_default)
+        if r.per_cta is not None:
+            head = head.rstrip()[:-1].rstrip() + ',\n  "ctas": ['
+        out.write(("," if n else "") + "\n" + "\n".join("  " + ln for ln in head.splitlines()))
+        n += 1
+        if r.per_cta is None:
+            continue
+        first = r.ctas[0] if r.ctas else 0
+        for i, v in enumerate(r.per_cta):
+            entry = {"cta": cta_coords(first + i, r.grid), **{k: v[k] for k in METRIC_NAMES}}
+            out.write(("," if i else "") + "\n      " + json.dumps(entry, default=_json_default))
+        out.write("\n    ]\n  }")
+    out.write("\n]\n")
+
+
 def _json_default(o):
     import numpy as np
 

@@ -96,7 +96,16 @@ def profile(args: argparse.Namespace) -> int:
 
     prof = _run(args)
     with phase("report"):
-        if args.by == "line":
+        if args.format == "json" and args.per_cta and args.by != "line":
+            # per-CTA entries are written as they are formatted (millions of CTAs)
+            out = open(args.output, "w") if args.output else sys.stdout
+            try:
+                report.write_profile_json(prof, out, args.per_cta, args.by)
+            finally:
+                if out is not sys.stdout:
+                    out.close()
+            text = None
+        elif args.by == "line":
             text = report.profile_lines(prof, args.format)
         elif args.format == "json":
             text = report.profile_json(prof, args.per_cta, args.by)
@@ -104,12 +113,13 @@ def profile(args: argparse.Namespace) -> int:
             text = report.profile_csv(prof, args.csv_columns, args.per_cta, args.by)
         else:
             text = report.profile_table(prof, args.by, args.per_cta, args.blocks, args.wide)
-        out = open(args.output, "w") if args.output else sys.stdout
-        try:
-            out.write(text)
-        finally:
-            if out is not sys.stdout:
-                out.close()
+        if text is not None:
+            out = open(args.output, "w") if args.output else sys.stdout
+            try:
+                out.write(text)
+            finally:
+                if out is not sys.stdout:
+                    out.close()
     if args.format != "table":
         for s in prof.static:
             print(f"kernel {s.kernel} ({s.source.display}): no launch given, counted statically: "

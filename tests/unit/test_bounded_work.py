@@ -110,3 +110,38 @@ def test_call_parameters_reusing_a_name_with_another_size_get_the_largest_slot()
     (result,) = r.buffers.values()
     assert int(result[0]) == 42 and int(result[1]) & 0xFFFFFFFF == 7
     assert r.metrics["thread_inst_executed"] == 21
+
+
+def test_per_cta_rows_are_kept_once_per_distinct_row():
+    """--per-cta on 100,000 CTAs: each distinct counter row is kept once, with a 4-byte index
+    per CTA (not CTAs x counters), and the JSON is written CTA by CTA with the same value as
+    the in-memory report."""
+    import io
+    import json
+
+    import numpy as np
+
+    from helpers import emulate, kernel
+    from hypa.runtime import report
+    from hypa.runtime.batch import ProfileOptions, run_profile
+
+    ptx = kernel("k(.param .u64 k_out)", """
+    ld.param.u64 %rd1, [k_out];
+    mov.u32 %r1, %ctaid.x;
+    and.b32 %r2, %r1, 1;
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 bra $L_even;
+    add.u32 %r1, %r1, 1;
+$L_even:
+    ret;
+""")
+    r = emulate(ptx, ["out"], {"out": np.zeros(1, np.uint32)}, grid=100_000, block=32, per_cta=True, mode="full")
+    assert len(r.per_cta) == 100_000 and len(r.per_cta.values) == 2  # even and odd CTAs
+    assert r.per_cta.index.itemsize == 4
+    assert r.per_cta[0]["inst_executed"] + 1 == r.per_cta[1]["inst_executed"] == r.per_cta[99_999]["inst_executed"]
+    assert sum(c["inst_executed"] for c in r.per_cta) == r.metrics.values["inst_executed"]
+    prof = run_profile([], [str(__import__("helpers").LAUNCHES / "divergence.toml")], ProfileOptions(per_cta=True),
+                       progress=False)
+    out = io.StringIO()
+    report.write_profile_json(prof, out, per_cta=True)
+    assert json.loads(out.getvalue()) == json.loads(report.profile_json(prof, per_cta=True))
