@@ -11,7 +11,8 @@ Generated code hands each texture instruction of a warp to ``TextureTable.callba
 rules here follow the CUDA programming guide's texture fetching appendix: address modes clamp,
 wrap, mirror and border (wrap and mirror need normalized coordinates, else they clamp), point
 filtering ``T[floor(x)]`` and linear filtering with weights ``frac(x - 0.5)`` in 9-bit fixed
-point (8 fractional bits), integer formats read as integers or as normalized floats.  Reads
+point (8 fractional bits; a corner's weight is the product of its axes' weights rounded to 8
+bits after each product, as the H100 does), integer formats read as integers or as normalized floats.  Reads
 clamp to the texels, so they never leave their memory; surface accesses out of range follow
 the instruction's ``.trap`` (an error), ``.clamp`` or ``.zero``.  Emulating in Python keeps
 the sampler in one place for every program; texture instructions are a small part of the
@@ -426,7 +427,7 @@ class TextureTable:
             for i, c in enumerate(coords):
                 xb = self._scaled(d, c, extents[i]) - np.float32(0.5)
                 fl = np.floor(xb)
-                frac.append((np.floor((xb - fl).astype(np.float64) * 256 + 0.5) / 256).astype(np.float32))
+                frac.append(np.floor((xb - fl).astype(np.float64) * 256 + 0.5).astype(np.int64))  # of 256
                 pair = fl.astype(np.int64)[:, None] + np.array([0, 1])  # lanes x 2
                 sh = list(shape)
                 sh[1 + i] = 2
@@ -440,14 +441,17 @@ class TextureTable:
                 g = t[..., comp]  # lanes x 2 (x) x 2 (y)
                 # gather order: (x0, y1), (x1, y1), (x1, y0), (x0, y0)
                 return [self._bits(g[:, a, b], as_float) for a, b in ((0, 1), (1, 1), (1, 0), (0, 0))]
+            # a corner's weight: the product of its 8-bit axis weights (of 256), rounded back
+            # to 8 bits after each product, as the H100 filters (tests/ground_truth/hypa_run/
+            # isa_native.json, texture_filtering: exact on every clamped 2D read)
             acc = None
             for corner in range(1 << ndim):
                 w = None
                 for i in range(ndim):
-                    wi = frac[i] if corner >> i & 1 else np.float32(1) - frac[i]
-                    w = wi if w is None else w * wi
+                    wi = frac[i] if corner >> i & 1 else 256 - frac[i]
+                    w = wi if w is None else (w * wi + 128) >> 8
                 sel = (slice(None),) + tuple(corner >> i & 1 for i in range(ndim))
-                term = w[:, None] * t[sel]
+                term = (w.astype(np.float32) / np.float32(256))[:, None] * t[sel]
                 acc = term if acc is None else (acc + term).astype(np.float32)
             return [self._bits(acc[:, k], True) for k in range(4)]
         if ctype == ".f32":
