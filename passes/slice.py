@@ -447,6 +447,8 @@ def address_values(op: InstructionOp) -> list[SSAValue] | None:
             vals.extend(op.arg_operands(k))
     elif op.spec.name in ("cp.async.bulk", "cp.reduce.async.bulk", "st.bulk"):
         vals.extend(op.arg_operands(1 if op.spec.name == "st.bulk" else 2))  # the size
+    elif op.spec.name in ("wmma.load", "wmma.store") and len(op.operands_ast) > 2:
+        vals.extend(op.arg_operands(2))  # the stride
     if op.guard_pred is not None:
         vals.append(op.operands[0])
     return vals
@@ -455,7 +457,8 @@ def address_values(op: InstructionOp) -> list[SSAValue] | None:
 #: the accesses slice mode bounds-checks without performing them, in every state space (the
 #: lowering checks the bytes each one would touch, as the instruction itself does)
 CHECKED_ACCESSES = frozenset({"ld", "ldu", "st", "atom", "red", "cp.async", "cp.async.bulk", "cp.reduce.async.bulk",
-                              "st.async", "red.async", "st.bulk", "ldmatrix", "stmatrix", "suld", "sust", "sured"})
+                              "st.async", "red.async", "st.bulk", "ldmatrix", "stmatrix", "suld", "sust", "sured",
+                              "wmma.load", "wmma.store"})
 
 
 def is_checked_access(op: InstructionOp) -> bool:

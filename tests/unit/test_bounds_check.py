@@ -93,3 +93,27 @@ def test_state_space_accesses_in_bounds_still_run():
         r = emulate(ok, [5, "out"], {"out": np.zeros(1, np.uint32)}, block=1, mode=mode)
         if mode == "full":
             assert int(r.buffers["out"][0]) == 7 + 4 + 5
+
+
+def test_wmma_fragments_are_checked_in_slice_mode():
+    """wmma.load/wmma.store outside the slice are bounds-checked (fragment's first and last
+    element, with the stride computed): A of 1,000 halves instead of 1,024 fails in both modes,
+    the full-size launch runs with the same counts with and without the checks."""
+    import dataclasses
+
+    import pytest
+
+    from helpers import LAUNCHES
+    from hypa.ptxdialect import parse_ptx_file
+    from hypa.runtime.emulator import EmulationError, Emulator
+    from hypa.runtime.launch import launches_from_toml
+
+    (L,) = launches_from_toml(str(LAUNCHES / "wmma_gemm.toml"))
+    module = parse_ptx_file(L.file)
+    checked = Emulator(module, mode="slice").run(L).metrics.values
+    assert checked == Emulator(module, mode="slice", bounds_check=False).run(L).metrics.values
+    small = dataclasses.replace(L, buffers={**L.buffers, "A": dataclasses.replace(L.buffers["A"], count=1000)})
+    for mode in ("slice", "full"):
+        with pytest.raises(EmulationError, match=r"out-of-bounds access at kernel _Z9wmma_gemm.*: wmma\.load\.a\..*"
+                                               r"buffer 'A' byte 2014, which holds 2000 bytes"):
+            Emulator(module, mode=mode).run(small)

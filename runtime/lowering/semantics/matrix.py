@@ -150,7 +150,8 @@ def _which(e, default: str) -> str:
 
 
 @rule("wmma.load")
-def wmma_load(e) -> None:
+def wmma_load(e, check_only: bool = False) -> None:
+    """``check_only``: the fragment's bytes are bounds-checked (slice mode), not loaded."""
     b = e.b
     which = _which(e, "")
     if which not in ("a", "b", "c"):
@@ -160,6 +161,8 @@ def wmma_load(e) -> None:
     rows, cols = _wmma_dims(which, _wmma_shape(e))
     rbits, per, F = _frag_elements(nregs, ebits, e, rows, cols, which in ("a", "b") and e.types[-1] == ".f16")
     ptrs = _wmma_pointers(e, which, 1, 2, ebits, F, e.exec_mask)
+    if check_only:
+        return
     rty = ir.IntType(rbits)
     whole = _contiguous(which, rows, cols, ".col" in e.mods, F, per)
     regs = []
@@ -178,13 +181,16 @@ def wmma_load(e) -> None:
 
 
 @rule("wmma.store")
-def wmma_store(e) -> None:
+def wmma_store(e, check_only: bool = False) -> None:
+    """``check_only``: the fragment's bytes are bounds-checked (slice mode), not stored."""
     b = e.b
     ebits = _wmma_type(e, e.types[-1])
     nregs = len(e.elements(1))
     rows, cols = _wmma_dims("d", _wmma_shape(e))
     rbits, per, F = _frag_elements(nregs, ebits, e, rows, cols)
     ptrs = _wmma_pointers(e, "d", 0, 2, ebits, F, e.exec_mask, initcheck.WRITE)
+    if check_only:
+        return
     whole = _contiguous("d", rows, cols, ".col" in e.mods, F, per)
     regs = e.src_elements(1, rbits)
     for r in range(nregs):

@@ -18,7 +18,7 @@ from ..rules import rule
 from ..softfloat import half_add
 from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, ivec, type_bits, vec
 from .bulk_copy import CHECKS
-from .matrix import ldmatrix, stmatrix
+from .matrix import ldmatrix, stmatrix, wmma_load, wmma_store
 from .texture import check_surface
 
 
@@ -284,6 +284,9 @@ def check_access(e) -> None:
         return
     if name in ("ldmatrix", "stmatrix"):
         (ldmatrix if name == "ldmatrix" else stmatrix)(e, check_only=True)
+        return
+    if name in ("wmma.load", "wmma.store"):
+        (wmma_load if name == "wmma.load" else wmma_store)(e, check_only=True)
         return
     if name in ("suld", "sust", "sured"):
         check_surface(e)
