@@ -252,8 +252,15 @@ def _function_pointers_stdout() -> str:
     return f"out[0..7]={' '.join(map(str, out[:8]))} sum={sum(out)}\nPASS\n"
 
 
+def _alloca_stdout() -> str:
+    """alloca_stack.cu: out[t] = sum over 3 iterations of sum_{k < n} (k + t + it), n = t % 5 + 1."""
+    out = [sum(k + t + it for it in range(3) for k in range(t % 5 + 1)) for t in range(64)]
+    return f"no error\nout[0] = {out[0]}, out[7] = {out[7]}, out[63] = {out[63]}, sum = {sum(out)}\nPASS\n"
+
+
 @pytest.mark.parametrize("name,expected,depth", [("recursion", _recursion_stdout, 12),
-                                                 ("function_pointers", _function_pointers_stdout, None)])
+                                                 ("function_pointers", _function_pointers_stdout, None),
+                                                 ("alloca_stack", _alloca_stdout, None)])
 def test_cuda_program_under_hypa_run(tmp_path, name, expected, depth):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
