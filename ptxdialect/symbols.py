@@ -40,72 +40,94 @@ def check_function(ops: Iterable, known: Callable[[str], bool], labels: set[str]
     on, as ``ptxas`` reads them); ``labels``: the function's labels, branch
     tables and call prototypes; ``arity(name)``: a declared function's (return values,
     parameters), which a direct call must match (None: not a function)."""
-    facts: dict[tuple, tuple] = {}  # (entry, modifiers) -> (type count error, float operand positions)
+    facts: dict[tuple, tuple] = {}  # (op class, modifiers) -> what the checks need of the entry
+    valid: set[str] = set()  # names already found to be identifiers
     declared: set[str] = set()  # the body's variables in scope, as their declarations are passed
     outer: list[set[str]] = []  # what was declared when each open { } scope began
     for op in ops:
-        props = getattr(op, "properties", None)
-        if props is None or "args" not in props:
+        props = op.properties
+        args_attr = props.get("args")
+        if args_attr is None:
             if op.name == "ptx.scope_begin":
                 outer.append(set(declared))
             elif op.name == "ptx.scope_end" and outer:
                 declared = outer.pop()
-            elif props is not None and "decl" in props:
+            elif "decl" in props:
                 declared.add(op.var_name)
             continue
-        args = props["args"].data
-        spec = op.ISA
-        name = spec.name
+        args = args_attr.data
         mods = props["mods"].data
-        defs = spec.defs
-        if spec.defs_with:
-            for m, d in spec.defs_with:
-                if m in mods:
-                    defs = d
+        fact = facts.get((op.__class__, mods))
+        if fact is None:
+            fact = facts[(op.__class__, mods)] = _facts(op.ISA, mods)
+        defs, type_error, floats, name = fact[0], fact[1], fact[2], fact[3]
+        if type_error is not None:
+            raise error(type_error, "", op.opcode)
         if name == "call":
             _check_call(op, args, arity, error)
-        fact = facts.get((name, mods))
-        if fact is None:
-            fact = facts[(name, mods)] = (isa.type_count_error(spec, mods), isa.float_operand_positions(spec, mods))
-        if fact[0] is not None:
-            raise error(fact[0], "", op.opcode)
-        for k in fact[1]:
+        for k in floats:
             if k < len(args) and args[k][0] == "imm" and not is_float_immediate(args[k][1]):
                 raise error(f"'{op.opcode}' operand {k + 1} is the integer constant {args[k][1]}: a floating-point "
                             f"operand needs a floating-point constant ({args[k][1]}.0, or its bits as 0f.../0d...)",
                             args[k][1], op.opcode)
-        for k, node in enumerate(args):
+        k = -1
+        for node in args:
+            k += 1
             kind = node[0]
-            if kind in _PLAIN and (k >= defs or kind in ("reg", "sink", "elem")):
+            if kind == "reg" or (k >= defs and kind in _PLAIN):
                 continue
-            for leaf in _syms(node):
-                if not _IDENTIFIER.fullmatch(leaf[1]):
-                    raise error(f"'{leaf[1]}' is not an operand (a PTX name has no '.'; is an instruction misplaced?)",
-                                leaf[1])
-            if k < defs and kind in ("imm", "sym", "addr", "sreg"):
-                raise error(f"'{op.opcode}' writes operand {k + 1}: it must be a register, not a "
-                            f"{_what(node)}", _text(node))
+            if k < defs:
+                if kind in ("reg", "sink", "elem"):
+                    continue
+                for leaf in _syms(node):
+                    _identifier(leaf[1], valid, error)
+                if kind in ("imm", "sym", "addr", "sreg"):
+                    raise error(f"'{op.opcode}' writes operand {k + 1}: it must be a register, not a "
+                                f"{_what(node)}", _text(node))
             if kind == "addr":
                 base = node[1]
-                if base[0] == "imm" and name in isa.MEMORY_FACTS and isa.state_space(spec, props["mods"].data) != "local":
+                if base[0] == "reg":
+                    continue
+                if base[0] == "imm" and fact[6]:
                     raise error(f"'{op.opcode}': an immediate address is allowed only in the .local state space",
                                 base[1])
             for leaf in _syms(node):
                 n = leaf[1]
+                if n not in valid:
+                    _identifier(n, valid, error)
                 if n in labels:
-                    if name not in _BRANCHES or kind == "addr":
+                    if not fact[4] or kind == "addr":
                         raise error(f"label '{n}' used as an operand of '{op.opcode}': a label is only a branch "
                                     f"target", n)
                     continue
-                if name != "call" and name in _BRANCHES:
+                if fact[4] and name != "call":
                     continue  # an undefined branch target: the parser's own message, once it links blocks
                 if not known(n) and n not in declared:
                     raise error(f"use of undeclared symbol '{n}' (variables, parameters and functions must be "
                                 f"declared before they are used)", n)
-                if kind == "sym" and spec.kind in _VALUE_KINDS and name not in _TAKES_ADDRESS and arity(n) is None:
+                if kind == "sym" and fact[5] and arity(n) is None:
                     # (a function's name is its address, which ptxas takes anywhere)
                     raise error(f"'{op.opcode}' operand {k + 1} must be a register or a constant, not the symbol "
                                 f"'{n}' (take its address with mov first)", n)
+
+
+def _facts(spec: isa.Instr, mods: tuple[str, ...]) -> tuple:
+    """(operands written, two-types error, float operand positions, name, is a branch or call,
+    takes no symbol as a value, a memory access outside .local) of one entry and modifiers."""
+    defs = spec.defs
+    for m, d in spec.defs_with:
+        if m in mods:
+            defs = d
+    name = spec.name
+    return (defs, isa.type_count_error(spec, mods), isa.float_operand_positions(spec, mods), name,
+            name in _BRANCHES, spec.kind in _VALUE_KINDS and name not in _TAKES_ADDRESS,
+            name in isa.MEMORY_FACTS and isa.state_space(spec, mods) != "local")
+
+
+def _identifier(n: str, valid: set[str], error) -> None:
+    if not _IDENTIFIER.fullmatch(n):
+        raise error(f"'{n}' is not an operand (a PTX name has no '.'; is an instruction misplaced?)", n)
+    valid.add(n)
 
 
 def _check_call(op, args: tuple, arity, error) -> None:
