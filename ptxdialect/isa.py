@@ -992,11 +992,43 @@ TypeRule = tuple[int, str, str]
 def type_count_error(instr: Instr, mods: tuple[str, ...]) -> str | None:
     """Entries of one instruction type given two integer types (``setp.ge.s32.b32``), as ptxas
     rejects them (a float pair is the mixed-precision form, ``add.f32.f16``, of sm_100)."""
-    if instr.name in _SAME_TYPE_ALL or instr.name in _SAME_TYPE_AT or instr.name in _U32_RESULT:
+    if instr.name in _SAME_TYPE_ALL or instr.name in _SAME_TYPE_AT or instr.name in _U32_RESULT \
+            or instr.name in _ONE_SPACE:
         types = type_modifiers(mods)
-        if len(types) > 1 and not any(t[:2] == ".f" or t[:3] == ".bf" for t in types):
+        if len(types) > 1 and not all(t[:2] == ".f" or t[:3] == ".bf" for t in types):
             return f"'{instr.name}' takes one instruction type, not {len(types)} ({''.join(types)})"
+    if instr.name in _ONE_SPACE:
+        spaces = [m for m in mods if m.split("::")[0] in STATE_SPACES]
+        if len(spaces) > 1:
+            return f"'{instr.name}' takes one state space, not {len(spaces)} ({''.join(spaces)})"
     return None
+
+
+#: entries of one state space (``cvta.to.global.u64.param`` is rejected by ptxas)
+_ONE_SPACE = frozenset("cvta ld ldu st atom red isspacep prefetch".split())
+#: special registers of 64 bits (the others are 32-bit); ptxas checks them like registers
+SPECIAL_REGISTERS_64: frozenset[str] = frozenset(
+    ["%clock64", "%globaltimer", "%gridid", "%current_graph_exec"] + [f"%pm{i}_64" for i in range(8)])
+
+
+def integer_operand_positions(instr: Instr, mods: tuple[str, ...]) -> tuple[int, ...]:
+    """Operand positions of a signed or unsigned integer type: a floating-point literal there
+    (``mul.wide.s32 %rd1, %r3, 0f00000000``) is rejected by ptxas (a ``.bN`` operand takes
+    one: ``mov.b32 %r1, 0f3F800000``)."""
+    rules = operand_type_rules(instr, mods) or ()
+    return tuple(k for k, t, _mode in rules if t[:2] in (".u", ".s"))
+
+
+def sized_operand_positions(instr: Instr, mods: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """(position, bits) of the operands whose register must have exactly the instruction
+    type's size (special registers are checked against it: ``add.s64 %rd9, %tid.x, %rd8``)."""
+    rules = operand_type_rules(instr, mods) or ()
+    out = []
+    for k, t, mode in rules:
+        digits = "".join(ch for ch in t if ch.isdigit())
+        if mode == "exact" and digits and t != ".pred":
+            out.append((k, int(digits)))
+    return tuple(out)
 
 
 def float_operand_positions(instr: Instr, mods: tuple[str, ...]) -> tuple[int, ...]:
@@ -1034,6 +1066,9 @@ def operand_type_rules(instr: Instr, mods: tuple[str, ...]) -> tuple[TypeRule, .
         return rules + ((2, ".u32", "exact"),)  # shl, shr: the shift amount
     if name in _U32_RESULT:
         return ((0, ".u32", "exact"), (1, t, "exact"))
+    if name in ("shfl", "shfl.sync"):  # d[|p], a, b (lane), c (clamp)[, membermask]: 32-bit
+        return ((1, t, "exact"), (2, ".u32", "exact"), (3, ".u32", "exact")) + \
+            (((4, ".u32", "exact"),) if name == "shfl.sync" else ())
     if name == "cvta":  # an address: both registers of the address size
         return ((0, t, "exact"), (1, t, "exact"))
     if _vector_width(mods) > 1:

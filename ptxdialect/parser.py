@@ -498,6 +498,8 @@ class PTXParser:
         if t[1] != ".version" or t[0] != NAME:
             raise self.error(f"expected '.version' at the start of a PTX module, found {self._describe(t)}")
         seen_target = False
+        header_seen: set[str] = set()
+        body_started = False
         while True:
             self._sync()
             t = self.peek()
@@ -511,6 +513,15 @@ class PTXParser:
                 if d == "}":
                     raise self.error("unmatched '}' at module level")
                 raise self.error(f"expected a directive, found {self._describe(t)}")
+            if d in (".version", ".target", ".address_size"):
+                if d in header_seen or body_started:
+                    raise self.error(f"{d!r} may appear once, in the module's header (before any declaration)")
+                header_seen.add(d)
+            elif kind == NAME:
+                body_started = True
+            if d == ".param" and kind == NAME:
+                raise self.error("'.param' variables may not be declared at module scope (only in a function's "
+                                 "parameter list or body)")
             if d == ".version":
                 self.advance()
                 v = self.peek()
@@ -630,7 +641,11 @@ class PTXParser:
                 break
             self.advance()
             if t[1] == ".align":
-                quals.append((".align", self._int("an alignment after '.align'")))
+                at = self.peek()
+                n = self._int("an alignment after '.align'")
+                if n <= 0 or n & (n - 1):
+                    raise self.error(f"alignment must be a power of two, not {n}", at)
+                quals.append((".align", n))
             elif t[1] in VECTORS:
                 quals.append((t[1],))
             elif t[1] == ".attribute":
@@ -667,7 +682,9 @@ class PTXParser:
             if self.accept("="):
                 if self.peek()[1] in (",", ";"):
                     raise self.error(f"expected an initializer after '=', found {self._describe(self.peek())}")
-                init = _join(self._until(",", ";"))
+                toks = self._until(",", ";")
+                self._check_initializer(toks)
+                init = _join(toks)
             names = [f"{name}{i}" for i in range(count)] if count else [name]
             for n in names:
                 ops.append(
@@ -731,6 +748,8 @@ class PTXParser:
             if q == ".align":
                 n = self.peek()
                 align = self._int("an alignment after '.align'")
+                if align <= 0 or align & (align - 1):
+                    raise self.error(f"alignment must be a power of two, not {align}", n)
                 decl.append(n)
             elif q in isa.ALL_TYPES or q in OPAQUE_TYPES:
                 if ptx_type:
@@ -820,6 +839,7 @@ class PTXParser:
         open_tok = self.expect("{")
         param_set = set(param_names)
         local_names: set[str] = set(param_names)  # parameters and the body's variables (duplicates)
+        scope_names: list[set[str]] = [set()]  # variables declared in each open { } scope
         other_labels: set[str] = set()  # labels of .callprototype / .calltargets
         self.scopes = _Scopes()
         self.scopes.push()
@@ -946,7 +966,12 @@ class PTXParser:
                         if op is None:
                             break
                         if g == "pdecl":
-                            local_names.add(m.group("pname"))
+                            pname = m.group("pname")
+                            if pname in scope_names[-1] or (depth == 1 and pname in local_names):
+                                raise self.error_at(m.start("pname"), f"{pname!r} is declared twice in the same scope "
+                                                                      f"of {fname[1]!r}")
+                            scope_names[-1].add(pname)
+                            local_names.add(pname)
                         if not open_block:
                             ops = []
                             blocks.append(ops)
@@ -971,6 +996,7 @@ class PTXParser:
                 if depth == 0:
                     break
                 scope_opens.pop()
+                scope_names.pop()
                 self.scopes.pop()
                 self._operand_cache = self._layers.pop()
                 del self._shadow[self._shadow_marks.pop():]
@@ -983,6 +1009,7 @@ class PTXParser:
             if kind == PUNCT and ttext == "{":
                 scope_opens.append(self.advance())
                 depth += 1
+                scope_names.append(set())
                 self.scopes.push()
                 self._layers.append(self._operand_cache)
                 self._operand_cache = {}
@@ -1041,8 +1068,10 @@ class PTXParser:
                 new = self._body_directive()
                 ops.extend(new)
                 for n in _declared_names(new):
-                    if depth == 1 and n in local_names:
-                        raise self.error(f"{n!r} is declared twice in the body of {fname[1]!r}", t)
+                    here = scope_names[-1]
+                    if n in here or (depth == 1 and n in local_names):
+                        raise self.error(f"{n!r} is declared twice in the same scope of {fname[1]!r}", t)
+                    here.add(n)
                     local_names.add(n)
                 continue
             # an instruction
@@ -1063,6 +1092,18 @@ class PTXParser:
                                lambda message, near, opcode=None: self._error_near(message, near, open_tok[2], opcode),
                                self._arity.get)
         return self._assemble(blocks, labels, branches, tables, open_block)
+
+    def _check_initializer(self, toks: list[Tok]) -> None:
+        """An initializer's values as ptxas reads them: two values need a ',' between them
+        (``{..., 04 0, ...}``), and a name is an identifier (no '.': ``mov.u6432``)."""
+        prev = None
+        for tok in toks:
+            value = tok[0] in (NUM, NAME) or (tok[0] == PUNCT and tok[1] in ")}]")
+            if tok[0] == NAME and "." in tok[1]:
+                raise self.error(f"{tok[1]!r} is not a value of an initializer (a PTX name has no '.')", tok)
+            if value and prev is not None and (prev[0] in (NUM, NAME) or prev[1] in ")}]") and tok[1] not in ")}]":
+                raise self.error(f"expected ',' between the values of an initializer, found {self._describe(tok)}", tok)
+            prev = tok
 
     def _check_pragma(self, toks: list[Tok], directive: Tok) -> None:
         """``.pragma "a", "b";``: string literals separated by commas, as ptxas reads it."""

@@ -63,6 +63,16 @@ def check_function(ops: Iterable, known: Callable[[str], bool], labels: set[str]
         defs, type_error, floats, name = fact[0], fact[1], fact[2], fact[3]
         if type_error is not None:
             raise error(type_error, "", op.opcode)
+        for k in fact[7]:
+            if k < len(args) and args[k][0] == "imm" and is_float_immediate(args[k][1]):
+                raise error(f"'{op.opcode}' operand {k + 1} is the floating-point constant {args[k][1]}: an integer "
+                            f"operand needs an integer constant", args[k][1], op.opcode)
+        for k, bits in fact[8]:
+            if k < len(args) and args[k][0] == "sreg":
+                have = 64 if args[k][1] in isa.SPECIAL_REGISTERS_64 else 32
+                if have != bits:
+                    raise error(f"'{op.opcode}' operand {k + 1}: {args[k][1]} is a {have}-bit special register, the "
+                                f"instruction's type has {bits} bits (convert it with cvt first)", args[k][1], op.opcode)
         if name == "call":
             _check_call(op, args, arity, error)
         for k in floats:
@@ -113,7 +123,8 @@ def check_function(ops: Iterable, known: Callable[[str], bool], labels: set[str]
 
 def _facts(spec: isa.Instr, mods: tuple[str, ...]) -> tuple:
     """(operands written, two-types error, float operand positions, name, is a branch or call,
-    takes no symbol as a value, a memory access outside .local) of one entry and modifiers."""
+    takes no symbol as a value, a memory access outside .local, integer operand positions,
+    (position, bits) of sized operands) of one entry and modifiers."""
     defs = spec.defs
     for m, d in spec.defs_with:
         if m in mods:
@@ -121,7 +132,8 @@ def _facts(spec: isa.Instr, mods: tuple[str, ...]) -> tuple:
     name = spec.name
     return (defs, isa.type_count_error(spec, mods), isa.float_operand_positions(spec, mods), name,
             name in _BRANCHES, spec.kind in _VALUE_KINDS and name not in _TAKES_ADDRESS,
-            name in isa.MEMORY_FACTS and isa.state_space(spec, mods) != "local")
+            name in isa.MEMORY_FACTS and isa.state_space(spec, mods) != "local",
+            isa.integer_operand_positions(spec, mods), isa.sized_operand_positions(spec, mods))
 
 
 def _identifier(n: str, valid: set[str], error) -> None:

@@ -19,7 +19,10 @@ def test_hypa_rejects_no_operand_types_ptxas_accepts(capsys):
 PTXAS_REJECTS = ["undeclared_symbol", "symbol_declared_later", "label_as_operand", "symbol_not_register",
                  "dotted_operand", "result_register_required", "immediate_address", "duplicate_parameter",
                  "duplicate_variable", "call_wrong_arity", "missing_target", "dotted_function_name",
-                 "pragma_not_string", "cvta_register_width"]
+                 "pragma_not_string", "cvta_register_width", "duplicate_call_param", "header_repeated",
+                 "param_at_module_scope", "alignment_not_power_of_two", "initializer_missing_comma",
+                 "initializer_dotted_name", "two_state_spaces", "float_literal_integer_operand",
+                 "special_register_width", "shfl_lane_width", "mixed_integer_float_types"]
 
 
 @requires("ptxas")
