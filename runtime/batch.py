@@ -258,6 +258,14 @@ def launch_key(src_hash: str, kernel: str, prog, launch: Launch, buffers: dict[s
     for var, t in sorted(launch.variables.items()):
         if isinstance(t, str) and t in launch.textures:  # a .texref/.surfref variable
             _hash_texture(h, f"var:{var}", launch.textures[t], buffers)
+        elif isinstance(t, str) and t in buffers:  # a module variable's initial contents
+            h.update(f"|var:{var}:{buffers[t].dtype.str}:{buffers[t].nbytes}".encode())
+            _hash_array(h, buffers[t])
+        elif isinstance(t, np.ndarray):
+            h.update(f"|var:{var}:{t.dtype.str}:{t.nbytes}".encode())
+            _hash_array(h, t)
+        else:
+            h.update(f"|var:{var}:{type(t).__name__}:{t!r}".encode())
     return h.hexdigest()
 
 

@@ -632,3 +632,55 @@ def test_timing_reports_phases_and_work(tmp_path, hypa_cli):
     assert re.search(r"^\s+1  functions prepared \(kernels and the functions they call\)$", err, re.M)
     rc, _, err = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
     assert "timing report" not in err
+
+
+VARIABLE_TOML = """
+[[launch]]
+file = "{ptx}"
+kernel = "k"
+grid = 1
+block = 32
+variables = {{limit = "three"}}
+
+[[launch]]   # another initial value of the module variable: analysed, other counts
+file = "{ptx}"
+kernel = "k"
+grid = 1
+block = 32
+variables = {{limit = "five"}}
+
+[[launch]]   # the first again: reused
+file = "{ptx}"
+kernel = "k"
+grid = 1
+block = 32
+variables = {{limit = "three"}}
+
+[buffers]
+three = {{dtype = "uint32", count = 1, init = {{value = 3}}}}
+five = {{dtype = "uint32", count = 1, init = {{value = 5}}}}
+"""
+
+
+def test_launches_differing_in_a_module_variable_are_not_reused(tmp_path, hypa_cli):
+    """A loop bounded by a .global variable: the variable's initial contents are part of the
+    launch key (they were not: the second launch would have reused the first's counts)."""
+    from helpers import kernel
+
+    ptx = tmp_path / "v.ptx"
+    ptx.write_text(kernel("k()", """
+    ld.global.u32 %r1, [limit];
+    mov.u32 %r2, 0;
+$L_loop:
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, %r1;
+    @%p1 bra $L_loop;
+    ret;
+""", before=".global .u32 limit;\n"))
+    t = tmp_path / "v.toml"
+    t.write_text(VARIABLE_TOML.format(ptx=ptx))
+    rc, out, err = hypa_cli("profile", "--launch", str(t), "--format", "json")
+    got = json.loads(out)
+    assert rc == 0 and [d["reused_from"] for d in got] == [None, None, 0], err
+    # per warp: 2 before the loop, 3 per trip, the ret
+    assert [d["inst_executed"] for d in got] == [2 + 3 * 3 + 1, 2 + 3 * 5 + 1, 2 + 3 * 3 + 1]
