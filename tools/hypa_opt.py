@@ -262,6 +262,7 @@ class HypaOptMain(xDSLOptMain):
             if self.args.emulate is not None or self.args.launch:
                 self.run_emulation()
             else:
+                self._llvm_target_options()
                 super().run()
         except PTXError as e:
             _fail(e.render())
@@ -284,6 +285,25 @@ class HypaOptMain(xDSLOptMain):
             hint = " (choose a front end with -f ptx or -f mlir)" if "file extension" in str(e) else ""
             _fail(f"hypa-opt: error: {e}{hint}")
 
+
+    def _llvm_target_options(self) -> None:
+        """``-t llvm`` takes ``--mode``, ``--kernel``, ``--exact-predicates`` and
+        ``--memory-metrics`` as the emulation does (``-t 'llvm{mode=full}'`` spells them as
+        target options; given both ways, the target's own win)."""
+        a = self.args
+        if getattr(a, "target", None) != "llvm":
+            return
+        opts = []
+        if a.mode != "slice":
+            opts.append(f"mode={a.mode}")
+        if getattr(a, "kernel", None):
+            opts.append(f"kernel={a.kernel}")
+        if getattr(a, "exact_predicates", None):
+            opts.append("exact_predicates=true")
+        if getattr(a, "memory_metrics", False):
+            opts.append("memory_metrics=true")
+        if opts:
+            a.target = "llvm{" + " ".join(opts) + "}"
 
     def run_emulation(self) -> None:
         """Parse, run the pipeline, emulate the launches, print metrics."""
