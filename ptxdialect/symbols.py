@@ -63,7 +63,7 @@ def check_function(ops: Iterable, known: Callable[[str], bool], labels: set[str]
         defs, type_error, floats, name = fact[0], fact[1], fact[2], fact[3]
         if type_error is not None:
             raise error(type_error, "", op.opcode)
-        for k in fact[7]:
+        for k in (range(len(args)) if fact[9] else fact[7]):
             if k < len(args) and args[k][0] == "imm" and is_float_immediate(args[k][1]):
                 raise error(f"'{op.opcode}' operand {k + 1} is the floating-point constant {args[k][1]}: an integer "
                             f"operand needs an integer constant", args[k][1], op.opcode)
@@ -124,7 +124,8 @@ def check_function(ops: Iterable, known: Callable[[str], bool], labels: set[str]
 def _facts(spec: isa.Instr, mods: tuple[str, ...]) -> tuple:
     """(operands written, two-types error, float operand positions, name, is a branch or call,
     takes no symbol as a value, a memory access outside .local, integer operand positions,
-    (position, bits) of sized operands) of one entry and modifiers."""
+    (position, bits) of sized operands, a barrier: every constant an integer) of one entry and
+    modifiers."""
     defs = spec.defs
     for m, d in spec.defs_with:
         if m in mods:
@@ -133,7 +134,8 @@ def _facts(spec: isa.Instr, mods: tuple[str, ...]) -> tuple:
     return (defs, isa.type_count_error(spec, mods), isa.float_operand_positions(spec, mods), name,
             name in _BRANCHES, spec.kind in _VALUE_KINDS and name not in _TAKES_ADDRESS,
             name in isa.MEMORY_FACTS and isa.state_space(spec, mods) != "local",
-            isa.integer_operand_positions(spec, mods), isa.sized_operand_positions(spec, mods))
+            isa.integer_operand_positions(spec, mods), isa.sized_operand_positions(spec, mods),
+            spec.sync in ("barrier", "warp-barrier"))
 
 
 def _identifier(n: str, valid: set[str], error) -> None:

@@ -28,7 +28,10 @@ def _bar_id(e) -> ir.Value:
     node = e.args[1] if ".red" in e.mods else e.args[0]
     k = 1 if ".red" in e.mods else 0
     if node[0] == "imm":
-        v = parse_int_immediate(node[1])
+        try:
+            v = parse_int_immediate(node[1])
+        except ValueError:
+            raise LoweringError(f"barrier {node[1]} is not an integer barrier id") from None
         if not 0 <= v <= 15:
             raise LoweringError(f"barrier {v} is out of range: a CTA has barriers 0 to 15")
         return ir.Constant(i64, v)
