@@ -281,6 +281,7 @@ class PTXParser:
         self._defined_funcs: dict[str, Tok] = {}
         #: variables and functions declared at module level so far (symbols.check_function)
         self._module_names: set[str] = {"WARP_SZ"}
+        self._module_vars: dict[str, tuple] = {}  # module-level variable -> its linkage
         #: (return values, parameters) of each function declared so far: calls must match
         self._arity: dict[str, tuple[int, int]] = {}
         self._nested = 0  # depth of [ ], { }, ( ) around the operand being read
@@ -559,6 +560,12 @@ class PTXParser:
             elif d in LINKAGE or d in (".entry", ".func") or d in VAR_SPACES:
                 new = self._declaration(module_level=True)
                 ops.extend(new)
+                for op in new:
+                    if isinstance(op, VarOp) and op.var_name in self._module_vars and ".extern" not in op.decl.data[0] \
+                            and ".extern" not in self._module_vars[op.var_name]:
+                        raise self.error(f"variable {op.var_name!r} is defined twice at module level", t)
+                    if isinstance(op, VarOp):
+                        self._module_vars[op.var_name] = op.decl.data[0]
                 self._module_names.update(_declared_names(new))
             elif not d.startswith("."):
                 raise self.error(
@@ -1121,12 +1128,15 @@ class PTXParser:
         (at the opcode itself where ``near`` is not found there)."""
         text, end = self.text, self.pos
         if opcode:
-            m = re.compile(r"^[ \t]*(?:@!?[%\w$]+[ \t]+)?(" + re.escape(opcode) + r")(?![\w.])", re.M).search(text, start, end)
-            if m is None:
-                return self.error_at(start, message)
-            stop = text.find(";", m.end())
-            k = text.find(near, m.end(), stop if stop >= 0 else end) if near else -1
-            return self.error_at(k if k >= 0 else m.start(1), message)
+            first = None
+            for m in re.compile(r"^[ \t]*(?:@!?[%\w$]+[ \t]+)?(" + re.escape(opcode) + r")(?![\w.])",
+                                re.M).finditer(text, start, end):
+                first = m.start(1) if first is None else first
+                stop = text.find(";", m.end())
+                k = text.find(near, m.end(), stop if stop >= 0 else end) if near else -1
+                if k >= 0:
+                    return self.error_at(k, message)  # the first statement of the opcode that has it
+            return self.error_at(start if first is None else first, message)
         if near:
             tail = r"(?![\w$])" if near[-1:].isalnum() or near[-1:] in "_$" else ""
             pat = re.compile(r"(?:[\[,{(|!+]|^[ \t]*(?:@!?[%\w$]+[ \t]+)?[\w.:]+[ \t])\s*(" + re.escape(near) + ")" + tail,
@@ -1476,7 +1486,11 @@ class PTXParser:
             return [self._raw(d, self._rest_of_line(t))]
         if d == ".target":  # ptxas accepts a .target repeated inside a body (and ignores it)
             self.advance()
-            return [self._raw(d, self._rest_of_line(t))]
+            rest = self._rest_of_line(t)
+            for tok in rest:
+                if tok[1] != "," and not (tok[0] == NAME and _TARGET_RE.fullmatch(tok[1])):
+                    raise self.error(f"expected a target such as sm_90 after '.target', found {self._describe(tok)}", tok)
+            return [self._raw(d, rest)]
         if d == ".pragma":
             self.advance()
             toks = self._until(";")

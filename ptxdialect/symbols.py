@@ -115,17 +115,17 @@ def check_function(ops: Iterable, known: Callable[[str], bool], labels: set[str]
                 if not known(n) and n not in declared:
                     raise error(f"use of undeclared symbol '{n}' (variables, parameters and functions must be "
                                 f"declared before they are used)", n)
-                if kind == "sym" and fact[5] and arity(n) is None:
+                if kind == "sym" and (fact[5] or fact[10]) and arity(n) is None:
                     # (a function's name is its address, which ptxas takes anywhere)
                     raise error(f"'{op.opcode}' operand {k + 1} must be a register or a constant, not the symbol "
-                                f"'{n}' (take its address with mov first)", n)
+                                f"'{n}' (take its address with mov first)", n, op.opcode)
 
 
 def _facts(spec: isa.Instr, mods: tuple[str, ...]) -> tuple:
     """(operands written, two-types error, float operand positions, name, is a branch or call,
     takes no symbol as a value, a memory access outside .local, integer operand positions,
-    (position, bits) of sized operands, a barrier: every constant an integer) of one entry and
-    modifiers."""
+    (position, bits) of sized operands, a barrier: every constant an integer, a plain access:
+    its data operands are registers or constants) of one entry and modifiers."""
     defs = spec.defs
     for m, d in spec.defs_with:
         if m in mods:
@@ -135,7 +135,8 @@ def _facts(spec: isa.Instr, mods: tuple[str, ...]) -> tuple:
             name in _BRANCHES, spec.kind in _VALUE_KINDS and name not in _TAKES_ADDRESS,
             name in isa.MEMORY_FACTS and isa.state_space(spec, mods) != "local",
             isa.integer_operand_positions(spec, mods), isa.sized_operand_positions(spec, mods),
-            spec.sync in ("barrier", "warp-barrier"))
+            spec.sync in ("barrier", "warp-barrier"),
+            name in ("ld", "ldu", "st", "atom", "red"))
 
 
 def _identifier(n: str, valid: set[str], error) -> None:

@@ -22,7 +22,8 @@ PTXAS_REJECTS = ["undeclared_symbol", "symbol_declared_later", "label_as_operand
                  "pragma_not_string", "cvta_register_width", "duplicate_call_param", "header_repeated",
                  "param_at_module_scope", "alignment_not_power_of_two", "initializer_missing_comma",
                  "initializer_dotted_name", "two_state_spaces", "float_literal_integer_operand",
-                 "special_register_width", "shfl_lane_width", "mixed_integer_float_types", "barrier_float_id"]
+                 "special_register_width", "shfl_lane_width", "mixed_integer_float_types", "barrier_float_id",
+                 "duplicate_module_variable", "target_in_body_bad", "symbol_as_store_data"]
 
 
 @requires("ptxas")
