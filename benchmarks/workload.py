@@ -79,7 +79,11 @@ def scaled_module(ptx: str, copies: int) -> str:
     if not m:
         return ptx
     head, body = ptx[: m.start()], ptx[m.start():]
-    names = function_names(ptx)
+    # functions, and the module-level variables declared among them (a copy redefining them
+    # would be invalid PTX: ptxas and hypa reject a variable defined twice)
+    names = set(function_names(ptx)) | set(re.findall(
+        r"^[ \t]*(?:\.(?:visible|extern|weak|common)\s+)*\.(?:global|shared|const)\s+[^;{(]*?"
+        r"([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\]\s*)*(?:=[^;]*)?;", body, re.M))
     pat = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")
     out = [head, body]
     for k in range(1, copies):
