@@ -17,7 +17,7 @@ from llvmlite import ir
 
 from .. import abi
 from .function import WarpFunction
-from .irbuild import helper_function, lowest_lane
+from .irbuild import each_lane, helper_function, lowest_lane
 from .types import VPTR, i32, i64, ivec, ptr
 
 #: how an access uses its bytes: a load checks them, a store marks them, an atomic does both
@@ -89,21 +89,10 @@ def _mark_function(module: ir.Module) -> ir.Function:
     if not new:
         return f
     sh, n, lanes = f.args
-    entry, loop, body, done = (f.append_basic_block(x) for x in ("entry", "loop", "body", "done"))
-    b = ir.IRBuilder(entry)
-    b.branch(loop)
-    b.position_at_end(loop)
-    rem = b.phi(i32)
-    rem.add_incoming(lanes, entry)
-    b.cbranch(b.icmp_unsigned("!=", rem, ir.Constant(i32, 0)), body, done)
-    b.position_at_end(body)
-    lane = lowest_lane(b, module, rem)
+    b = ir.IRBuilder(f.append_basic_block("entry"))
     memset = module.declare_intrinsic("llvm.memset", [ptr, i64])
-    b.call(memset, [b.extract_element(sh, lane), ir.Constant(ir.IntType(8), 0xFF), b.extract_element(n, lane),
-                    ir.Constant(ir.IntType(1), 0)])
-    rem.add_incoming(b.and_(rem, b.sub(rem, ir.Constant(i32, 1))), body)
-    b.branch(loop)
-    b.position_at_end(done)
+    each_lane(b, module, lanes, lambda b, lane: b.call(memset, [b.extract_element(sh, lane), ir.Constant(ir.IntType(8), 0xFF),
+                                                             b.extract_element(n, lane), ir.Constant(ir.IntType(1), 0)]))
     b.ret_void()
     return f
 

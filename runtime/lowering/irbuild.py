@@ -61,3 +61,21 @@ def helper_function(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Ty
 def lowest_lane(b: ir.IRBuilder, module: ir.Module, bits: ir.Value) -> ir.Value:
     """The lowest lane set in the i32 mask ``bits`` (32 when none is)."""
     return b.call(cttz(module), [bits, ir.Constant(i1, 0)])
+
+
+def each_lane(b: ir.IRBuilder, module: ir.Module, lanes: ir.Value, emit) -> None:
+    """A loop over the lanes set in the i32 mask ``lanes``, lowest first: ``emit(b, lane)``
+    builds each trip's body; ``b`` ends positioned after the loop."""
+    fn = b.function
+    pre = b.block
+    loop, body, done = (fn.append_basic_block(x) for x in ("lane", "lane.body", "lane.done"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    rem = b.phi(ir.IntType(32))
+    rem.add_incoming(lanes, pre)
+    b.cbranch(b.icmp_unsigned("!=", rem, ir.Constant(ir.IntType(32), 0)), body, done)
+    b.position_at_end(body)
+    emit(b, lowest_lane(b, module, rem))
+    rem.add_incoming(b.and_(rem, b.sub(rem, ir.Constant(ir.IntType(32), 1))), b.block)
+    b.branch(loop)
+    b.position_at_end(done)

@@ -16,7 +16,7 @@ from . import initcheck
 from .addressing import access, host_pointers
 from .emitter import Emitter
 from .function import WarpFunction
-from .irbuild import helper_function, lowest_lane
+from .irbuild import each_lane, helper_function
 from .types import i32, i64, ivec, ptr
 
 
@@ -45,20 +45,10 @@ def printf_lanes_function(module: ir.Module) -> ir.Function:
     if not new:
         return f
     ctx, fmts, argss, lanes = f.args
-    entry, loop, body, done = (f.append_basic_block(n) for n in ("entry", "lane", "call", "done"))
-    b = ir.IRBuilder(entry)
+    b = ir.IRBuilder(f.append_basic_block("entry"))
     fnp = b.load(b.gep(ctx, [ir.Constant(i64, abi.CTX_PRINTF)], source_etype=i64), typ=i64)
-    b.branch(loop)
-    b.position_at_end(loop)
-    rem = b.phi(i32)
-    rem.add_incoming(lanes, entry)
-    b.cbranch(b.icmp_unsigned("!=", rem, ir.Constant(i32, 0)), body, done)
-    b.position_at_end(body)
-    lane = lowest_lane(b, module, rem)
     cb = b.inttoptr(fnp, ir.FunctionType(ir.VoidType(), [i64, i64, i64]).as_pointer())
-    b.call(cb, [b.ptrtoint(ctx, i64), b.extract_element(fmts, lane), b.extract_element(argss, lane)])
-    rem.add_incoming(b.and_(rem, b.sub(rem, ir.Constant(i32, 1))), body)
-    b.branch(loop)
-    b.position_at_end(done)
+    each_lane(b, module, lanes, lambda b, lane: b.call(cb, [b.ptrtoint(ctx, i64), b.extract_element(fmts, lane),
+                                                           b.extract_element(argss, lane)]))
     b.ret_void()
     return f
