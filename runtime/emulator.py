@@ -681,11 +681,7 @@ class Emulator:
         warp = int(ctx[abi.CTX_ERR_WARP])
         lane = int(ctx[abi.CTX_ERR_LANE])
         cta_lin = int(ctx[abi.CTX_CTA_LINEAR])
-        gx, gy = launch.grid[0], launch.grid[1]
-        cta = (cta_lin % gx, (cta_lin // gx) % gy, cta_lin // (gx * gy))
-        t = warp * 32 + lane
-        bx, by = launch.block[0], launch.block[1]
-        tid = (t % bx, (t // bx) % by, t // (bx * by))
+        cta, tid = _cta_and_thread(launch, cta_lin, warp, lane)
         block = int(ctx[abi.CTX_ERR_BLOCK])
         where = f"kernel {prog.func.func_name}, CTA {cta}, thread {tid}"
         bname = prog.cfg.name(block) if 0 <= block < prog.num_blocks else "?"
@@ -762,12 +758,8 @@ class Emulator:
         n = int(ctx[abi.CTX_UNINIT_COUNT])
         if n <= 0:
             return None
-        warp, lane, cta_lin = int(ctx[abi.CTX_UNINIT_WARP]), int(ctx[abi.CTX_UNINIT_LANE]), int(ctx[abi.CTX_UNINIT_CTA])
-        gx, gy = launch.grid[0], launch.grid[1]
-        cta = (cta_lin % gx, (cta_lin // gx) % gy, cta_lin // (gx * gy))
-        t = warp * 32 + lane
-        bx, by = launch.block[0], launch.block[1]
-        tid = (t % bx, (t // bx) % by, t // (bx * by))
+        cta, tid = _cta_and_thread(launch, int(ctx[abi.CTX_UNINIT_CTA]), int(ctx[abi.CTX_UNINIT_WARP]),
+                                   int(ctx[abi.CTX_UNINIT_LANE]))
         i = int(ctx[abi.CTX_UNINIT_INSTR])
         op = prog.instructions[i] if 0 <= i < len(prog.instructions) else None
         text = prog.instruction_text(i) if op is not None else "?"
@@ -945,3 +937,11 @@ def emulate(ptx_text: str, launch: Launch, mode: str = "slice", **kw) -> LaunchR
 
 
 __all__ = ["Emulator", "EmulationError", "LaunchResult", "emulate", "ProgramError"]
+
+
+def _cta_and_thread(launch: Launch, cta_lin: int, warp: int, lane: int) -> tuple[tuple, tuple]:
+    """(CTA, thread) coordinates of a linear CTA id and a warp's lane, as CUDA numbers them."""
+    gx, gy = launch.grid[0], launch.grid[1]
+    t = warp * abi.LANES + lane
+    bx, by = launch.block[0], launch.block[1]
+    return (cta_lin % gx, (cta_lin // gx) % gy, cta_lin // (gx * gy)), (t % bx, (t // bx) % by, t // (bx * by))
