@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -48,16 +50,20 @@ class Row:
     kernel_error_pct: float | None
     registers: int
     registers_source: str
+    emulate_s: float = 0.0  # slice-mode emulation with the address trace
+    estimate_s: float = 0.0  # the estimate itself (cache replay, pipeline graphs)
+    plain_emulate_s: float | None = None  # slice-mode emulation without the trace (--cost)
 
 
 def compare(data: dict, arch: str = "sm_90", metric: str = "median_us", registers: str = "estimated",
-            overhead: str = "arch", memory_metrics: bool = False, jobs: int = 1) -> tuple[list[Row], list[str]]:
+            overhead: str = "arch", memory_metrics: bool = False, jobs: int = 1,
+            no_trace: bool = False, cost: bool = False) -> tuple[list[Row], list[str]]:
     """Estimate every measured launch of ``data`` (time_kernels.py's JSON)."""
     from hypa.ptxdialect import parse_ptx_file
     from hypa.runtime.demangle import demangle
     from hypa.runtime.emulator import Emulator
     from hypa.runtime.launch import launches_from_toml
-    from hypa.runtime.timing import estimate_run, load_arch
+    from hypa.runtime.timing import TRACE_RECORDS, estimate_run, load_arch
 
     a = load_arch(arch)
     empty = (data.get("empty_kernel") or {}).get(metric)
@@ -68,6 +74,7 @@ def compare(data: dict, arch: str = "sm_90", metric: str = "median_us", register
     skipped: list[str] = []
     launch_files: dict[str, list] = {}
     emulators: dict[str, Emulator] = {}
+    plain_emulators: dict[str, Emulator] = {}
     for k in data.get("kernels", []):
         where = f"{k.get('toml')}[{k.get('launch_index')}]"
         if metric not in k:
@@ -80,10 +87,27 @@ def compare(data: dict, arch: str = "sm_90", metric: str = "median_us", register
         try:
             emu = emulators.get(L.file)
             if emu is None:
-                emu = emulators[L.file] = Emulator(parse_ptx_file(L.file), memory_metrics=memory_metrics)
+                emu = emulators[L.file] = Emulator(parse_ptx_file(L.file), memory_metrics=memory_metrics,
+                                                   address_trace=0 if no_trace else TRACE_RECORDS)
+            t0 = time.perf_counter()
             r = emu.run(L, jobs=jobs)
+            t1 = time.perf_counter()
             regs = k.get("num_regs") if registers == "measured" else None
             est = estimate_run(emu, L, r, a, registers=regs)
+            t2 = time.perf_counter()
+            est_s = t2 - t1
+            plain = None
+            if cost:
+                pe = plain_emulators.get(L.file)
+                if pe is None:
+                    pe = plain_emulators[L.file] = Emulator(parse_ptx_file(L.file))
+                pe.run(L, jobs=jobs)  # compile outside the timing
+                t3 = time.perf_counter()
+                pe.run(L, jobs=jobs)
+                plain = time.perf_counter() - t3
+                t0 = time.perf_counter()
+                emu.run(L, jobs=jobs)  # the traced run, compiled too
+                t1 = time.perf_counter()
         except Exception as e:  # report and go on: one kernel must not stop the comparison
             skipped.append(f"{where}: {type(e).__name__}: {e}")
             continue
@@ -98,11 +122,20 @@ def compare(data: dict, arch: str = "sm_90", metric: str = "median_us", register
             kernel_measured_us=kern_meas, kernel_estimated_us=kern_est,
             kernel_error_pct=(100.0 * (kern_est - kern_meas) / kern_meas) if kern_meas and kern_meas > 0.5 else None,
             registers=est.occupancy.registers, registers_source=est.occupancy.registers_source,
+            emulate_s=t1 - t0, estimate_s=est_s, plain_emulate_s=plain,
         ))
     return rows, skipped
 
 
-def summarize(rows: list[Row]) -> dict:
+def percentile(xs: list[float], q: float) -> float:
+    """The ``q``-th percentile (nearest rank) of ``xs``."""
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, max(0, math.ceil(q / 100 * len(ys)) - 1))]
+
+
+def summarize(rows: list[Row], long_us: float = 20.0) -> dict:
+    """Error statistics for every launch, for launches of at least ``long_us`` measured
+    (the time is the kernel's, not the launch's) and for the shorter ones."""
     def stats(errs: list[tuple[float, Row]]) -> dict:
         if not errs:
             return {"n": 0}
@@ -110,14 +143,27 @@ def summarize(rows: list[Row]) -> dict:
         worst_e, worst_r = max(errs, key=lambda t: abs(t[0]))
         return {
             "n": len(errs), "median_abs_error_pct": statistics.median(absolute),
+            "p90_abs_error_pct": percentile(absolute, 90),
             "mean_abs_error_pct": statistics.fmean(absolute), "worst_abs_error_pct": abs(worst_e),
+            "worst_error_pct": worst_e,
             "worst": f"{worst_r.kernel} {worst_r.toml}[{worst_r.launch_index}]",
             "within_25_pct": sum(1 for x in absolute if x <= 25) / len(absolute),
             "within_50_pct": sum(1 for x in absolute if x <= 50) / len(absolute),
+            "off_by_2x": sum(1 for e, _ in errs if e >= 100 or e <= -50),
         }
 
-    return {"total": stats([(r.error_pct, r) for r in rows]),
-            "kernel": stats([(r.kernel_error_pct, r) for r in rows if r.kernel_error_pct is not None])}
+    timed = [(r.error_pct, r) for r in rows]
+    cost = [r for r in rows if r.plain_emulate_s]
+    return {"total": stats(timed),
+            "long": stats([(e, r) for e, r in timed if r.measured_us >= long_us]),
+            "short": stats([(e, r) for e, r in timed if r.measured_us < long_us]),
+            "kernel": stats([(r.kernel_error_pct, r) for r in rows if r.kernel_error_pct is not None]),
+            "estimate_s_median": statistics.median([r.estimate_s for r in rows]) if rows else None,
+            "estimate_over_emulation_max": max((r.estimate_s + r.emulate_s - r.plain_emulate_s) / r.plain_emulate_s
+                                               for r in cost) if cost else None,
+            "estimate_over_emulation_median": statistics.median([(r.estimate_s + r.emulate_s - r.plain_emulate_s) / r.plain_emulate_s
+                                                                 for r in cost]) if cost else None,
+            "long_us": long_us}
 
 
 def render(rows: list[Row], summary: dict, skipped: list[str], arch: str, metric: str) -> str:
@@ -132,15 +178,23 @@ def render(rows: list[Row], summary: dict, skipped: list[str], arch: str, metric
         out.append(f"{r.kernel[:24]:<24} {launch[-24:]:<24} {g:>14} {b:>11}"
                    f" {r.measured_us:9.2f} {r.estimated_us:9.2f} {r.error_pct:+8.1f} {ke}  {r.bound}")
     out.append("")
-    for key, title in (("total", "time (launch overhead included)"),
+    for key, title in (("total", "time (launch overhead included), every launch"),
+                       ("long", f"launches measured >= {summary['long_us']:g} us"),
+                       ("short", f"launches measured < {summary['long_us']:g} us"),
                        ("kernel", "time above the launch overhead (kernels measured > 0.5 us above it)")):
         s = summary[key]
         if not s["n"]:
             out.append(f"{title}: no kernels")
             continue
-        out.append(f"{title}: {s['n']} kernels, median |error| {s['median_abs_error_pct']:.1f} %,"
-                   f" mean {s['mean_abs_error_pct']:.1f} %, worst {s['worst_abs_error_pct']:.1f} % ({s['worst']}),"
+        out.append(f"{title}: {s['n']} launches, median |error| {s['median_abs_error_pct']:.1f} %,"
+                   f" 90th percentile {s['p90_abs_error_pct']:.1f} %, mean {s['mean_abs_error_pct']:.1f} %,"
+                   f" worst {s['worst_error_pct']:+.1f} % ({s['worst']}), off by 2x or more: {s['off_by_2x']},"
                    f" within 25 %: {100 * s['within_25_pct']:.0f} %, within 50 %: {100 * s['within_50_pct']:.0f} %")
+    if summary.get("estimate_s_median") is not None:
+        out.append(f"cost: the estimate takes {1000 * summary['estimate_s_median']:.1f} ms per launch (median)")
+    if summary.get("estimate_over_emulation_max") is not None:
+        out.append(f"cost of trace + estimate over a plain slice-mode emulation: median "
+                   f"{summary['estimate_over_emulation_median']:.2f}x, at most {summary['estimate_over_emulation_max']:.2f}x")
     for s in skipped:
         out.append(f"skipped: {s}")
     return "\n".join(out) + "\n"
@@ -157,6 +211,11 @@ def main(argv=None) -> int:
     ap.add_argument("--overhead", default="arch", choices=("arch", "measured"),
                     help="launch overhead from the arch file or the recorded empty kernel")
     ap.add_argument("--memory-metrics", action="store_true", help="time memory instructions from measured sectors")
+    ap.add_argument("--cost", action="store_true",
+                    help="also emulate each launch without the trace, to report what trace + estimate cost over it")
+    ap.add_argument("--long-us", type=float, default=20.0, help="launches at least this long are reported apart")
+    ap.add_argument("--no-trace", action="store_true",
+                    help="estimate without the address trace (the cache model): the older bounds")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="emulate CTAs in N processes")
     ap.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
     ap.add_argument("--max-median-error", type=float, default=None, metavar="PCT",
@@ -164,8 +223,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     with open(args.measurements) as f:
         data = json.load(f)
-    rows, skipped = compare(data, args.arch, args.metric, args.registers, args.overhead, args.memory_metrics, args.jobs)
-    summary = summarize(rows)
+    rows, skipped = compare(data, args.arch, args.metric, args.registers, args.overhead, args.memory_metrics, args.jobs,
+                            args.no_trace, args.cost)
+    summary = summarize(rows, args.long_us)
     dev = data.get("device", {})
     if dev:
         print(f"measured on {dev.get('name', '?')} ({dev.get('sm_count', '?')} SMs, {dev.get('clock_mhz', '?')} MHz"

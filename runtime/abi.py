@@ -84,7 +84,23 @@ CTX_STACK_SIZE = CTX_FLAT_START + 15                  # call stack per thread, b
 # and no mbarrier changes is a deadlock (every warp waits on state nobody can change)
 CTX_MBAR_EPOCH = CTX_FLAT_START + 16
 CTX_TEXTURE = CTX_FLAT_START + 17                    # texture instructions: int64(*)(ctx, text, lanes, in, out) (runtime/textures.py)
-CTX_WORDS = CTX_FLAT_START + 18
+# the address trace of the timing estimate's cache model (runtime/cache_model.py): each global
+# access appends (sector, warp | slot << 32 | kind << 48) per distinct 32-byte sector whose
+# 128-byte line the sampling keeps (hash(line) mod 2**CTX_TRACE_SHIFT == 0); a full buffer
+# raises the shift and drops the records it no longer keeps
+CTX_TRACE = CTX_FLAT_START + 18                      # pointer to i64 pairs, or 0: no trace
+CTX_TRACE_LEN = CTX_FLAT_START + 19                  # records written
+CTX_TRACE_CAP = CTX_FLAT_START + 20                  # records the buffer holds
+CTX_TRACE_SHIFT = CTX_FLAT_START + 21                # set-sampling level (0: every line)
+CTX_CTA_STEPS = CTX_FLAT_START + 22                  # pointer to i64 per CTA: its warp-instructions, or 0
+CTX_WORDS = CTX_FLAT_START + 23
+
+#: trace record kinds (bits 48.. of a record's second word)
+TRACE_LOAD = 0        # cached in L1 (ld.global .ca/.nc/default, generic loads)
+TRACE_LOAD_L2 = 1     # L1 bypassed (.cg/.cv/.volatile, cp.async.cg)
+TRACE_STORE = 2
+TRACE_ATOMIC = 3      # atom/red: performed at L2
+TRACE_UNSAMPLED = 1 << 56  # an atomic whose line the sampling does not keep (counted, not cached)
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40

@@ -67,7 +67,15 @@ class ProfileOptions:
         return {"mode": self.mode, "exact_predicates": self.exact_predicates, "step_budget": self.step_budget,
                 "memory_metrics": self.memory_metrics, "bounds_check": self.bounds_check,
                 "initcheck": self.initcheck, "strict": self.strict, "stack_size": self.stack_size,
-                "reconvergence": self.reconvergence}
+                "reconvergence": self.reconvergence, "address_trace": self.trace_records()}
+
+    def trace_records(self) -> int:
+        """Address-trace records per launch: the timing estimate's cache model needs them."""
+        if not self.estimate_time:
+            return 0
+        from .timing import TRACE_RECORDS
+
+        return TRACE_RECORDS
 
 
 @dataclass

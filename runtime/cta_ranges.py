@@ -92,9 +92,17 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
     def run_range(lo: int, hi: int):  # in a worker
         counters[:] = 0
         ctx[abi.CTX_UNINIT_COUNT] = 0
+        ctx[abi.CTX_TRACE_LEN] = 0  # what the parent traced before stays with the parent
         rc = run_each(run_ctas, ctx, keep, lo, hi) if per_cta else run_ctas(ctx.ctypes.data, lo, hi)
+        trace = steps = None
+        if "trace" in keep:
+            from .cache_model import MemoryTrace
+
+            shift = int(ctx[abi.CTX_TRACE_SHIFT])
+            trace = MemoryTrace.from_buffer(keep["trace"], int(ctx[abi.CTX_TRACE_LEN]), shift, shift >= 48)
+            steps = keep["cta_steps"][lo:hi].copy()
         return (rc, counters, [int(ctx[i]) for i in _ERR_WORDS], int(ctx[abi.CTX_CTA_LINEAR]),
-                keep["cta_rows"] if per_cta else None, [int(ctx[i]) for i in _UNINIT_WORDS])
+                keep["cta_rows"] if per_cta else None, [int(ctx[i]) for i in _UNINIT_WORDS], trace, steps)
 
     outcomes = Forked(jobs).map(run_range, ranges)
     rc_out = abi.RC_EXIT
@@ -105,8 +113,11 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
         if isinstance(out, TaskFailed):
             rc_out = abi.RC_ERROR
             continue
-        rc, part_counters, err, cta, rows, uninit = out
+        rc, part_counters, err, cta, rows, uninit, trace, steps = out
         total += part_counters
+        if trace is not None:  # the address trace (timing estimate): parts in CTA order
+            keep.setdefault("worker_traces", []).append(trace)
+            keep["cta_steps"][lo:lo + len(steps)] = steps
         if uninit[0]:  # initcheck: counts add up, the first read is the lowest CTA range's
             if ctx[abi.CTX_UNINIT_COUNT] == 0:
                 for i, v in zip(_UNINIT_WORDS, uninit):

@@ -74,6 +74,13 @@ class LaunchResult:
     #: the JIT tier(s) the CTAs ran at: "baseline", "optimized" or "baseline+optimized"
     #: (the first CTA at baseline, the rest optimized: ``runtime/jit.py``)
     jit_tier: str = ""
+    #: with ``Emulator(address_trace=N)``: the sampled global accesses (runtime/cache_model.py)
+    memory_trace: Any = field(default=None, repr=False)
+    #: with ``Emulator(address_trace=N)``: (address, bytes) of the global memory written before
+    #: the launch, oldest first (the cache model's starting L2)
+    memory_ranges: list | None = field(default=None, repr=False)
+    #: with ``Emulator(address_trace=N)``: warp-instructions each CTA ran (linear CTA order)
+    cta_steps: np.ndarray | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
         # the prepared program holds xDSL operations, which neither pickle nor mean
@@ -180,7 +187,14 @@ class Emulator:
         strict: bool = False,
         stack_size: int = abi.DEFAULT_STACK_SIZE,
         reconvergence: str = "yield",
+        address_trace: int = 0,
     ):
+        #: records of the address trace kept per launch (0: none), for the timing estimate's
+        #: cache model (runtime/cache_model.py); a trace needs the memory-metrics slots
+        if isinstance(address_trace, bool) or not isinstance(address_trace, (int, np.integer)) or address_trace < 0:
+            raise LaunchError(f"the address trace size must be a number of records, not {address_trace!r}")
+        self.address_trace = int(address_trace)
+        memory_metrics = memory_metrics or self.address_trace > 0
         self.memory_metrics = memory_metrics
         #: how divergent lanes reconverge: "yield" (IPDOM, except where a spin loop's YIELD
         #: releases waiting lanes, as on the GPU) or "ipdom" (runtime/program.prepare)
@@ -285,6 +299,7 @@ class Emulator:
             err = EmulationError(self._error_message(prog, launch, ctx, keep))
             err.code = int(ctx[abi.CTX_ERR_CODE])
             raise err
+        trace = self._trace(ctx, keep)
         uninit = self._uninitialized_reads(prog, launch, ctx)
         if uninit:
             if self.strict:
@@ -317,7 +332,30 @@ class Emulator:
             per_cta=self._cta_values(prog, keep["cta_rows"], static, launch, names) if per_cta else None,
             program=prog,
             jit_tier=jit_tier,
+            memory_trace=trace,
+            memory_ranges=keep.get("memory_ranges"),
+            cta_steps=keep["cta_steps"][first:last].copy() if "cta_steps" in keep else None,
         )
+
+    def _memory_ranges(self, launch: Launch, buffers: dict, buf_ids: dict) -> list[tuple[int, int]]:
+        """(address, bytes) of the global memory the launch can see, in the order it was last
+        written before the launch (the launch's buffers in their order, as a harness copies
+        them in; a program's device allocations in allocation order): the cache model's L2
+        starts from it."""
+        if self.host is not None:
+            return [(a.start, a.size) for a in self.host.memory if a.kind in ("device", "managed", "array")]
+        return [(buf_ids[n] << abi.WINDOW_SHIFT, int(a.nbytes)) for n, a in buffers.items() if n in buf_ids]
+
+    def _trace(self, ctx: np.ndarray, keep: dict):
+        """The launch's address trace (``None`` when none was asked for)."""
+        if "trace" not in keep:
+            return None
+        from .cache_model import MemoryTrace
+
+        parts = [MemoryTrace.from_buffer(keep["trace"], int(ctx[abi.CTX_TRACE_LEN]), int(ctx[abi.CTX_TRACE_SHIFT]),
+                                         int(ctx[abi.CTX_TRACE_SHIFT]) >= 48)]
+        parts.extend(keep.get("worker_traces", []))
+        return MemoryTrace.merge(parts)
 
     def _compile(self, prog: KernelProgram):
         """The compiled program: the best tier cached (in this process or on disk), else a
@@ -621,6 +659,13 @@ class Emulator:
         ctx[abi.CTX_SMCOUNT] = 132
         ctx[abi.CTX_STACK_SIZE] = self.stack_size
         ctx[abi.CTX_TEXTURE] = textures.address
+        if self.address_trace:
+            keep["memory_ranges"] = self._memory_ranges(launch, buffers, buf_ids)
+            keep["trace"] = np.zeros(2 * self.address_trace, np.int64)
+            ctx[abi.CTX_TRACE] = keep["trace"].ctypes.data
+            ctx[abi.CTX_TRACE_CAP] = self.address_trace
+            keep["cta_steps"] = np.zeros(max(1, launch.num_ctas), np.int64)
+            ctx[abi.CTX_CTA_STEPS] = keep["cta_steps"].ctypes.data
         if host is not None:
             try:
                 host.setup_context(ctx, nwin)

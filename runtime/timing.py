@@ -78,6 +78,9 @@ from .program import KernelProgram, value_bits
 
 ARCH_DIR = Path(__file__).with_name("arch")
 DEFAULT_ARCH = "sm_90"
+#: address-trace records the estimate keeps per launch (runtime/cache_model.py): 16 B each;
+#: longer streams are set-sampled down to this
+TRACE_RECORDS = 1 << 17
 
 #: pipeline stages of one instruction, in order
 STAGES = ("fetch", "issue", "operand", "execute", "writeback")
@@ -125,6 +128,14 @@ class Arch:
     memory: dict[str, float]
     classes: dict[str, InstrClass]
     source: str = ""
+    #: shared-memory carve-outs the L1/shared storage can be split at (KB), ascending
+    carveouts_kb: tuple[float, ...] = ()
+    #: share of the smaller bounds (SM, L2, DRAM) added to the largest (0: perfect overlap)
+    bound_overlap: float = 0.0
+    #: clocks between two CTAs the block scheduler starts on one SM (a bound, not a sum)
+    cta_dispatch_cycles: float = 0.0
+    #: share of an SM round's second-largest bound (latency, issue, a unit) added to the largest
+    sm_overlap: float = 0.0
 
     def unit_occupancy(self, unit: str) -> float:
         """Clocks one warp-instruction keeps ``unit`` of a sub-partition busy."""
@@ -223,6 +234,10 @@ def _arch_from_dict(d: dict[str, Any], source: str) -> Arch:
             memory={k: float(v) for k, v in d["memory"].items()},
             classes=classes,
             source=source,
+            carveouts_kb=tuple(sorted(float(x) for x in core.get("carveouts_kb", []))),
+            bound_overlap=float(core.get("bound_overlap", 0.0)),
+            sm_overlap=float(core.get("sm_overlap", 0.0)),
+            cta_dispatch_cycles=float(core.get("cta_dispatch_cycles", 0.0)),
         )
     except KeyError as e:
         raise TimingError(f"{source}: missing key {e}") from None
@@ -232,7 +247,7 @@ def _arch_from_dict(d: dict[str, Any], source: str) -> Arch:
 
 #: what the model reads from an architecture file's [memory] and [occupancy] tables
 _MEMORY_KEYS = ("shared_latency", "l1_latency", "l2_latency", "const_latency", "dram_latency", "l2_bytes",
-                "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk")
+                "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk", "l1_shared_bytes", "l2_effective_bytes")
 _MEMORY_DIVISORS = ("l2_bytes", "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk")
 _OCCUPANCY_KEYS = ("max_ctas_per_sm", "max_registers_per_thread", "max_threads_per_cta", "max_threads_per_sm",
                    "max_warps_per_sm", "register_alloc_unit", "registers_per_sm", "shared_alloc_unit",
@@ -568,8 +583,11 @@ class KernelTiming:
     """Pipeline-graph timing of every block and CFG edge of a prepared kernel."""
 
     def __init__(self, prog: KernelProgram, arch: Arch | str = DEFAULT_ARCH, footprint: float | None = None,
-                 mem_occupancy: dict[InstructionOp, float] | None = None, reuse_hit: float = 0.0):
+                 mem_occupancy: dict[InstructionOp, float] | None = None, reuse_hit: float = 0.0,
+                 mem_latency: dict[InstructionOp, float] | None = None):
         self.prog = prog
+        #: latencies of global loads from the cache model (where they were traced)
+        self.mem_latency = mem_latency or {}
         self.arch = load_arch(arch)
         self.footprint = footprint
         self.reuse_hit = reuse_hit
@@ -602,6 +620,8 @@ class KernelTiming:
         c = arch.classes.get(cname) or arch.classes["misc"]
         lat = c.latency
         latency = float(arch.level_latency(lat, self.footprint, self.reuse_hit)) if isinstance(lat, str) else float(lat)
+        if op in self.mem_latency and cname in ("ld_global", "atom_global"):
+            latency = self.mem_latency[op]
         unit = c.unit
         occ = arch.unit_occupancy(unit) * c.occupancy if unit else 0.0
         if cname == "tensor":
@@ -1101,6 +1121,7 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
 
     a = load_arch(arch)
     notes: list[str] = []
+    res = None
     if isinstance(result_or_program, LaunchResult):
         res = result_or_program
         prog = program if program is not None else getattr(res, "program", None)
@@ -1116,7 +1137,8 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
             raise TimingError("estimate(program, launch): a launch is needed")
         if counters is None:
             emu = Emulator(prog.module, mode=prog.mode, exact_predicates=prog.exact_predicates,
-                           memory_metrics=bool(getattr(prog, "mem_ops", None)), reconvergence=prog.reconvergence)
+                           memory_metrics=bool(getattr(prog, "mem_ops", None)), reconvergence=prog.reconvergence,
+                           address_trace=TRACE_RECORDS)
             res = emu.run(launch)
             prog = emulator_program(emu, launch)
             counters = res.counters
@@ -1133,8 +1155,20 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
         notes.append("memory instructions timed from measured sectors/wavefronts per request")
     else:
         notes.append("memory accesses assumed coalesced and conflict-free (run with --memory-metrics to measure)")
+    trace = getattr(res, "memory_trace", None)
     execs, threads, divergent = _raw_counts(prog, counters)
     nb = prog.num_blocks
+    threads_per_cta = launch.threads_per_cta
+    wpc = -(-threads_per_cta // a.warp_size)
+    total_warps = wpc * launch.num_ctas
+
+    # occupancy: it decides the caches' capacity and the order the GPU runs the accesses in
+    if registers is not None:
+        regs, how = int(registers), "given"
+    else:
+        regs, how = estimate_registers(prog, a)
+    shared = prog.shared_static_bytes + launch.shared_bytes
+    occ = occupancy(a, threads_per_cta, regs, shared, how)
 
     # global memory traffic (bytes the warps ask for) and the data it can touch at most
     read = written = 0.0
@@ -1153,12 +1187,19 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
     buffer_bytes = sum(int(x.nbytes) for x in buffers.values()) + sum(v.size for v in prog.global_vars.values())
     footprint = float(min(buffer_bytes, requested))
     unique_read = min(float(buffer_bytes), read)
-    # bytes read more than once are re-reads: assumed to hit L1
+    # without a trace: bytes read more than once are re-reads, assumed to hit L1
     reuse_hit = 1.0 - unique_read / read if read > 0 else 0.0
-    kt = KernelTiming(prog, a, footprint, mem_occ, reuse_hit)
-    threads_per_cta = launch.threads_per_cta
-    wpc = -(-threads_per_cta // a.warp_size)
-    total_warps = wpc * launch.num_ctas
+    cache = None
+    mem_latency: dict[InstructionOp, float] = {}
+    if trace is not None:
+        from .cache_model import simulate
+
+        cache = simulate(trace, wpc, occ.ctas_per_sm, a.sm_count, l1_capacity(a, occ), a.memory["l2_effective_bytes"],
+                         written=getattr(res, "memory_ranges", None))
+        mem_latency = _load_latencies(prog, counters, cache, a)
+        notes.append(f"L1/L2 hit rates from the launch's address stream ({cache.records} sectors traced"
+                     + (f", 1 line in {cache.sample_factor} sampled" if cache.sample_factor > 1 else "") + ")")
+    kt = kernel_timing(prog, a, footprint, mem_occ, reuse_hit, mem_latency)
 
     # block and pair costs
     exits = set(prog.cfg.exits)
@@ -1187,27 +1228,21 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
             bc.cycles = cyc
             lat_total += cyc
             issue_total += execs[b] * bc.issue_slots
-            for u, occ in bc.unit_cycles.items():
-                unit_total[u] += execs[b] * occ
+            for u, busy in bc.unit_cycles.items():
+                unit_total[u] += execs[b] * busy
         blocks.append(bc)
     warp_latency = lat_total / total_warps
     warp_issue = issue_total / total_warps
     warp_units = {u: c / total_warps for u, c in sorted(unit_total.items())}
-
-    # occupancy
-    if registers is not None:
-        regs, how = int(registers), "given"
-    else:
-        regs, how = estimate_registers(prog, a)
-    shared = prog.shared_static_bytes + launch.shared_bytes
-    occ = occupancy(a, threads_per_cta, regs, shared, how)
 
     def sm_round(c: int) -> tuple[float, dict[str, float]]:
         k = -(-(c * wpc) // a.sub_partitions)  # warps per sub-partition
         comps = {"latency": warp_latency, "issue": k * warp_issue / a.issue_per_cycle}
         for u, cyc in warp_units.items():
             comps[f"unit:{u}"] = k * cyc
-        return max(comps.values()), comps
+        ranked = sorted(comps.values(), reverse=True)
+        # a warp's own latency and its sub-partition's issue/unit work overlap only in part
+        return ranked[0] + a.sm_overlap * (ranked[1] if len(ranked) > 1 else 0.0), comps
 
     per_sm = -(-launch.num_ctas // a.sm_count)
     full, rem = divmod(per_sm, occ.ctas_per_sm)
@@ -1220,36 +1255,148 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
             for k2, v in comps.items():
                 round_comps[k2] += times * v
     waves = -(-launch.num_ctas // (occ.ctas_per_sm * a.sm_count))
+    # CTAs of unequal work: the busiest SM's share, as the block scheduler hands them out
+    imbalance = 1.0
+    cta_steps = getattr(res, "cta_steps", None) if res is not None else None
+    if cta_steps is not None and len(cta_steps) == launch.num_ctas:
+        imbalance = cta_imbalance(cta_steps, occ.ctas_per_sm * a.sm_count)
+        sm_cycles *= imbalance
 
-    # L2 and DRAM bandwidth bounds: every requested byte crosses L1-L2 (no L1 reuse
-    # assumed here: an upper bound), the unique bytes cross DRAM unless they fit in L2
-    l2_cycles = requested / a.memory["l2_bytes_per_clk"]
-    fits = footprint <= a.memory["l2_bytes"]
-    dram_bytes = 0.0 if fits else unique_read + min(float(buffer_bytes), written)
-    dram_bytes_per_clk = a.memory["dram_gbs"] * 1e3 / a.clock_mhz
+    # L2 and DRAM bandwidth bounds
+    m = a.memory
+    dram_bytes_per_clk = m["dram_gbs"] * 1e3 / a.clock_mhz * m.get("dram_efficiency", 1.0)
+    if cache is not None:
+        l2_bytes = 32.0 * cache.l2_sectors
+        dram_bytes = 32.0 * (cache.dram_read_sectors + cache.dram_write_sectors)
+    else:
+        # every requested byte crosses L1-L2 (no L1 reuse assumed: an upper bound), the
+        # unique bytes cross DRAM unless they fit in L2
+        l2_bytes = requested
+        fits = footprint <= m["l2_bytes"]
+        dram_bytes = 0.0 if fits else unique_read + min(float(buffer_bytes), written)
+        if fits and requested:
+            notes.append(f"global data ({footprint:.0f} B) fit in L2: first touches timed as L2 hits "
+                         "(repeated launches keep L2 warm)")
+    l2_cycles = l2_bytes / m["l2_bytes_per_clk"]
     dram_cycles = dram_bytes / dram_bytes_per_clk
 
-    components = {"sm": sm_cycles, "l2_bandwidth": l2_cycles, "dram_bandwidth": dram_cycles}
-    cycles = max(components.values())
-    if cycles == sm_cycles:
+    components = {"sm": sm_cycles, "l2_bandwidth": l2_cycles, "dram_bandwidth": dram_cycles,
+                  # the block scheduler starts a CTA on an SM every so many clocks at best
+                  "cta_dispatch": per_sm * a.cta_dispatch_cycles}
+    if cache is not None and cache.atomic_max_same_sector:
+        # the L2 performs the atomics to one address one request after the other
+        components["atomic_serialization"] = cache.atomic_max_same_sector * m.get("atomic_same_address_cycles", 0.0)
+    cycles = combine_bounds(components, a)
+    top = max(components, key=lambda k: components[k])
+    if top == "sm":
         # which bound decided the SM rounds (the full rounds dominate)
         t, comps = sm_round(occ.ctas_per_sm if full else rem)
         bound = max(comps, key=lambda k: comps[k])
     else:
-        bound = max(components, key=lambda k: components[k])
+        bound = top
     time_us = cycles / a.clock_mhz + a.launch_overhead_us
-    if fits and requested:
-        notes.append(f"global data ({footprint:.0f} B) fit in L2: first touches timed as L2 hits "
-                     "(repeated launches keep L2 warm)")
     warp = {"latency": warp_latency, "issue_slots": warp_issue, "unit_cycles": warp_units,
             "warps": total_warps, "warps_per_cta": wpc}
-    memory = {"requested_bytes": requested, "read_bytes": read, "written_bytes": written, "footprint_bytes": footprint, "buffer_bytes": buffer_bytes,
-              "dram_bytes": dram_bytes, "reuse_hit_rate": reuse_hit,
-              "global_load_latency": a.level_latency("global", footprint, reuse_hit)}
+    memory = {"requested_bytes": requested, "read_bytes": read, "written_bytes": written, "footprint_bytes": footprint,
+              "buffer_bytes": buffer_bytes, "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "reuse_hit_rate": reuse_hit,
+              "global_load_latency": a.level_latency("global", footprint, reuse_hit), "cta_imbalance": imbalance}
+    if cache is not None:
+        memory["cache"] = cache.as_dict()
     comps_out = dict(components)
     comps_out.update({f"sm_{k}": v for k, v in round_comps.items()})
     return Estimate(prog.func.func_name, a.name, a.description, cycles, time_us, bound, occ, waves, per_sm,
                     a.clock_mhz, a.launch_overhead_us, warp, comps_out, memory, blocks, notes)
+
+
+def kernel_timing(prog: KernelProgram, arch: Arch, footprint: float, mem_occ: dict, reuse_hit: float,
+                  mem_latency: dict) -> KernelTiming:
+    """The pipeline-graph timing of ``prog`` for these inputs, reused by later launches of the
+    kernel with the same ones (a program launched many times solves its graphs once)."""
+    fits = footprint <= arch.memory["l2_bytes"]
+    slots = getattr(prog, "mem_ops", None) or {}
+    key = (_graph_inputs(arch), fits, reuse_hit,
+           tuple((slots.get(op), v) for op, v in mem_occ.items()),
+           tuple((slots.get(op), v) for op, v in mem_latency.items()))
+    cache = prog.__dict__.setdefault("_timing_cache", {})
+    kt = cache.get(key)
+    if kt is None:
+        if len(cache) >= 16:
+            cache.clear()
+        kt = cache[key] = KernelTiming(prog, arch, footprint, mem_occ, reuse_hit, mem_latency)
+    return kt
+
+
+def _graph_inputs(arch: Arch) -> tuple:
+    """What of an architecture the pipeline graphs depend on (a key for reusing them)."""
+    return (arch.warp_size, arch.sub_partitions, arch.issue_per_cycle, arch.fetch_per_cycle, arch.pair_window,
+            tuple(sorted(arch.classes.items())), tuple(sorted(arch.units.items())), tuple(sorted(arch.tensor.items())),
+            tuple(sorted(arch.memory.items())))
+
+
+def combine_bounds(components: dict[str, float], arch: Arch) -> float:
+    """Kernel cycles from its bounds (SM, L2, DRAM): the largest, plus the share
+    ``core.bound_overlap`` of the others that the GPU does not overlap with it."""
+    vals = sorted(components.values(), reverse=True)
+    if not vals:
+        return 0.0
+    return vals[0] + arch.bound_overlap * sum(vals[1:])
+
+
+def cta_imbalance(steps, slots: int) -> float:
+    """How much longer the busiest CTA slot works than it would if every CTA did the mean
+    work: CTAs handed out in launch order to the slot that frees first (``slots``: SMs x
+    CTAs per SM), each taking time in proportion to its warp-instructions."""
+    import heapq
+
+    import numpy as np
+
+    w = np.asarray(steps, dtype=np.float64)
+    n = len(w)
+    mean = float(w.mean()) if n else 0.0
+    if n == 0 or mean <= 0 or float(w.max()) == float(w.min()):
+        return 1.0
+    uniform = -(-n // slots) * mean
+    if n <= slots:
+        return float(w.max()) / uniform
+    free = [0.0] * slots
+    heapq.heapify(free)
+    for x in w.tolist():
+        heapq.heappush(free, heapq.heappop(free) + x)
+    return max(free) / uniform
+
+
+def l1_capacity(arch: Arch, occ: "Occupancy") -> float:
+    """Bytes of an SM's L1/shared storage left to L1: the driver picks the smallest
+    shared-memory carve-out (``core.carveouts_kb``) that holds the resident CTAs'
+    shared memory."""
+    m = arch.memory
+    total = m.get("l1_shared_bytes", 0.0)
+    need = occ.ctas_per_sm * occ.shared_bytes
+    options = sorted(arch.carveouts_kb) or [0.0]
+    carve = next((k * 1024 for k in options if k * 1024 >= need), options[-1] * 1024)
+    return max(0.0, total - carve)
+
+
+def _load_latencies(prog: KernelProgram, counters, cache, arch: Arch) -> dict[InstructionOp, float]:
+    """Each traced global load's latency from where its sectors were found: a warp waits for
+    its slowest sector, so with ``k`` sectors per request the access waits for L2 unless
+    all hit L1 (``p1 ** k``) and for DRAM if any misses L2."""
+    m = arch.memory
+    base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
+    out: dict[InstructionOp, float] = {}
+    for op, slot in (getattr(prog, "mem_ops", None) or {}).items():
+        lv = cache.slot_levels(slot)
+        if lv is None:
+            continue
+        req = int(counters[base + abi.MEM_COUNTERS * slot])
+        sectors = int(counters[base + abi.MEM_COUNTERS * slot + 1])
+        k = max(1.0, sectors / req) if req else 1.0
+        p1, _p2, pd = lv
+        all_l1 = p1 ** k
+        any_dram = 1.0 - (1.0 - pd) ** k
+        out[op] = (m["l1_latency"] + (1.0 - all_l1) * (m["l2_latency"] - m["l1_latency"])
+                   + any_dram * (m["dram_latency"] - m["l2_latency"]))
+    return out
 
 
 # ---------------------------------------------------------------------------

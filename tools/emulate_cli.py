@@ -146,12 +146,22 @@ def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Na
                    stack_size=abi.DEFAULT_STACK_SIZE if stack is None else stack,
                    memory_metrics=getattr(args, "memory_metrics", False),
                    bounds_check=getattr(args, "bounds_check", True), initcheck=getattr(args, "initcheck", True),
-                   strict=getattr(args, "strict", False), reconvergence=getattr(args, "reconvergence", "yield"))
+                   strict=getattr(args, "strict", False), reconvergence=getattr(args, "reconvergence", "yield"),
+                   address_trace=_trace_records(args))
     launches = select_kernel(module, launches, getattr(args, "kernel", None))
     results = [emu.run(L, jobs=args.jobs) for L in launches]
     for L, r in zip(launches, results):
         attach_estimate(r, emu, L, args)
     return results
+
+
+def _trace_records(args: argparse.Namespace) -> int:
+    """Address-trace records per launch: with ``--estimate-time``, for its cache model."""
+    if not getattr(args, "estimate_time", None):
+        return 0
+    from hypa.runtime.timing import TRACE_RECORDS
+
+    return TRACE_RECORDS
 
 
 def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: argparse.Namespace) -> None:

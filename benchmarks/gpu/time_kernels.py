@@ -14,7 +14,11 @@ and it is timed:
 - ``median_us`` (and mean/min/max/std): one CUDA event pair around each of
   ``--reps`` single launches, after ``--warmup`` launches; buffers the launch
   writes are restored from a pristine device copy before every launch
-  (outside the timed interval), so data-dependent kernels repeat the same work;
+  (outside the timed interval), so data-dependent kernels repeat the same work; a spin kernel
+  of ``--spacer-us`` (default 50) runs before each start event, so the GPU is busy while the host
+  enqueues the events and the launch: the interval is the GPU's launch latency plus the
+  kernel, whatever CuPy's host overhead (without it an empty kernel "took" 8 us, a kernel after a
+  buffer restore 4 us);
 - ``batched_us``: ``--batch`` back-to-back launches between one event pair,
   divided by the count (no restoring: the launch-to-launch throughput);
 - ``empty_kernel``: the same measurements for an empty kernel, the fixed
@@ -169,7 +173,7 @@ def _stats(us: list[float]) -> dict[str, float]:
             "max_us": max(us), "std_us": statistics.pstdev(us) if len(us) > 1 else 0.0}
 
 
-def time_function(cp, fn, grid, block, args, shared, reps, warmup, batch, restore=None) -> dict:
+def time_function(cp, fn, grid, block, args, shared, reps, warmup, batch, restore=None, spacer=None) -> dict:
     def launch():
         fn(grid, block, args, shared_mem=shared)
 
@@ -183,6 +187,8 @@ def time_function(cp, fn, grid, block, args, shared, reps, warmup, batch, restor
     for _ in range(reps):
         if restore:
             restore()  # enqueued before the start event: not timed
+        if spacer:
+            spacer()  # keeps the GPU busy while the host enqueues: the interval is the GPU's
         start.record()
         launch()
         end.record()
@@ -222,6 +228,27 @@ def _device_info(cp) -> dict:
     return info
 
 
+#: a kernel that spins on %globaltimer for the given nanoseconds (one thread): enqueued before
+#: the start event, it keeps the GPU busy while the host enqueues the event pair and the launch,
+#: so the interval measures the GPU (launch latency on the GPU + kernel), not CuPy's host time
+SPIN_PTX = """.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry hypa_spin(.param .u64 ns)
+{
+    .reg .u64 %t0, %t1, %d, %n;
+    .reg .pred %p;
+    ld.param.u64 %n, [ns];
+    mov.u64 %t0, %globaltimer;
+SPIN:
+    mov.u64 %t1, %globaltimer;
+    sub.u64 %d, %t1, %t0;
+    setp.lt.u64 %p, %d, %n;
+    @%p bra SPIN;
+    ret;
+}
+"""
+
 EMPTY_PTX = """.version 7.0
 .target sm_70
 .address_size 64
@@ -238,13 +265,24 @@ def run(items: list[dict], args) -> dict:
     result = {"recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "device": _device_info(cp),
               "settings": {"reps": args.reps, "warmup": args.warmup, "batch": args.batch,
-                           "restore": not args.no_restore},
+                           "restore": not args.no_restore, "spacer_us": args.spacer_us},
               "kernels": []}
+    spacer = None
     with tempfile.TemporaryDirectory() as td:
         empty = Path(td) / "empty.ptx"
         empty.write_text(EMPTY_PTX)
         fn = cp.RawModule(path=str(empty)).get_function("hypa_empty")
-        result["empty_kernel"] = time_function(cp, fn, (1,), (32,), (), 0, args.reps, args.warmup, args.batch)
+        if args.spacer_us > 0:
+            spin_path = Path(td) / "spin.ptx"
+            spin_path.write_text(SPIN_PTX)
+            spin = cp.RawModule(path=str(spin_path)).get_function("hypa_spin")
+            ns = int(args.spacer_us * 1000)
+
+            def spacer(spin=spin, ns=ns):
+                spin((1,), (1,), (cp.uint64(ns),))
+
+        result["empty_kernel"] = time_function(cp, fn, (1,), (32,), (), 0, args.reps, args.warmup, args.batch,
+                                               spacer=spacer)
     modules: dict[str, object] = {}
     for it in items:
         L = it.pop("launch")
@@ -278,7 +316,7 @@ def run(items: list[dict], args) -> dict:
                         cp.copyto(d, pristine[n])
 
             t = time_function(cp, fn, tuple(L.grid), tuple(L.block), tuple(kargs), L.shared_bytes, args.reps,
-                              args.warmup, args.batch, restore)
+                              args.warmup, args.batch, restore, spacer)
             rec.update(t)
             for attr in ("num_regs", "local_size_bytes", "shared_size_bytes", "max_threads_per_block"):
                 try:
@@ -305,6 +343,9 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--batch", type=int, default=100, help="back-to-back launches for batched_us (0: skip)")
     ap.add_argument("--no-restore", action="store_true", help="do not restore written buffers between launches")
+    ap.add_argument("--spacer-us", type=float, default=50.0, metavar="US",
+                    help="spin the GPU this long before each timed launch so that the host's enqueue time is not "
+                         "in the interval (0: no spacer; default 50)")
     ap.add_argument("--exclude", default=None, metavar="REGEX", help="skip kernels whose name matches")
     ap.add_argument("--dry-run", action="store_true", help="check the launches; no GPU, no CuPy")
     args = ap.parse_args(argv)

@@ -7,7 +7,8 @@ whose mbarrier wait fails returns too (``RC_YIELD``) and stays ready: it retries
 in the next round, after the other warps ran.  A round that releases no barrier and changes
 no mbarrier (``CTX_MBAR_EPOCH``) is a deadlock; a step budget spent stops at the next CTA.
 The cluster barrier (``barrier.cluster``, a cluster of one CTA) counts warps when they
-arrive, so it releases when every live warp has arrived.
+arrive, so it releases when every live warp has arrived.  With ``CTX_CTA_STEPS`` set, each
+CTA's warp-instruction count is stored at its linear id (the timing estimate's CTA costs).
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     b.call(memset, [b.gep(ctx, [ir.Constant(i64, abi.CTX_BAR)], source_etype=i64), zero8,
                     ir.Constant(i64, 8 * abi.BARRIER_SLOTS * abi.BAR_WORDS), f])
     b.store(ir.Constant(i64, 0), cw(abi.CTX_MBAR_EPOCH))
+    steps0 = ld(cw(abi.CTX_STEPS))
     done_slot = b.alloca(i64, name="done")
     released = b.alloca(i64, name="released")
     b.store(ir.Constant(i64, 0), done_slot)
@@ -158,6 +160,11 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
         b.ret(ir.Constant(i32, abi.RC_ERROR))
     b.branch(round_head)
     b.position_at_end(next_cta_bb)
+    # each CTA's warp-instructions, for the timing estimate's CTA scheduling (when asked)
+    steps_word = ld(cw(abi.CTX_CTA_STEPS))
+    with b.if_then(b.icmp_unsigned("!=", steps_word, ir.Constant(i64, 0))):
+        slot = b.gep(b.inttoptr(steps_word, ptr), [cta], source_etype=i64)
+        b.store(b.sub(ld(cw(abi.CTX_STEPS)), steps0), slot)
     cta_loop.close()
     b.ret(ir.Constant(i32, abi.RC_EXIT))
     return fn

@@ -489,7 +489,7 @@ def test_time_kernels_reads_signatures_and_arguments():
 def test_timing_validate_errors_and_summary():
     tv = load_script("benchmarks/timing_validate.py")
     # measured times made from the estimates: twice the estimate, and equal to it
-    emu = Emulator(parse_ptx_file(os.path.join(ROOT, "tests/kernels/ptx/saxpy.sm_80.ptx")))
+    emu = Emulator(parse_ptx_file(os.path.join(ROOT, "tests/kernels/ptx/saxpy.sm_80.ptx")), address_trace=T.TRACE_RECORDS)
     Ls = launches_from_toml(os.path.join(ROOT, "tests/kernels/launches/saxpy.toml"))
     est = [T.estimate_run(emu, L).time_us for L in Ls]
     data = {"empty_kernel": {"median_us": 1.0}, "kernels": [

@@ -1,0 +1,293 @@
+"""The memory hierarchy of the timing estimate: L1 and L2 caches fed by the launch's own
+address stream.
+
+The emulator records a *trace* of global accesses (runtime/lowering/memory_metrics.py,
+``CTX_TRACE``): per warp-level access, its distinct 32-byte sectors, with the warp, the
+instruction (memory slot) and the kind (load through L1, load bypassing L1, store, atomic).
+Long streams are *set-sampled*: a 128-byte line is kept when a hash of its address is 0 modulo
+``2**shift``, so every access to a kept line is in the trace, and the caches are simulated
+with ``1 / 2**shift`` of their capacity -- the sampling that cache simulators use to
+estimate miss rates from a fraction of the sets.
+
+The simulation replays the trace in the order the GPU runs it, not the order the emulator
+ran it (one warp after the other): CTAs go to SMs in launch order, ``ctas_per_sm`` at a time
+(one *wave*), and the resident warps of a wave advance in lock step -- every warp's k-th
+access comes before any warp's (k+1)-th.  Each SM has its own L1 (LRU over sectors, the
+capacity the shared-memory carve-out leaves), all SMs share the L2 (LRU over sectors,
+write-back: a dirty sector that leaves it is a DRAM write).  The L2 starts as the memory
+the launch can see was last written leaves it: the launch's buffers (or a program's device
+allocations) copied in, in order, so the last ~L2-capacity of them is resident and dirty --
+what a program that just copied its inputs, or a harness that restores the buffers before
+every timed launch, hands the kernel.  Without that list it is warmed by one replay of the
+launch (steady state of a launch repeated).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import abi
+
+#: the JIT's line hash (runtime/lowering/memory_metrics.py, ``_HASH``)
+_HASH = np.uint64(0x9E3779B97F4A7C15)
+
+
+def line_kept(sectors: np.ndarray, shift: int) -> np.ndarray:
+    """Whether sampling level ``shift`` keeps the line of each sector (as the JIT decides)."""
+    if shift <= 0:
+        return np.ones(len(sectors), bool)
+    with np.errstate(over="ignore"):
+        h = ((sectors.astype(np.uint64) >> np.uint64(2)) * _HASH) >> np.uint64(32)
+    return (h & np.uint64((1 << shift) - 1)) == 0
+
+
+@dataclass
+class MemoryTrace:
+    """The sampled global accesses of one launch (see the module docstring)."""
+
+    sectors: np.ndarray  # uint64: address >> 5
+    info: np.ndarray  # uint64: warp uid | slot << 32 | kind << 48
+    shift: int = 0
+    #: records lost because the buffer stayed full at the deepest sampling level
+    dropped: bool = False
+
+    @property
+    def sample_factor(self) -> int:
+        return 1 << self.shift
+
+    @property
+    def warps(self) -> np.ndarray:
+        return (self.info & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+    @property
+    def slots(self) -> np.ndarray:
+        return ((self.info >> np.uint64(32)) & np.uint64(0xFFFF)).astype(np.int64)
+
+    @property
+    def kinds(self) -> np.ndarray:
+        return ((self.info >> np.uint64(48)) & np.uint64(0xFF)).astype(np.int64)
+
+    @property
+    def sampled(self) -> np.ndarray:
+        """Records of lines the sampling keeps (the others: atomics, kept for their counts)."""
+        return (self.info & np.uint64(abi.TRACE_UNSAMPLED)) == 0
+
+    def __len__(self) -> int:
+        return len(self.sectors)
+
+    @staticmethod
+    def from_buffer(buf: np.ndarray, n: int, shift: int, dropped: bool = False) -> "MemoryTrace":
+        rec = buf[: 2 * n].view(np.uint64).reshape(-1, 2)
+        return MemoryTrace(rec[:, 0].copy(), rec[:, 1].copy(), shift, dropped)
+
+    @staticmethod
+    def merge(parts: list["MemoryTrace"]) -> "MemoryTrace":
+        """One trace from traces of CTA ranges (in order), at the deepest sampling level."""
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return MemoryTrace(np.zeros(0, np.uint64), np.zeros(0, np.uint64))
+        shift = max(p.shift for p in parts)
+        secs, infos = [], []
+        for p in parts:
+            keep = slice(None)
+            if p.shift < shift:
+                kept_line = line_kept(p.sectors, shift)
+                atomic = p.kinds == abi.TRACE_ATOMIC
+                p = MemoryTrace(p.sectors, np.where(kept_line, p.info, p.info | np.uint64(abi.TRACE_UNSAMPLED)),
+                                p.shift, p.dropped)
+                keep = kept_line | atomic
+            secs.append(p.sectors[keep])
+            infos.append(p.info[keep])
+        return MemoryTrace(np.concatenate(secs), np.concatenate(infos), shift, any(p.dropped for p in parts))
+
+
+@dataclass
+class CacheStats:
+    """Sector counts of a launch at each level, scaled back from the sampling (floats)."""
+
+    sectors: float = 0.0  # every global sector accessed (L1 requests of t-sectors)
+    l1_hits: float = 0.0
+    l2_sectors: float = 0.0  # sectors requested from L2 (L1 misses, bypassing loads, stores, atomics)
+    l2_hits: float = 0.0
+    dram_read_sectors: float = 0.0
+    dram_write_sectors: float = 0.0
+    #: per memory slot: [sectors, L1 hits, L2 hits] (loads and atomics)
+    per_slot: dict[int, list[float]] = field(default_factory=dict)
+    #: per SM (those that ran CTAs): sectors its warps accessed
+    busiest_sm_sectors: float = 0.0
+    #: atomic requests (warp-level, per sector), all of them, and the most to one sector
+    atomic_requests: int = 0
+    atomic_max_same_sector: int = 0
+    sample_factor: int = 1
+    records: int = 0
+
+    @property
+    def l1_hit_rate(self) -> float:
+        return self.l1_hits / self.sectors if self.sectors else 0.0
+
+    @property
+    def l2_hit_rate(self) -> float:
+        return self.l2_hits / self.l2_sectors if self.l2_sectors else 0.0
+
+    def slot_levels(self, slot: int) -> tuple[float, float, float] | None:
+        """Shares of a load's sectors served by L1, L2 and DRAM (None: not traced)."""
+        c = self.per_slot.get(slot)
+        if not c or c[0] <= 0:
+            return None
+        n, h1, h2 = c
+        return h1 / n, h2 / n, max(0.0, 1.0 - (h1 + h2) / n)
+
+    def as_dict(self) -> dict:
+        return {
+            "sectors": self.sectors, "l1_hit_rate": self.l1_hit_rate, "l2_sectors": self.l2_sectors,
+            "l2_hit_rate": self.l2_hit_rate, "dram_read_bytes": 32.0 * self.dram_read_sectors,
+            "dram_write_bytes": 32.0 * self.dram_write_sectors, "sample_factor": self.sample_factor,
+            "trace_records": self.records, "atomic_requests": self.atomic_requests,
+            "atomic_max_same_sector": self.atomic_max_same_sector,
+        }
+
+
+def replay_order(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU-like order of the records and each record's SM: sorted by (wave, the
+    access's rank in its warp, SM, warp)."""
+    warps = trace.warps
+    n = len(warps)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    by_warp = np.argsort(warps, kind="stable")
+    sw = warps[by_warp]
+    starts = np.r_[0, np.flatnonzero(np.diff(sw)) + 1]
+    run_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+    rank = np.empty(n, np.int64)
+    rank[by_warp] = np.arange(n) - run_start
+    cta = warps // max(1, warps_per_cta)
+    sm = cta % sm_count
+    wave = cta // (sm_count * max(1, ctas_per_sm))
+    order = np.lexsort((warps, sm, rank, wave))
+    return order, sm
+
+
+def written_before(ranges: list[tuple[int, int]], shift: int, capacity: int) -> list[int]:
+    """The sampled sectors of ``ranges`` (address, bytes; written in this order) that an LRU
+    of ``capacity`` sectors still holds afterwards: the last ``capacity`` of them."""
+    out: list[np.ndarray] = []
+    held = 0
+    for start, size in reversed(ranges):
+        if held >= capacity:
+            break
+        first, last = start >> 5, (start + size + 31) >> 5
+        # walk back from the end of the range in chunks until the capacity is covered
+        hi = last
+        while hi > first and held < capacity:
+            lo = max(first, hi - max(4096, (capacity - held) << shift))
+            secs = np.arange(lo, hi, dtype=np.uint64)
+            secs = secs[line_kept(secs, shift)]
+            out.append(secs)
+            held += len(secs)
+            hi = lo
+    if not out:
+        return []
+    allsecs = np.concatenate(out[::-1]) if len(out) > 1 else out[0]
+    # chunks were gathered newest first; put them back in writing order
+    return allsecs[-capacity:].tolist()
+
+
+def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count: int,
+             l1_bytes: float, l2_bytes: float, warm: bool = True,
+             written: list[tuple[int, int]] | None = None) -> CacheStats:
+    """Replay ``trace`` through per-SM L1s and the shared L2 (module docstring).  With
+    ``written`` (address, bytes of the memory written before the launch, oldest first) the
+    L2 starts holding the last of it, dirty, instead of a warm-up replay of the trace."""
+    f = trace.sample_factor
+    st = CacheStats(sample_factor=f, records=len(trace))
+    if not len(trace):
+        return st
+    atomic = trace.kinds == abi.TRACE_ATOMIC
+    if atomic.any():
+        _, counts = np.unique(trace.sectors[atomic], return_counts=True)
+        st.atomic_requests = int(atomic.sum())
+        st.atomic_max_same_sector = int(counts.max())
+    trace = MemoryTrace(trace.sectors[trace.sampled], trace.info[trace.sampled], trace.shift, trace.dropped)
+    if not len(trace):
+        return st
+    order, sm_of = replay_order(trace, warps_per_cta, ctas_per_sm, sm_count)
+    secs = trace.sectors[order].tolist()
+    kinds = trace.kinds[order].tolist()
+    slots = trace.slots[order].tolist()
+    sms = sm_of[order].tolist()
+    l1_cap = max(1, int(l1_bytes / 32 / f))
+    l2_cap = max(1, int(l2_bytes / 32 / f))
+    load, load_l2, store = abi.TRACE_LOAD, abi.TRACE_LOAD_L2, abi.TRACE_STORE
+    l2: OrderedDict[int, bool] = OrderedDict()  # sector -> dirty
+
+    def l2_access(s: int, write: bool) -> tuple[bool, int]:
+        """(hit, dirty sectors evicted)."""
+        d = l2.get(s)
+        if d is not None:
+            l2.move_to_end(s)
+            if write and not d:
+                l2[s] = True
+            return True, 0
+        l2[s] = write
+        if len(l2) > l2_cap:
+            _, old = l2.popitem(last=False)
+            return False, 1 if old else 0
+        return False, 0
+
+    if written is not None:
+        l2.update(OrderedDict.fromkeys(written_before(written, trace.shift, l2_cap), True))
+    elif warm:
+        for s, k in zip(secs, kinds):
+            l2_access(s, k >= store)
+    l1s: dict[int, OrderedDict[int, None]] = {}
+    per_slot: dict[int, list[float]] = {}
+    sm_sectors: dict[int, int] = {}
+    n_l1_hit = n_l2 = n_l2_hit = n_dram_r = n_dram_w = 0
+    for s, k, slot, sm in zip(secs, kinds, slots, sms):
+        sm_sectors[sm] = sm_sectors.get(sm, 0) + 1
+        c = per_slot.get(slot)
+        if c is None:
+            c = per_slot[slot] = [0, 0, 0]
+        if k == load:
+            l1 = l1s.get(sm)
+            if l1 is None:
+                l1 = l1s[sm] = OrderedDict()
+            if s in l1:
+                l1.move_to_end(s)
+                n_l1_hit += 1
+                c[0] += 1
+                c[1] += 1
+                continue
+            l1[s] = None
+            if len(l1) > l1_cap:
+                l1.popitem(last=False)
+        elif k == store:
+            l1 = l1s.get(sm)
+            if l1 is not None and s in l1:
+                del l1[s]  # write-through, the stale copy invalidated
+        n_l2 += 1
+        hit, evicted = l2_access(s, k >= store)
+        n_dram_w += evicted
+        if k != store:
+            c[0] += 1
+            if hit:
+                c[2] += 1
+        if hit:
+            n_l2_hit += 1
+        elif k != store:
+            n_dram_r += 1
+    st.sectors = float(len(secs) * f)
+    st.l1_hits = float(n_l1_hit * f)
+    st.l2_sectors = float(n_l2 * f)
+    st.l2_hits = float(n_l2_hit * f)
+    st.dram_read_sectors = float(n_dram_r * f)
+    st.dram_write_sectors = float(n_dram_w * f)
+    st.per_slot = {k: [float(x * f) for x in v] for k, v in per_slot.items()}
+    st.busiest_sm_sectors = float(max(sm_sectors.values()) * f)
+    return st
+
+
+__all__ = ["CacheStats", "MemoryTrace", "line_kept", "replay_order", "simulate"]

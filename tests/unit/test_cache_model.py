@@ -1,0 +1,152 @@
+"""The timing estimate's memory side: the address trace the emulator records and the L1/L2
+replay of runtime/cache_model.py, with counts worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hypa.runtime import abi
+from hypa.runtime.cache_model import MemoryTrace, line_kept, replay_order, simulate
+from hypa.runtime.timing import cta_imbalance
+
+from helpers import emulate
+
+
+def trace(records: list[tuple[int, int, int, int]], shift: int = 0) -> MemoryTrace:
+    """(sector, warp, slot, kind) records."""
+    sec = np.array([r[0] for r in records], np.uint64)
+    info = np.array([r[1] | (r[2] << 32) | (r[3] << 48) for r in records], np.uint64)
+    return MemoryTrace(sec, info, shift)
+
+
+LD, ST, AT = abi.TRACE_LOAD, abi.TRACE_STORE, abi.TRACE_ATOMIC
+
+
+def test_replay_runs_resident_warps_in_lock_step():
+    # warp 0 accesses sectors 0,1,2; warp 1 (same CTA) 10,11; both on SM 0
+    t = trace([(0, 0, 0, LD), (1, 0, 0, LD), (2, 0, 0, LD), (10, 1, 0, LD), (11, 1, 0, LD)])
+    order, sm = replay_order(t, warps_per_cta=2, ctas_per_sm=1, sm_count=4)
+    assert t.sectors[order].tolist() == [0, 10, 1, 11, 2]
+    assert sm.tolist() == [0] * 5
+    # two CTAs of one warp: CTA 1 goes to SM 1; with one SM and one CTA per SM, CTA 1 is
+    # a later wave and runs after CTA 0
+    t = trace([(0, 0, 0, LD), (1, 0, 0, LD), (10, 1, 0, LD), (11, 1, 0, LD)])
+    order, sm = replay_order(t, 1, 1, 2)
+    assert t.sectors[order].tolist() == [0, 10, 1, 11] and sm.tolist() == [0, 0, 1, 1]
+    order, sm = replay_order(t, 1, 1, 1)
+    assert t.sectors[order].tolist() == [0, 1, 10, 11]
+
+
+def test_l1_hits_l2_hits_and_dram_by_hand():
+    # one warp reads sectors 0..3 twice: 4 L1 hits; the L2 is warm (the launch ran
+    # before), so the 4 misses hit L2 and nothing comes from DRAM
+    rec = [(s, 0, 0, LD) for s in range(4)] * 2
+    st = simulate(trace(rec), 1, 1, 1, l1_bytes=4 * 32, l2_bytes=1 << 20)
+    assert (st.sectors, st.l1_hits, st.l2_sectors, st.l2_hits, st.dram_read_sectors) == (8, 4, 4, 4, 0)
+    assert st.slot_levels(0) == (0.5, 0.5, 0.0)
+    # an L1 of 2 sectors: LRU evicts each sector before its reuse (0 1 2 3 0 1 2 3)
+    st = simulate(trace(rec), 1, 1, 1, l1_bytes=2 * 32, l2_bytes=1 << 20)
+    assert (st.l1_hits, st.l2_sectors) == (0, 8)
+    # an L2 of 2 sectors, cold and warm: every access misses
+    st = simulate(trace(rec), 1, 1, 1, l1_bytes=2 * 32, l2_bytes=2 * 32, warm=False)
+    assert (st.l2_hits, st.dram_read_sectors) == (0, 8)
+
+
+def test_stores_write_back_dirty_sectors_and_invalidate_l1():
+    # load s0, store s0 (invalidates the L1 copy), load s0 again: an L1 miss, an L2 hit
+    st = simulate(trace([(0, 0, 0, LD), (0, 0, 1, ST), (0, 0, 2, LD)]), 1, 1, 1, 1024, 1024)
+    assert (st.l1_hits, st.l2_sectors, st.l2_hits) == (0, 3, 3)
+    # stores to 4 sectors through a 2-sector L2: the warm replay leaves 2 dirty sectors,
+    # the measured one evicts all 4 it writes (dirty) before the end: 4 DRAM writes
+    st = simulate(trace([(s, 0, 0, ST) for s in range(4)]), 1, 1, 1, 1024, 2 * 32)
+    assert (st.dram_write_sectors, st.dram_read_sectors) == (4, 0)
+    # a footprint that fits: no DRAM traffic in steady state
+    st = simulate(trace([(s, 0, 0, ST) for s in range(4)]), 1, 1, 1, 1024, 8 * 32)
+    assert (st.dram_write_sectors, st.dram_read_sectors) == (0, 0)
+
+
+def test_atomics_count_per_sector():
+    rec = [(7, w, 0, AT) for w in range(5)] + [(9, 0, 0, AT)]
+    st = simulate(trace(rec), 1, 1, 4, 1024, 1024)
+    assert (st.atomic_requests, st.atomic_max_same_sector) == (6, 5)
+
+
+def test_sampling_keeps_whole_lines():
+    secs = np.arange(4096, dtype=np.uint64)
+    k1 = line_kept(secs, 3)
+    # the four sectors of a 128-byte line are kept or dropped together, ~1/8 of the lines
+    assert (k1.reshape(-1, 4) == k1.reshape(-1, 4)[:, :1]).all()
+    assert 0.08 < k1.mean() < 0.17
+    # a deeper level keeps a subset
+    assert not (line_kept(secs, 4) & ~k1).any()
+
+
+SAXPY = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry saxpy(.param .u32 n, .param .f32 a, .param .u64 x, .param .u64 y)
+{
+    .reg .pred %p; .reg .b32 %r<6>; .reg .f32 %f<4>; .reg .b64 %rd<8>;
+    ld.param.u32 %r1, [n];
+    ld.param.f32 %f1, [a];
+    ld.param.u64 %rd1, [x];
+    ld.param.u64 %rd2, [y];
+    mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.s32 %p, %r5, %r1;
+    @%p bra DONE;
+    mul.wide.s32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    add.s64 %rd5, %rd2, %rd3;
+    ld.global.f32 %f2, [%rd4];
+    ld.global.f32 %f3, [%rd5];
+    fma.rn.f32 %f3, %f1, %f2, %f3;
+    st.global.f32 [%rd5], %f3;
+DONE:
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["slice", "full"])
+def test_emulator_trace_of_saxpy(mode):
+    # 700 floats: x and y are read once, y written once, 88 sectors each (4 per warp, 21
+    # full warps, 28 threads of the 22nd: 4 sectors); every record names its warp, slot
+    # and kind; CTA 3 (threads 768..1023) has nothing to do
+    x = np.arange(1024, dtype=np.float32)
+    y = np.zeros(1024, dtype=np.float32)
+    r = emulate(SAXPY, [700, 2.0, x, y], grid=4, block=256, mode=mode, address_trace=4096)
+    t = r.memory_trace
+    assert t.shift == 0 and len(t) == 264
+    assert np.bincount(t.kinds).tolist() == [176, 0, 88]
+    assert sorted(set(t.slots.tolist())) == [0, 1, 2]
+    assert t.warps.max() == 21  # 700 threads: warps 0..21 of 4 x 8
+    # warp-instructions per CTA: 18 for a warp with work (10 to the branch, 7, ret), 11
+    # for one without; CTA 2 has 5 full warps, one partial (18) and 2 idle ones
+    assert r.cta_steps.tolist() == [144, 144, 6 * 18 + 2 * 11, 8 * 11]
+    # a buffer of 64 records: sampled down, every kept record's line kept at that level
+    r = emulate(SAXPY, [700, 2.0, x, y], grid=4, block=256, mode=mode, address_trace=64)
+    t = r.memory_trace
+    assert t.shift >= 3 and 0 < len(t) <= 64 and line_kept(t.sectors, t.shift).all()
+    st = simulate(t, 8, 8, 132, 200_000, 40 << 20)
+    assert 264 * 0.5 < st.sectors < 264 * 2  # the sampled estimate of 264 sectors
+
+
+def test_cta_imbalance():
+    assert cta_imbalance([5, 5, 5, 5], 2) == 1.0
+    # slots get 4 | 1+1+1+1: makespan 4 against 3 rounds x mean 1.6
+    assert cta_imbalance([4, 1, 1, 1, 1], 2) == pytest.approx(4 / 4.8)
+    # one CTA 10x the others, fewer CTAs than slots: the busiest slot is that CTA
+    assert cta_imbalance([10, 1, 1, 1], 8) == pytest.approx(10 / 3.25)
+
+
+def test_trace_from_worker_processes():
+    # -j 2: each worker traces its CTA range; the parts come back in CTA order
+    x = np.arange(1024, dtype=np.float32)
+    y = np.zeros(1024, dtype=np.float32)
+    one = emulate(SAXPY, [700, 2.0, x, y], grid=4, block=256, address_trace=4096)
+    two = emulate(SAXPY, [700, 2.0, x, y], grid=4, block=256, address_trace=4096, jobs=2)
+    assert two.cta_steps.tolist() == one.cta_steps.tolist()
+    a, b = one.memory_trace, two.memory_trace
+    assert sorted(zip(a.sectors.tolist(), a.info.tolist())) == sorted(zip(b.sectors.tolist(), b.info.tolist()))
