@@ -85,3 +85,22 @@ def test_row_walk_is_uncoalesced_and_column_walk_is_not(mode):
     if mode == "full":
         assert row.buffers["out"].tolist() == m.sum(axis=1).tolist()
         assert col.buffers["out"].tolist() == a.reshape(8, 32).sum(axis=0).tolist()
+
+
+def test_atomics_count_every_add():
+    atomics = (CALIB / "atomics.ptx").read_text()
+    # 64 threads, one counter per warp, 3 adds each: 32 * 3 per counter
+    r = emulate(atomics, ["c", 2, 32, 3], {"c": np.zeros(2, np.float32)}, grid=1, block=64,
+                kernel="atomic_add", mode="full")
+    assert r.buffers["c"].tolist() == [96.0, 96.0]
+    # shared bins: thread t adds to bins (7t + k) % 4, k = 0, 1; 7t % 4 takes each value 8 times
+    r = emulate(atomics, ["h", 4, 2], {"h": np.zeros(8, np.int32)}, grid=2, block=32,
+                kernel="smem_atomic", mode="full")
+    assert r.buffers["h"].tolist() == [16] * 8
+
+
+def test_stream_read_sums_its_grid_stride():
+    # 64 threads over 200 elements: thread t sums a[t], a[t + 64], ... (arange: exact in fp32)
+    r = emulate(MEMORY, ["a", "out", 200], {"a": np.arange(200, dtype=np.float32), "out": np.zeros(64, np.float32)},
+                grid=2, block=32, kernel="stream_read", mode="full")
+    assert r.buffers["out"].tolist() == [float(sum(range(t, 200, 64))) for t in range(64)]
