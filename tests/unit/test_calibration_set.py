@@ -5,7 +5,6 @@ formed, and small launches of the micro-benchmarks count exactly what they isola
 import numpy as np
 import pytest
 from helpers import ROOT, emulate, load_script
-
 from hypa.runtime.launch import launches_from_toml
 
 CALIB = ROOT / "benchmarks" / "gpu" / "calibration"
@@ -104,3 +103,12 @@ def test_stream_read_sums_its_grid_stride():
     r = emulate(MEMORY, ["a", "out", 200], {"a": np.arange(200, dtype=np.float32), "out": np.zeros(64, np.float32)},
                 grid=2, block=32, kernel="stream_read", mode="full")
     assert r.buffers["out"].tolist() == [float(sum(range(t, 200, 64))) for t in range(64)]
+
+
+def test_reread_starts_each_pass_further_on():
+    # 32 threads over 64 elements, 2 passes: the second starts 32 on, so both read a[t] and a[t + 32]
+    a = np.arange(64, dtype=np.float32)
+    r = emulate(MEMORY, ["a", "out", 64, 2], {"a": a, "out": np.zeros(32, np.float32)}, grid=1, block=32,
+                kernel="reread", mode="full", memory_metrics=True)
+    assert r.buffers["out"].tolist() == [2.0 * (t + t + 32) for t in range(32)]
+    assert (r.metrics.memory["global_ld_requests"], r.metrics.memory["global_ld_sectors"]) == (4, 16)

@@ -58,13 +58,20 @@ __global__ void col_walk(const float *a, float *out, int cols, int N) {
     out[i] = s;
 }
 
-// Re-read of a buffer of n floats, reps times (L1 hits when small, L2 hits at 4-16 MB).
+// Re-read of a buffer of n floats (4-16 MB: L2 hits), reps times.  Each pass starts
+// n / reps elements further on, so an SM reads what other SMs read before: L2, not L1, hits.
 __global__ void reread(const float *a, float *out, int n, int reps) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     int nt = gridDim.x * blockDim.x;
     float s = 0.0f;
-    for (int r = 0; r < reps; ++r)
-        for (int i = t; i < n; i += nt) s += a[i];
+    for (int r = 0; r < reps; ++r) {
+        int off = (int)((long long)r * n / reps) & ~31;
+        for (int i = t; i < n; i += nt) {
+            int j = i + off;
+            if (j >= n) j -= n;
+            s += a[j];
+        }
+    }
     out[t] = s;
 }
 
