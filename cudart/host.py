@@ -298,7 +298,8 @@ class HostRuntime(TextureRuntime):
             return False
         emu = Emulator(module_op, mode=self.opts.mode, step_budget=self.opts.step_budget or RUN_STEP_BUDGET,
                        memory_metrics=self.opts.memory_metrics, bounds_check=self.opts.bounds_check,
-                       initcheck=self.opts.initcheck, strict=self.opts.strict, stack_size=self.stack_size)
+                       initcheck=self.opts.initcheck, strict=self.opts.strict, stack_size=self.stack_size,
+                       address_trace=_trace_records(self.opts.memory_metrics))
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
                                ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures)
         m.emulator = emu
@@ -1058,3 +1059,13 @@ def install(set_dispatch: int, major: int) -> None:
     proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int)
     _DISPATCH = proto(_RUNTIME.dispatch)
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(set_dispatch)(ctypes.cast(_DISPATCH, ctypes.c_void_p).value)
+
+
+def _trace_records(memory_metrics: bool) -> int:
+    """With ``--memory-metrics`` the launches also keep an address trace, so the timing
+    estimates behind ``cudaEventElapsedTime`` use the cache model (runtime/cache_model.py)."""
+    if not memory_metrics:
+        return 0
+    from hypa.runtime.timing import TRACE_RECORDS
+
+    return TRACE_RECORDS

@@ -85,7 +85,7 @@ CTX_STACK_SIZE = CTX_FLAT_START + 15                  # call stack per thread, b
 CTX_MBAR_EPOCH = CTX_FLAT_START + 16
 CTX_TEXTURE = CTX_FLAT_START + 17                    # texture instructions: int64(*)(ctx, text, lanes, in, out) (runtime/textures.py)
 # the address trace of the timing estimate's cache model (runtime/cache_model.py): each global
-# access appends (sector, warp | slot << 32 | kind << 48) per distinct 32-byte sector whose
+# access appends (sector, warp | slot << 32 | kind << 48 | lanes << 57) per distinct 32-byte sector whose
 # 128-byte line the sampling keeps (hash(line) mod 2**CTX_TRACE_SHIFT == 0); a full buffer
 # raises the shift and drops the records it no longer keeps
 CTX_TRACE = CTX_FLAT_START + 18                      # pointer to i64 pairs, or 0: no trace
@@ -101,6 +101,7 @@ TRACE_LOAD_L2 = 1     # L1 bypassed (.cg/.cv/.volatile, cp.async.cg)
 TRACE_STORE = 2
 TRACE_ATOMIC = 3      # atom/red: performed at L2
 TRACE_UNSAMPLED = 1 << 56  # an atomic whose line the sampling does not keep (counted, not cached)
+TRACE_LANES_SHIFT = 57     # bits 57..62: the access's lanes in this sector (1..32)
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40

@@ -71,6 +71,11 @@ class MemoryTrace:
         return ((self.info >> np.uint64(48)) & np.uint64(0xFF)).astype(np.int64)
 
     @property
+    def lanes(self) -> np.ndarray:
+        """Lanes of each record's access that touched its sector."""
+        return ((self.info >> np.uint64(abi.TRACE_LANES_SHIFT)) & np.uint64(0x3F)).astype(np.int64)
+
+    @property
     def sampled(self) -> np.ndarray:
         """Records of lines the sampling keeps (the others: atomics, kept for their counts)."""
         return (self.info & np.uint64(abi.TRACE_UNSAMPLED)) == 0
@@ -121,6 +126,8 @@ class CacheStats:
     #: atomic requests (warp-level, per sector), all of them, and the most to one sector
     atomic_requests: int = 0
     atomic_max_same_sector: int = 0
+    #: lane operations of the atomics to the sector with the most of them
+    atomic_max_sector_lanes: int = 0
     sample_factor: int = 1
     records: int = 0
 
@@ -146,7 +153,7 @@ class CacheStats:
             "l2_hit_rate": self.l2_hit_rate, "dram_read_bytes": 32.0 * self.dram_read_sectors,
             "dram_write_bytes": 32.0 * self.dram_write_sectors, "sample_factor": self.sample_factor,
             "trace_records": self.records, "atomic_requests": self.atomic_requests,
-            "atomic_max_same_sector": self.atomic_max_same_sector,
+            "atomic_max_same_sector": self.atomic_max_same_sector, "atomic_max_sector_lanes": self.atomic_max_sector_lanes,
         }
 
 
@@ -207,9 +214,12 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
         return st
     atomic = trace.kinds == abi.TRACE_ATOMIC
     if atomic.any():
-        _, counts = np.unique(trace.sectors[atomic], return_counts=True)
+        uniq, inverse, counts = np.unique(trace.sectors[atomic], return_inverse=True, return_counts=True)
+        lanes = np.bincount(inverse, weights=np.maximum(1, trace.lanes[atomic]))
+        hot = int(np.argmax(lanes))
         st.atomic_requests = int(atomic.sum())
-        st.atomic_max_same_sector = int(counts.max())
+        st.atomic_max_same_sector = int(counts[hot])
+        st.atomic_max_sector_lanes = int(lanes[hot])
     trace = MemoryTrace(trace.sectors[trace.sampled], trace.info[trace.sampled], trace.shift, trace.dropped)
     if not len(trace):
         return st

@@ -1049,10 +1049,15 @@ class Estimate:
     blocks: list[BlockCost]
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def kernel_us(self) -> float:
+        """The kernel's own time, launch overhead excluded."""
+        return self.cycles / self.clock_mhz
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "arch": self.arch, "arch_description": self.arch_description,
-            "cycles": self.cycles, "time_us": self.time_us, "bound": self.bound,
+            "cycles": self.cycles, "time_us": self.time_us, "kernel_us": self.kernel_us, "bound": self.bound,
             "clock_mhz": self.clock_mhz, "launch_overhead_us": self.launch_overhead_us,
             "waves": self.waves, "ctas_per_busiest_sm": self.ctas_per_busiest_sm,
             "occupancy": self.occupancy.as_dict(), "warp": dict(self.warp),
@@ -1285,7 +1290,8 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
                   "cta_dispatch": per_sm * a.cta_dispatch_cycles}
     if cache is not None and cache.atomic_max_same_sector:
         # the L2 performs the atomics to one address one request after the other
-        components["atomic_serialization"] = cache.atomic_max_same_sector * m.get("atomic_same_address_cycles", 0.0)
+        components["atomic_serialization"] = (cache.atomic_max_same_sector * m.get("atomic_same_address_cycles", 0.0)
+                                              + cache.atomic_max_sector_lanes * m.get("atomic_lane_cycles", 0.0))
     cycles = combine_bounds(components, a)
     top = max(components, key=lambda k: components[k])
     if top == "sm":
@@ -1408,8 +1414,8 @@ def format_estimate(est: Estimate, blocks: bool = True) -> str:
     o = est.occupancy
     lines = [
         f"  time estimate ({est.arch}: {est.arch_description})",
-        f"    {'estimated_time':<40} {est.time_us:>14.3f} us",
-        f"    {'estimated_cycles':<40} {est.cycles:>14.0f}   (+ {est.launch_overhead_us:.2f} us launch, {est.clock_mhz:.0f} MHz)",
+        f"    {'estimated_time':<40} {est.time_us:>14.3f} us   (kernel {est.kernel_us:.3f} us + launch {est.launch_overhead_us:.2f} us)",
+        f"    {'estimated_cycles':<40} {est.cycles:>14.0f}   ({est.clock_mhz:.0f} MHz)",
         f"    {'bound':<40} {est.bound:>14}",
         f"    {'occupancy':<40} {100 * o.fraction:>13.1f} %   ({o.ctas_per_sm} CTAs x {o.warps_per_cta} warps per SM,"
         f" limited by {o.limiter})",
@@ -1419,6 +1425,14 @@ def format_estimate(est: Estimate, blocks: bool = True) -> str:
         f"    {'warp_latency_cycles':<40} {est.warp['latency']:>14.1f}",
         f"    {'warp_issue_slots':<40} {est.warp['issue_slots']:>14.1f}",
     ]
+    cache = est.memory.get("cache")
+    if cache:
+        lines.append(f"    {'l1_hit_rate':<40} {100 * cache['l1_hit_rate']:>13.1f} %   (global sectors, from the address trace)")
+        lines.append(f"    {'l2_hit_rate':<40} {100 * cache['l2_hit_rate']:>13.1f} %")
+        lines.append(f"    {'dram_bytes':<40} {cache['dram_read_bytes'] + cache['dram_write_bytes']:>14.0f}   "
+                     f"(read {cache['dram_read_bytes']:.0f}, written {cache['dram_write_bytes']:.0f})")
+    comps = ", ".join(f"{k} {v:.0f}" for k, v in est.components.items() if not k.startswith("sm_") and v > 0)
+    lines.append(f"    {'bounds_cycles':<40} {comps}")
     if est.warp["unit_cycles"]:
         units = ", ".join(f"{u} {c:.1f}" for u, c in est.warp["unit_cycles"].items())
         lines.append(f"    {'warp_unit_cycles':<40} {units}")

@@ -143,6 +143,12 @@ def _mark_unsampled(b: ir.IRBuilder, info: ir.Value, line_in: ir.Value) -> ir.Va
     return b.select(line_in, info, b.or_(info, ir.Constant(i64, abi.TRACE_UNSAMPLED)))
 
 
+def popcount_function(module: ir.Module) -> ir.Function:
+    """``llvm.ctpop.i32``, declared once per module."""
+    return (module.globals.get("llvm.ctpop.i32")
+            or ir.Function(module, ir.FunctionType(i32, [i32]), "llvm.ctpop.i32"))
+
+
 def _ctx_slot(b: ir.IRBuilder, ctx: ir.Value, index: int) -> ir.Value:
     return b.gep(ctx, [ir.Constant(i64, index)], source_etype=i64)
 
@@ -210,7 +216,12 @@ def trace_function(module: ir.Module) -> ir.Function:
             with b.if_then(b.and_(room, b.or_(line_in, _is_atomic(b, info)))):
                 dst = b.gep(buf, [b.mul(n, ir.Constant(i64, 2))], source_etype=i64)
                 b.store(s, dst)
-                b.store(_mark_unsampled(b, info, line_in), b.gep(dst, [ir.Constant(i64, 1)], source_etype=i64))
+                # the lanes of the access in this sector (an atomic's serialised operations)
+                same = b.bitcast(b.icmp_unsigned("==", sector, broadcast(b, s)), i32)
+                lanes = b.call(popcount_function(module), [b.and_(same, mask)])
+                rec = b.or_(_mark_unsampled(b, info, line_in),
+                            b.shl(b.zext(lanes, i64), ir.Constant(i64, abi.TRACE_LANES_SHIFT)))
+                b.store(rec, b.gep(dst, [ir.Constant(i64, 1)], source_etype=i64))
                 b.store(b.add(n, ir.Constant(i64, 1)), lenp)
 
     each_lane(b, module, mask, lane)

@@ -150,3 +150,32 @@ def test_trace_from_worker_processes():
     assert two.cta_steps.tolist() == one.cta_steps.tolist()
     a, b = one.memory_trace, two.memory_trace
     assert sorted(zip(a.sectors.tolist(), a.info.tolist())) == sorted(zip(b.sectors.tolist(), b.info.tolist()))
+
+
+ATOMIC_ONE = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry bump(.param .u64 p)
+{
+    .reg .b32 %r<3>; .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 32;
+    cvt.u64.u32 %rd2, %r2;
+    add.s64 %rd1, %rd1, %rd2;
+    atom.global.add.u32 %r1, [%rd1], 1;
+    ret;
+}
+"""
+
+
+def test_atomic_lanes_per_sector():
+    # 2 CTAs x 64 threads: lanes of warp 0 add to word 0, warp 1 to word 8 (byte 32: the next
+    # sector): 4 requests of 32 lanes, 2 per sector
+    a = np.zeros(16, dtype=np.uint32)
+    r = emulate(ATOMIC_ONE, [a], grid=2, block=64, mode="full", address_trace=1024)
+    t = r.memory_trace
+    assert len(t) == 4 and t.lanes.tolist() == [32] * 4 and set(t.kinds.tolist()) == {AT}
+    st = simulate(t, 2, 1, 132, 1024, 1 << 20)
+    assert (st.atomic_requests, st.atomic_max_same_sector, st.atomic_max_sector_lanes) == (4, 2, 64)
+    assert r.buffers["<array 0>"][[0, 8]].tolist() == [64, 64]
