@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import struct
 import sys
 import threading
@@ -288,7 +289,8 @@ class HostRuntime(TextureRuntime):
                        f"`-arch=sm_{a}` (which embeds both) or `-gencode arch=compute_{a},code=compute_{a}`")
             return False
         usable = [p for p in ptx if p[0] <= self.opts.sm] or ptx
-        m.arch, m.ptx = max(usable, key=lambda p: p[0])
+        # nvcc -arch=sm_90a embeds compute_90 and compute_90a PTX: the GPU runs the arch-specific one
+        m.arch, m.ptx = max(usable, key=lambda p: (p[0], re.search(r"^\s*\.target\s+sm_\d+a\b", p[1], re.M) is not None))
         m.source = Source(self.opts.program, m.ptx, "elf", f"sm_{m.arch} PTX" + (f" {m.index + 1}" if m.index else ""),
                           f"sm_{m.arch}")
         try:

@@ -7,9 +7,11 @@ every product and sum is exact and the expected D is numpy's A @ B (+ C)."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
-from helpers import emulate, kernel, ptxas, requires
+from helpers import ISA_PROGRAMS, emulate, gpu_recorded_run, kernel, nvcc, ptxas, requires, run_hypa
 
 from hypa.runtime.lowering import LoweringError
 
@@ -278,3 +280,41 @@ def test_kernels_assemble_for_sm_90a(tmp_path):
         f.write_text(wgmma_kernel(*args))
         r = ptxas(f, "sm_90a")
         assert r.returncode == 0, r.stderr
+
+
+#: what tests/cuda_programs/isa/wgmma_gemm.cu prints: per case 0 mismatches against the host's
+#: exact reference; the checksums and elements are that reference's (e.g. the first case's
+#: D[0][0] = sum_k A[0][k] B[k][0] = sum_k (5k % 7 - 3)(2k % 5 - 2) = 1)
+PROGRAM_STDOUT = (
+    "f16_n64_sw128: no error, 0 mismatches, sum = -9.00, D[0][0] = 0x1p+0, D[5][7] = -0x1.8p+3, "
+    "D[63][63] = -0x1p+3, D[17][3] = 0x41200000\n"
+    "f16_n128_areg_transb_sw128: no error, 0 mismatches, sum = -7.00, D[0][0] = -0x1.8p+1, D[5][7] = -0x1.ep+3, "
+    "D[63][127] = 0x1p+3, D[17][3] = 0x41300000\n"
+    "tf32_n32_sw64_sw32: no error, 0 mismatches, sum = 2.00, D[0][0] = -0x1.3p+2, D[5][7] = -0x1.6p+1, "
+    "D[63][31] = 0x1.bp+2, D[17][3] = 0xbf400000\n"
+    "f16acc_n16_transa_interleave: no error, 0 mismatches, sum = -5.00, D[0][0] = -0x1.4p+2, D[5][7] = 0x1.2p+3, "
+    "D[63][15] = -0x1p+1, D[17][3] = 0xc1100000\n"
+    "PASS\n"
+)
+
+
+def test_first_program_element_by_hand():
+    """D[0][0] of the program's first case, from its a_val/b_val (scale-d 0)."""
+    assert sum(((5 * k) % 7 - 3) * ((2 * k) % 5 - 2) for k in range(16)) == 1
+
+
+def test_wgmma_gemm_program_under_hypa_run(tmp_path):
+    """nvcc -arch=sm_90a embeds compute_90 and compute_90a PTX; hypa run takes the sm_90a one."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    exe = tmp_path / "wgmma_gemm"
+    p = nvcc(ISA_PROGRAMS / "wgmma_gemm.cu", exe, arch="sm_90a")
+    assert p.returncode == 0, p.stderr
+    r = run_hypa("run", "--", exe, timeout=300)
+    if r.returncode != 0 and "cannot build its CUDA runtime library" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == PROGRAM_STDOUT, r.stderr
+    gpu = gpu_recorded_run("wgmma_gemm")
+    if gpu is not None:
+        assert (gpu["rc"], gpu["stdout"]) == (0, r.stdout)
