@@ -780,7 +780,7 @@ UNSUPPORTED_REASONS: dict[str, str] = {
 #: the forms of an emulated entry that its rule leaves out, and why (the rule's error quotes it;
 #: docs/opcode-coverage.md lists it): the one place these are written
 UNEMULATED_FORMS: dict[str, str] = {
-    "wgmma.mma_async": "not emulated: .e4m3/.e5m2 (FP8), .s8/.u8 (integer), .b1 and sparse (.sp) wgmma; "
+    "wgmma.mma_async": ".e4m3/.e5m2 (FP8), .s8/.u8 (integer), .b1 and sparse (.sp) wgmma are not emulated; "
                        "a descriptor's matrix base offset (bits 49-51) is ignored: the swizzle uses the address bits",
 }
 

@@ -108,7 +108,7 @@ def table(verdicts: dict[str, dict]) -> str:
                 hw = f"{v['verified']}/{v['recorded']} (differs: {', '.join(v['failed'][:3])})"
         why = isa.unsupported_reason(name)
         left = isa.unemulated_forms(name)
-        emulated = ("yes" + (f" ({left})" if left else "")) if name in emu else f"- (why: {why})" if why else "-"
+        emulated = ("yes" + (f" (except: {left})" if left else "")) if name in emu else f"- (why: {why})" if why else "-"
         if why and name not in emu:
             totals["reasoned"] += 1
         rows.append(f"| `{name}` | {kind} | {status} | {emulated} | {hw} |")

@@ -94,7 +94,7 @@ def bits_of(x: np.ndarray, at: str) -> np.ndarray:
 
 
 def wgmma_kernel(dt: str, at: str, n: int, a_regs: bool, trans: tuple[int, int], scale: tuple[int, int],
-                 scale_d: str, target: str = "sm_90a") -> str:
+                 scale_d: str, target: str = "sm_90a", after: str = "") -> str:
     """``k(a, b, c, d, desc_a, desc_b, img)``: copy the shared image ``img`` (SMEM bytes) into
     shared memory, C's fragment from ``c``, A's registers from ``a``, then one wgmma and D's
     fragment to ``d`` (thread t's element i at t * elements + i)."""
@@ -148,6 +148,7 @@ $copy:
     wgmma.mma_async.sync.aligned.m64n{n}k{k}.{dt}.{at}.{at} {{{dregs}}}, {a_op}, %rd11, {sd}, {imms};
     wgmma.commit_group.sync.aligned;
     wgmma.wait_group.sync.aligned 0;
+{after}
 {stores}
     ret;"""
     regs = f"""    .reg .pred %p<4>;
@@ -161,7 +162,7 @@ $copy:
 
 
 def run_wgmma(dt="f32", at="f16", n=8, a_regs=False, trans=(0, 0), scale=(1, 1), scale_d="0",
-              width_a=0, width_b=0, seed=0, mode="full", mats=None):
+              width_a=0, width_b=0, seed=0, mode="full", mats=None, after=""):
     """Emulate one wgmma; (D as the kernel wrote it, numpy's expected D in the same order).
     ``mats``: (A, B, C) instead of random small integers."""
     rng = np.random.default_rng(seed)
@@ -196,12 +197,13 @@ def run_wgmma(dt="f32", at="f16", n=8, a_regs=False, trans=(0, 0), scale=(1, 1),
     sa, sb = scale
     want = (sa * A) @ (sb * B) + (C if scale_d in ("1", "reg") else 0)
     wfrag = np.array([[want[d_coords(t, i)] for i in range(ne)] for t in range(128)], np.float32)
-    ptx = wgmma_kernel(dt, at, n, a_regs, trans, scale, scale_d)
+    ptx = wgmma_kernel(dt, at, n, a_regs, trans, scale, scale_d, after=after)
     d = np.zeros(128 * ne // per, np.uint32)
     res = emulate(ptx, ["a", "b", "c", "d", desc_a, desc_b, "img"],
                   {"a": a_words.reshape(-1), "b": np.zeros(1, np.uint32), "c": cbuf.reshape(-1).copy(), "d": d,
                    "img": img.view(np.uint32).copy()},
                   block=128, kernel="k", mode=mode)
+    run_wgmma.last = res
     got = res.buffers["d"]
     got = got.view(np.float16).astype(np.float32) if dt == "f16" else got.view(np.float32)
     return got.reshape(128, ne), wfrag, ptx
@@ -318,3 +320,22 @@ def test_wgmma_gemm_program_under_hypa_run(tmp_path):
     gpu = gpu_recorded_run("wgmma_gemm")
     if gpu is not None:
         assert (gpu["rc"], gpu["stdout"]) == (0, r.stdout)
+
+
+def test_slice_mode_branch_on_wgmma_result_pulls_in_the_shared_stores():
+    """A branch on D makes the wgmma a slice member; its shared-memory operands must then be
+    written in slice mode too (isa.MEMORY_FACTS: wgmma reads shared memory), so the branch goes
+    the same way as in full mode, in the threads whose D[0] is positive and the others."""
+    after = """    setp.gt.f32 %p3, %f100, 0f00000000;
+    @%p3 bra $pos;
+    add.s32 %r2, %r2, 1;
+$pos:"""
+    counts = {}
+    for mode in ("slice", "full"):  # slice first: shared memory holds nothing of this launch's data yet
+        _got, want, _ = run_wgmma(n=16, width_a=128, width_b=32, seed=21, mode=mode, after=after)
+        counts[mode] = run_wgmma.last.metrics.thread_opcodes["add.s32"]
+    positive = int((want[:, 0] > 0).sum())
+    assert 0 < positive < 128
+    # the copy loop's add.s32 runs SMEM / 4 / 128 times per thread; the branch skips one more
+    loop = SMEM // 4 // 128 * 128
+    assert counts == {"full": loop + 128 - positive, "slice": loop + 128 - positive}
