@@ -290,7 +290,7 @@ class HostRuntime(TextureRuntime):
             return False
         usable = [p for p in ptx if p[0] <= self.opts.sm] or ptx
         # nvcc -arch=sm_90a embeds compute_90 and compute_90a PTX: the GPU runs the arch-specific one
-        m.arch, m.ptx = max(usable, key=lambda p: (p[0], re.search(r"^\s*\.target\s+sm_\d+a\b", p[1], re.M) is not None))
+        m.arch, m.ptx = max(usable, key=lambda p: (p[0], re.search(r"^\s*\.target\s+sm_\d+a\b", p[1], re.MULTILINE) is not None))
         m.source = Source(self.opts.program, m.ptx, "elf", f"sm_{m.arch} PTX" + (f" {m.index + 1}" if m.index else ""),
                           f"sm_{m.arch}")
         try:

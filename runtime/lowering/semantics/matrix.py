@@ -563,10 +563,6 @@ def _wmma_result(e, v: ir.Value, dt: str, satfinite: bool) -> ir.Value:
 # the product is complete at issue (wgmma.fence, commit_group and wait_group only order).
 # ---------------------------------------------------------------------------
 
-#: the descriptor's swizzle field (bits 62-63) -> the swizzle width in bytes (0: none)
-_WGMMA_SWIZZLE_BYTES = {0: 0, 1: 128, 2: 64, 3: 32}
-
-
 def _wgmma_dc(l: int, i: int) -> tuple[int, int]:
     """(row, column) within the warp's 16 rows of element i of lane l's D fragment."""
     return _g(l) + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * _t(l) + (i & 1)
@@ -595,7 +591,7 @@ def _wgmma_desc_offsets(e, desc: ir.Value, mn: ir.Value, kk: ir.Value, esz: int,
     MN-major; no swizzle, or a swizzle atom of 8 rows of 32/64/128 bytes whose 16-byte
     chunks are exchanged by address bits 7.. (byte offset bits [4, 4+b) ^= bits [7, 7+b))."""
     b = e.b
-    c = lambda v: ir.Constant(i64, v)  # noqa: E731
+    c = lambda v: ir.Constant(i64, v)
     start = b.shl(b.and_(desc, c(0x3FFF)), c(4))
     lbo = b.shl(b.and_(b.lshr(desc, c(16)), c(0x3FFF)), c(4))
     sbo = b.shl(b.and_(b.lshr(desc, c(32)), c(0x3FFF)), c(4))
@@ -604,7 +600,7 @@ def _wgmma_desc_offsets(e, desc: ir.Value, mn: ir.Value, kk: ir.Value, esz: int,
     width = b.select(b.icmp_unsigned("==", mode, c(0)), c(0), b.lshr(c(256), mode))
     splat = e.wf.splat_value
     t = 16 // esz  # elements per 16 bytes
-    v = lambda x: e.splat(x, i64)  # noqa: E731
+    v = lambda x: e.splat(x, i64)
     if k_major:
         plain = b.add(b.add(b.mul(b.urem(mn, v(8)), v(16)), b.mul(b.udiv(mn, v(8)), splat(sbo))),
                       b.add(b.mul(b.urem(kk, v(t)), v(esz)), b.mul(b.udiv(kk, v(t)), splat(lbo))))
@@ -717,7 +713,7 @@ def wgmma_mma_async(e, check_only: bool = False) -> None:
         _wgmma_load_desc(e, desc_a, abuf, row0, 16, k, at, not trans_a, neg_a, load_mask, False)
     _wgmma_load_desc(e, desc_b, bbuf, ir.Constant(i64, 0), n, k, at, not trans_b, neg_b, load_mask, True)
     # C: the registers of D before the instruction
-    olds = [b.bitcast(wf.read(v), vec(i32)) if wf.read(v).type != vec(i32) else wf.read(v) for v in e.inout_uses]
+    olds = [e.fit(wf.read(v), 32, False) for v in e.inout_uses]
     for j, reg in enumerate(olds):
         for p in range(per):
             i = j * per + p
