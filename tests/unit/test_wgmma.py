@@ -363,3 +363,21 @@ def test_tritons_matmul_computes_a_times_b():
             got = res.buffers["c"].reshape(M, N).astype(np.float32)
             np.testing.assert_array_equal(got, a.astype(np.float32) @ b.astype(np.float32))
     assert counts["full"] == counts["slice"]
+
+
+
+def test_a_binary_for_sm_90a_gives_its_sm_90a_ptx(tmp_path):
+    """nvcc -arch=sm_90a embeds the kernels as compute_90 PTX (first, without the wgmma that
+    __CUDA_ARCH_FEAT_SM90_ALL guards) and compute_90a PTX; the GPU runs the sm_90a code, so
+    hypa profile (cuobjdump or its own fatbin reader) and hypa run take that one."""
+    from hypa.runtime.inputs import InputOptions, arch_specific, load_sources
+
+    assert (arch_specific(".target sm_90\n"), arch_specific(".version 8.0\n.target sm_90a\n")) == (False, True)
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    exe = tmp_path / "wgmma_gemm"
+    p = nvcc(ISA_PROGRAMS / "wgmma_gemm.cu", exe, arch="sm_90a")
+    assert p.returncode == 0, p.stderr
+    for cuobjdump in (None, False):
+        (src,) = load_sources(str(exe), InputOptions(cuobjdump=cuobjdump))
+        assert arch_specific(src.ptx) and src.ptx.count("wgmma.mma_async.sync") == 4
