@@ -272,7 +272,7 @@ class HostRuntime(TextureRuntime):
         from hypa.ptxdialect.diagnostics import PTXError
         from hypa.runtime.emulator import Emulator
         from hypa.runtime.flat_memory import HostBinding
-        from hypa.runtime.inputs import ENTRY_ELF, ENTRY_PTX, InputError, Source, read_fatbins
+        from hypa.runtime.inputs import ENTRY_ELF, ENTRY_PTX, InputError, Source, arch_specific, read_fatbins
 
         try:
             entries = read_fatbins(m.blob, f"{self.opts.program} (fatbin {m.index})")
@@ -288,7 +288,7 @@ class HostRuntime(TextureRuntime):
                        f"`-arch=sm_{a}` (which embeds both) or `-gencode arch=compute_{a},code=compute_{a}`")
             return False
         usable = [p for p in ptx if p[0] <= self.opts.sm] or ptx
-        m.arch, m.ptx = max(usable, key=lambda p: p[0])
+        m.arch, m.ptx = max(usable, key=lambda p: (p[0], arch_specific(p[1])))
         m.source = Source(self.opts.program, m.ptx, "elf", f"sm_{m.arch} PTX" + (f" {m.index + 1}" if m.index else ""),
                           f"sm_{m.arch}")
         try:

@@ -72,7 +72,7 @@ def _spaces(op: InstructionOp) -> set[str]:
     if name == "cp.async":
         return {"shared"}  # the destination; the source is global and read-only here
     sp = isa.state_space(op.spec, op.modifiers) if op.spec.kind in ("mem", "atomic") else None
-    if name.startswith("mbarrier") or name in ("ldmatrix", "stmatrix"):
+    if name.startswith("mbarrier") or name in ("ldmatrix", "stmatrix", "wgmma.mma_async"):
         sp = sp if sp not in (None, "generic") else "shared"
     if sp is None or sp == "generic":
         return {"global", "shared", "local", "generic"}
@@ -426,7 +426,7 @@ def _call_arg_symbols(call: InstructionOp) -> set[str]:
 def is_tracked_memory(op: InstructionOp) -> bool:
     """Global, shared or generic loads, stores and atomics: what memory metrics count."""
     r, w = memory_effect(op)
-    if not (r or w) or op.spec.name.startswith(("mbarrier", "tcgen05", "cp.async.bulk", "cp.reduce")):
+    if not (r or w) or op.spec.name.startswith(("mbarrier", "tcgen05", "cp.async.bulk", "cp.reduce", "wgmma")):
         return False
     sp = isa.state_space(op.spec, op.modifiers)
     return sp in ("global", "shared", "generic") or op.spec.name == "cp.async"
@@ -436,7 +436,7 @@ def address_values(op: InstructionOp) -> list[SSAValue] | None:
     """The values that give the addresses of a memory instruction and the lanes that access
     them: the registers inside each ``[...]`` operand, the guard, and ``cp.async``'s
     source size (which bytes it reads); None where it has no memory operand."""
-    addrs = [k for k, a in enumerate(op.operands_ast) if a[0] in ("addr", "brk")]
+    addrs = [k for k, a in enumerate(op.operands_ast) if a[0] in ("addr", "brk")] or descriptor_operands(op)
     if not addrs:
         return None
     vals: list[SSAValue] = []
@@ -458,11 +458,19 @@ def address_values(op: InstructionOp) -> list[SSAValue] | None:
 #: lowering checks the bytes each one would touch, as the instruction itself does)
 CHECKED_ACCESSES = frozenset({"ld", "ldu", "st", "atom", "red", "cp.async", "cp.async.bulk", "cp.reduce.async.bulk",
                               "st.async", "red.async", "st.bulk", "ldmatrix", "stmatrix", "suld", "sust", "sured",
-                              "wmma.load", "wmma.store"})
+                              "wmma.load", "wmma.store", "wgmma.mma_async"})
 
 
 def is_checked_access(op: InstructionOp) -> bool:
-    return op.spec.name in CHECKED_ACCESSES and address_operand_index(op) is not None
+    return op.spec.name in CHECKED_ACCESSES and (address_operand_index(op) is not None or bool(descriptor_operands(op)))
+
+
+def descriptor_operands(op: InstructionOp) -> list[int]:
+    """Positions of ``wgmma.mma_async``'s shared-memory matrix descriptors (64-bit registers
+    that hold the address of A or B): B's, and A's unless A is in registers ``{..}``."""
+    if op.spec.name != "wgmma.mma_async" or len(op.operands_ast) < 3:
+        return []
+    return [2] if op.operands_ast[1][0] == "vec" else [1, 2]
 
 
 def address_support(module: ModuleOp, fs: FunctionSlice, alias: str = "param",

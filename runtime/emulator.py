@@ -740,7 +740,7 @@ class Emulator:
                 words = words[1:]  # the guard
             opcode = (words[0] if words else "").split(".")
             shared_op = any(m.startswith("shared") for m in opcode) and opcode[0] in (
-                "ld", "st", "atom", "red", "ldmatrix", "stmatrix", "mbarrier", "cp")
+                "ld", "st", "atom", "red", "ldmatrix", "stmatrix", "mbarrier", "cp") or opcode[0] == "wgmma"
             if shared_op and addr < (1 << 32):
                 # a .shared access carries the offset itself, not a generic address
                 size = int(ctx[abi.CTX_SHARED_SIZE])

@@ -267,10 +267,17 @@ def _no_ptx_message(path: str, data: bytes, kind: str, sass: list[int]) -> str:
     return f"{path}: no PTX found"
 
 
+def arch_specific(ptx: str) -> bool:
+    """Whether the PTX targets an architecture-specific variant (``.target sm_90a``): ``nvcc
+    -arch=sm_90a`` embeds compute_90 and compute_90a PTX of the same kernels, and the GPU runs
+    the sm_90a one (the compute_90 one may lack its wgmma, under ``__CUDA_ARCH_FEAT_SM90_ALL``)."""
+    return re.search(r"^\s*\.target\s+sm_\d+a\b", ptx, re.MULTILINE) is not None
+
+
 def _choose(ptxs: list[tuple[int, str]], want: str | None, path: str) -> list[tuple[int, str]]:
     """One PTX per kernel set: the requested architecture, else the newest that
     defines each kernel (a binary built for several architectures embeds the same
-    kernels once per architecture)."""
+    kernels once per architecture; of one architecture, the arch-specific sm_90a first)."""
     if want is not None:
         n = _arch_number(want)
         hit = [(a, t) for a, t in ptxs if a == n]
@@ -280,7 +287,7 @@ def _choose(ptxs: list[tuple[int, str]], want: str | None, path: str) -> list[tu
         return hit
     covered: set[str] = set()
     keep: list[int] = []
-    for i in sorted(range(len(ptxs)), key=lambda i: -ptxs[i][0]):
+    for i in sorted(range(len(ptxs)), key=lambda i: (-ptxs[i][0], not arch_specific(ptxs[i][1]))):
         names = set(re.findall(r"\.entry\s+([\w$.]+)", ptxs[i][1]))
         if names and names <= covered:
             continue

@@ -107,7 +107,8 @@ def table(verdicts: dict[str, dict]) -> str:
             else:
                 hw = f"{v['verified']}/{v['recorded']} (differs: {', '.join(v['failed'][:3])})"
         why = isa.unsupported_reason(name)
-        emulated = "yes" if name in emu else f"- (why: {why})" if why else "-"
+        left = isa.unemulated_forms(name)
+        emulated = ("yes" + (f" (except: {left})" if left else "")) if name in emu else f"- (why: {why})" if why else "-"
         if why and name not in emu:
             totals["reasoned"] += 1
         rows.append(f"| `{name}` | {kind} | {status} | {emulated} | {hw} |")

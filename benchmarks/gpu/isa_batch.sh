@@ -1,6 +1,7 @@
 #!/bin/bash
 # Issue 16's GPU checks in one device call (device tool, carry [".whl"], timeout 600):
-#   1. tests/cuda_programs/isa/*.cu natively (isa_programs_native.sh) -> $OUT/isa_native.json
+#   1. tests/cuda_programs/isa/*.cu natively (isa_programs_native.sh; wgmma_gemm.cu for sm_90a)
+#      -> $OUT/isa_native.json
 #      (keep as tests/ground_truth/hypa_run/isa_native.json);
 #   2. the video-instruction probes -> $OUT/video/probes.{json,npz}
 #      (keep under tests/ground_truth/h100/video/);

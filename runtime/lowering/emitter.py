@@ -75,6 +75,8 @@ class Emitter:
         ui = 1 if op.guard_pred is not None else 0
         di = 0
         self.slot_of: list[list[tuple[str, SSAValue, Operand]]] = []
+        #: an ``inout`` entry's first operand: the values its registers hold before it runs
+        self.inout_uses: list[SSAValue] = []
         for k, a in enumerate(self.args):
             items: list[tuple[str, SSAValue, Operand]] = []
             for node in leaves(a, _REGISTER_NODES):
@@ -82,6 +84,7 @@ class Emitter:
                     items.append(("def", res[di], node))
                     di += 1
                     if self.spec.inout:
+                        self.inout_uses.append(ops[ui])
                         ui += 1
                 else:
                     items.append(("use", ops[ui], node))

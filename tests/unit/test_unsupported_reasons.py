@@ -56,7 +56,6 @@ STATEMENTS = {
     "clusterlaunchcontrol.try_cancel": "clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 [%r2], [%r3];",
     "clusterlaunchcontrol.query_cancel": "clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 %p1, %q1;",
     "mbarrier.check_layout": "mbarrier.check_layout.layout::v1.shared::cta.b64 %p2, [%r1];",
-    "wgmma.mma_async": "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd1, %rd2, 1, 1, 1, 0, 0;",
 }
 
 _REGS = """\

@@ -21,10 +21,12 @@ import re
 
 from llvmlite import ir
 
+from hypa.ptxdialect import isa
 from hypa.ptxdialect.operands import parse_int_immediate
 
 from .. import initcheck
 from .. import softfloat as sf
+from ..irbuild import lowest_lane
 from ..rules import rule
 from ..types import LANES, MASK, VPTR, i32, i64, vec
 
@@ -551,3 +553,204 @@ def _wmma_result(e, v: ir.Value, dt: str, satfinite: bool) -> ir.Value:
     if dt == ".f16":
         return sf.f32_to_f16_bits(e, v, "rn")
     return b.bitcast(v, vec(i32))
+
+
+# ---------------------------------------------------------------------------
+# wgmma.mma_async: a warpgroup (4 consecutive warps of a CTA) multiplies a 64xK A by a KxN B.
+# Warp w of the warpgroup (its warp index in the CTA mod 4) holds rows 16w..16w+15 of D and,
+# from registers, of A; B is read from shared memory through its descriptor.  So each warp
+# computes its own 16 rows when it issues the instruction, with no wait for the other three:
+# the product is complete at issue (wgmma.fence, commit_group and wait_group only order).
+# ---------------------------------------------------------------------------
+
+def _wgmma_dc(l: int, i: int) -> tuple[int, int]:
+    """(row, column) within the warp's 16 rows of element i of lane l's D fragment."""
+    return _g(l) + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * _t(l) + (i & 1)
+
+
+#: atype -> (row, column) in the warp's 16 rows of element i of lane l's A fragment
+_WGMMA_A_REGS = {
+    ".f16": lambda l, i: (_g(l) + 8 * ((i >> 1) & 1), 2 * _t(l) + (i & 1) + 8 * (i >> 2)),
+    ".bf16": lambda l, i: (_g(l) + 8 * ((i >> 1) & 1), 2 * _t(l) + (i & 1) + 8 * (i >> 2)),
+    ".tf32": lambda l, i: (_g(l) + 8 * (i & 1), _t(l) + 4 * (i >> 1)),
+}
+
+
+def _wgmma_imm(e, k: int, allowed: tuple[int, ...], what: str) -> int:
+    node = e.operand_node(k)
+    v = parse_int_immediate(node[1]) if node[0] == "imm" else None
+    if v not in allowed:
+        raise e.fail(f"{what} (operand {k + 1}) must be an immediate {' or '.join(map(str, allowed))}")
+    return v
+
+
+def _wgmma_desc_offsets(e, desc: ir.Value, mn: ir.Value, kk: ir.Value, esz: int, k_major: bool) -> ir.Value:
+    """Shared-memory addresses (i64 lanes) of elements (mn, kk) of the matrix that the scalar
+    64-bit descriptor ``desc`` describes, in the canonical layouts of the PTX ISA ("Shared
+    Memory Matrix Layout"): core matrices of 8 rows of 16 bytes; K-major (``k_major``) or
+    MN-major; no swizzle, or a swizzle atom of 8 rows of 32/64/128 bytes whose 16-byte
+    chunks are exchanged by address bits 7.. (byte offset bits [4, 4+b) ^= bits [7, 7+b))."""
+    b = e.b
+    c = lambda v: ir.Constant(i64, v)
+    start = b.shl(b.and_(desc, c(0x3FFF)), c(4))
+    lbo = b.shl(b.and_(b.lshr(desc, c(16)), c(0x3FFF)), c(4))
+    sbo = b.shl(b.and_(b.lshr(desc, c(32)), c(0x3FFF)), c(4))
+    mode = b.lshr(desc, c(62))
+    # width: 0 (no swizzle) or 32/64/128 for modes 3/2/1: 256 >> mode, 0 for mode 0
+    width = b.select(b.icmp_unsigned("==", mode, c(0)), c(0), b.lshr(c(256), mode))
+    splat = e.wf.splat_value
+    t = 16 // esz  # elements per 16 bytes
+    v = lambda x: e.splat(x, i64)
+    if k_major:
+        plain = b.add(b.add(b.mul(b.urem(mn, v(8)), v(16)), b.mul(b.udiv(mn, v(8)), splat(sbo))),
+                      b.add(b.mul(b.urem(kk, v(t)), v(esz)), b.mul(b.udiv(kk, v(t)), splat(lbo))))
+        w = splat(b.select(b.icmp_unsigned("==", width, c(0)), c(16), width))
+        swz = b.add(b.add(b.mul(b.urem(mn, v(8)), w), b.mul(b.udiv(mn, v(8)), splat(sbo))), b.mul(kk, v(esz)))
+    else:
+        plain = b.add(b.add(b.mul(b.urem(mn, v(t)), v(esz)), b.mul(b.udiv(mn, v(t)), splat(sbo))),
+                      b.add(b.mul(b.urem(kk, v(8)), v(16)), b.mul(b.udiv(kk, v(8)), splat(lbo))))
+        wb = b.select(b.icmp_unsigned("==", width, c(0)), c(16), width)
+        per_row = splat(b.udiv(wb, c(esz)))  # elements in a swizzle row
+        swz = b.add(b.add(b.mul(b.urem(mn, per_row), v(esz)), b.mul(b.udiv(mn, per_row), splat(lbo))),
+                    b.add(b.mul(b.urem(kk, v(8)), splat(wb)), b.mul(b.udiv(kk, v(8)), splat(sbo))))
+    swizzled = b.icmp_unsigned("!=", width, c(0))
+    addr = b.add(splat(start), b.select(splat(swizzled), swz, plain))
+    # bits [7, 7+b) onto [4, 4+b), b = log2(width / 16): the mask is width / 16 - 1 (0 unswizzled)
+    chunks = b.select(swizzled, b.sub(b.udiv(width, c(16)), c(1)), c(0))
+    return b.xor(addr, b.shl(b.and_(b.lshr(addr, v(7)), splat(chunks)), v(4)))
+
+
+def _wgmma_load_desc(e, desc: ir.Value, buf: ir.Value | None, row0: ir.Value, rows: int, kdim: int, at: str,
+                     k_major: bool, neg: bool, load_mask: ir.Value, k_by_rows: bool) -> None:
+    """Read rows ``row0``..``row0 + rows`` (MN indices; ``row0`` an i64 value) x ``kdim``
+    elements of a descriptor's matrix into the f32 array ``buf``: element (row0 + r, kk) at
+    ``r * kdim + kk``, or at ``kk * rows + r`` with ``k_by_rows`` (B as K x N).  32 elements a
+    trip; each element's address is bounds-checked against the CTA's shared memory.  ``buf``
+    None: checked only (slice mode)."""
+    b = e.b
+    esz = 4 if at == ".tf32" else 2
+    chunk, close = _scalar_loop(b, rows * kdim // LANES, "wgmma_ld")
+    lane = ir.Constant(vec(i64), list(range(LANES)))
+    idx = b.add(e.wf.splat_value(b.mul(chunk, ir.Constant(i64, LANES))), lane)
+    r = b.udiv(idx, e.splat(kdim, i64))
+    kk = b.urem(idx, e.splat(kdim, i64))
+    addr = _wgmma_desc_offsets(e, desc, b.add(r, e.wf.splat_value(row0)), kk, esz, k_major)
+    intent = initcheck.UNTRACKED if buf is None else initcheck.READ
+    ptrs = e.host_pointers("shared", addr, esz, load_mask, "reg", intent)
+    if buf is not None:
+        raw = _masked_gather(e, ptrs, esz * 8, load_mask)
+        if at == ".tf32":  # the low 13 bits of a tf32 operand are ignored
+            val = b.bitcast(b.and_(raw, e.splat(0xFFFFE000, i32)), vec(ir.FloatType()))
+        else:
+            val = sf.f16_to_f32(e, raw) if at == ".f16" else sf.bf16_to_f32(e, raw)
+        if neg:
+            val = b.fneg(val)
+        pos = b.add(b.mul(kk, e.splat(rows, i64)), r) if k_by_rows else idx
+        b.call(e.wf.scatter_function(vec(ir.FloatType())), [val, e.wf.vector_pointers(buf, pos, 4), load_mask])
+    close()
+
+
+@rule("wgmma.mma_async")
+def wgmma_mma_async(e, check_only: bool = False) -> None:
+    """``wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype d, a, b-desc, scale-d,
+    imm-scale-a, imm-scale-b[, imm-trans-a][, imm-trans-b]`` for f16/bf16 (K 16; f16 or f32
+    D) and tf32 (K 8; f32 D), A from registers or a descriptor.  D = A * B (+ D when scale-d),
+    one rounding per multiply-add in k order, in f32.  ``check_only``: the descriptors'
+    elements are bounds-checked, nothing is read or written (slice mode)."""
+    b = e.b
+    if ".sp" in e.mods:
+        raise e.fail("sparse wgmma (.sp) is not emulated")
+    types = e.types
+    if len(types) != 3:
+        raise e.fail("expects .dtype.atype.btype")
+    dt, at, bt = types
+    if at not in _WGMMA_A_REGS or at != bt or dt not in (".f32", ".f16") or (dt == ".f16" and at != ".f16"):
+        raise e.fail(f"{''.join(types)} is not emulated (.f32/.f16 .f16.f16, .f32.bf16.bf16, .f32.tf32.tf32 are;"
+                     " " + isa.unemulated_forms("wgmma.mma_async") + ")")
+    m, n, k = _wmma_shape(e)
+    esz = 4 if at == ".tf32" else 2
+    if m != 64 or k != 32 // esz or n % 8 or not 8 <= n <= 256:
+        raise e.fail(f"shape m{m}n{n}k{k} does not fit {at} (m64nNk{32 // esz}, N a multiple of 8 up to 256)")
+    a_regs = e.operand_node(1)[0] == "vec"
+    nops = 6 if at == ".tf32" else (7 if a_regs else 8)
+    if len(e.args) != nops:
+        raise e.fail(f"expects {nops} operands with {at} and A from {'registers' if a_regs else 'a descriptor'}")
+    neg_a = _wgmma_imm(e, 4, (1, -1), "imm-scale-a") == -1
+    neg_b = _wgmma_imm(e, 5, (1, -1), "imm-scale-b") == -1
+    trans_a = not a_regs and at != ".tf32" and _wgmma_imm(e, 6, (0, 1), "imm-trans-a") == 1
+    trans_b = at != ".tf32" and _wgmma_imm(e, nops - 1, (0, 1), "imm-trans-b") == 1
+    per = 2 if dt == ".f16" else 1
+    if len(e.elements(0)) != n // 2 // per:
+        raise e.fail(f"D of m64n{n} {dt} is {n // 2 // per} registers, not {len(e.elements(0))}")
+    if a_regs and len(e.elements(1)) != 4:
+        raise e.fail(f"A from registers is 4 registers, not {len(e.elements(1))}")
+    wf = e.wf
+    bits = wf.mask_to_i32(e.exec_mask)
+    lane0 = b.and_(lowest_lane(b, wf.module, bits), ir.Constant(i32, LANES - 1))
+    # the executing lanes' operands are the warpgroup's (uniform): the lowest lane's are read
+    load_mask = wf.splat_value(b.icmp_unsigned("!=", bits, ir.Constant(i32, 0)))
+    desc_b = b.extract_element(e.src(2, 64), lane0)
+    desc_a = None if a_regs else b.extract_element(e.src(1, 64), lane0)
+    row0 = b.zext(b.mul(b.and_(wf.warp, ir.Constant(i32, 3)), ir.Constant(i32, 16)), i64)  # the warp's rows
+    if check_only:
+        if desc_a is not None:
+            _wgmma_load_desc(e, desc_a, None, row0, 16, k, at, not trans_a, False, load_mask, False)
+        _wgmma_load_desc(e, desc_b, None, ir.Constant(i64, 0), n, k, at, not trans_b, False, load_mask, True)
+        return
+    f32 = ir.FloatType()
+    vt = vec(f32)
+    all_lanes = ir.Constant(MASK, 1)
+    scatter = wf.scatter_function(vt)
+    abuf = e.entry_alloca(ir.ArrayType(f32, 16 * k))  # the warp's 16 rows of A, row-major
+    bbuf = e.entry_alloca(ir.ArrayType(f32, k * n))   # B, K x N row-major
+    dbuf = e.entry_alloca(ir.ArrayType(f32, 16 * n))  # the warp's 16 rows of C, then D
+    if a_regs:
+        vals, _f = _frag_values(e, 1, at, f32)
+        for i, val in enumerate(vals):
+            idx = ir.Constant(vec(i64), [r * k + c for r, c in (_WGMMA_A_REGS[at](l, i) for l in range(LANES))])
+            b.call(scatter, [b.fneg(val) if neg_a else val, wf.vector_pointers(abuf, idx, 4), all_lanes])
+    else:
+        _wgmma_load_desc(e, desc_a, abuf, row0, 16, k, at, not trans_a, neg_a, load_mask, False)
+    _wgmma_load_desc(e, desc_b, bbuf, ir.Constant(i64, 0), n, k, at, not trans_b, neg_b, load_mask, True)
+    # C: the registers of D before the instruction
+    olds = [e.fit(wf.read(v), 32, False) for v in e.inout_uses]
+    for j, reg in enumerate(olds):
+        for p in range(per):
+            i = j * per + p
+            if dt == ".f16":
+                h = b.trunc(b.lshr(reg, e.splat(16 * p, i32)) if p else reg, vec(ir.IntType(16)))
+                val = sf.f16_to_f32(e, h)
+            else:
+                val = b.bitcast(reg, vt)
+            idx = ir.Constant(vec(i64), [r * n + c for r, c in (_wgmma_dc(l, i) for l in range(LANES))])
+            b.call(scatter, [val, wf.vector_pointers(dbuf, idx, 4), all_lanes])
+    scale_d = b.extract_element(e.src_pred(3), lane0)
+    # D = A * B (+ C), one rounding per multiply-add in k order
+    cell, close_cell = _scalar_loop(b, 16 * n, "wgmma_cell")
+    row = b.udiv(cell, ir.Constant(i64, n))
+    col = b.urem(cell, ir.Constant(i64, n))
+    dptr = b.gep(dbuf, [ir.Constant(i64, 0), cell])
+    b.store(b.select(scale_d, b.load(dptr, typ=f32), ir.Constant(f32, 0.0)), dptr)
+    kk, close_k = _scalar_loop(b, k, "wgmma_k")
+    x = b.load(b.gep(abuf, [ir.Constant(i64, 0), b.add(b.mul(row, ir.Constant(i64, k)), kk)]), typ=f32)
+    y = b.load(b.gep(bbuf, [ir.Constant(i64, 0), b.add(b.mul(kk, ir.Constant(i64, n)), col)]), typ=f32)
+    fma = wf.intrinsic("llvm.fma.f32", f32, [f32, f32, f32])
+    b.store(b.call(fma, [x, y, b.load(dptr, typ=f32)]), dptr)
+    close_k()
+    close_cell()
+    gather = wf.gather_function(vt)
+    regs = []
+    for j in range(len(olds)):
+        reg = None
+        for p in range(per):
+            i = j * per + p
+            idx = ir.Constant(vec(i64), [r * n + c for r, c in (_wgmma_dc(l, i) for l in range(LANES))])
+            v = b.call(gather, [wf.vector_pointers(dbuf, idx, 4), all_lanes, ir.Constant(vt, None)])
+            v = _wmma_result(e, v, dt, False)
+            if per == 2:
+                v = b.zext(v, vec(i32))
+                v = b.shl(v, e.splat(16, i32)) if p else v
+            reg = v if reg is None else b.or_(reg, v)
+        regs.append(reg)
+    e.dst_elements(0, regs)
+

@@ -18,7 +18,7 @@ from ..rules import rule
 from ..softfloat import half_add
 from ..types import FLOAT_KIND, LANES, i32, i64, is_signed, ivec, type_bits, vec
 from .bulk_copy import CHECKS
-from .matrix import ldmatrix, stmatrix, wmma_load, wmma_store
+from .matrix import ldmatrix, stmatrix, wgmma_mma_async, wmma_load, wmma_store
 from .texture import check_surface
 
 
@@ -290,6 +290,9 @@ def check_access(e) -> None:
         return
     if name in ("suld", "sust", "sured"):
         check_surface(e)
+        return
+    if name == "wgmma.mma_async":
+        wgmma_mma_async(e, check_only=True)
         return
     _t, bits, kind, addr, space = _memory_operand(e, _CHECKED_OPERAND[name])
     intent = _CHECKED_INTENT[name]
