@@ -47,6 +47,8 @@ CASES = [
     ("vadd.s32.s32.u32.max {d}, {a}, {b}, {c}", 0x7FFFFFFF, 1, 0xF, 0xF),  # max(-2**31, 15)
     ("vadd.u32.u32.s32.sat.max {d}, {a}.b2, {b}, {c}", 0xFFFFFFFE, 0x7FFFFFFF, 0x9ABCDEF0, 0x800000FE),
     ("vshl.u32.s32.u32.wrap.max {d}, {a}.h1, {b}.b0, {c}", 0x80000000, 0x1F, 5, 0),  # -2**46 as unsigned
+    # the shift's 64 bits wrap as ptxas's SASS computes them: 0x8306bdf3 << 32 is negative
+    ("vshl.s32.u32.u32.clamp.min {d}, {a}, {b}.b0, {c}", 0x8306BDF3, 0x80, 0xFFFFFFFF, 0),
     ("vadd.u32.u32.u32 {d}, {a}, {b}, {c}", 1, 2, 100, 3),  # four operands, no secondary op: c unused
     ("vadd.s32.s32.s32 {d}, {a}, -3", 1, 0, 0, 0xFFFFFFFE),  # an immediate
     # merge into c at the destination selector (saturating to the byte/half-word)
