@@ -493,7 +493,7 @@ class TextureTable:
             w = np.zeros_like(frac[0])
             for axes in range(1 << n):
                 if axes & corner == corner:
-                    extra = bin(axes & ~corner).count("1")
+                    extra = (axes & ~corner).bit_count()
                     w = w - upper[axes] if extra & 1 else w + upper[axes]
             weights.append(w)
         return weights
