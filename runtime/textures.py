@@ -11,8 +11,9 @@ Generated code hands each texture instruction of a warp to ``TextureTable.callba
 rules here follow the CUDA programming guide's texture fetching appendix: address modes clamp,
 wrap, mirror and border (wrap and mirror need normalized coordinates, else they clamp), point
 filtering ``T[floor(x)]`` and linear filtering with weights ``frac(x - 0.5)`` in 9-bit fixed
-point (8 fractional bits; a corner's weight is the product of its axes' weights rounded to 8
-bits after each product, as the H100 does), integer formats read as integers or as normalized floats.  Reads
+point (8 fractional bits; the corners' weights as the H100 forms them: ``_corner_weights``;
+normalized 8-bit data filtered in fixed point), integer formats read as integers or as
+normalized floats, cube faces chosen as the H100 breaks ties.  Reads
 clamp to the texels, so they never leave their memory; surface accesses out of range follow
 the instruction's ``.trap`` (an error), ``.clamp`` or ``.zero``.  Emulating in Python keeps
 the sampler in one place for every program; texture instructions are a small part of the
@@ -375,8 +376,8 @@ class TextureTable:
 
     def _cube(self, ctx: int, d: TextureDesc, ins: _Instr, vals: np.ndarray, layered: bool, ctype: str
               ) -> list[np.ndarray]:
-        """A cube-map fetch: the face of the direction's largest component and the (s, t) of the
-        CUDA programming guide's cubemap table, then a 2D fetch of that face with normalized
+        """A cube-map fetch: the face of the direction's largest component (ties: z, then y, then
+        x) and the (s, t) of the CUDA programming guide's cubemap table, then a 2D fetch of that face with normalized
         coordinates, clamped at the face's edges."""
         words = [vals[1 + k] for k in range(ins.ncoord)]
         cube = np.zeros(len(words[0]), np.int64)
@@ -385,10 +386,12 @@ class TextureTable:
             words = words[1:]
         x, y, z = (w.astype(np.uint32).view(np.float32) for w in words[:3])
         ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
-        xmaj = (ax >= ay) & (ax >= az)
-        ymaj = ~xmaj & (ay >= az)
-        face = np.where(xmaj, np.where(x >= 0, 0, 1), np.where(ymaj, np.where(y >= 0, 2, 3), np.where(z >= 0, 4, 5)))
-        ma = np.where(xmaj, ax, np.where(ymaj, ay, az))
+        # ties go to z, then y (the H100: (1, 1, 1) reads face +z, (0.5, 0.5, 0.49) and
+        # (-0.7, 0.7, 0) face +y; tests/ground_truth/hypa_run/isa_native.json)
+        zmaj = (az >= ax) & (az >= ay)
+        ymaj = ~zmaj & (ay >= ax)
+        face = np.where(zmaj, np.where(z >= 0, 4, 5), np.where(ymaj, np.where(y >= 0, 2, 3), np.where(x >= 0, 0, 1)))
+        ma = np.where(zmaj, az, np.where(ymaj, ay, ax))
         sc = np.select([face == 0, face == 1, face == 2, face == 3, face == 4], [-z, z, x, x, x], -x)
         tc = np.select([face == 2, face == 3], [z, -z], -y)
         half = np.float32(0.5)
@@ -435,22 +438,28 @@ class TextureTable:
             full = np.broadcast_shapes(*(a.shape for a in idx))
             idx = [np.broadcast_to(a, full) for a in idx]
             lay = None if layer is None else layer.reshape([-1] + [1] * ndim)
-            t = self._convert(d, *self._texels(ctx, d, idx, lay))  # lanes x 2 (x 2 (x 2)) x 4
+            raw, inside = self._texels(ctx, d, idx, lay)
+            t = self._convert(d, raw, inside)  # lanes x 2 (x 2 (x 2)) x 4
             if ins.name == "tld4":
                 comp = next(((".r", ".g", ".b", ".a").index(m) for m in ins.mods if m in (".r", ".g", ".b", ".a")), 0)
                 g = t[..., comp]  # lanes x 2 (x) x 2 (y)
                 # gather order: (x0, y1), (x1, y1), (x1, y0), (x0, y0)
                 return [self._bits(g[:, a, b], as_float) for a, b in ((0, 1), (1, 1), (1, 0), (0, 0))]
-            # a corner's weight: the product of its 8-bit axis weights (of 256), rounded back
-            # to 8 bits after each product, as the H100 filters (tests/ground_truth/hypa_run/
-            # isa_native.json, texture_filtering: exact on every clamped 2D read)
+            weights = self._corner_weights(frac)
+            corners = [(slice(None),) + tuple(corner >> i & 1 for i in range(ndim)) for corner in range(1 << ndim)]
+            kind, bits = d.channel
+            if kind == "u" and bits == 8 and d.read_mode == "normalized_float":
+                # 8-bit unsigned normalized data filter in fixed point: the weighted sum of the
+                # texels (weights of 256), widened to 16 bits (x 257 / 256, rounded), read as
+                # a 16-bit normalized value (H100: every uchar4 linear read of texture_filtering)
+                texels = np.where(inside[..., None], raw.astype(np.int64), 0)
+                total = sum(w[:, None] * texels[sel] for w, sel in zip(weights, corners))
+                unorm16 = (total * 257 + 128) >> 8
+                acc = np.zeros((len(unorm16), 4), np.float32)
+                acc[:, :d.channels] = unorm16.astype(np.float32) / np.float32(65535)
+                return [self._bits(acc[:, k], True) for k in range(4)]
             acc = None
-            for corner in range(1 << ndim):
-                w = None
-                for i in range(ndim):
-                    wi = frac[i] if corner >> i & 1 else 256 - frac[i]
-                    w = wi if w is None else (w * wi + 128) >> 8
-                sel = (slice(None),) + tuple(corner >> i & 1 for i in range(ndim))
+            for w, sel in zip(weights, corners):
                 term = (w.astype(np.float32) / np.float32(256))[:, None] * t[sel]
                 acc = term if acc is None else (acc + term).astype(np.float32)
             return [self._bits(acc[:, k], True) for k in range(4)]
@@ -461,6 +470,33 @@ class TextureTable:
             idx = [self._address(d, i, c.astype(np.int64), extents[i]) for i, c in enumerate(coords)]
         t = self._convert(d, *self._texels(ctx, d, idx, layer))
         return [self._bits(t[:, k], as_float) for k in range(4)]
+
+    @staticmethod
+    def _corner_weights(frac: list[np.ndarray]) -> list[np.ndarray]:
+        """Each corner's weight (of 256; corner bit i set: the upper texel on axis i) from the
+        axes' 8-bit weights, as the H100 forms them: the product of the upper weights of a set
+        of axes is rounded to 8 bits after each multiplication, and a corner's weight follows
+        from those products by inclusion and exclusion (2D: w11 = round(fx * fy), w10 = fx -
+        w11, w01 = fy - w11, w00 = 256 - fx - fy + w11), so the weights add to 256
+        (tests/ground_truth/hypa_run/isa_native.json, texture_filtering: bit-exact on every 2D
+        float and normalized 8-bit linear read)."""
+        n = len(frac)
+        upper: dict[int, np.ndarray] = {}  # axis set (bits) -> rounded product of its weights
+        for axes in range(1 << n):
+            p = None
+            for i in range(n):
+                if axes >> i & 1:
+                    p = frac[i] if p is None else (p * frac[i] + 128) >> 8
+            upper[axes] = np.full_like(frac[0], 256) if p is None else p
+        weights = []
+        for corner in range(1 << n):
+            w = np.zeros_like(frac[0])
+            for axes in range(1 << n):
+                if axes & corner == corner:
+                    extra = (axes & ~corner).bit_count()
+                    w = w - upper[axes] if extra & 1 else w + upper[axes]
+            weights.append(w)
+        return weights
 
     @staticmethod
     def _scaled(d: TextureDesc, c: np.ndarray, n: int) -> np.ndarray:

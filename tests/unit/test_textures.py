@@ -98,9 +98,10 @@ def test_uchar4_normalized_float_and_element_reads():
     f, _w, _r = run(TEX2D, [(0.5, 0.5, 0, 0), (1.0, 0.5, 0, 0)], px, format="uchar4", width=2, height=1,
                     read_mode="normalized_float", filter_mode="linear")
     assert f[0].tolist() == [0, 1, F(0.2), F(128) / F(255)]
-    # halfway: (0 + 1) / 2, (1 + 0) / 2, (0.2 + 0.4) / 2, (128/255 + 64/255) / 2
-    assert f[1].tolist() == [0.5, 0.5, F(F(0.5) * F(0.2)) + F(F(0.5) * F(0.4)),
-                             F(F(0.5) * (F(128) / F(255))) + F(F(0.5) * (F(64) / F(255)))]
+    # halfway, in fixed point as the H100 filters 8-bit normalized data: S = 128 * (t0 + t1),
+    # widened to 16 bits (S * 257 + 128) >> 8, read as a 16-bit normalized value:
+    # 255 -> 32768, 51 + 102 -> 19661, 128 + 64 -> 24672 (of 65535)
+    assert f[1].tolist() == [F(32768) / F(65535), F(32768) / F(65535), F(19661) / F(65535), F(24672) / F(65535)]
     ptx = fetch_kernel("tex.2d.v4.u32.f32 {%r4, %r5, %r6, %r7}, [%rd5, {%f5, %f6}];", "{%r4, %r5, %r6, %r7}")
     _f, w, _r = run(ptx, [(1.5, 0.0, 0, 0)], px, format="uchar4", width=2, height=1)
     assert w[0].tolist() == [255, 0, 102, 64]
@@ -356,14 +357,6 @@ def _matches_gpu(name: str, stdout: str) -> None:
         assert stdout == rec["stdout"], f"{name}: hypa run's output differs from the GPU's"
 
 
-#: lines where hypa differs from the H100 (open: issue 16): three cube-map directions (another
-#: face or texel), 3 of the layered/3D linear reads; and linear filtering of normalized 8-bit
-#: data (KNOWN_PREFIX), whose fixed-point arithmetic is not modelled yet
-KNOWN_LINES = {"cube point 5", "cube point 8", "cube point 9", "cube linear 5", "cube linear 8", "cube linear 9",
-               "layered 2", "3d 1", "3d 5"}
-KNOWN_PREFIX = ("uchar4 wrap linear", "uchar4 clamp linear", "uchar4 mirror linear", "uchar4 border linear")
-
-
 def test_texture_filtering_program(isa_runs):
     r = isa_runs["texture_filtering"]
     assert r.returncode == 0, r.stderr[-2000:]
@@ -385,17 +378,11 @@ def test_texture_filtering_program(isa_runs):
     # layer 0 of 4x2 (i*i/2): (0.5, 0.5) -> the mean of 0.5, 2, 12.5, 18 = 8.25
     assert "layered 3: 41040000" in lines
     assert lines[-1] == "done"
-    # against the H100, bit for bit: every point-filtered, gathered, element and linear-memory
-    # read, and linear filtering of float textures (8-bit weights, a corner's weight the product
-    # of its axes' rounded to 8 bits: runtime/textures.py), except KNOWN_LINES / KNOWN_PREFIX
-    rec = gpu_recorded_run("texture_filtering")
-    if rec is not None:
-        gpu = rec["stdout"].splitlines()
-        assert len(gpu) == len(lines)
-        for g, h in zip(gpu, lines):
-            name = g.split(":")[0]
-            if name not in KNOWN_LINES and not name.startswith(KNOWN_PREFIX):
-                assert g == h, (g, h)
+    # against the H100, bit for bit, every line: linear filtering with 8-bit corner weights
+    # (the all-upper corner's the rounded product of its axes', the others by difference),
+    # normalized 8-bit data filtered in fixed point and read as 16-bit normalized, cube faces
+    # whose ties go to z, then y (runtime/textures.py)
+    _matches_gpu("texture_filtering", r.stdout)
 
 
 def test_surface_program(isa_runs):

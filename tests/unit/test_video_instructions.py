@@ -22,7 +22,8 @@ from hypa.ptxdialect.diagnostics import PTXError
 CASES = [
     # scalar: wrap, saturation to the destination type
     ("vadd.u32.u32.u32 {d}, {a}, {b}", 0xFFFFFFFF, 1, 0, 0),  # 2**32: low 32 bits
-    ("vadd.u32.u32.u32.sat {d}, {a}, {b}", 0xFFFFFFFF, 1, 0, 0xFFFFFFFF),  # clamp to U32_MAX
+    # an unsigned full-word .sat only raises negatives to 0: 2**32 keeps its low 32 bits (H100)
+    ("vadd.u32.u32.u32.sat {d}, {a}, {b}", 0xFFFFFFFF, 1, 0, 0),
     ("vadd.s32.s32.s32.sat {d}, {a}, {b}", 0x7FFFFFFF, 1, 0, 0x7FFFFFFF),  # 2**31 -> S32_MAX
     ("vadd.s32.u32.u32.sat {d}, {a}, {b}", 0xFFFFFFFF, 0xFFFFFFFF, 0, 0x7FFFFFFF),  # 0x1fffffffe -> S32_MAX
     ("vsub.u32.u32.u32.sat {d}, {a}, {b}", 1, 2, 0, 0),  # -1 -> U32_MIN
@@ -41,13 +42,23 @@ CASES = [
     ("vsub.s32.s32.s32.min {d}, {a}, {b}, {c}", 10, 3, 0xFFFFFFF0, 0xFFFFFFF0),  # min(7, -16)
     ("vsub.u32.s32.s32.min {d}, {a}, {b}, {c}", 10, 3, 0xFFFFFFF0, 7),  # min(7, 2**32-16)
     ("vabsdiff.u32.u32.u32.max {d}, {a}, {b}, {c}", 3, 10, 100, 100),  # max(7, 100)
-    ("vadd.u32.u32.u32.sat.add {d}, {a}, {b}, {c}", 0xFFFFFFFF, 1, 5, 4),  # saturated, then + 5
+    ("vadd.u32.u32.u32.sat.add {d}, {a}, {b}, {c}", 0xFFFFFFFF, 1, 5, 5),  # 2**32 -> 0 (as above), then + 5
+    # the secondary min/max: vadd/vsub compare their 32-bit result sign-extended (recorded rows)
+    ("vadd.s32.s32.u32.max {d}, {a}, {b}, {c}", 0x7FFFFFFF, 1, 0xF, 0xF),  # max(-2**31, 15)
+    ("vadd.u32.u32.s32.sat.max {d}, {a}.b2, {b}, {c}", 0xFFFFFFFE, 0x7FFFFFFF, 0x9ABCDEF0, 0x800000FE),
+    ("vshl.u32.s32.u32.wrap.max {d}, {a}.h1, {b}.b0, {c}", 0x80000000, 0x1F, 5, 0),  # -2**46 as unsigned
+    # the shift's 64 bits wrap as ptxas's SASS computes them: 0x8306bdf3 << 32 is negative
+    ("vshl.s32.u32.u32.clamp.min {d}, {a}, {b}.b0, {c}", 0x8306BDF3, 0x80, 0xFFFFFFFF, 0),
     ("vadd.u32.u32.u32 {d}, {a}, {b}, {c}", 1, 2, 100, 3),  # four operands, no secondary op: c unused
     ("vadd.s32.s32.s32 {d}, {a}, -3", 1, 0, 0, 0xFFFFFFFE),  # an immediate
     # merge into c at the destination selector (saturating to the byte/half-word)
     ("vadd.u32.u32.u32 {d}.b2, {a}, {b}, {c}", 0x12, 0x34, 0xAABBCCDD, 0xAA46CCDD),
     ("vadd.u32.u32.u32.sat {d}.b0, {a}, {b}, {c}", 200, 100, 0xAABBCCDD, 0xAABBCCFF),  # 300 -> U8_MAX
-    ("vsub.s32.s32.s32.sat {d}.h1, {a}, {b}, {c}", 0xFFFF8000, 1, 0xAABBCCDD, 0x8000CCDD),  # -32769 -> S16_MIN
+    # a signed byte/half .sat clamps the value read as unsigned: negatives give the maximum (H100)
+    ("vadd.s32.s32.s32.sat {d}.b0, {a}, {b}, {c}", 0xFFFFFFFF, 0, 0x55555555, 0x5555557F),  # -1 -> 127
+    # d.h1 gets bits 31..16 of the result: 0 after a half-word .sat, the high half after vshl's
+    ("vsub.s32.s32.s32.sat {d}.h1, {a}, {b}, {c}", 0xFFFF8000, 1, 0xAABBCCDD, 0x0000CCDD),
+    ("vshl.s32.s32.u32.clamp.sat {d}.h1, {a}.b2, {b}, {c}", 0x55555555, 15, 0x3F, 0x002A003F),  # 0x2a8000
     ("vadd.u32.u32.u32 {d}.h0, {a}, {b}, {c}", 0x0001FFFF, 1, 0xAABBCCDD, 0xAABB0000),  # 0x20000, low 16 bits
     # shifts: .clamp (at 32) and .wrap (mod 32); the .s34 intermediate
     ("vshl.u32.u32.u32.clamp {d}, {a}, {b}", 1, 40, 0, 0),  # 1 << 32
@@ -63,8 +74,12 @@ CASES = [
     ("vset.u32.u32.lt {d}, {a}, {b}", 0xFFFFFFFF, 0, 0, 0),  # 2**32-1 < 0
     ("vset.s32.s32.ne {d}.b3, {a}, {b}, {c}", 1, 2, 0xAABBCCDD, 0x01BBCCDD),
     ("vset.u32.u32.eq.add {d}, {a}, {b}, {c}", 7, 7, 41, 42),
-    ("vset.s32.s32.eq.max {d}, {a}, {b}, {c}", 1, 2, 0xFFFFFFFF, 0xFFFFFFFF),  # max(0, 2**32-1): c unsigned
-    # vmad: 128-bit product, negations, .po, scaling, saturation by the final sign
+    ("vset.s32.s32.ge.max {d}, {a}, {b}, {c}", 8, 0, 0xFFFFFFFF, 1),  # max(1, -1): c signed as .atype (H100)
+    ("vset.u32.u32.eq.max {d}, {a}, {b}, {c}", 1, 2, 0xFFFFFFFF, 0xFFFFFFFF),  # max(0, 2**32-1): c unsigned
+    # vmad: a signed 32x32-bit product in 64 bits, c sign-extended, negations, .po, scaling,
+    # saturation by the final sign
+    ("vmad.u32.u32.u32.sat {d}, {a}, {b}, {c}", 8, 0, 0xFFFFFFFF, 0),  # c is -1 -> 0 (H100)
+    ("vmad.u32.u32.u32.shr7 {d}, {a}, {b}, {c}", 0x10, 0, 0x80000001, 0xFF000000),  # logical >> 7 of 64 bits
     ("vmad.u32.u32.u32 {d}, {a}, {b}, {c}", 0x10000, 0x10000, 5, 5),  # 2**32 + 5
     ("vmad.u32.u32.u32.sat {d}, {a}, {b}, {c}", 0x10000, 0x10000, 5, 0xFFFFFFFF),
     ("vmad.s32.s32.s32 {d}, -{a}, {b}, {c}", 3, 4, 20, 8),  # ~12 + 20 + 1

@@ -1,19 +1,19 @@
 """Video instructions: the scalar ``vadd vsub vabsdiff vmin vmax vshl vshr vmad vset`` and the
 SIMD ``vadd2 ... vset2``, ``vadd4 ... vset4`` (PTX ISA "Video Instructions").
 
-Each follows the ISA's pseudo-code: operands are selected (``%r1.b0``, ``%r2.h10``; the SIMD
-forms' defaults where none is written) and sign- or zero-extended by ``.atype``/``.btype``,
-the operation runs on the extended values (held here in 64 or 128 bits, so nothing wraps
-before the ISA says so), then saturation, the secondary operation and the merge, and the low
-32 bits are written.  Where the ISA's text leaves a choice the pseudo-code decides:
+The SIMD forms follow the ISA's pseudo-code: operands are selected (``%r1.b0``, ``%r2.h10``;
+the defaults where none is written) and sign- or zero-extended by ``.atype``/``.btype``, the
+operation runs on the extended values, then saturation to the element's range and the
+accumulate or merge.  ``vset2``/``vset4`` merge unselected elements from ``c`` (the
+pseudo-code's ``Vc``; the prose says ``b``), and an accumulate (``.add``) adds each selected
+element's full (sign-extended) result to ``c``.
 
-* the scalar intermediate result is ``.s34`` (``optSaturate( .s34 tmp, ..)``): a ``vshl`` that
-  shifts bits past bit 33 loses them before saturation;
-* ``.sat`` with a secondary operation saturates before it (``optSaturate`` then ``optSecOp``);
-  the secondary operation's result is not saturated;
-* ``vset2``/``vset4`` merge unselected elements from ``c`` (the pseudo-code's ``Vc``; the
-  prose says ``b``), and an accumulate (``.add``) adds each selected element's full
-  (sign-extended) result to ``c``.
+The scalar forms and ``vmad`` do what ptxas's sm_90 expansion into integer SASS does (there is
+no video unit on sm_70+): read from ``ptxas -arch=sm_90`` + ``cuobjdump -sass`` and checked bit
+for bit against all 229 scalar probe variants recorded on an H100
+(tests/ground_truth/h100/video).  It departs from the ISA's pseudo-code in the saturation of
+byte/half-word destinations, the unsigned full-word ``.sat``, the width of the value the
+secondary min/max sees, ``d.h1`` and vmad's signed multiply: the rules' docstrings say how.
 
 Which selectors and negations an instruction takes is ``isa.VIDEO_FORMS``'s (checked by the
 front end); the rules read them from the operand nodes with ``isa.video_selector``.
@@ -102,64 +102,118 @@ def _primary(e, name: str, ta: ir.Value, tb: ir.Value) -> ir.Value:
     raise e.fail("no video operation")
 
 
+def _sext32(e, v: ir.Value) -> ir.Value:
+    """The low 32 bits of ``v`` (``<32 x i64>``) sign-extended back to 64."""
+    return e.b.sext(e.b.trunc(v, ivec(32)), ivec(64))
+
+
 @rule(*_SCALAR)
 def scalar_video(e) -> None:
-    """vadd vsub vabsdiff vmin vmax vshl vshr vset: select and extend, operate (.s34),
-    optSaturate, then optSecOp or optMerge with c."""
+    """vadd vsub vabsdiff vmin vmax vshl vshr vset as ptxas expands them for sm_90 (its SASS,
+    checked bit for bit against the H100's records; the ISA's pseudo-code differs where noted):
+
+    * the operation runs on 64-bit extended operands; ``vshl`` drops bits past bit 33
+      (``.s34``) only when it saturates;
+    * ``.sat`` into a byte or half-word selector clamps only from above, comparing the value as
+      unsigned: a negative or >= 2**32 intermediate gives the field's maximum (127, 255, 32767,
+      65535), never its minimum; vshl/vshr saturate to the 32-bit destination type whatever the
+      selector;
+    * ``.sat`` into a full .u32: vadd/vsub give 0 for a negative value and the low 32 bits
+      otherwise (no upper clamp); vabsdiff/vmin/vmax likewise (their intermediate never
+      exceeds 32 bits); .s32 clamps;
+    * the secondary min/max compare 64-bit values, signed for an .s32 destination (vset: an .s32
+      ``a``) with c sign-extended, unsigned otherwise with c zero-extended; what they compare is
+      the 32-bit result sign-extended for vadd/vsub and after a full-width vshl/vshr .sat or an
+      .s32 .sat, the exact (64-bit) intermediate otherwise (after an unsigned .sat of
+      vabsdiff/vmin/vmax: the intermediate with negatives raised to 0);
+    * ``d.h1`` receives bits 31..16 of the 32-bit result (not bits 15..0): after a half-word
+      .sat those are 0, after vshl/vshr's .sat the saturated value's high half.
+    """
     b = e.b
     name = e.spec.name
     d_signed, a_signed, b_signed = _types(e)
     a, asel, _ = _word(e, 1)
     bw, bsel, _ = _word(e, 2)
+    t64 = ir.IntType(64)
     ta = _part(e, a, asel, a_signed, 64)
-    if name in ("vshl", "vshr"):
+    sat = ".sat" in e.mods
+    shift = name in ("vshl", "vshr")
+    if shift:
         tb = _part(e, bw, bsel, False, 64)
         if ".clamp" in e.mods:
-            tb = b.select(b.icmp_unsigned(">", tb, e.splat(32, ir.IntType(64))), e.splat(32, ir.IntType(64)), tb)
+            tb = b.select(b.icmp_unsigned(">", tb, e.splat(32, t64)), e.splat(32, t64), tb)
         else:
-            tb = b.and_(tb, e.splat(0x1F, ir.IntType(64)))
+            tb = b.and_(tb, e.splat(0x1F, t64))
         if name == "vshl":
-            tmp = b.shl(ta, tb)  # tb <= 32 and ta < 2**33: fits in 64 bits
-            tmp = b.ashr(b.shl(tmp, e.splat(30, ir.IntType(64))), e.splat(30, ir.IntType(64)))  # .s34
+            tmp = b.shl(ta, tb)  # tb <= 32: ta's 33 significant bits fit in 64
+            if sat:
+                tmp = b.ashr(b.shl(tmp, e.splat(30, t64)), e.splat(30, t64))  # .s34
         else:
             tmp = b.ashr(ta, tb)  # ta is extended: arithmetic shift is the signed one, logical the unsigned
     else:
         tb = _part(e, bw, bsel, b_signed, 64)
         tmp = _primary(e, name, ta, tb)
     _dst_base, dsel, _ = isa.video_selector(e.operand_node(0))
-    if ".sat" in e.mods:
-        bits = 32 if not dsel else 8 if dsel[1] == "b" else 16
-        tmp = _clamp(e, tmp, *_range(bits, d_signed))
+    zero, u32max = e.zeros(64), e.splat(0xFFFFFFFF, t64)
+    if sat and dsel and not shift:
+        width = 8 if dsel[1] == "b" else 16
+        limit = e.splat((1 << (width - 1)) - 1 if d_signed else (1 << width) - 1, t64)
+        outside = b.or_(b.icmp_signed("<", tmp, zero), b.icmp_signed(">", tmp, u32max))
+        tmp = b.select(outside, limit, tmp)
+        result = b.select(b.icmp_signed(">", tmp, limit), limit, tmp)
+        cmp_value = result
+    elif sat and (shift or d_signed):
+        result = _clamp(e, tmp, *_range(32, d_signed))
+        cmp_value = _sext32(e, result)
+    elif sat and name in ("vabsdiff", "vmin", "vmax"):
+        result = cmp_value = b.select(b.icmp_signed("<", tmp, zero), zero, tmp)
+    elif sat:
+        result = b.select(b.icmp_signed("<", tmp, zero), zero, tmp)
+        cmp_value = _sext32(e, result)
+    else:
+        result = tmp
+        cmp_value = _sext32(e, tmp) if name in ("vadd", "vsub") else tmp
     secop = next((m for m in e.mods if m in isa.VIDEO_SECONDARY_OPS), None)
     if secop is not None:
-        c = _part(e, e.src(3, 32), "", d_signed, 64)
+        c_signed = a_signed if name == "vset" else d_signed
+        c = _part(e, e.src(3, 32), "", c_signed, 64)
         if secop == ".add":
-            tmp = b.add(tmp, c)
+            result = b.add(cmp_value, c)
         else:
-            tmp = _minmax(e, secop[1:], tmp, c)
-    result = b.trunc(tmp, ivec(32))
+            op = "<" if secop == ".min" else ">"
+            take = b.icmp_signed(op, cmp_value, c) if c_signed else b.icmp_unsigned(op, cmp_value, c)
+            result = b.select(take, cmp_value, c)
+    result = b.trunc(result, ivec(32))
     if dsel:
         width = 8 if dsel[1] == "b" else 16
-        shift = int(dsel[2]) * width
-        field = ((1 << width) - 1) << shift
+        shift_by = int(dsel[2]) * width
+        field = ((1 << width) - 1) << shift_by
         t32 = ir.IntType(32)
-        part = b.and_(b.shl(result, e.splat(shift, t32)) if shift else result, e.splat(field, t32))
+        if dsel == ".h1":  # bits 31..16 of the result, in place
+            part = b.and_(result, e.splat(field, t32))
+        else:
+            part = b.and_(b.shl(result, e.splat(shift_by, t32)) if shift_by else result, e.splat(field, t32))
         result = b.or_(part, b.and_(e.src(3, 32), e.splat(~field & 0xFFFFFFFF, t32)))
     e.dst(0, result)
 
 
 @rule("vmad")
 def vmad(e) -> None:
-    """(a * b) + c with operand negation, .po, .shr7/.shr15 and .sat, in 128 bits as the
-    ISA's pseudo-code computes it."""
+    """(a * b) + c as ptxas expands it for sm_90 (its SASS, checked against the H100): a and b
+    are selected and extended to 32 bits, then multiplied as signed 32-bit values (a full .u32
+    word >= 2**31 counts as negative) into 64 bits; c is sign-extended; the negations, .po,
+    .shr7/.shr15 (arithmetic when the result is signed, logical otherwise) and .sat (the 64-bit
+    value read as signed, clamped to the .s32 or .u32 range) follow the ISA's pseudo-code."""
     b = e.b
     _d, a_signed, b_signed = _types(e)
-    t128 = ir.IntType(128)
+    t64 = ir.IntType(64)
     a, asel, a_neg = _word(e, 1)
     bw, bsel, b_neg = _word(e, 2)
     c, _csel, c_neg = _word(e, 3)
     signed_final = a_signed or b_signed or (a_neg != b_neg) or c_neg
-    tmp = b.mul(_part(e, a, asel, a_signed, 128), _part(e, bw, bsel, b_signed, 128))
+    wide_a = b.sext(_part(e, a, asel, a_signed, 32), ivec(64))
+    wide_b = b.sext(_part(e, bw, bsel, b_signed, 32), ivec(64))
+    tmp = b.mul(wide_a, wide_b)
     lsb = 0
     if ".po" in e.mods:
         lsb = 1
@@ -167,11 +221,10 @@ def vmad(e) -> None:
         tmp, lsb = b.not_(tmp), 1
     elif c_neg:
         c, lsb = b.not_(c), 1
-    c128 = b.sext(c, ivec(128)) if signed_final else b.zext(c, ivec(128))
-    tmp = b.add(b.add(tmp, c128), e.splat(lsb, t128))
+    tmp = b.add(b.add(tmp, b.sext(c, ivec(64))), e.splat(lsb, t64))
     for scale, shift in ((".shr7", 7), (".shr15", 15)):
         if scale in e.mods:
-            sh = e.splat(shift, t128)
+            sh = e.splat(shift, t64)
             tmp = b.ashr(tmp, sh) if signed_final else b.lshr(tmp, sh)
     if ".sat" in e.mods:
         tmp = _clamp(e, tmp, *_range(32, signed_final))
