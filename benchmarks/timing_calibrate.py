@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: what is fitted by default, with the range searched (multiplicative around the value)
 DEFAULT_PARAMS = [
     "core.launch_overhead_us", "core.cta_launch_cycles", "core.cta_dispatch_cycles", "memory.dram_efficiency", "memory.l2_bytes_per_clk",
-    "memory.atomic_same_address_cycles", "memory.atomic_lane_cycles", "core.bound_overlap", "core.sm_overlap", "memory.l2_effective_bytes",
+    "memory.atomic_lane_cycles", "memory.atomic_sectors_per_clk", "memory.atomic_same_address_per_clk", "core.bound_overlap", "core.sm_overlap", "memory.l2_effective_bytes",
     "memory.dram_latency", "memory.l2_latency",
 ]
 
@@ -124,7 +124,7 @@ def emulate_all(data: dict, jobs: int = 1) -> list[tuple]:
             emu = emus.get(L.file)
             if emu is None:
                 emu = emus[L.file] = Emulator(parse_ptx_file(L.file), address_trace=TRACE_RECORDS)
-            r = emu.run(L, jobs=jobs)
+            r = emu.run(L, jobs=jobs).without_memory()  # the estimate needs the sizes, not the data
             out.append((L, r, emulator_program(emu, L), float(k["median_us"]), f"{Path(k['toml']).name}[{k['launch_index']}]"))
         except Exception as e:  # one launch must not stop the fit
             print(f"skipped {k['toml']}[{k['launch_index']}]: {type(e).__name__}: {e}", file=sys.stderr)
@@ -146,8 +146,16 @@ def loss(errs: list[float]) -> float:
     return statistics.fmean(abs(e) for e in errs)
 
 
+#: physical ranges a fitted value must stay in (a fit that ends at a bound says the model, not
+#: the figure, is what is off there)
+BOUNDS = {"memory.dram_latency": (350.0, 900.0), "memory.l2_latency": (150.0, 450.0),
+          "memory.l1_latency": (20.0, 60.0), "memory.dram_efficiency": (0.5, 1.0),
+          "memory.l2_effective_bytes": (16 << 20, 50 << 20)}
+
+
 def fit(runs: list[tuple], arch, params: list[str], sweeps: int = 3, points: int = 9) -> tuple:
-    """Coordinate descent: each parameter over a log-spaced range around its value."""
+    """Coordinate descent: each parameter over a log-spaced range around its value (kept
+    within ``BOUNDS``)."""
     best = loss(errors(runs, arch))
     for sweep in range(sweeps):
         span = 4.0 / (2 ** sweep)  # x/÷ 4, then 2, then sqrt 2
@@ -159,6 +167,9 @@ def fit(runs: list[tuple], arch, params: list[str], sweeps: int = 3, points: int
                 cands = [v0 * span ** (2 * i / (points - 1) - 1) for i in range(points)]
             if "overlap" in name:
                 cands = sorted({min(1.0, c) for c in cands})
+            if name in BOUNDS:
+                lo_b, hi_b = BOUNDS[name]
+                cands = sorted({min(hi_b, max(lo_b, c)) for c in cands})
             for v in cands:
                 trial = with_param(arch, name, v)
                 lo = loss(errors(runs, trial))

@@ -72,7 +72,8 @@ class MemoryTrace:
 
     @property
     def lanes(self) -> np.ndarray:
-        """Lanes of each record's access that touched its sector."""
+        """Lanes of each record's access on the 4-byte word of the first lane in its sector
+        (for an atomic: operations on one address)."""
         return ((self.info >> np.uint64(abi.TRACE_LANES_SHIFT)) & np.uint64(0x3F)).astype(np.int64)
 
     @property
@@ -128,6 +129,8 @@ class CacheStats:
     atomic_max_same_sector: int = 0
     #: lane operations of the atomics to the sector with the most of them
     atomic_max_sector_lanes: int = 0
+    #: operations beyond the first on one address, over all atomic requests
+    atomic_same_address_extra: int = 0
     sample_factor: int = 1
     records: int = 0
 
@@ -154,6 +157,7 @@ class CacheStats:
             "dram_write_bytes": 32.0 * self.dram_write_sectors, "sample_factor": self.sample_factor,
             "trace_records": self.records, "atomic_requests": self.atomic_requests,
             "atomic_max_same_sector": self.atomic_max_same_sector, "atomic_max_sector_lanes": self.atomic_max_sector_lanes,
+            "atomic_same_address_extra": self.atomic_same_address_extra,
         }
 
 
@@ -220,6 +224,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
         st.atomic_requests = int(atomic.sum())
         st.atomic_max_same_sector = int(counts[hot])
         st.atomic_max_sector_lanes = int(lanes[hot])
+        st.atomic_same_address_extra = int(np.maximum(0, trace.lanes[atomic] - 1).sum())
     trace = MemoryTrace(trace.sectors[trace.sampled], trace.info[trace.sampled], trace.shift, trace.dropped)
     if not len(trace):
         return st

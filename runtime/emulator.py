@@ -76,6 +76,8 @@ class LaunchResult:
     jit_tier: str = ""
     #: with ``Emulator(address_trace=N)``: the sampled global accesses (runtime/cache_model.py)
     memory_trace: Any = field(default=None, repr=False)
+    #: bytes of the launch's buffers (kept when the buffers themselves are dropped)
+    buffer_bytes: int = 0
     #: with ``Emulator(address_trace=N)``: (address, bytes) of the global memory written before
     #: the launch, oldest first (the cache model's starting L2)
     memory_ranges: list | None = field(default=None, repr=False)
@@ -334,6 +336,7 @@ class Emulator:
             jit_tier=jit_tier,
             memory_trace=trace,
             memory_ranges=keep.get("memory_ranges"),
+            buffer_bytes=sum(int(a.nbytes) for a in buffers.values()),
             cta_steps=keep["cta_steps"][first:last].copy() if "cta_steps" in keep else None,
         )
 

@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from xdsl.ir import Block, BlockArgument, SSAValue
 
 from hypa.ptxdialect import isa
@@ -1135,7 +1136,7 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
         if prog is None or counters is None or launch is None:
             raise TimingError("estimate(result, launch, program=Emulator.program_for(launch)): "
                               "the result alone does not carry its program, counters and launch")
-        buffers = res.buffers or launch.materialize_buffers()
+        buffers = res.buffers if res.buffers or not getattr(res, "buffer_bytes", 0) else None
     elif isinstance(result_or_program, KernelProgram):
         prog = result_or_program
         if launch is None:
@@ -1189,7 +1190,10 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
                 else:
                     written += nbytes
     requested = read + written
-    buffer_bytes = sum(int(x.nbytes) for x in buffers.values()) + sum(v.size for v in prog.global_vars.values())
+    if buffers is None:  # a result without its memory: the sizes it recorded
+        buffer_bytes = int(res.buffer_bytes) + sum(v.size for v in prog.global_vars.values())
+    else:
+        buffer_bytes = sum(int(x.nbytes) for x in buffers.values()) + sum(v.size for v in prog.global_vars.values())
     footprint = float(min(buffer_bytes, requested))
     unique_read = min(float(buffer_bytes), read)
     # without a trace: bytes read more than once are re-reads, assumed to hit L1
@@ -1265,7 +1269,14 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
     cta_steps = getattr(res, "cta_steps", None) if res is not None else None
     if cta_steps is not None and len(cta_steps) == launch.num_ctas:
         imbalance = cta_imbalance(cta_steps, occ.ctas_per_sm * a.sm_count)
-        sm_cycles *= imbalance
+        if imbalance > 1.0:
+            # the longest CTA runs on after the others have left its SM: at most its own
+            # latency (its work over the mean, times one warp's latency) past the rounds
+            steps = np.asarray(cta_steps, dtype=np.float64)
+            tail = float(steps.max() / steps.mean()) * warp_latency if steps.mean() > 0 else 0.0
+            sm_cycles = min(sm_cycles * imbalance, sm_cycles + tail)
+        else:
+            sm_cycles *= imbalance
 
     # L2 and DRAM bandwidth bounds
     m = a.memory
@@ -1288,10 +1299,12 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
     components = {"sm": sm_cycles, "l2_bandwidth": l2_cycles, "dram_bandwidth": dram_cycles,
                   # the block scheduler starts a CTA on an SM every so many clocks at best
                   "cta_dispatch": per_sm * a.cta_dispatch_cycles}
-    if cache is not None and cache.atomic_max_same_sector:
-        # the L2 performs the atomics to one address one request after the other
-        components["atomic_serialization"] = (cache.atomic_max_same_sector * m.get("atomic_same_address_cycles", 0.0)
-                                              + cache.atomic_max_sector_lanes * m.get("atomic_lane_cycles", 0.0))
+    if cache is not None and cache.atomic_requests:
+        # the L2 performs the operations on one address one after the other, and only so
+        # many atomic sectors, and operations on an address a request already updates, a clock
+        components["atomic_serialization"] = cache.atomic_max_sector_lanes * m.get("atomic_lane_cycles", 0.0)
+        components["atomic_throughput"] = (cache.atomic_requests / m.get("atomic_sectors_per_clk", 1e9)
+                                           + cache.atomic_same_address_extra / m.get("atomic_same_address_per_clk", 1e9))
     cycles = combine_bounds(components, a)
     top = max(components, key=lambda k: components[k])
     if top == "sm":

@@ -122,7 +122,7 @@ def _emit_trace(wf: WarpFunction, op: InstructionOp, addr: ir.Value, bits: ir.Va
     warp_uid = b.add(b.mul(cta, wf.ctx_word(abi.CTX_NWARPS)), b.zext(wf.warp, i64))
     info = b.or_(warp_uid, ir.Constant(i64, (slot << 32) | (trace_kind(op) << 48)))
     lanes = b.select(skip, ir.Constant(i32, 0), bits)
-    b.call(trace_function(wf.module), [wf.ctx, b.lshr(addr, wf.splat(5, i64)), lanes, info])
+    b.call(trace_function(wf.module), [wf.ctx, addr, lanes, info])
 
 
 def _line_kept(b: ir.IRBuilder, sector: ir.Value, shift: ir.Value) -> ir.Value:
@@ -185,14 +185,16 @@ def trace_thin_function(module: ir.Module) -> ir.Function:
 
 
 def trace_function(module: ir.Module) -> ir.Function:
-    """``void hypa_trace(ctx, <32 x i64> sector, i32 mask, i64 info)``: append a record per
+    """``void hypa_trace(ctx, <32 x i64> address, i32 mask, i64 info)``: append a record per
     distinct sector of the masked lanes whose line the sampling keeps; a full buffer is
     thinned first (at most 48 levels: past that, records are dropped)."""
     f, new = helper_function(module, "hypa_trace", ir.VoidType(), [ptr, ivec(64), i32, i64])
     if not new:
         return f
-    ctx, sector, mask, info = f.args
+    ctx, address, mask, info = f.args
     b = ir.IRBuilder(f.append_basic_block("entry"))
+    sector = b.lshr(address, broadcast(b, ir.Constant(i64, 5)))
+    words = b.lshr(address, broadcast(b, ir.Constant(i64, 2)))
     body = f.append_basic_block("traced")
     done = f.append_basic_block("done")
     word = b.load(_ctx_slot(b, ctx, abi.CTX_TRACE), typ=i64)
@@ -216,8 +218,9 @@ def trace_function(module: ir.Module) -> ir.Function:
             with b.if_then(b.and_(room, b.or_(line_in, _is_atomic(b, info)))):
                 dst = b.gep(buf, [b.mul(n, ir.Constant(i64, 2))], source_etype=i64)
                 b.store(s, dst)
-                # the lanes of the access in this sector (an atomic's serialised operations)
-                same = b.bitcast(b.icmp_unsigned("==", sector, broadcast(b, s)), i32)
+                # the lanes on the same 4-byte word as this sector's first lane (an atomic's
+                # operations on one address, which the L2 performs one after the other)
+                same = b.bitcast(b.icmp_unsigned("==", words, broadcast(b, b.extract_element(words, i))), i32)
                 lanes = b.call(popcount_function(module), [b.and_(same, mask)])
                 rec = b.or_(_mark_unsampled(b, info, line_in),
                             b.shl(b.zext(lanes, i64), ir.Constant(i64, abi.TRACE_LANES_SHIFT)))

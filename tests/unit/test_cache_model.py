@@ -178,4 +178,5 @@ def test_atomic_lanes_per_sector():
     assert len(t) == 4 and t.lanes.tolist() == [32] * 4 and set(t.kinds.tolist()) == {AT}
     st = simulate(t, 2, 1, 132, 1024, 1 << 20)
     assert (st.atomic_requests, st.atomic_max_same_sector, st.atomic_max_sector_lanes) == (4, 2, 64)
+    assert st.atomic_same_address_extra == 4 * 31
     assert r.buffers["<array 0>"][[0, 8]].tolist() == [64, 64]
