@@ -9,8 +9,9 @@ through into the copy; each ``ret`` of the copy gets an edge back to the rest
 of the calling block (attribute ``hypa.return``), so divergence inside a
 callee reconverges like any other branch.
 
-Calls to functions without a body (``vprintf``, ``malloc`` ...) stay as they
-are; the emulator skips them and says so.  ``.reg`` parameters (``.func (.reg
+Calls to functions without a body stay as they are: ``vprintf``, ``__assertfail``
+and the device heap's ``malloc``/``free`` have emulator semantics (guarded calls of
+them run in the guard's lanes only); the emulator skips any other and says so.  ``.reg`` parameters (``.func (.reg
 .v2 .u32 out) f(.reg .v2 .u32 in)``) are the caller's registers in the copy:
 the copy reads the argument registers and writes the return registers of the
 call directly (no copies, which would be instructions the program does not
@@ -145,6 +146,12 @@ def _label_directive(call: InstructionOp, label: str) -> tuple[str, str] | None:
         if m:
             return m
     return None
+
+
+#: functions without a body the emulator runs itself (each in the lanes that execute the call)
+RUNTIME_FUNCTIONS = ("vprintf", "__assertfail", "malloc", "free")
+#: the device heap's functions (runtime/device_heap.py)
+HEAP_FUNCTIONS = ("malloc", "free")
 
 
 def address_taken(module: ModuleOp) -> list[str]:
@@ -325,7 +332,7 @@ def inline_calls(module: ModuleOp, kernel: FuncOp) -> list[tuple[str, int, int]]
                 if RETURN_ATTR + ".done" in op.attributes:
                     continue
                 name, direct = callee_name(op)
-                if op.guard_pred is not None and (not direct or name not in ("vprintf", "__assertfail")):
+                if op.guard_pred is not None and (not direct or name in funcs or name not in RUNTIME_FUNCTIONS):
                     # an inlined body (or a real call) would run in every lane, the guard's false ones too
                     raise InlineError(f"guarded call '@{op.guard_pred[0][1]} {op.opcode} ...' in {origins[block][0]}: "
                                       f"the emulator's calls are unguarded (branch around the call instead; "

@@ -84,7 +84,8 @@ CTX_STACK_SIZE = CTX_FLAT_START + 15                  # call stack per thread, b
 # and no mbarrier changes is a deadlock (every warp waits on state nobody can change)
 CTX_MBAR_EPOCH = CTX_FLAT_START + 16
 CTX_TEXTURE = CTX_FLAT_START + 17                    # texture instructions: int64(*)(ctx, text, lanes, in, out) (runtime/textures.py)
-CTX_WORDS = CTX_FLAT_START + 18
+CTX_HEAP = CTX_FLAT_START + 18                       # device malloc/free: int64(*)(ctx, op, lanes, in, out) (runtime/device_heap.py)
+CTX_WORDS = CTX_FLAT_START + 19
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40
@@ -160,6 +161,7 @@ def function_address(name: str) -> int:
     return (0xFFFF << WINDOW_SHIFT) + (zlib.crc32(name.encode()) & 0xFFFFFF)
 ERR_CLUSTER_RANK = 12  # mapa to a CTA rank other than 0 (launches have clusters of one CTA)
 ERR_NO_CLUSTER = 14  # st.async / red.async in a launch without clusters (the GPU: an illegal instruction)
+ERR_HEAP = 15  # device free() of an address no live malloc block starts at: DeviceHeap.error
 ERR_TEXTURE = 13  # a texture or surface instruction faulted (bad handle, .trap out of range): TextureTable.error
 
 # -- counters ---------------------------------------------------------------------

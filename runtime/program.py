@@ -22,6 +22,7 @@ from hypa.passes.cfg import CFG
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
 from hypa.passes.inline import (
     CALL_ATTR,
+    HEAP_FUNCTIONS,
     REAL_RETURN_ATTR,
     PTXInline,
     block_activations,
@@ -164,6 +165,8 @@ class KernelProgram:
     #: the kernel needs a per-thread stack (real calls, ``alloca``, ``stacksave``): it starts
     #: at ``stack_base`` in each thread's local memory, after the kernel's own variables
     uses_stack: bool = False
+    #: the kernel calls the device heap (``malloc``/``free`` without a body: runtime/device_heap.py)
+    heap_calls: bool = False
 
     @property
     def stack_base(self) -> int:
@@ -407,10 +410,13 @@ def prepare(
         block_instrs.append(bi)
         instructions.extend(bi)
     instr_ids = {op: i for i, op in enumerate(instructions)}
+    heap_calls = False
     for op in instructions:
         if op.spec.name == "call":
             callee = [a[1] for a in op.operands_ast if a[0] == "sym"]
-            if callee and callee[0] not in defined and callee[0] not in ("__assertfail", "vprintf"):
+            if callee and callee[0] not in defined and callee[0] in HEAP_FUNCTIONS:
+                heap_calls = True
+            elif callee and callee[0] not in defined and callee[0] not in ("__assertfail", "vprintf"):
                 notes.append(f"call to external function '{callee[0]}' not emulated")
     notes = list(dict.fromkeys(notes))
 
@@ -559,6 +565,7 @@ def prepare(
         frame_sizes=frame_sizes,
         formals=formals,
         uses_stack=uses_stack,
+        heap_calls=heap_calls,
         yield_blocks=yield_blocks,
         reconvergence=reconvergence,
     )

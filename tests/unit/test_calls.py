@@ -313,3 +313,71 @@ def test_barrier_inside_a_recursive_function(mode):
     assert counts(r) == {"inst_executed": 96, "thread_inst_executed": 64 * 48, "calls": 8, "max_call_depth": 4}
     if mode == "full":
         assert list(r.buffers["out"]) == [24] * 64
+
+
+
+#: a table of function pointers (a C++ vtable) read by a kernel that reaches none of its
+#: functions, and the address ``mov`` gives in another kernel: the same value.  Under
+#: ``hypa run`` a module variable's bytes are made once, by the first kernel launched
+#: (``first``, which names neither): newdelete makes objects in one kernel and calls through
+#: their vtables in later ones.
+VTABLE = """.version 8.0
+.target sm_80
+.address_size 64
+
+.func (.param .b32 r) seven()
+{
+	.reg .b32 %r<2>;
+	mov.u32 %r1, 7;
+	st.param.b32 [r], %r1;
+	ret;
+}
+
+.global .align 8 .u64 vtable[2] = {0, seven};
+
+.visible .entry first(.param .u64 first_out)
+{
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd3, [first_out];
+	st.global.u64 [%rd3], 1;
+	ret;
+}
+
+.visible .entry read_table(.param .u64 read_table_out)
+{
+	.reg .b64 %rd<4>;
+	mov.u64 %rd1, vtable;
+	ld.global.u64 %rd2, [%rd1+8];
+	ld.param.u64 %rd3, [read_table_out];
+	st.global.u64 [%rd3], %rd2;
+	ret;
+}
+
+.visible .entry take_address(.param .u64 take_address_out)
+{
+	.reg .b64 %rd<4>;
+	mov.u64 %rd1, seven;
+	ld.param.u64 %rd3, [take_address_out];
+	st.global.u64 [%rd3], %rd1;
+	ret;
+}
+"""
+
+
+def test_function_pointer_table_made_by_a_kernel_that_reaches_none_of_its_functions(tmp_path):
+    from hypa.runtime.emulator import Emulator
+    from hypa.runtime.flat_memory import FlatMemory, HostBinding
+    from hypa.runtime.launch import Launch
+
+    if shutil.which("ptxas"):
+        (tmp_path / "v.ptx").write_text(VTABLE)
+        assert subprocess.run(["ptxas", "-arch=sm_90", "-o", os.devnull, str(tmp_path / "v.ptx")]).returncode == 0
+    storage: dict = {}
+    emu = Emulator(parse_ptx(VTABLE), mode="full")
+    emu.host = HostBinding(FlatMemory(), lambda name, size, init: storage.setdefault(name, init.copy()))
+    got = []
+    for k in ("first", "read_table", "take_address"):
+        r = emu.run(Launch(kernel=k, grid=1, block=1, args=["out"], buffers={"out": np.zeros(1, np.uint64)}))
+        got.append(int(r.buffers["out"][0]))
+    assert got[0] == 1
+    assert got[1] == got[2] != 0
