@@ -24,7 +24,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hypa.passes.cfg import RETURN_ATTR
-from hypa.passes.inline import CALL_ATTR, DISPATCH_ATTR, HEAP_FUNCTIONS, REAL_RETURN_ATTR, callee_name
+from hypa.passes.inline import CALL_ATTR, DISPATCH_ATTR, GUARDED_CALL_ATTR, HEAP_FUNCTIONS, REAL_RETURN_ATTR, callee_name
 from hypa.ptxdialect.dialect import FallthroughOp, ImplicitReturnOp, InstructionOp
 from hypa.ptxdialect.printer import instruction_text
 
@@ -402,6 +402,14 @@ class WarpCodegen(WarpFunction):
         if isinstance(term, FallthroughOp) and DISPATCH_ATTR in term.attributes:
             targets = [t.data for t in term.attributes[DISPATCH_ATTR].data]  # type: ignore[attr-defined]
             groups = [(cfg.index[term.successors[j]], m) for j, m in emit_dispatch(self, bi, targets)]
+            self.diverge(bi, groups, count=False)
+            return
+        if isinstance(term, FallthroughOp) and GUARDED_CALL_ATTR in term.attributes:
+            # ``@p call f``: the lanes whose guard holds run the inlined body, the others skip it
+            call = self.prog.block_instrs[bi][-1]
+            g = self.guard_lanes(call)
+            groups = [(cfg.index[term.successors[0]], b.and_(active, g)),
+                      (cfg.index[term.successors[1]], b.and_(active, b.not_(g)))]
             self.diverge(bi, groups, count=False)
             return
         if isinstance(term, ImplicitReturnOp) and REAL_RETURN_ATTR in term.attributes:

@@ -141,28 +141,9 @@ DONE:
         emulate(ext, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode="full")
     guarded = ptx("fact").replace("\tcall (rv), fact, (a);\n\tld.param.b32 %r3", "\t@%p1 call (rv), fact, (a);\n"
                                   "\tld.param.b32 %r3", 1)
-    with pytest.raises(ProgramError, match=r"guarded call '@%p1 call \.\.\.' in fact: the emulator's calls are unguarded"):
+    with pytest.raises(ProgramError, match=r"guarded call '@%p1 call \.\.\.' in fact: the emulator runs guarded calls of "
+                                           r"non-recursive functions only"):
         emulate(guarded, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode="full")
-
-
-def test_guarded_direct_call_is_refused():
-    """An inlined body would run in the guard's false lanes too: refused with a message (nvcc
-    branches around calls; none of the 776 corpus files has a guarded call)."""
-    from helpers import kernel
-
-    ptx = kernel("k(.param .u64 k_out)", """
-    mov.u32 %r1, %laneid;
-    setp.lt.u32 %p1, %r1, 4;
-    {
-    .param .b32 a;
-    st.param.b32 [a], %r1;
-    @%p1 call.uni inc, (a);
-    }
-    ret;
-""", before=".func inc(.param .b32 x)\n{\n    ret;\n}\n")
-    with pytest.raises(ProgramError, match=r"guarded call '@%p1 call\.uni \.\.\.' in k: the emulator's calls are "
-                                           r"unguarded \(branch around the call instead; nvcc does\)"):
-        emulate(ptx, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode="full")
 
 
 # -- indirect calls ---------------------------------------------------------------------
@@ -381,3 +362,69 @@ def test_function_pointer_table_made_by_a_kernel_that_reaches_none_of_its_functi
         got.append(int(r.buffers["out"][0]))
     assert got[0] == 1
     assert got[1] == got[2] != 0
+
+
+#: ``@%p1 call (retval0), twice, (param0);``: lanes whose tid & m is non-zero run the inlined
+#: body (5 instructions), the others skip it; both go on after the call.  Per thread 9 before
+#: and with the call, 5 after: 14; warp: 9 + 5 (body, when a lane's guard holds) + 5.
+GUARDED = """.version 8.0
+.target sm_80
+.address_size 64
+
+.func (.param .b32 r) twice(.param .b32 a)
+{
+	.reg .b32 %r<4>;
+	ld.param.b32 %r1, [a];
+	shl.b32 %r2, %r1, 1;
+	add.s32 %r3, %r2, 1;
+	st.param.b32 [r], %r3;
+	ret;
+}
+
+.visible .entry guarded(.param .u64 guarded_out, .param .u32 guarded_m)
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<8>;
+
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r5, 100;
+	ld.param.u32 %r6, [guarded_m];
+	and.b32 %r2, %r1, %r6;
+	setp.ne.u32 %p1, %r2, 0;
+	{
+	.param .b32 param0;
+	st.param.b32 [param0], %r1;
+	.param .b32 retval0;
+	@%p1 call (retval0), twice, (param0);
+	ld.param.b32 %r7, [retval0];
+	selp.b32 %r5, %r7, %r5, %p1;
+	}
+	ld.param.u64 %rd1, [guarded_out];
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r5;
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("m,out,counts", [
+    (1, [100 if t % 2 == 0 else 2 * t + 1 for t in range(32)], (19, 32 * 14 + 16 * 5, 32 * 14 + 16 * 5 - 16)),
+    (0, [100] * 32, (14, 32 * 14, 32 * 14 - 32)),
+    (0xFFFFFFFF, [100] + [2 * t + 1 for t in range(1, 32)], (19, 32 * 14 + 31 * 5, 32 * 14 + 31 * 5 - 1)),
+])
+def test_guarded_direct_call_runs_in_the_guard_lanes_only(mode, m, out, counts):
+    r = emulate(GUARDED, ["out", m], {"out": np.zeros(32, np.uint32)}, mode=mode)
+    v = r.metrics.values
+    assert (v["inst_executed"], v["thread_inst_executed"], v["not_predicated_off_thread_inst_executed"]) == counts
+    if mode == "full":
+        assert r.buffers["out"].tolist() == out
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")
+def test_ptxas_accepts_the_guarded_call(tmp_path):
+    (tmp_path / "g.ptx").write_text(GUARDED)
+    p = subprocess.run(["ptxas", "-arch=sm_90", "-o", os.devnull, str(tmp_path / "g.ptx")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr

@@ -189,3 +189,34 @@ def test_guarded_call_of_a_defined_function_is_still_refused():
     assert ".func free(" in ptx
     with pytest.raises(Exception, match=r"guarded call '@%p2 call \.\.\.'"):
         launch(Emulator(parse_ptx(ptx), mode="full"))
+
+
+def _device_malloc_stdout() -> str:
+    """tests/cuda_programs/isa/device_malloc.cu: s = sum_{k <= t % 5} (t k + 1), out[t] = s + t (s - t)."""
+    out = []
+    for t in range(64):
+        s = sum(t * k + 1 for k in range(t % 5 + 1))
+        out.append(s + t * (s - t))
+    return f"heap={1 << 20} out[0..4]={' '.join(map(str, out[:5]))} sum={sum(out)} flags=3\nPASS\n"
+
+
+def test_cuda_program_under_hypa_run(tmp_path):
+    """Blocks made in one launch, read and freed in later ones; new/delete; the heap size
+    the program sets (1 MiB) makes a 2 MiB malloc NULL."""
+    import json
+
+    from helpers import ISA_PROGRAMS, gpu_recorded_run, nvcc, run_hypa
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    exe = tmp_path / "device_malloc"
+    p = nvcc(ISA_PROGRAMS / "device_malloc.cu", exe)
+    assert p.returncode == 0, p.stderr
+    report = tmp_path / "r.json"
+    r = run_hypa("run", "--format", "json", "-o", str(report), "--", str(exe), timeout=600, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == _device_malloc_stdout()
+    assert [x["kernel"] for x in json.loads(report.read_text())] == ["_Z4makev", "_Z3usePi", "_Z7releasePi"]
+    gpu = gpu_recorded_run("device_malloc")
+    if gpu is not None:
+        assert gpu["rc"] == 0 and gpu["stdout"] == r.stdout
