@@ -27,6 +27,7 @@ from hypa.passes.inline import (
     PTXInline,
     block_activations,
     block_origins,
+    callee_name,
     has_calls_to_inline,
 )
 from hypa.passes.spin_loops import independent_thread_scheduling, yield_headers
@@ -413,11 +414,15 @@ def prepare(
     heap_calls = False
     for op in instructions:
         if op.spec.name == "call":
-            callee = [a[1] for a in op.operands_ast if a[0] == "sym"]
+            name, direct = callee_name(op)
+            callee = [name] if direct and name else []
             if callee and callee[0] not in defined and callee[0] in HEAP_FUNCTIONS:
                 heap_calls = True
             elif callee and callee[0] not in defined and callee[0] not in ("__assertfail", "vprintf"):
-                notes.append(f"call to external function '{callee[0]}' not emulated")
+                # running on would be a wrong result; a GPU cannot load such a module unlinked either
+                raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}', which this module declares but does "
+                                   f"not define (a function of another translation unit or of the CUDA device "
+                                   f"runtime, linked by nvcc -rdc=true): hypa runs one module and cannot run it")
     notes = list(dict.fromkeys(notes))
 
     slice_info: FunctionSlice | None = None

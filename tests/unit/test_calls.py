@@ -428,3 +428,25 @@ def test_ptxas_accepts_the_guarded_call(tmp_path):
     (tmp_path / "g.ptx").write_text(GUARDED)
     p = subprocess.run(["ptxas", "-arch=sm_90", "-o", os.devnull, str(tmp_path / "g.ptx")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_call_of_a_function_the_module_does_not_define_is_refused():
+    """An ``.extern .func`` defined in another translation unit (nvcc -rdc=true) or the device
+    runtime (``cudaGraphSetConditional``): it was skipped with a note (a wrong result); now a
+    message, as a GPU cannot load the module unlinked either.  Indirect calls through a
+    ``.callprototype`` label are not such calls."""
+    from helpers import kernel
+
+    ptx = kernel("k(.param .u64 k_out)", """
+    {
+    .param .b64 param0;
+    st.param.b64 [param0], 1;
+    call.uni ext_fn, (param0);
+    }
+    ret;
+""", before=".extern .func ext_fn(.param .b64 p)\n;\n")
+    for mode in MODES:
+        with pytest.raises(ProgramError, match=r"kernel k calls 'ext_fn', which this module declares but does not define "
+                                               r"\(a function of another translation unit or of the CUDA device runtime, "
+                                               r"linked by nvcc -rdc=true\): hypa runs one module and cannot run it"):
+            emulate(ptx, ["out"], {"out": np.zeros(1, np.uint32)}, mode=mode)

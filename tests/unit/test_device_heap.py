@@ -183,14 +183,6 @@ def test_malloc_returns_null_when_the_heap_is_full():
     assert emu.heap.failed == 0
 
 
-def test_guarded_call_of_a_defined_function_is_still_refused():
-    ptx = HEAP.replace(".extern .func free\n(\n\t.param .b64 free_param_0\n)\n;",
-                       ".func free(.param .b64 free_param_0)\n{\n\tret;\n}")
-    assert ".func free(" in ptx
-    with pytest.raises(Exception, match=r"guarded call '@%p2 call \.\.\.'"):
-        launch(Emulator(parse_ptx(ptx), mode="full"))
-
-
 def _device_malloc_stdout() -> str:
     """tests/cuda_programs/isa/device_malloc.cu: s = sum_{k <= t % 5} (t k + 1), out[t] = s + t (s - t)."""
     out = []
