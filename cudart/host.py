@@ -740,9 +740,9 @@ class HostRuntime(TextureRuntime):
             for m in self.modules.values():
                 if getattr(m, "emulator", None) is not None:
                     m.emulator.stack_size = self.stack_size
-        elif limit == 2:  # cudaLimitMallocHeapSize: fixed once a kernel has called malloc, as in CUDA
-            if not self.heap.set_size(int(value)):
-                return E.cudaErrorInvalidValue
+        elif limit == 2 and not self.heap.set_size(int(value)):
+            # cudaLimitMallocHeapSize: fixed once a kernel has called malloc, as in CUDA
+            return E.cudaErrorInvalidValue
         return 0
 
     def cudaDeviceGetCacheConfig(self, config):

@@ -5,10 +5,9 @@ warp-instruction, and ``malloc``'s results come back into its return parameter."
 
 from __future__ import annotations
 
-from llvmlite import ir
-
 from hypa.passes.inline import call_params
 from hypa.ptxdialect.dialect import InstructionOp
+from llvmlite import ir
 
 from .. import abi
 from .addressing import access
