@@ -61,6 +61,11 @@ class DeviceHeap:
         return ctypes.cast(self._cb, ctypes.c_void_p).value or 0
 
     @property
+    def blocks(self) -> dict[int, int]:
+        """The live blocks: address -> the bytes asked for, by address."""
+        return {s: self._sizes[s] for s in self._starts}
+
+    @property
     def live_bytes(self) -> int:
         return sum(self._sizes.values())
 

@@ -642,7 +642,8 @@ class Emulator:
                 host.setup_context(ctx, nwin)
             except ValueError as e:
                 raise LaunchError(str(e)) from None
-        if prog.heap_calls:
+        if prog.heap_calls or (host is None and self.heap is not None and self.heap.base):
+            # also a later launch that only reads blocks an earlier one allocated
             heap = self.device_heap()
             heap.setup_context(ctx)
             keep.update(heap=heap)

@@ -156,3 +156,40 @@ def test_cuda_program_under_hypa_run(tmp_path):
     gpu = gpu_recorded_run("device_malloc")
     if gpu is not None:
         assert gpu["rc"] == 0 and gpu["stdout"] == r.stdout
+
+
+#: reads the first word of the block whose address the buffer holds (a pointer kept from an
+#: earlier launch that called malloc) into out[0]
+READER = """.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry reader(.param .u64 reader_ptr, .param .u64 reader_out)
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<8>;
+
+	ld.param.u64 %rd1, [reader_ptr];
+	ld.global.u64 %rd2, [%rd1];
+	ld.u32 %r1, [%rd2];
+	ld.param.u64 %rd3, [reader_out];
+	st.global.u32 [%rd3], %r1;
+	ret;
+}
+"""
+
+
+def test_a_later_launch_reads_a_block_an_earlier_one_allocated():
+    module = parse_ptx(HEAP + READER.split(".address_size 64", 1)[1])
+    emu = Emulator(module, mode="full")
+    launch(emu)
+    odd = next(iter(emu.heap.blocks))  # thread 1's block (thread 0 freed its own): 2, 2
+    ptr = np.array([odd], np.uint64)
+    r = emu.run(Launch(kernel="reader", grid=1, block=1, args=["p", "out"],
+                       buffers={"p": ptr, "out": np.zeros(1, np.uint32)}))
+    assert r.buffers["out"].tolist() == [2]
+    # a freed block is out of bounds
+    freed = np.array([odd - 16], np.uint64)
+    with pytest.raises(EmulationError, match="out-of-bounds access at kernel reader"):
+        emu.run(Launch(kernel="reader", grid=1, block=1, args=["p", "out"],
+                       buffers={"p": freed, "out": np.zeros(1, np.uint32)}))
