@@ -110,6 +110,7 @@ class Event:
 
 class HostRuntime(TextureRuntime):
     def __init__(self, major: int, opts: RunOptions) -> None:
+        from hypa.runtime.device_heap import DeviceHeap
         from hypa.runtime.flat_memory import FlatMemory
         from hypa.runtime.textures import TextureTable
 
@@ -118,6 +119,7 @@ class HostRuntime(TextureRuntime):
         self.memory = FlatMemory(exact_bounds=opts.exact_bounds)
         self.arrays = {}  # cudaArray_t -> texture_api.CudaArray
         self.textures = TextureTable()  # texture and surface objects
+        self.heap = DeviceHeap(self.memory)  # device malloc/free (cudaLimitMallocHeapSize)
         self._grid_sync: dict[str, bool] = {}
         self.modules: dict[int, Module] = {}
         #: cudaLimitStackSize: call stack per thread (recursion, alloca), CUDA's default
@@ -301,7 +303,8 @@ class HostRuntime(TextureRuntime):
                        initcheck=self.opts.initcheck, strict=self.opts.strict, stack_size=self.stack_size,
                        address_trace=_trace_records(self.opts.memory_metrics))
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
-                               ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures)
+                               ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures,
+                               heap=self.heap)
         m.emulator = emu
         return True
 
@@ -729,7 +732,7 @@ class HostRuntime(TextureRuntime):
 
     def cudaDeviceGetLimit(self, value, limit):
         # cudaLimitStackSize 0, PrintfFifoSize 1, MallocHeapSize 2
-        ctypes.c_size_t.from_address(value).value = {0: self.stack_size, 1: 1 << 20, 2: 8 << 20}.get(limit, 0)
+        ctypes.c_size_t.from_address(value).value = {0: self.stack_size, 1: 1 << 20, 2: self.heap.size}.get(limit, 0)
         return 0
 
     def cudaDeviceSetLimit(self, limit, value):
@@ -738,6 +741,9 @@ class HostRuntime(TextureRuntime):
             for m in self.modules.values():
                 if getattr(m, "emulator", None) is not None:
                     m.emulator.stack_size = self.stack_size
+        elif limit == 2 and not self.heap.set_size(int(value)):
+            # cudaLimitMallocHeapSize: fixed once a kernel has called malloc, as in CUDA
+            return E.cudaErrorInvalidValue
         return 0
 
     def cudaDeviceGetCacheConfig(self, config):

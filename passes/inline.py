@@ -9,8 +9,9 @@ through into the copy; each ``ret`` of the copy gets an edge back to the rest
 of the calling block (attribute ``hypa.return``), so divergence inside a
 callee reconverges like any other branch.
 
-Calls to functions without a body (``vprintf``, ``malloc`` ...) stay as they
-are; the emulator skips them and says so.  ``.reg`` parameters (``.func (.reg
+Calls to functions without a body stay as they are: ``vprintf``, ``__assertfail``
+and the device heap's ``malloc``/``free`` have emulator semantics (guarded calls of
+them run in the guard's lanes only); the emulator skips any other and says so.  ``.reg`` parameters (``.func (.reg
 .v2 .u32 out) f(.reg .v2 .u32 in)``) are the caller's registers in the copy:
 the copy reads the argument registers and writes the return registers of the
 call directly (no copies, which would be instructions the program does not
@@ -70,6 +71,10 @@ from .cfg import RETURN_ATTR
 CALL_ATTR = "hypa.call"
 #: on the ``ptx.fallthrough`` after an indirect call: the possible targets, in successor order
 DISPATCH_ATTR = "hypa.dispatch"
+#: a guarded direct call (``@%p call f``): the ``ptx.fallthrough`` after it goes to the inlined
+#: copy (successor 0) in the lanes whose guard holds and straight to the rest of the calling
+#: block (successor 1) in the others, which reconverge there like a divergent branch
+GUARDED_CALL_ATTR = "hypa.guarded_call"
 #: on the ``ptx.implicit_ret`` that ends the kernel's copy of a recursive function: its name
 REAL_RETURN_ATTR = "hypa.real_return"
 #: on every instruction of a recursive function's copy (and what is inlined into it): a slice
@@ -145,6 +150,12 @@ def _label_directive(call: InstructionOp, label: str) -> tuple[str, str] | None:
         if m:
             return m
     return None
+
+
+#: functions without a body the emulator runs itself (each in the lanes that execute the call)
+RUNTIME_FUNCTIONS = ("vprintf", "__assertfail", "malloc", "free")
+#: the device heap's functions (runtime/device_heap.py)
+HEAP_FUNCTIONS = ("malloc", "free")
 
 
 def address_taken(module: ModuleOp) -> list[str]:
@@ -325,11 +336,12 @@ def inline_calls(module: ModuleOp, kernel: FuncOp) -> list[tuple[str, int, int]]
                 if RETURN_ATTR + ".done" in op.attributes:
                     continue
                 name, direct = callee_name(op)
-                if op.guard_pred is not None and (not direct or name not in ("vprintf", "__assertfail")):
-                    # an inlined body (or a real call) would run in every lane, the guard's false ones too
+                if op.guard_pred is not None and (not direct or (name in funcs and name in st.recursive)
+                                                  or (name not in funcs and name not in RUNTIME_FUNCTIONS)):
+                    # a real call or a dispatch would run in every lane, the guard's false ones too
                     raise InlineError(f"guarded call '@{op.guard_pred[0][1]} {op.opcode} ...' in {origins[block][0]}: "
-                                      f"the emulator's calls are unguarded (branch around the call instead; "
-                                      f"nvcc does)")
+                                      f"the emulator runs guarded calls of non-recursive functions only (branch "
+                                      f"around the call instead; nvcc does)")
                 if not direct:
                     if indirect_register(op) is None:
                         raise InlineError(f"call '{op.opcode} ...' in {kernel.func_name} names no function or register")
@@ -570,8 +582,13 @@ def _inline_one(kernel, block, call, callee, k, origins, chains, owners) -> None
     _check_arity(call, callee)
     rest = _split_after(block, call)
     copies = _copy_callee(call, callee, k, rest)
-    # 3. wire: call block -> copy entry; copies in layout after the call block
-    block.add_op(new_op(FallthroughOp, {}, [copies[0]]))
+    # 3. wire: call block -> copy entry (a guarded call: or the rest); copies in layout after the call block
+    if call.guard_pred is None:
+        block.add_op(new_op(FallthroughOp, {}, [copies[0]]))
+    else:
+        ft = new_op(FallthroughOp, {}, [copies[0], rest])
+        ft.attributes[GUARDED_CALL_ATTR] = UnitAttr()
+        block.add_op(ft)
     anchor = block
     for i, nb in enumerate(copies):
         region.insert_block_after(nb, anchor)

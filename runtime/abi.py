@@ -93,7 +93,8 @@ CTX_TRACE_LEN = CTX_FLAT_START + 19                  # records written
 CTX_TRACE_CAP = CTX_FLAT_START + 20                  # records the buffer holds
 CTX_TRACE_SHIFT = CTX_FLAT_START + 21                # set-sampling level (0: every line)
 CTX_CTA_STEPS = CTX_FLAT_START + 22                  # pointer to i64 per CTA: its warp-instructions, or 0
-CTX_WORDS = CTX_FLAT_START + 23
+CTX_HEAP = CTX_FLAT_START + 23                       # device malloc/free: int64(*)(ctx, op, lanes, in, out) (runtime/device_heap.py)
+CTX_WORDS = CTX_FLAT_START + 24
 
 #: trace record kinds (bits 48.. of a record's second word)
 TRACE_LOAD = 0        # cached in L1 (ld.global .ca/.nc/default, generic loads)
@@ -177,6 +178,7 @@ def function_address(name: str) -> int:
     return (0xFFFF << WINDOW_SHIFT) + (zlib.crc32(name.encode()) & 0xFFFFFF)
 ERR_CLUSTER_RANK = 12  # mapa to a CTA rank other than 0 (launches have clusters of one CTA)
 ERR_NO_CLUSTER = 14  # st.async / red.async in a launch without clusters (the GPU: an illegal instruction)
+ERR_HEAP = 15  # device free() of an address no live malloc block starts at: DeviceHeap.error
 ERR_TEXTURE = 13  # a texture or surface instruction faulted (bad handle, .trap out of range): TextureTable.error
 
 # -- counters ---------------------------------------------------------------------

@@ -27,6 +27,7 @@ from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 
 from . import abi
+from .device_heap import DeviceHeap
 from .launch import Launch, LaunchError, check_numeric
 from .metrics import Metrics, compute
 from .phases import phase
@@ -205,6 +206,9 @@ class Emulator:
             raise LaunchError(f"the stack size must be a number of bytes per thread, not {stack_size!r}")
         #: bytes of call stack per thread (real calls, alloca), as cudaLimitStackSize
         self.stack_size = int(stack_size)
+        #: device malloc/free of launches without a host program (``hypa run`` shares the
+        #: program's, ``HostBinding.heap``); made on first use, kept across launches as on a GPU
+        self.heap: DeviceHeap | None = None
         #: count reads of shared/local bytes that no thread of the CTA wrote (a warning note);
         #: ``strict``: such a read is an error, as are the other warnings a launch can give
         self.initcheck = bool(initcheck)
@@ -264,6 +268,15 @@ class Emulator:
         with phase("emulate"):
             return self._run(launch, jobs, per_cta, ctas, in_place)
 
+    def device_heap(self) -> DeviceHeap:
+        """The heap device ``malloc``/``free`` use: the program's under ``hypa run``, else this
+        emulator's own (flat memory of its own)."""
+        if self.host is not None and getattr(self.host, "heap", None) is not None:
+            return self.host.heap
+        if self.heap is None:
+            self.heap = DeviceHeap(self.host.memory if self.host is not None else None)
+        return self.heap
+
     def _run(self, launch: Launch, jobs: int, per_cta: bool, ctas: tuple[int, int] | None,
              in_place: bool = False) -> LaunchResult:
         t_all = time.perf_counter()
@@ -277,6 +290,9 @@ class Emulator:
         first, last = (0, launch.num_ctas) if ctas is None else (int(ctas[0]), int(ctas[1]))
         if not 0 <= first <= last <= launch.num_ctas:
             raise LaunchError(f"CTA range [{first}, {last}) is outside the grid of {launch.num_ctas} CTAs")
+        if jobs > 1 and prog.heap_calls:
+            jobs = 1
+            notes.append("ran in one process: the kernel calls malloc/free, whose heap lives in this process")
         if jobs > 1 and self.host is not None and not self.host.memory.forkable:
             jobs = 1
             notes.append("ran in one process: the program registered host memory (cudaHostRegister) "
@@ -513,7 +529,7 @@ class Emulator:
             )
         # windows: fixed special windows, then global variables, then buffers
         glob_arrays: list[tuple[str, np.ndarray]] = []
-        symbols = _symbol_addresses(prog)
+        symbols = _symbol_addresses(prog, self.module)
         host = self.host
         textures = host.textures if host is not None and host.textures is not None else TextureTable()
         handles: dict[str, int] = {}
@@ -674,6 +690,11 @@ class Emulator:
                 host.setup_context(ctx, nwin)
             except ValueError as e:
                 raise LaunchError(str(e)) from None
+        if prog.heap_calls or (host is None and self.heap is not None and self.heap.base):
+            # also a later launch that only reads blocks an earlier one allocated
+            heap = self.device_heap()
+            heap.setup_context(ctx)
+            keep.update(heap=heap)
         keep.update(win_base=win_base, win_size=win_size, win_stride=win_stride, shared=shared, local=local,
                     cparam=cparam, const=const, ws=ws, counters=counters, arrays=arrays, globals=glob_arrays,
                     textures=textures)
@@ -794,6 +815,8 @@ class Emulator:
         if code == abi.ERR_NO_CLUSTER:
             return (f"{instr} at {where} needs a cluster launch: the kernel declares no cluster (.explicitcluster, "
                     f".reqnctapercluster; CUDA's __cluster_dims__), and a GPU faults with an illegal instruction")
+        if code == abi.ERR_HEAP:
+            return f"{keep['heap'].error} at {where}: {instr}"
         if code == abi.ERR_TEXTURE:
             return f"{keep['textures'].error} at {where}: {instr}"
         if code == abi.ERR_BAD_BRANCH_INDEX:
@@ -836,6 +859,8 @@ class Emulator:
             return f"address {addr:#x} (buffer '{n}' byte {off}, which holds {arr.nbytes} bytes)"
         if self.host is not None and (win == 0 or k >= len(keep["arrays"])):
             return f"address {addr:#x} ({_nearest_allocation(self.host.memory, addr)})"
+        if self.heap is not None and self.heap.memory.tables()[0].size:
+            return f"address {addr:#x} ({_nearest_allocation(self.heap.memory, addr)})"
         if addr < (1 << 32):
             return f"address {addr:#x} (no buffer; a shared-memory offset used as a global address?)"
         return f"address {addr:#x} (no buffer)"
@@ -929,13 +954,17 @@ def _text(op: InstructionOp) -> str:
     return instruction_text(op)
 
 
-def _symbol_addresses(prog: KernelProgram) -> dict[str, int]:
+def _symbol_addresses(prog: KernelProgram, module: ModuleOp | None = None) -> dict[str, int]:
     """The generic addresses of the module's ``.global`` and ``.const`` variables,
-    as the emulated code sees them (for initializers such as ``generic(counter)``)."""
+    as the emulated code sees them (for initializers such as ``generic(counter)``), and of
+    its functions: every function of ``module``, not only those the kernel reaches (under
+    ``hypa run`` a variable's bytes are made once, by the first kernel that names it, and a
+    table of pointers such as a C++ vtable is read by later kernels that call through it)."""
     out = {name: (abi.WIN_FIRST_GLOBAL + k) << abi.WINDOW_SHIFT for k, name in enumerate(prog.global_vars)}
     for name, var in prog.const_vars.items():
         out[name] = (abi.WIN_CONST << abi.WINDOW_SHIFT) | var.offset
-    for name in prog.functions:  # a table of function pointers
+    names = [op.func_name for op in module.ops if isinstance(op, FuncOp)] if module is not None else []
+    for name in [*prog.functions, *names]:  # a table of function pointers
         out.setdefault(name, abi.function_address(name))
     return out
 

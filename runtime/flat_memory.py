@@ -122,6 +122,8 @@ class HostBinding:
     printf: int = 0  # address of void(int64 ctx, int64 fmt, int64 args), 0: device printf is counted only
     #: the program's texture and surface objects (``runtime.textures.TextureTable``), None: none
     textures: object = None
+    #: the program's device heap (``runtime.device_heap.DeviceHeap``), None: each emulator's own
+    heap: object = None
     _keep: list = field(default_factory=list)
 
     def setup_context(self, ctx: np.ndarray, nwin: int) -> None:

@@ -22,10 +22,12 @@ from hypa.passes.cfg import CFG
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
 from hypa.passes.inline import (
     CALL_ATTR,
+    HEAP_FUNCTIONS,
     REAL_RETURN_ATTR,
     PTXInline,
     block_activations,
     block_origins,
+    callee_name,
     has_calls_to_inline,
 )
 from hypa.passes.spin_loops import independent_thread_scheduling, yield_headers
@@ -164,6 +166,8 @@ class KernelProgram:
     #: the kernel needs a per-thread stack (real calls, ``alloca``, ``stacksave``): it starts
     #: at ``stack_base`` in each thread's local memory, after the kernel's own variables
     uses_stack: bool = False
+    #: the kernel calls the device heap (``malloc``/``free`` without a body: runtime/device_heap.py)
+    heap_calls: bool = False
 
     @property
     def stack_base(self) -> int:
@@ -407,11 +411,18 @@ def prepare(
         block_instrs.append(bi)
         instructions.extend(bi)
     instr_ids = {op: i for i, op in enumerate(instructions)}
+    heap_calls = False
     for op in instructions:
         if op.spec.name == "call":
-            callee = [a[1] for a in op.operands_ast if a[0] == "sym"]
-            if callee and callee[0] not in defined and callee[0] not in ("__assertfail", "vprintf"):
-                notes.append(f"call to external function '{callee[0]}' not emulated")
+            name, direct = callee_name(op)
+            callee = [name] if direct and name else []
+            if callee and callee[0] not in defined and callee[0] in HEAP_FUNCTIONS:
+                heap_calls = True
+            elif callee and callee[0] not in defined and callee[0] not in ("__assertfail", "vprintf"):
+                # running on would be a wrong result; a GPU cannot load such a module unlinked either
+                raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}', which this module declares but does "
+                                   f"not define (a function of another translation unit or of the CUDA device "
+                                   f"runtime, linked by nvcc -rdc=true): hypa runs one module and cannot run it")
     notes = list(dict.fromkeys(notes))
 
     slice_info: FunctionSlice | None = None
@@ -559,6 +570,7 @@ def prepare(
         frame_sizes=frame_sizes,
         formals=formals,
         uses_stack=uses_stack,
+        heap_calls=heap_calls,
         yield_blocks=yield_blocks,
         reconvergence=reconvergence,
     )

@@ -123,6 +123,8 @@ class WarpFunction:
 
     def load_stable_words(self) -> None:
         for index in sorted(self.STABLE_WORDS):
+            if self.prog.heap_calls and index in (abi.CTX_FLAT_START, abi.CTX_FLAT_END, abi.CTX_FLAT_N):
+                continue  # the device heap's malloc/free rewrite the flat table during the launch
             p = self.b.gep(self.ctx, [ir.Constant(i64, index)], source_etype=i64)
             self._stable[index] = self.b.load(p, typ=i64)
 

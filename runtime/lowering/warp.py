@@ -24,7 +24,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hypa.passes.cfg import RETURN_ATTR
-from hypa.passes.inline import CALL_ATTR, DISPATCH_ATTR, REAL_RETURN_ATTR, callee_name
+from hypa.passes.inline import CALL_ATTR, DISPATCH_ATTR, GUARDED_CALL_ATTR, HEAP_FUNCTIONS, REAL_RETURN_ATTR, callee_name
 from hypa.ptxdialect.dialect import FallthroughOp, ImplicitReturnOp, InstructionOp
 from hypa.ptxdialect.printer import instruction_text
 
@@ -34,6 +34,7 @@ from . import semantics  # noqa: F401  (registers the rules)
 from .calls import emit_dispatch, emit_real_call, emit_real_return
 from .emitter import Emitter
 from .function import WarpFunction
+from .heap import emit_heap_call
 from .irbuild import Loop
 from .memory_metrics import emit_memory_metrics
 from .printf import emit_printf
@@ -297,8 +298,11 @@ class WarpCodegen(WarpFunction):
         fn = RULES.get(name)
         e = Emitter(self, op)
         if name == "call":
-            if callee_name(op)[0] == "vprintf":
+            callee = callee_name(op)[0]
+            if callee == "vprintf":
                 emit_printf(self, op, e)
+            elif self.prog.heap_calls and callee in HEAP_FUNCTIONS:
+                emit_heap_call(self, op, e, callee)
             return  # inlined (or an external function the emulator skips)
         if fn is None:
             why = op.spec.unsupported_reason or WHY_NOT.get(name)
@@ -398,6 +402,14 @@ class WarpCodegen(WarpFunction):
         if isinstance(term, FallthroughOp) and DISPATCH_ATTR in term.attributes:
             targets = [t.data for t in term.attributes[DISPATCH_ATTR].data]  # type: ignore[attr-defined]
             groups = [(cfg.index[term.successors[j]], m) for j, m in emit_dispatch(self, bi, targets)]
+            self.diverge(bi, groups, count=False)
+            return
+        if isinstance(term, FallthroughOp) and GUARDED_CALL_ATTR in term.attributes:
+            # ``@p call f``: the lanes whose guard holds run the inlined body, the others skip it
+            call = self.prog.block_instrs[bi][-1]
+            g = self.guard_lanes(call)
+            groups = [(cfg.index[term.successors[0]], b.and_(active, g)),
+                      (cfg.index[term.successors[1]], b.and_(active, b.not_(g)))]
             self.diverge(bi, groups, count=False)
             return
         if isinstance(term, ImplicitReturnOp) and REAL_RETURN_ATTR in term.attributes:
