@@ -133,7 +133,7 @@ def _device_malloc_stdout() -> str:
     for t in range(64):
         s = sum(t * k + 1 for k in range(t % 5 + 1))
         out.append(s + t * (s - t))
-    return f"heap={1 << 20} out[0..4]={' '.join(map(str, out[:5]))} sum={sum(out)} flags=3\nPASS\n"
+    return f"heap={8 << 20} out[0..4]={' '.join(map(str, out[:5]))} sum={sum(out)} flags=3\nPASS\n"
 
 
 def test_cuda_program_under_hypa_run(tmp_path):

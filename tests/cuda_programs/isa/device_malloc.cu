@@ -30,7 +30,7 @@ __global__ void release(int *out) {
   int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t % 2 == 1) free(blocks[t]);
   if (t == 0) {
-    void *big = malloc(2 << 20);  // more than the 1 MiB heap: NULL
+    void *big = malloc(16 << 20);  // more than the 8 MiB heap: NULL
     void *small = malloc(64);
     out[64] = (big == NULL) + 2 * (small != NULL);
     free(small);
@@ -39,7 +39,7 @@ __global__ void release(int *out) {
 
 int main() {
   size_t heap = 0;
-  cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1 << 20);
+  cudaDeviceSetLimit(cudaLimitMallocHeapSize, 8 << 20);  // an H100 rounds 1 MiB up to 4 MiB
   cudaDeviceGetLimit(&heap, cudaLimitMallocHeapSize);
   int *out;
   cudaMalloc(&out, 65 * sizeof(int));
