@@ -94,7 +94,9 @@ CTX_TRACE_CAP = CTX_FLAT_START + 20                  # records the buffer holds
 CTX_TRACE_SHIFT = CTX_FLAT_START + 21                # set-sampling level (0: every line)
 CTX_CTA_STEPS = CTX_FLAT_START + 22                  # pointer to i64 per CTA: its warp-instructions, or 0
 CTX_HEAP = CTX_FLAT_START + 23                       # device malloc/free: int64(*)(ctx, op, lanes, in, out) (runtime/device_heap.py)
-CTX_WORDS = CTX_FLAT_START + 24
+CTX_TRACE_ATOMICS = CTX_FLAT_START + 24              # atomic sector requests seen by the trace (kept or not)
+CTX_TRACE_ATOMIC_EXTRA = CTX_FLAT_START + 25         # their operations beyond the first on one word
+CTX_WORDS = CTX_FLAT_START + 26
 
 #: trace record kinds (bits 48.. of a record's second word)
 TRACE_LOAD = 0        # cached in L1 (ld.global .ca/.nc/default, generic loads)

@@ -53,6 +53,9 @@ class MemoryTrace:
     shift: int = 0
     #: records lost because the buffer stayed full at the deepest sampling level
     dropped: bool = False
+    #: atomic sector requests and their operations beyond the first on one word, all of them
+    #: (counted outside the buffer; None: only what the records say)
+    atomic_totals: tuple[int, int] | None = None
 
     @property
     def sample_factor(self) -> int:
@@ -85,9 +88,10 @@ class MemoryTrace:
         return len(self.sectors)
 
     @staticmethod
-    def from_buffer(buf: np.ndarray, n: int, shift: int, dropped: bool = False) -> "MemoryTrace":
+    def from_buffer(buf: np.ndarray, n: int, shift: int, dropped: bool = False,
+                    atomic_totals: tuple[int, int] | None = None) -> "MemoryTrace":
         rec = buf[: 2 * n].view(np.uint64).reshape(-1, 2)
-        return MemoryTrace(rec[:, 0].copy(), rec[:, 1].copy(), shift, dropped)
+        return MemoryTrace(rec[:, 0].copy(), rec[:, 1].copy(), shift, dropped, atomic_totals)
 
     @staticmethod
     def merge(parts: list["MemoryTrace"]) -> "MemoryTrace":
@@ -107,7 +111,10 @@ class MemoryTrace:
                 keep = kept_line | atomic
             secs.append(p.sectors[keep])
             infos.append(p.info[keep])
-        return MemoryTrace(np.concatenate(secs), np.concatenate(infos), shift, any(p.dropped for p in parts))
+        totals = None
+        if all(p.atomic_totals is not None for p in parts):
+            totals = (sum(p.atomic_totals[0] for p in parts), sum(p.atomic_totals[1] for p in parts))  # type: ignore[index]
+        return MemoryTrace(np.concatenate(secs), np.concatenate(infos), shift, any(p.dropped for p in parts), totals)
 
 
 @dataclass
@@ -225,6 +232,12 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
         st.atomic_max_same_sector = int(counts[hot])
         st.atomic_max_sector_lanes = int(lanes[hot])
         st.atomic_same_address_extra = int(np.maximum(0, trace.lanes[atomic] - 1).sum())
+        if trace.atomic_totals is not None and trace.atomic_totals[0] > st.atomic_requests:
+            # the buffer ran out: the totals are counted, the hottest sector scaled up
+            scale = trace.atomic_totals[0] / st.atomic_requests
+            st.atomic_requests, st.atomic_same_address_extra = trace.atomic_totals
+            st.atomic_max_same_sector = int(round(st.atomic_max_same_sector * scale))
+            st.atomic_max_sector_lanes = int(round(st.atomic_max_sector_lanes * scale))
     trace = MemoryTrace(trace.sectors[trace.sampled], trace.info[trace.sampled], trace.shift, trace.dropped)
     if not len(trace):
         return st

@@ -93,13 +93,15 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
         counters[:] = 0
         ctx[abi.CTX_UNINIT_COUNT] = 0
         ctx[abi.CTX_TRACE_LEN] = 0  # what the parent traced before stays with the parent
+        ctx[abi.CTX_TRACE_ATOMICS] = ctx[abi.CTX_TRACE_ATOMIC_EXTRA] = 0
         rc = run_each(run_ctas, ctx, keep, lo, hi) if per_cta else run_ctas(ctx.ctypes.data, lo, hi)
         trace = steps = None
         if "trace" in keep:
             from .cache_model import MemoryTrace
 
             shift = int(ctx[abi.CTX_TRACE_SHIFT])
-            trace = MemoryTrace.from_buffer(keep["trace"], int(ctx[abi.CTX_TRACE_LEN]), shift, shift >= 48)
+            trace = MemoryTrace.from_buffer(keep["trace"], int(ctx[abi.CTX_TRACE_LEN]), shift, shift >= 48,
+                                            (int(ctx[abi.CTX_TRACE_ATOMICS]), int(ctx[abi.CTX_TRACE_ATOMIC_EXTRA])))
             steps = keep["cta_steps"][lo:hi].copy()
         return (rc, counters, [int(ctx[i]) for i in _ERR_WORDS], int(ctx[abi.CTX_CTA_LINEAR]),
                 keep["cta_rows"] if per_cta else None, [int(ctx[i]) for i in _UNINIT_WORDS], trace, steps)

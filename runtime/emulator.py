@@ -372,7 +372,8 @@ class Emulator:
         from .cache_model import MemoryTrace
 
         parts = [MemoryTrace.from_buffer(keep["trace"], int(ctx[abi.CTX_TRACE_LEN]), int(ctx[abi.CTX_TRACE_SHIFT]),
-                                         int(ctx[abi.CTX_TRACE_SHIFT]) >= 48)]
+                                         int(ctx[abi.CTX_TRACE_SHIFT]) >= 48,
+                                         (int(ctx[abi.CTX_TRACE_ATOMICS]), int(ctx[abi.CTX_TRACE_ATOMIC_EXTRA])))]
         parts.extend(keep.get("worker_traces", []))
         return MemoryTrace.merge(parts)
 

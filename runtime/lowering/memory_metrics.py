@@ -215,13 +215,19 @@ def trace_function(module: ir.Module) -> ir.Function:
             n = b.load(lenp, typ=i64)
             room = b.icmp_unsigned("<", n, b.load(_ctx_slot(b, ctx, abi.CTX_TRACE_CAP), typ=i64))
             line_in = _line_kept(b, s, b.load(shiftp, typ=i64))
-            with b.if_then(b.and_(room, b.or_(line_in, _is_atomic(b, info)))):
+            # the lanes on the same 4-byte word as this sector's first lane (an atomic's
+            # operations on one address, which the L2 performs one after the other)
+            same = b.bitcast(b.icmp_unsigned("==", words, broadcast(b, b.extract_element(words, i))), i32)
+            lanes = b.call(popcount_function(module), [b.and_(same, mask)])
+            atomic = _is_atomic(b, info)
+            with b.if_then(atomic):  # counted even where the buffer has no room left
+                for word, add in ((abi.CTX_TRACE_ATOMICS, ir.Constant(i64, 1)),
+                                  (abi.CTX_TRACE_ATOMIC_EXTRA, b.sub(b.zext(lanes, i64), ir.Constant(i64, 1)))):
+                    p = _ctx_slot(b, ctx, word)
+                    b.store(b.add(b.load(p, typ=i64), add), p)
+            with b.if_then(b.and_(room, b.or_(line_in, atomic))):
                 dst = b.gep(buf, [b.mul(n, ir.Constant(i64, 2))], source_etype=i64)
                 b.store(s, dst)
-                # the lanes on the same 4-byte word as this sector's first lane (an atomic's
-                # operations on one address, which the L2 performs one after the other)
-                same = b.bitcast(b.icmp_unsigned("==", words, broadcast(b, b.extract_element(words, i))), i32)
-                lanes = b.call(popcount_function(module), [b.and_(same, mask)])
                 rec = b.or_(_mark_unsampled(b, info, line_in),
                             b.shl(b.zext(lanes, i64), ir.Constant(i64, abi.TRACE_LANES_SHIFT)))
                 b.store(rec, b.gep(dst, [ir.Constant(i64, 1)], source_etype=i64))

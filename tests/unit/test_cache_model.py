@@ -180,3 +180,15 @@ def test_atomic_lanes_per_sector():
     assert (st.atomic_requests, st.atomic_max_same_sector, st.atomic_max_sector_lanes) == (4, 2, 64)
     assert st.atomic_same_address_extra == 4 * 31
     assert r.buffers["<array 0>"][[0, 8]].tolist() == [64, 64]
+
+
+def test_atomics_past_a_full_buffer_are_counted():
+    # 8 CTAs x 64 threads = 16 requests of 32 lanes into a 4-record buffer: the totals are
+    # counted outside it, the hottest sector scaled up from the records kept
+    a = np.zeros(16, dtype=np.uint32)
+    r = emulate(ATOMIC_ONE, [a], grid=8, block=64, mode="full", address_trace=4)
+    t = r.memory_trace
+    assert len(t) == 4 and t.atomic_totals == (16, 16 * 31)
+    st = simulate(t, 2, 1, 132, 1024, 1 << 20)
+    assert (st.atomic_requests, st.atomic_same_address_extra) == (16, 16 * 31)
+    assert st.atomic_max_sector_lanes == 8 * 32  # 4 records of one sector x (16 / 4)
