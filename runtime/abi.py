@@ -105,6 +105,7 @@ TRACE_STORE = 2
 TRACE_ATOMIC = 3      # atom/red: performed at L2
 TRACE_UNSAMPLED = 1 << 56  # an atomic whose line the sampling does not keep (counted, not cached)
 TRACE_LANES_SHIFT = 57     # bits 57..62: the lanes on the word of the sector's first lane (1..32)
+TRACE_FIRST = 1 << 63      # the first record an access kept (its request starts here)
 
 # -- windows (generic address = window << 40 | offset) -------------------------
 WINDOW_SHIFT = 40

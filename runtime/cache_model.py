@@ -80,6 +80,11 @@ class MemoryTrace:
         return ((self.info >> np.uint64(abi.TRACE_LANES_SHIFT)) & np.uint64(0x3F)).astype(np.int64)
 
     @property
+    def request_starts(self) -> np.ndarray:
+        """Whether each record starts a warp-level request (the access's first kept record)."""
+        return (self.info & np.uint64(abi.TRACE_FIRST)) != 0
+
+    @property
     def sampled(self) -> np.ndarray:
         """Records of lines the sampling keeps (the others: atomics, kept for their counts)."""
         return (self.info & np.uint64(abi.TRACE_UNSAMPLED)) == 0
@@ -129,6 +134,8 @@ class CacheStats:
     dram_write_sectors: float = 0.0
     #: per memory slot: [sectors, L1 hits, L2 hits] (loads and atomics)
     per_slot: dict[int, list[float]] = field(default_factory=dict)
+    #: per memory slot: [requests, those whose slowest sector hit L1, hit L2] (loads)
+    per_slot_requests: dict[int, list[float]] = field(default_factory=dict)
     #: per SM (those that ran CTAs): sectors its warps accessed
     busiest_sm_sectors: float = 0.0
     #: atomic requests (warp-level, per sector), all of them, and the most to one sector
@@ -148,6 +155,15 @@ class CacheStats:
     @property
     def l2_hit_rate(self) -> float:
         return self.l2_hits / self.l2_sectors if self.l2_sectors else 0.0
+
+    def request_levels(self, slot: int) -> tuple[float, float, float] | None:
+        """Shares of a load's warp-level requests whose slowest sector came from L1, L2 and
+        DRAM (None: not traced)."""
+        c = self.per_slot_requests.get(slot)
+        if not c or c[0] <= 0:
+            return None
+        n, r1, r2 = c
+        return r1 / n, r2 / n, max(0.0, 1.0 - (r1 + r2) / n)
 
     def slot_levels(self, slot: int) -> tuple[float, float, float] | None:
         """Shares of a load's sectors served by L1, L2 and DRAM (None: not traced)."""
@@ -246,6 +262,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     kinds = trace.kinds[order].tolist()
     slots = trace.slots[order].tolist()
     sms = sm_of[order].tolist()
+    level = np.zeros(len(secs), np.int8)  # where each record's sector came from: 0 L1, 1 L2, 2 DRAM
     l1_cap = max(1, int(l1_bytes / 32 / f))
     l2_cap = max(1, int(l2_bytes / 32 / f))
     load, load_l2, store = abi.TRACE_LOAD, abi.TRACE_LOAD_L2, abi.TRACE_STORE
@@ -274,7 +291,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     per_slot: dict[int, list[float]] = {}
     sm_sectors: dict[int, int] = {}
     n_l1_hit = n_l2 = n_l2_hit = n_dram_r = n_dram_w = 0
-    for s, k, slot, sm in zip(secs, kinds, slots, sms):
+    for idx, (s, k, slot, sm) in enumerate(zip(secs, kinds, slots, sms)):
         sm_sectors[sm] = sm_sectors.get(sm, 0) + 1
         c = per_slot.get(slot)
         if c is None:
@@ -305,8 +322,10 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
                 c[2] += 1
         if hit:
             n_l2_hit += 1
+            level[idx] = 1
         elif k != store:
             n_dram_r += 1
+            level[idx] = 2
     st.sectors = float(len(secs) * f)
     st.l1_hits = float(n_l1_hit * f)
     st.l2_sectors = float(n_l2 * f)
@@ -314,8 +333,41 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     st.dram_read_sectors = float(n_dram_r * f)
     st.dram_write_sectors = float(n_dram_w * f)
     st.per_slot = {k: [float(x * f) for x in v] for k, v in per_slot.items()}
+    st.per_slot_requests = _request_levels(trace, order, level)
     st.busiest_sm_sectors = float(max(sm_sectors.values()) * f)
     return st
+
+
+def _request_levels(trace: MemoryTrace, order: np.ndarray, level: np.ndarray) -> dict[int, list[float]]:
+    """Per load slot: requests, and those whose slowest sector hit L1 or L2.  Records are
+    grouped into requests in the emulator's order (a request's records are adjacent there,
+    the first marked), then each request waits for its slowest record."""
+    lv = np.empty(len(order), np.int8)
+    lv[order] = level  # back to trace order
+    loads = trace.kinds == abi.TRACE_LOAD
+    loads |= trace.kinds == abi.TRACE_LOAD_L2
+    if not loads.any():
+        return {}
+    starts = trace.request_starts
+    slots = trace.slots
+    warps = trace.warps
+    # a new request also where the warp or slot changes (a start dropped by thinning)
+    new = starts.copy()
+    new[1:] |= (slots[1:] != slots[:-1]) | (warps[1:] != warps[:-1])
+    new[0] = True
+    rid = np.cumsum(new) - 1
+    worst = np.zeros(rid[-1] + 1, np.int8)
+    np.maximum.at(worst, rid, lv)
+    first_idx = np.flatnonzero(new)
+    req_slot = slots[first_idx]
+    req_load = loads[first_idx]
+    out: dict[int, list[float]] = {}
+    f = trace.sample_factor
+    for slot in np.unique(req_slot[req_load]).tolist():
+        sel = req_load & (req_slot == slot)
+        w = worst[sel]
+        out[int(slot)] = [float(len(w) * f), float((w == 0).sum() * f), float((w == 1).sum() * f)]
+    return out
 
 
 __all__ = ["CacheStats", "MemoryTrace", "line_kept", "replay_order", "simulate"]

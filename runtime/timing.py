@@ -1397,13 +1397,19 @@ def l1_capacity(arch: Arch, occ: "Occupancy") -> float:
 
 
 def _load_latencies(prog: KernelProgram, counters, cache, arch: Arch) -> dict[InstructionOp, float]:
-    """Each traced global load's latency from where its sectors were found: a warp waits for
-    its slowest sector, so with ``k`` sectors per request the access waits for L2 unless
-    all hit L1 (``p1 ** k``) and for DRAM if any misses L2."""
+    """Each traced global load's latency from where its requests' slowest sectors were found
+    (a warp waits for the slowest); where requests cannot be told apart, from the sectors'
+    shares: with ``k`` sectors per request a warp waits for L2 unless all hit L1 (``p1 ** k``)
+    and for DRAM if any misses L2."""
     m = arch.memory
     base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
     out: dict[InstructionOp, float] = {}
     for op, slot in (getattr(prog, "mem_ops", None) or {}).items():
+        rq = cache.request_levels(slot)
+        if rq is not None:  # each request waits for its slowest sector, as the trace says
+            q1, q2, qd = rq
+            out[op] = q1 * m["l1_latency"] + q2 * m["l2_latency"] + qd * m["dram_latency"]
+            continue
         lv = cache.slot_levels(slot)
         if lv is None:
             continue

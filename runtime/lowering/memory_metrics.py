@@ -202,6 +202,10 @@ def trace_function(module: ir.Module) -> ir.Function:
     b.position_at_end(body)
     buf = b.inttoptr(word, ptr)
     thin = trace_thin_function(module)
+    # the first record this access keeps carries TRACE_FIRST: the replay groups a request's
+    # sectors by it (a warp waits for the slowest of them)
+    first = b.alloca(i64)
+    b.store(ir.Constant(i64, abi.TRACE_FIRST), first)
 
     def lane(b: ir.IRBuilder, i: ir.Value) -> None:
         s = b.extract_element(sector, i)
@@ -228,8 +232,10 @@ def trace_function(module: ir.Module) -> ir.Function:
             with b.if_then(b.and_(room, b.or_(line_in, atomic))):
                 dst = b.gep(buf, [b.mul(n, ir.Constant(i64, 2))], source_etype=i64)
                 b.store(s, dst)
-                rec = b.or_(_mark_unsampled(b, info, line_in),
-                            b.shl(b.zext(lanes, i64), ir.Constant(i64, abi.TRACE_LANES_SHIFT)))
+                rec = b.or_(b.or_(_mark_unsampled(b, info, line_in),
+                                  b.shl(b.zext(lanes, i64), ir.Constant(i64, abi.TRACE_LANES_SHIFT))),
+                            b.load(first, typ=i64))
+                b.store(ir.Constant(i64, 0), first)
                 b.store(rec, b.gep(dst, [ir.Constant(i64, 1)], source_etype=i64))
                 b.store(b.add(n, ir.Constant(i64, 1)), lenp)
 

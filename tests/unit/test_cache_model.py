@@ -192,3 +192,29 @@ def test_atomics_past_a_full_buffer_are_counted():
     st = simulate(t, 2, 1, 132, 1024, 1 << 20)
     assert (st.atomic_requests, st.atomic_same_address_extra) == (16, 16 * 31)
     assert st.atomic_max_sector_lanes == 8 * 32  # 4 records of one sector x (16 / 4)
+
+
+def test_a_request_waits_for_its_slowest_sector():
+    # one warp, one load slot: request 1 reads sectors 0..3 (all miss L1), request 2 reads
+    # 0..3 again (all hit L1), request 3 reads 0..2 and 9 (one L1 miss): requests wait for
+    # L2 (warm), L1, L2; sector shares alone would say 3 of 12 L2 ... 5 of 12
+    F = abi.TRACE_FIRST
+    rec = []
+    for secs in ([0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 9]):
+        for j, s in enumerate(secs):
+            rec.append((s, 0, 0, LD))
+    t = trace(rec)
+    t.info[[0, 4, 8]] |= np.uint64(F)
+    st = simulate(t, 1, 1, 1, 1024, 1 << 20)
+    assert st.per_slot_requests[0] == [3.0, 1.0, 2.0]
+    assert st.request_levels(0) == (1 / 3, 2 / 3, 0.0)
+    assert st.slot_levels(0) == (7 / 12, 5 / 12, 0.0)
+
+
+def test_emulated_requests_are_marked():
+    x = np.arange(1024, dtype=np.float32)
+    y = np.zeros(1024, dtype=np.float32)
+    r = emulate(SAXPY, [700, 2.0, x, y], grid=4, block=256, address_trace=4096)
+    t = r.memory_trace
+    # 22 warps with work x 3 accesses, each request's first sector marked
+    assert int(t.request_starts.sum()) == 22 * 3
