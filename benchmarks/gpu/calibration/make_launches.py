@@ -93,11 +93,19 @@ def render() -> str:
     launch("triangular imbalance: CTA b runs 100 + 4b iterations", "launch", "triangular", SM * 8, 128, ["out_big", 100, 4, 0.999])
     launch("one CTA far longer than the rest (50000 vs 200 iterations)", "launch", "one_long", SM * 8, 128, ["out_big", 200, 50000, 0.999])
 
+    # -- memory latency: dependent loads, one warp per SM (appended: earlier indices stay) --
+    for m, jump, steps, where in ((16384, 33 * 32, 2000, "64 KB (L1)"), (4 * MB, 4099 * 32, 1000, "16 MB"),
+                                  (64 * MB, 65537 * 32, 500, "256 MB")):
+        launch(f"pointer chase over {where}, one warp per SM", "latency", "chase", SM, 32,
+               ["chain", "chase_out", m, jump, steps])
+
     buffer("big_a", "float32", 512 * MB // 4, "{value = 1.0}")  # contents do not matter; cheap to build
     buffer("big_b", "float32", 512 * MB // 4, '"zeros"')
     buffer("out_big", "float32", 4 * MB, '"zeros"')
     buffer("counters", "float32", SM * 8 * 256, '"zeros"')
     buffer("hist_out", "int32", SM * 8 * 1024, '"zeros"')
+    buffer("chain", "int32", 64 * MB, '"arange"')
+    buffer("chase_out", "int32", SM * 32, '"zeros"')
     return "\n".join(out)
 
 if __name__ == "__main__":
