@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: what is fitted by default, with the range searched (multiplicative around the value)
 DEFAULT_PARAMS = [
-    "core.launch_overhead_us", "core.cta_launch_cycles", "core.cta_dispatch_cycles", "memory.dram_efficiency", "memory.l2_bytes_per_clk",
+    "core.launch_overhead_us", "core.cta_launch_cycles", "core.cta_dispatch_cycles", "memory.dram_efficiency", "memory.l2_bytes_per_clk", "memory.l2_sm_bytes_per_clk",
     "memory.atomic_lane_cycles", "memory.atomic_sectors_per_clk", "memory.atomic_same_address_per_clk", "core.bound_overlap", "core.sm_overlap", "memory.l2_effective_bytes",
     "memory.dram_latency", "memory.l2_latency",
 ]

@@ -138,6 +138,8 @@ class CacheStats:
     per_slot_requests: dict[int, list[float]] = field(default_factory=dict)
     #: per SM (those that ran CTAs): sectors its warps accessed
     busiest_sm_sectors: float = 0.0
+    #: sectors the busiest SM asked L2 for (its L1 misses, stores, atomics)
+    busiest_sm_l2_sectors: float = 0.0
     #: atomic requests (warp-level, per sector), all of them, and the most to one sector
     atomic_requests: int = 0
     atomic_max_same_sector: int = 0
@@ -290,6 +292,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     l1s: dict[int, OrderedDict[int, None]] = {}
     per_slot: dict[int, list[float]] = {}
     sm_sectors: dict[int, int] = {}
+    sm_l2: dict[int, int] = {}
     n_l1_hit = n_l2 = n_l2_hit = n_dram_r = n_dram_w = 0
     for idx, (s, k, slot, sm) in enumerate(zip(secs, kinds, slots, sms)):
         sm_sectors[sm] = sm_sectors.get(sm, 0) + 1
@@ -314,6 +317,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
             if l1 is not None and s in l1:
                 del l1[s]  # write-through, the stale copy invalidated
         n_l2 += 1
+        sm_l2[sm] = sm_l2.get(sm, 0) + 1
         hit, evicted = l2_access(s, k >= store)
         n_dram_w += evicted
         if k != store:
@@ -335,6 +339,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     st.per_slot = {k: [float(x * f) for x in v] for k, v in per_slot.items()}
     st.per_slot_requests = _request_levels(trace, order, level)
     st.busiest_sm_sectors = float(max(sm_sectors.values()) * f)
+    st.busiest_sm_l2_sectors = float(max(sm_l2.values(), default=0) * f)
     return st
 
 

@@ -691,6 +691,7 @@ class KernelTiming:
             where[op].append(k)  # a self-loop pair (A;A) holds every op twice
         out: list[TimedInstr] = []
         prev_block: Block | None = None
+        stored: dict[tuple, int] = {}  # global address (values, offset) -> the last store to it
         for k, op in enumerate(ops):
             if joins and k in joins:
                 prev_block = joins[k]
@@ -715,6 +716,21 @@ class KernelTiming:
                         srcs.append(j)
                     else:
                         ready = max(ready, self._external_ready(x))
+            key = _global_address_key(op, base.cls)
+            if key is not None:
+                j = stored.get(key)
+                if base.cls in ("ld_global", "atom_global") and j is not None:
+                    # a load of what this thread stored before: the store must reach L2 (L1 is
+                    # write-through and the store invalidated its copy) before the load is
+                    # served there, so it waits for the store's round trip
+                    srcs.append(j)
+                    st = out[j]
+                    lat = self.arch.memory["l2_latency"]
+                    if st.latency < lat:
+                        out[j] = TimedInstr(st.cls, st.unit, lat, st.issue, st.occ, st.blocking, st.branch,
+                                            st.srcs, st.ready)
+                if base.cls in ("st_global", "atom_global"):
+                    stored[key] = k
             out.append(TimedInstr(base.cls, base.unit, base.latency, base.issue, base.occ, base.blocking,
                                   base.branch, sorted(set(srcs)), ready))
         return out
@@ -760,6 +776,22 @@ class KernelTiming:
             if ti.unit:
                 units[ti.unit] += ti.occ
         return BlockCost(bi, self.prog.cfg.name(bi), len(ops), self.block_latency(bi), slots, dict(units))
+
+
+def _global_address_key(op: InstructionOp, cls: str) -> tuple | None:
+    """What identifies a global access's address statically: its address registers (SSA
+    values) and the operand's text (the offset); None for other instructions."""
+    if cls not in ("ld_global", "st_global", "atom_global"):
+        return None
+    from hypa.passes.slice import address_operand_index, address_values
+
+    k = address_operand_index(op)
+    vals = address_values(op)
+    if k is None or not vals:
+        return None
+    if op.guard_pred is not None:
+        vals = vals[:-1]
+    return (tuple(id(v) for v in vals), repr(op.operands_ast[k]))
 
 
 # ---------------------------------------------------------------------------
@@ -1299,6 +1331,9 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
     components = {"sm": sm_cycles, "l2_bandwidth": l2_cycles, "dram_bandwidth": dram_cycles,
                   # the block scheduler starts a CTA on an SM every so many clocks at best
                   "cta_dispatch": per_sm * a.cta_dispatch_cycles}
+    if cache is not None and m.get("l2_sm_bytes_per_clk"):
+        # what one SM can move to and from L2 (its L1 misses are filled at this rate)
+        components["l2_sm_bandwidth"] = 32.0 * cache.busiest_sm_l2_sectors / m["l2_sm_bytes_per_clk"]
     if cache is not None and cache.atomic_requests:
         # the L2 performs the operations on one address one after the other, and only so
         # many atomic sectors, and operations on an address a request already updates, a clock
