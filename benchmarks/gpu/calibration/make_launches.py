@@ -99,6 +99,11 @@ def render() -> str:
         launch(f"pointer chase over {where}, one warp per SM", "latency", "chase", SM, 32,
                ["chain", "chase_out", m, jump, steps])
 
+    # -- what one SM can stream: a read on 1 .. 32 SMs only (appended) ------------------------
+    for grid in (1, 4, 32):
+        launch(f"streaming read of 16 MB by {grid} CTA(s) of 1024 threads (one SM each)", "memory", "stream_read",
+               grid, 1024, ["big_a", "out_big", 4 * MB])
+
     buffer("big_a", "float32", 512 * MB // 4, "{value = 1.0}")  # contents do not matter; cheap to build
     buffer("big_b", "float32", 512 * MB // 4, '"zeros"')
     buffer("out_big", "float32", 4 * MB, '"zeros"')
