@@ -465,7 +465,7 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
                 rec.error = str(e)
     if opts.estimate_time:
         with phase("estimate"):
-            _attach_estimates(cat, records, opts.estimate_time)
+            _attach_estimates(cat, records, opts.estimate_time, opts.memory_metrics)
     for rec in records:
         if rec.reused_from is not None:
             src = records[rec.reused_from]
@@ -473,7 +473,7 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
     return Profile(records, static, given, time.perf_counter() - t0, where, tomls)
 
 
-def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str) -> None:
+def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str, memory_metrics: bool = False) -> None:
     """The timing model (runtime/timing.py) on each analysed launch, here in the
     parent: it needs the prepared program, which results from workers leave behind."""
     from .timing import TimingError, emulator_program, estimate
@@ -485,6 +485,8 @@ def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str) -> N
             emu = cat.emulator(rec.source)
             rec.result.time_estimate = estimate(rec.result, rec.launch, arch,  # type: ignore[attr-defined]
                                                 program=emulator_program(emu, rec.launch))
+            if not memory_metrics:  # the trace needed the memory slots; the report shows them only if asked
+                rec.result.metrics.memory = None
         except (TimingError, *LAUNCH_ERRORS) as e:
             rec.result.notes.append(f"no timing estimate: {e}")
 

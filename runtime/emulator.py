@@ -478,7 +478,20 @@ class Emulator:
             buffers={}, duration_ms=sum(r.duration_ms for r in parts), compile_ms=max(r.compile_ms for r in parts),
             notes=sorted(set(notes), key=notes.index), counters=counters, per_cta=per_cta,
             program=parts[0].program if parts else None,
+            **self._merged_timing_inputs(parts),
         )
+
+    @staticmethod
+    def _merged_timing_inputs(parts: list[LaunchResult]) -> dict[str, Any]:
+        """What the timing estimate reads besides the counters, merged over CTA ranges (in
+        order): the address traces, each CTA's warp-instructions, the memory before the launch."""
+        if not parts or any(r.memory_trace is None or r.cta_steps is None for r in parts):
+            return {}
+        from .cache_model import MemoryTrace
+
+        return {"memory_trace": MemoryTrace.merge([r.memory_trace for r in parts]),
+                "cta_steps": np.concatenate([r.cta_steps for r in parts]),
+                "memory_ranges": parts[0].memory_ranges, "buffer_bytes": parts[0].buffer_bytes}
 
     # -- helpers ----------------------------------------------------------------------
 

@@ -171,6 +171,8 @@ def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: a
         from hypa.runtime.timing import estimate_run
 
         result.time_estimate = estimate_run(emu, launch, result, arch)  # type: ignore[attr-defined]
+        if not getattr(args, "memory_metrics", False):  # traced for the estimate, shown only if asked
+            result.metrics.memory = None
 
 
 def render_results(results: Sequence[LaunchResult], args: argparse.Namespace) -> str:

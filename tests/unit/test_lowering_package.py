@@ -16,7 +16,7 @@ PREFIX = "hypa.runtime.lowering"
 
 #: the order of ``runtime/lowering/__init__.py``'s docstring: a module imports only earlier ones
 ORDER = ["types", "rules", "irbuild", "softfloat", "function", "initcheck", "addressing", "emitter", "semantics",
-         "memory_metrics", "printf", "calls", "warp", "scheduler"]
+         "memory_metrics", "printf", "calls", "heap", "warp", "scheduler"]
 
 
 def _modules() -> dict[str, Path]:
