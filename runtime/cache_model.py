@@ -13,7 +13,7 @@ The simulation replays the trace in the order the GPU runs it, not the order the
 ran it (one warp after the other): CTAs go to SMs in launch order, ``ctas_per_sm`` at a time
 (one *wave*), and the resident warps of a wave advance in lock step -- every warp's k-th
 access comes before any warp's (k+1)-th.  Each SM has its own L1 (LRU over sectors, the
-capacity the shared-memory carve-out leaves), all SMs share the L2 (LRU over sectors,
+capacity the shared-memory carve-out leaves; stores write through, updating a line present), all SMs share the L2 (LRU over sectors,
 write-back: a dirty sector that leaves it is a DRAM write).  The L2 starts as the memory
 the launch can see was last written leaves it: the launch's buffers (or a program's device
 allocations) copied in, in order, so the last ~L2-capacity of them is resident and dirty --
@@ -138,7 +138,8 @@ class CacheStats:
     per_slot_requests: dict[int, list[float]] = field(default_factory=dict)
     #: per SM (those that ran CTAs): sectors its warps accessed
     busiest_sm_sectors: float = 0.0
-    #: sectors the busiest SM asked L2 for (its L1 misses, stores, atomics)
+    #: sectors an SM asks L2 for (its L1 misses, stores, atomics): the L2 sectors over the
+    #: SMs that run CTAs
     busiest_sm_l2_sectors: float = 0.0
     #: atomic requests (warp-level, per sector), all of them, and the most to one sector
     atomic_requests: int = 0
@@ -233,7 +234,7 @@ def written_before(ranges: list[tuple[int, int]], shift: int, capacity: int) -> 
 
 def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count: int,
              l1_bytes: float, l2_bytes: float, warm: bool = True,
-             written: list[tuple[int, int]] | None = None) -> CacheStats:
+             written: list[tuple[int, int]] | None = None, active_sms: int | None = None) -> CacheStats:
     """Replay ``trace`` through per-SM L1s and the shared L2 (module docstring).  With
     ``written`` (address, bytes of the memory written before the launch, oldest first) the
     L2 starts holding the last of it, dirty, instead of a warm-up replay of the trace."""
@@ -315,7 +316,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
         elif k == store:
             l1 = l1s.get(sm)
             if l1 is not None and s in l1:
-                del l1[s]  # write-through, the stale copy invalidated
+                l1.move_to_end(s)  # write-through: a line present stays, updated (a thread reads back what it stored)
         n_l2 += 1
         sm_l2[sm] = sm_l2.get(sm, 0) + 1
         hit, evicted = l2_access(s, k >= store)
@@ -339,7 +340,9 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     st.per_slot = {k: [float(x * f) for x in v] for k, v in per_slot.items()}
     st.per_slot_requests = _request_levels(trace, order, level)
     st.busiest_sm_sectors = float(max(sm_sectors.values()) * f)
-    st.busiest_sm_l2_sectors = float(max(sm_l2.values(), default=0) * f)
+    # the sampled count of one SM is noisy (its max over SMs would be biased up): the L2
+    # traffic spread over the SMs that run CTAs
+    st.busiest_sm_l2_sectors = float(n_l2 * f) / max(1, active_sms or len(sm_sectors))
     return st
 
 

@@ -691,7 +691,6 @@ class KernelTiming:
             where[op].append(k)  # a self-loop pair (A;A) holds every op twice
         out: list[TimedInstr] = []
         prev_block: Block | None = None
-        stored: dict[tuple, int] = {}  # global address (values, offset) -> the last store to it
         for k, op in enumerate(ops):
             if joins and k in joins:
                 prev_block = joins[k]
@@ -716,21 +715,6 @@ class KernelTiming:
                         srcs.append(j)
                     else:
                         ready = max(ready, self._external_ready(x))
-            key = _global_address_key(op, base.cls)
-            if key is not None:
-                j = stored.get(key)
-                if base.cls in ("ld_global", "atom_global") and j is not None:
-                    # a load of what this thread stored before: the store must reach L2 (L1 is
-                    # write-through and the store invalidated its copy) before the load is
-                    # served there, so it waits for the store's round trip
-                    srcs.append(j)
-                    st = out[j]
-                    lat = self.arch.memory["l2_latency"]
-                    if st.latency < lat:
-                        out[j] = TimedInstr(st.cls, st.unit, lat, st.issue, st.occ, st.blocking, st.branch,
-                                            st.srcs, st.ready)
-                if base.cls in ("st_global", "atom_global"):
-                    stored[key] = k
             out.append(TimedInstr(base.cls, base.unit, base.latency, base.issue, base.occ, base.blocking,
                                   base.branch, sorted(set(srcs)), ready))
         return out
@@ -776,22 +760,6 @@ class KernelTiming:
             if ti.unit:
                 units[ti.unit] += ti.occ
         return BlockCost(bi, self.prog.cfg.name(bi), len(ops), self.block_latency(bi), slots, dict(units))
-
-
-def _global_address_key(op: InstructionOp, cls: str) -> tuple | None:
-    """What identifies a global access's address statically: its address registers (SSA
-    values) and the operand's text (the offset); None for other instructions."""
-    if cls not in ("ld_global", "st_global", "atom_global"):
-        return None
-    from hypa.passes.slice import address_operand_index, address_values
-
-    k = address_operand_index(op)
-    vals = address_values(op)
-    if k is None or not vals:
-        return None
-    if op.guard_pred is not None:
-        vals = vals[:-1]
-    return (tuple(id(v) for v in vals), repr(op.operands_ast[k]))
 
 
 # ---------------------------------------------------------------------------
@@ -1236,7 +1204,7 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
         from .cache_model import simulate
 
         cache = simulate(trace, wpc, occ.ctas_per_sm, a.sm_count, l1_capacity(a, occ), a.memory["l2_effective_bytes"],
-                         written=getattr(res, "memory_ranges", None))
+                         written=getattr(res, "memory_ranges", None), active_sms=min(launch.num_ctas, a.sm_count))
         mem_latency = _load_latencies(prog, counters, cache, a)
         notes.append(f"L1/L2 hit rates from the launch's address stream ({cache.records} sectors traced"
                      + (f", 1 line in {cache.sample_factor} sampled" if cache.sample_factor > 1 else "") + ")")

@@ -54,9 +54,12 @@ def test_l1_hits_l2_hits_and_dram_by_hand():
 
 
 def test_stores_write_back_dirty_sectors_and_invalidate_l1():
-    # load s0, store s0 (invalidates the L1 copy), load s0 again: an L1 miss, an L2 hit
+    # load s0, store s0 (written through, the L1 copy updated), load s0 again: an L1 hit
     st = simulate(trace([(0, 0, 0, LD), (0, 0, 1, ST), (0, 0, 2, LD)]), 1, 1, 1, 1024, 1024)
-    assert (st.l1_hits, st.l2_sectors, st.l2_hits) == (0, 3, 3)
+    assert (st.l1_hits, st.l2_sectors, st.l2_hits) == (1, 2, 2)
+    # a store does not allocate in L1: a load after a store to a new sector misses it
+    st = simulate(trace([(5, 0, 1, ST), (5, 0, 2, LD)]), 1, 1, 1, 1024, 1024)
+    assert (st.l1_hits, st.l2_sectors) == (0, 2)
     # stores to 4 sectors through a 2-sector L2: the warm replay leaves 2 dirty sectors,
     # the measured one evicts all 4 it writes (dirty) before the end: 4 DRAM writes
     st = simulate(trace([(s, 0, 0, ST) for s in range(4)]), 1, 1, 1, 1024, 2 * 32)
