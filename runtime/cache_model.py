@@ -94,12 +94,12 @@ class MemoryTrace:
 
     @staticmethod
     def from_buffer(buf: np.ndarray, n: int, shift: int, dropped: bool = False,
-                    atomic_totals: tuple[int, int] | None = None) -> "MemoryTrace":
+                    atomic_totals: tuple[int, int] | None = None) -> MemoryTrace:
         rec = buf[: 2 * n].view(np.uint64).reshape(-1, 2)
         return MemoryTrace(rec[:, 0].copy(), rec[:, 1].copy(), shift, dropped, atomic_totals)
 
     @staticmethod
-    def merge(parts: list["MemoryTrace"]) -> "MemoryTrace":
+    def merge(parts: list[MemoryTrace]) -> MemoryTrace:
         """One trace from traces of CTA ranges (in order), at the deepest sampling level."""
         parts = [p for p in parts if p is not None]
         if not parts:
@@ -136,8 +136,6 @@ class CacheStats:
     per_slot: dict[int, list[float]] = field(default_factory=dict)
     #: per memory slot: [requests, those whose slowest sector hit L1, hit L2] (loads)
     per_slot_requests: dict[int, list[float]] = field(default_factory=dict)
-    #: per SM (those that ran CTAs): sectors its warps accessed
-    busiest_sm_sectors: float = 0.0
     #: sectors an SM asks L2 for (its L1 misses, stores, atomics): the L2 sectors over the
     #: SMs that run CTAs
     busiest_sm_l2_sectors: float = 0.0
@@ -244,7 +242,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
         return st
     atomic = trace.kinds == abi.TRACE_ATOMIC
     if atomic.any():
-        uniq, inverse, counts = np.unique(trace.sectors[atomic], return_inverse=True, return_counts=True)
+        _, inverse, counts = np.unique(trace.sectors[atomic], return_inverse=True, return_counts=True)
         lanes = np.bincount(inverse, weights=np.maximum(1, trace.lanes[atomic]))
         hot = int(np.argmax(lanes))
         st.atomic_requests = int(atomic.sum())
@@ -268,7 +266,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     level = np.zeros(len(secs), np.int8)  # where each record's sector came from: 0 L1, 1 L2, 2 DRAM
     l1_cap = max(1, int(l1_bytes / 32 / f))
     l2_cap = max(1, int(l2_bytes / 32 / f))
-    load, load_l2, store = abi.TRACE_LOAD, abi.TRACE_LOAD_L2, abi.TRACE_STORE
+    load, store = abi.TRACE_LOAD, abi.TRACE_STORE
     l2: OrderedDict[int, bool] = OrderedDict()  # sector -> dirty
 
     def l2_access(s: int, write: bool) -> tuple[bool, int]:
@@ -292,11 +290,8 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
             l2_access(s, k >= store)
     l1s: dict[int, OrderedDict[int, None]] = {}
     per_slot: dict[int, list[float]] = {}
-    sm_sectors: dict[int, int] = {}
-    sm_l2: dict[int, int] = {}
     n_l1_hit = n_l2 = n_l2_hit = n_dram_r = n_dram_w = 0
     for idx, (s, k, slot, sm) in enumerate(zip(secs, kinds, slots, sms)):
-        sm_sectors[sm] = sm_sectors.get(sm, 0) + 1
         c = per_slot.get(slot)
         if c is None:
             c = per_slot[slot] = [0, 0, 0]
@@ -318,7 +313,6 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
             if l1 is not None and s in l1:
                 l1.move_to_end(s)  # write-through: a line present stays, updated (a thread reads back what it stored)
         n_l2 += 1
-        sm_l2[sm] = sm_l2.get(sm, 0) + 1
         hit, evicted = l2_access(s, k >= store)
         n_dram_w += evicted
         if k != store:
@@ -339,10 +333,9 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     st.dram_write_sectors = float(n_dram_w * f)
     st.per_slot = {k: [float(x * f) for x in v] for k, v in per_slot.items()}
     st.per_slot_requests = _request_levels(trace, order, level)
-    st.busiest_sm_sectors = float(max(sm_sectors.values()) * f)
     # the sampled count of one SM is noisy (its max over SMs would be biased up): the L2
     # traffic spread over the SMs that run CTAs
-    st.busiest_sm_l2_sectors = float(n_l2 * f) / max(1, active_sms or len(sm_sectors))
+    st.busiest_sm_l2_sectors = float(n_l2 * f) / max(1, active_sms or len(set(sms)))
     return st
 
 
