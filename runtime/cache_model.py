@@ -185,24 +185,46 @@ class CacheStats:
         }
 
 
-def replay_order(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count: int) -> tuple[np.ndarray, np.ndarray]:
-    """The GPU-like order of the records and each record's SM: sorted by (wave, the
-    access's rank in its warp, SM, warp)."""
+def request_ids(trace: MemoryTrace) -> np.ndarray:
+    """Each record's warp-level request, numbered in trace order: a request's records are
+    adjacent (the first marked ``TRACE_FIRST``); a change of warp or instruction also starts
+    one (a start that thinning dropped)."""
+    n = len(trace)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    slots, warps = trace.slots, trace.warps
+    new = trace.request_starts.copy()
+    new[1:] |= (slots[1:] != slots[:-1]) | (warps[1:] != warps[:-1])
+    new[0] = True
+    return np.cumsum(new) - 1
+
+
+def replay_order(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int,
+                 sm_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The GPU-like order of the records, each record's SM and its *step*: sorted by
+    (wave, the request's rank in its warp, SM, warp); the step numbers the (wave, rank)
+    groups -- the accesses resident warps make at the same time."""
     warps = trace.warps
     n = len(warps)
     if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    rid = request_ids(trace)
     by_warp = np.argsort(warps, kind="stable")
     sw = warps[by_warp]
+    sr = rid[by_warp]
     starts = np.r_[0, np.flatnonzero(np.diff(sw)) + 1]
-    run_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+    # a request's rank in its warp: requests before it in the warp's own records
+    new_req = np.r_[True, sr[1:] != sr[:-1]]
+    req_count = np.cumsum(new_req) - 1
     rank = np.empty(n, np.int64)
-    rank[by_warp] = np.arange(n) - run_start
+    rank[by_warp] = req_count - np.repeat(req_count[starts], np.diff(np.r_[starts, n]))
     cta = warps // max(1, warps_per_cta)
     sm = cta % sm_count
     wave = cta // (sm_count * max(1, ctas_per_sm))
-    order = np.lexsort((warps, sm, rank, wave))
-    return order, sm
+    order = np.lexsort((np.arange(n), warps, sm, rank, wave))
+    step = wave * (int(rank.max()) + 1) + rank
+    return order, sm, step
 
 
 def written_before(ranges: list[tuple[int, int]], shift: int, capacity: int) -> list[int]:
@@ -258,40 +280,44 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     trace = MemoryTrace(trace.sectors[trace.sampled], trace.info[trace.sampled], trace.shift, trace.dropped)
     if not len(trace):
         return st
-    order, sm_of = replay_order(trace, warps_per_cta, ctas_per_sm, sm_count)
+    order, sm_of, step_of = replay_order(trace, warps_per_cta, ctas_per_sm, sm_count)
     secs = trace.sectors[order].tolist()
     kinds = trace.kinds[order].tolist()
     slots = trace.slots[order].tolist()
     sms = sm_of[order].tolist()
+    steps = step_of[order].tolist()
     level = np.zeros(len(secs), np.int8)  # where each record's sector came from: 0 L1, 1 L2, 2 DRAM
     l1_cap = max(1, int(l1_bytes / 32 / f))
     l2_cap = max(1, int(l2_bytes / 32 / f))
     load, store = abi.TRACE_LOAD, abi.TRACE_STORE
-    l2: OrderedDict[int, bool] = OrderedDict()  # sector -> dirty
+    # sector -> [dirty, step it was filled at, where the fill came from (1 L2, 2 DRAM)]
+    l2: OrderedDict[int, list] = OrderedDict()
 
-    def l2_access(s: int, write: bool) -> tuple[bool, int]:
-        """(hit, dirty sectors evicted)."""
-        d = l2.get(s)
-        if d is not None:
+    def l2_access(s: int, write: bool, step: int) -> tuple[bool, int, int]:
+        """(hit, the level the data comes from: 1 L2, 2 DRAM; dirty sectors evicted).  A hit
+        on a sector that a miss of the same step is still fetching waits for that miss."""
+        e = l2.get(s)
+        if e is not None:
             l2.move_to_end(s)
-            if write and not d:
-                l2[s] = True
-            return True, 0
-        l2[s] = write
+            if write:
+                e[0] = True
+            return True, (e[2] if e[1] == step else 1), 0
+        l2[s] = [write, step, 2]
         if len(l2) > l2_cap:
             _, old = l2.popitem(last=False)
-            return False, 1 if old else 0
-        return False, 0
+            return False, 2, 1 if old[0] else 0
+        return False, 2, 0
 
     if written is not None:
-        l2.update(OrderedDict.fromkeys(written_before(written, trace.shift, l2_cap), True))
+        l2.update((s, [True, -1, 1]) for s in written_before(written, trace.shift, l2_cap))
     elif warm:
         for s, k in zip(secs, kinds):
-            l2_access(s, k >= store)
-    l1s: dict[int, OrderedDict[int, None]] = {}
+            l2_access(s, k >= store, -1)
+    # per SM: sector -> (step it was filled at, the level the fill came from)
+    l1s: dict[int, OrderedDict[int, tuple[int, int]]] = {}
     per_slot: dict[int, list[float]] = {}
     n_l1_hit = n_l2 = n_l2_hit = n_dram_r = n_dram_w = 0
-    for idx, (s, k, slot, sm) in enumerate(zip(secs, kinds, slots, sms)):
+    for idx, (s, k, slot, sm, step) in enumerate(zip(secs, kinds, slots, sms, steps)):
         c = per_slot.get(slot)
         if c is None:
             c = per_slot[slot] = [0, 0, 0]
@@ -299,32 +325,39 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
             l1 = l1s.get(sm)
             if l1 is None:
                 l1 = l1s[sm] = OrderedDict()
-            if s in l1:
+            e1 = l1.get(s)
+            if e1 is not None:
                 l1.move_to_end(s)
                 n_l1_hit += 1
                 c[0] += 1
                 c[1] += 1
+                if e1[0] == step:
+                    # a hit on a line another warp's miss of this step is still fetching
+                    # (merged in the L1's miss tracking): the warp waits as long as that miss
+                    level[idx] = e1[1]
                 continue
-            l1[s] = None
-            if len(l1) > l1_cap:
-                l1.popitem(last=False)
         elif k == store:
             l1 = l1s.get(sm)
             if l1 is not None and s in l1:
                 l1.move_to_end(s)  # write-through: a line present stays, updated (a thread reads back what it stored)
         n_l2 += 1
-        hit, evicted = l2_access(s, k >= store)
+        hit, lvl, evicted = l2_access(s, k >= store, step)
         n_dram_w += evicted
+        if k == store and not hit:
+            l2[s][2] = 1  # a stored sector is there for a load of the same step
+        if k == load:
+            l1[s] = (step, lvl)
+            if len(l1) > l1_cap:
+                l1.popitem(last=False)
+        if hit:
+            n_l2_hit += 1
         if k != store:
             c[0] += 1
             if hit:
                 c[2] += 1
-        if hit:
-            n_l2_hit += 1
-            level[idx] = 1
-        elif k != store:
-            n_dram_r += 1
-            level[idx] = 2
+            else:
+                n_dram_r += 1
+            level[idx] = lvl
     st.sectors = float(len(secs) * f)
     st.l1_hits = float(n_l1_hit * f)
     st.l2_sectors = float(n_l2 * f)
@@ -349,14 +382,9 @@ def _request_levels(trace: MemoryTrace, order: np.ndarray, level: np.ndarray) ->
     loads |= trace.kinds == abi.TRACE_LOAD_L2
     if not loads.any():
         return {}
-    starts = trace.request_starts
     slots = trace.slots
-    warps = trace.warps
-    # a new request also where the warp or slot changes (a start dropped by thinning)
-    new = starts.copy()
-    new[1:] |= (slots[1:] != slots[:-1]) | (warps[1:] != warps[:-1])
-    new[0] = True
-    rid = np.cumsum(new) - 1
+    rid = request_ids(trace)
+    new = np.r_[True, rid[1:] != rid[:-1]]
     worst = np.zeros(rid[-1] + 1, np.int8)
     np.maximum.at(worst, rid, lv)
     first_idx = np.flatnonzero(new)

@@ -1101,13 +1101,15 @@ def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[Instruct
     per_smsp = arch.memory["lsu_bytes_per_clk"] / arch.sub_partitions
     for op, slot in mem_ops.items():
         c = [int(counters[base + abi.MEM_COUNTERS * slot + k]) for k in range(abi.MEM_COUNTERS)]
-        req, sectors, _lines, wavefronts, _ideal = c
+        req, sectors, lines, wavefronts, _ideal = c
         if req <= 0:
             continue
         if wavefronts:
             occ[op] = max(1.0, wavefronts / req * 128.0 / per_smsp)
         else:
-            occ[op] = max(1.0, sectors / req * 32.0 / per_smsp)
+            # the L1 moves one 128-byte line's sectors a clock for the whole SM: a request
+            # takes a clock per line it touches even when it uses one sector of each
+            occ[op] = max(1.0, max(sectors * 32.0, lines * 128.0) / req / per_smsp)
             sector_bytes[op] = sectors * 32.0
     return occ, sector_bytes
 

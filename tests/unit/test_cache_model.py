@@ -13,10 +13,12 @@ from hypa.runtime.timing import cta_imbalance
 from helpers import emulate
 
 
-def trace(records: list[tuple[int, int, int, int]], shift: int = 0) -> MemoryTrace:
-    """(sector, warp, slot, kind) records."""
+def trace(records: list[tuple[int, int, int, int]], shift: int = 0, requests: bool = True) -> MemoryTrace:
+    """(sector, warp, slot, kind) records; each its own warp-level request unless
+    ``requests`` is false (then adjacent records of one warp and slot form one)."""
     sec = np.array([r[0] for r in records], np.uint64)
-    info = np.array([r[1] | (r[2] << 32) | (r[3] << 48) for r in records], np.uint64)
+    first = abi.TRACE_FIRST if requests else 0
+    info = np.array([r[1] | (r[2] << 32) | (r[3] << 48) | first for r in records], np.uint64)
     return MemoryTrace(sec, info, shift)
 
 
@@ -26,16 +28,22 @@ LD, ST, AT = abi.TRACE_LOAD, abi.TRACE_STORE, abi.TRACE_ATOMIC
 def test_replay_runs_resident_warps_in_lock_step():
     # warp 0 accesses sectors 0,1,2; warp 1 (same CTA) 10,11; both on SM 0
     t = trace([(0, 0, 0, LD), (1, 0, 0, LD), (2, 0, 0, LD), (10, 1, 0, LD), (11, 1, 0, LD)])
-    order, sm = replay_order(t, warps_per_cta=2, ctas_per_sm=1, sm_count=4)
+    order, sm, step = replay_order(t, warps_per_cta=2, ctas_per_sm=1, sm_count=4)
     assert t.sectors[order].tolist() == [0, 10, 1, 11, 2]
     assert sm.tolist() == [0] * 5
+    assert step[order].tolist() == [0, 0, 1, 1, 2]  # the k-th accesses of both warps: one step
+    # one request of three sectors (not marked apart): its records stay together
+    t = trace([(0, 0, 0, LD), (1, 0, 0, LD), (2, 0, 0, LD), (10, 1, 0, LD), (11, 1, 0, LD)], requests=False)
+    order, sm, step = replay_order(t, 2, 1, 4)
+    assert t.sectors[order].tolist() == [0, 1, 2, 10, 11] and step[order].tolist() == [0] * 5
     # two CTAs of one warp: CTA 1 goes to SM 1; with one SM and one CTA per SM, CTA 1 is
     # a later wave and runs after CTA 0
     t = trace([(0, 0, 0, LD), (1, 0, 0, LD), (10, 1, 0, LD), (11, 1, 0, LD)])
-    order, sm = replay_order(t, 1, 1, 2)
+    order, sm, step = replay_order(t, 1, 1, 2)
     assert t.sectors[order].tolist() == [0, 10, 1, 11] and sm.tolist() == [0, 0, 1, 1]
-    order, sm = replay_order(t, 1, 1, 1)
+    order, sm, step = replay_order(t, 1, 1, 1)
     assert t.sectors[order].tolist() == [0, 1, 10, 11]
+    assert step[order].tolist() == [0, 1, 2, 3]  # the second wave's steps follow the first's
 
 
 def test_l1_hits_l2_hits_and_dram_by_hand():
@@ -206,7 +214,7 @@ def test_a_request_waits_for_its_slowest_sector():
     for secs in ([0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 9]):
         for j, s in enumerate(secs):
             rec.append((s, 0, 0, LD))
-    t = trace(rec)
+    t = trace(rec, requests=False)
     t.info[[0, 4, 8]] |= np.uint64(F)
     st = simulate(t, 1, 1, 1, 1024, 1 << 20)
     assert st.per_slot_requests[0] == [3.0, 1.0, 2.0]
