@@ -84,6 +84,9 @@ class LaunchResult:
     memory_ranges: list | None = field(default=None, repr=False)
     #: with ``Emulator(address_trace=N)``: warp-instructions each CTA ran (linear CTA order)
     cta_steps: np.ndarray | None = field(default=None, repr=False)
+    #: with ``Emulator(address_trace=N)``: each CTA's critical steps -- per scheduling round
+    #: (between barrier releases) the most warp-instructions one of its warps ran, summed
+    cta_critical_steps: np.ndarray | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
         # the prepared program holds xDSL operations, which neither pickle nor mean
@@ -353,7 +356,8 @@ class Emulator:
             memory_trace=trace,
             memory_ranges=keep.get("memory_ranges"),
             buffer_bytes=sum(int(a.nbytes) for a in buffers.values()),
-            cta_steps=keep["cta_steps"][first:last].copy() if "cta_steps" in keep else None,
+            cta_steps=keep["cta_steps"][first:last, 0].copy() if "cta_steps" in keep else None,
+            cta_critical_steps=keep["cta_steps"][first:last, 1].copy() if "cta_steps" in keep else None,
         )
 
     def _memory_ranges(self, launch: Launch, buffers: dict, buf_ids: dict) -> list[tuple[int, int]]:
@@ -491,6 +495,8 @@ class Emulator:
 
         return {"memory_trace": MemoryTrace.merge([r.memory_trace for r in parts]),
                 "cta_steps": np.concatenate([r.cta_steps for r in parts]),
+                "cta_critical_steps": (np.concatenate([r.cta_critical_steps for r in parts])
+                                       if all(r.cta_critical_steps is not None for r in parts) else None),
                 "memory_ranges": parts[0].memory_ranges, "buffer_bytes": parts[0].buffer_bytes}
 
     # -- helpers ----------------------------------------------------------------------
@@ -697,7 +703,7 @@ class Emulator:
             keep["trace"] = np.zeros(2 * self.address_trace, np.int64)
             ctx[abi.CTX_TRACE] = keep["trace"].ctypes.data
             ctx[abi.CTX_TRACE_CAP] = self.address_trace
-            keep["cta_steps"] = np.zeros(max(1, launch.num_ctas), np.int64)
+            keep["cta_steps"] = np.zeros((max(1, launch.num_ctas), 2), np.int64)
             ctx[abi.CTX_CTA_STEPS] = keep["cta_steps"].ctypes.data
         if host is not None:
             try:

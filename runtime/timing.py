@@ -442,6 +442,12 @@ def tensor_fmas(op: InstructionOp) -> tuple[int, str]:
 # ---------------------------------------------------------------------------
 
 
+#: timing classes ptxas hoists (``KernelTiming.issue_order``) and those they may not pass
+_HOISTED = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const", "ld_param"})
+_ORDERING = frozenset({"st_global", "st_shared", "st_local", "atom_global", "atom_shared", "barrier",
+                       "bar_arrive", "fence", "async_wait", "cp_async", "branch", "misc"})
+
+
 @dataclass
 class TimedInstr:
     """What the pipeline graph needs to know about one instruction."""
@@ -596,10 +602,12 @@ class KernelTiming:
         self._info: dict[InstructionOp, TimedInstr] = {}
         self._pos: dict[InstructionOp, tuple[int, int]] = {}
         self._suffix: list[list[int]] = []
-        for bi, ops in enumerate(prog.block_instrs):
+        #: each block's instructions in the order the warp issues them (``issue_order``)
+        self.order = [self.issue_order(ops) for ops in prog.block_instrs]
+        for bi, ops in enumerate(self.order):
             for k, op in enumerate(ops):
                 self._pos[op] = (bi, k)
-        for bi, ops in enumerate(prog.block_instrs):
+        for bi, ops in enumerate(self.order):
             suf = [0] * (len(ops) + 1)
             for k in range(len(ops) - 1, -1, -1):
                 suf[k] = suf[k + 1] + self.timed(ops[k]).issue
@@ -640,6 +648,50 @@ class KernelTiming:
         ti = TimedInstr(cname, unit, latency, c.issue, occ, c.blocking, op.spec.terminator and op.spec.kind in ("control",))
         self._info[op] = ti
         return ti
+
+    def issue_order(self, ops: list[InstructionOp]) -> list[InstructionOp]:
+        """A block's instructions as ptxas schedules them, to the extent that decides
+        latency: every load moves up to just after the last instruction it depends on (its
+        operands' producers, an earlier load -- loads keep their order -- or a store, atomic,
+        barrier, fence or call it may not pass), and the arithmetic computing its address
+        with it, so independent loads issue back to back and their latencies overlap; the
+        rest keep PTX order.  A load after a store that may alias stays behind it, as on
+        the GPU."""
+        if not any(self.timed(op).cls in _HOISTED for op in ops):
+            return list(ops)
+        index = {op: i for i, op in enumerate(ops)}
+
+        def producers(i: int) -> list[int]:
+            out = []
+            for v in ops[i].instruction_operands():
+                j = index.get(v.owner)  # type: ignore[arg-type]
+                if j is not None and j < i:
+                    out.append(j)
+            return out
+
+        # the loads' address arithmetic moves up with them
+        feeds = [False] * len(ops)
+        for i in range(len(ops) - 1, -1, -1):
+            if feeds[i] or self.timed(ops[i]).cls in _HOISTED:
+                for j in producers(i):
+                    if self.timed(ops[j]).cls not in _ORDERING:
+                        feeds[j] = True
+        keys: list[float] = []
+        fence = last_load = -1.0
+        for i, op in enumerate(ops):
+            cls = self.timed(op).cls
+            after = max((keys[j] for j in producers(i)), default=-1.0)
+            if cls in _HOISTED:
+                k = max(fence, last_load, after)
+                last_load = k
+            elif feeds[i]:
+                k = after
+            else:
+                k = float(i)
+                if cls in _ORDERING:
+                    fence = k
+            keys.append(k)
+        return [ops[i] for i in sorted(range(len(ops)), key=lambda i: (keys[i], i))]
 
     def _external_ready(self, v: SSAValue, depth: int = 0) -> float:
         """How long after a block starts a value from another block may still be in flight
@@ -724,7 +776,7 @@ class KernelTiming:
     def block_solution(self, bi: int) -> GraphSolution:
         s = self._alone.get(bi)
         if s is None:
-            s = self._alone[bi] = solve_pipeline(self.sequence(self.prog.block_instrs[bi]), self.arch)
+            s = self._alone[bi] = solve_pipeline(self.sequence(self.order[bi]), self.arch)
         return s
 
     def block_latency(self, bi: int) -> float:
@@ -732,7 +784,7 @@ class KernelTiming:
         return self.block_solution(bi).end
 
     def _tail(self, a: int) -> list[InstructionOp]:
-        ops = self.prog.block_instrs[a]
+        ops = self.order[a]
         return ops[-self.arch.pair_window:] if self.arch.pair_window > 0 else ops
 
     def pair_cost(self, a: int, b: int) -> float:
@@ -745,7 +797,7 @@ class KernelTiming:
         ta = self._tail_end.get(a)
         if ta is None:
             ta = self._tail_end[a] = solve_pipeline(self.sequence(tail), self.arch).end
-        ops = tail + self.prog.block_instrs[b]
+        ops = tail + self.order[b]
         both = solve_pipeline(self.sequence(ops, {len(tail): self.prog.cfg.blocks[a]}), self.arch).end
         c = self._pairs[key] = max(0.0, both - ta)
         return c
@@ -1243,6 +1295,17 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
                 unit_total[u] += execs[b] * busy
         blocks.append(bc)
     warp_latency = lat_total / total_warps
+    # a CTA lasts as long as its critical warp: where the work sits in a few of its warps
+    # (one thread of the CTA works, a reduction's last steps), that warp's latency, not the
+    # mean warp's -- the critical steps over the mean warp's steps, CTAs weighted by work
+    skew = 1.0
+    cta_steps = getattr(res, "cta_steps", None) if res is not None else None
+    critical = getattr(res, "cta_critical_steps", None) if res is not None else None
+    if cta_steps is not None and critical is not None and len(critical) == len(cta_steps):
+        total_steps = float(np.sum(cta_steps))
+        if total_steps > 0:
+            skew = max(1.0, wpc * float(np.sum(critical)) / total_steps)
+    warp_latency *= skew
     warp_issue = issue_total / total_warps
     warp_units = {u: c / total_warps for u, c in sorted(unit_total.items())}
 
@@ -1268,7 +1331,6 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
     waves = -(-launch.num_ctas // (occ.ctas_per_sm * a.sm_count))
     # CTAs of unequal work: the busiest SM's share, as the block scheduler hands them out
     imbalance = 1.0
-    cta_steps = getattr(res, "cta_steps", None) if res is not None else None
     if cta_steps is not None and len(cta_steps) == launch.num_ctas:
         imbalance = cta_imbalance(cta_steps, occ.ctas_per_sm * a.sm_count)
         if imbalance > 1.0:
@@ -1323,7 +1385,8 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
             "warps": total_warps, "warps_per_cta": wpc}
     memory = {"requested_bytes": requested, "read_bytes": read, "written_bytes": written, "footprint_bytes": footprint,
               "buffer_bytes": buffer_bytes, "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "reuse_hit_rate": reuse_hit,
-              "global_load_latency": a.level_latency("global", footprint, reuse_hit), "cta_imbalance": imbalance}
+              "global_load_latency": a.level_latency("global", footprint, reuse_hit), "cta_imbalance": imbalance,
+              "warp_skew": skew}
     if cache is not None:
         memory["cache"] = cache.as_dict()
     comps_out = dict(components)

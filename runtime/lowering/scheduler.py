@@ -8,7 +8,10 @@ in the next round, after the other warps ran.  A round that releases no barrier 
 no mbarrier (``CTX_MBAR_EPOCH``) is a deadlock; a step budget spent stops at the next CTA.
 The cluster barrier (``barrier.cluster``, a cluster of one CTA) counts warps when they
 arrive, so it releases when every live warp has arrived.  With ``CTX_CTA_STEPS`` set, each
-CTA's warp-instruction count is stored at its linear id (the timing estimate's CTA costs).
+CTA's warp-instruction count is stored at its linear id (the timing estimate's CTA costs),
+with its *critical* steps: over the rounds, the most warp-instructions one warp ran in the
+round, summed -- the longest chain of warp-instructions from start to exit that barriers
+allow (a CTA whose work sits in one warp lasts as long as that warp).
 """
 
 from __future__ import annotations
@@ -47,6 +50,11 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     def wsw(w: ir.Value, k: int) -> ir.Value:
         return b.gep(ws_of(w), [ir.Constant(i64, k)], source_etype=i64)
 
+    # slots in the entry block (an alloca in the CTA loop would take stack on every CTA)
+    done_slot = b.alloca(i64, name="done")
+    released = b.alloca(i64, name="released")
+    round_max = b.alloca(i64, name="round_max")  # the most steps one warp ran this round
+    critical = b.alloca(i64, name="critical")  # their sum over the rounds
     cta_loop = Loop(b, first, last, "cta")
     cta = cta_loop.i
     b.store(b.urem(cta, nx), cw(abi.CTX_CTAID))
@@ -77,19 +85,23 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
                     ir.Constant(i64, 8 * abi.BARRIER_SLOTS * abi.BAR_WORDS), f])
     b.store(ir.Constant(i64, 0), cw(abi.CTX_MBAR_EPOCH))
     steps0 = ld(cw(abi.CTX_STEPS))
-    done_slot = b.alloca(i64, name="done")
-    released = b.alloca(i64, name="released")
     b.store(ir.Constant(i64, 0), done_slot)
+    b.store(ir.Constant(i64, 0), critical)
     round_head = fn.append_basic_block("round")
     b.branch(round_head)
     b.position_at_end(round_head)
     epoch0 = ld(cw(abi.CTX_MBAR_EPOCH))
+    b.store(ir.Constant(i64, 0), round_max)
     wl = Loop(b, ir.Constant(i64, 0), nwarps, "w")
     w = wl.i
     status = ld(wsw(w, abi.WS_STATUS))
     ready = b.icmp_signed("==", status, ir.Constant(i64, 0))
     with b.if_then(ready):
+        before = ld(cw(abi.CTX_STEPS))
         rc = b.call(warp_run, [ws_of(w), ctx, b.trunc(w, i32)])
+        ran = b.sub(ld(cw(abi.CTX_STEPS)), before)
+        most = b.load(round_max, typ=i64)
+        b.store(b.select(b.icmp_signed(">", ran, most), ran, most), round_max)
         is_exit = b.icmp_signed("==", rc, ir.Constant(i32, abi.RC_EXIT))
         is_bar = b.icmp_signed("==", rc, ir.Constant(i32, abi.RC_BARRIER))
         is_yield = b.icmp_signed("==", rc, ir.Constant(i32, abi.RC_YIELD))
@@ -112,6 +124,7 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
                         b.store(cta, cw(abi.CTX_ERR_CTA))
                         b.ret(ir.Constant(i32, abi.RC_ERROR))
     wl.close()
+    b.store(b.add(b.load(critical, typ=i64), b.load(round_max, typ=i64)), critical)
     done = b.load(done_slot, typ=i64)
     all_done = b.icmp_signed(">=", done, nwarps)
     release_bb = fn.append_basic_block("release")
@@ -163,8 +176,9 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     # each CTA's warp-instructions, for the timing estimate's CTA scheduling (when asked)
     steps_word = ld(cw(abi.CTX_CTA_STEPS))
     with b.if_then(b.icmp_unsigned("!=", steps_word, ir.Constant(i64, 0))):
-        slot = b.gep(b.inttoptr(steps_word, ptr), [cta], source_etype=i64)
+        slot = b.gep(b.inttoptr(steps_word, ptr), [b.mul(cta, ir.Constant(i64, 2))], source_etype=i64)
         b.store(b.sub(ld(cw(abi.CTX_STEPS)), steps0), slot)
+        b.store(b.load(critical, typ=i64), b.gep(slot, [ir.Constant(i64, 1)], source_etype=i64))
     cta_loop.close()
     b.ret(ir.Constant(i32, abi.RC_EXIT))
     return fn

@@ -136,6 +136,8 @@ def test_emulator_trace_of_saxpy(mode):
     # warp-instructions per CTA: 18 for a warp with work (10 to the branch, 7, ret), 11
     # for one without; CTA 2 has 5 full warps, one partial (18) and 2 idle ones
     assert r.cta_steps.tolist() == [144, 144, 6 * 18 + 2 * 11, 8 * 11]
+    # no barrier: one scheduling round, whose longest warp ran 18 (11 in the idle CTA)
+    assert r.cta_critical_steps.tolist() == [18, 18, 18, 11]
     # a buffer of 64 records: sampled down, every kept record's line kept at that level
     r = emulate(SAXPY, [700, 2.0, x, y], grid=4, block=256, mode=mode, address_trace=64)
     t = r.memory_trace
@@ -159,6 +161,7 @@ def test_trace_from_worker_processes():
     one = emulate(SAXPY, [700, 2.0, x, y], grid=4, block=256, address_trace=4096)
     two = emulate(SAXPY, [700, 2.0, x, y], grid=4, block=256, address_trace=4096, jobs=2)
     assert two.cta_steps.tolist() == one.cta_steps.tolist()
+    assert two.cta_critical_steps.tolist() == one.cta_critical_steps.tolist()
     a, b = one.memory_trace, two.memory_trace
     assert sorted(zip(a.sectors.tolist(), a.info.tolist())) == sorted(zip(b.sectors.tolist(), b.info.tolist()))
 
@@ -229,3 +232,56 @@ def test_emulated_requests_are_marked():
     t = r.memory_trace
     # 22 warps with work x 3 accesses, each request's first sector marked
     assert int(t.request_starts.sum()) == 22 * 3
+
+
+BARRIER_PHASES = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry phases()
+{
+    .reg .pred %p; .reg .b32 %r<4>;
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p, %r1, 0;
+    @%p bra SYNC;
+    mov.u32 %r2, 0;
+LOOP:
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p, %r2, 10;
+    @%p bra LOOP;
+SYNC:
+    bar.sync 0;
+    setp.ne.u32 %p, %r1, 32;
+    @%p bra DONE;
+    add.u32 %r3, %r1, 1;
+    add.u32 %r3, %r3, 1;
+DONE:
+    ret;
+}
+"""
+
+
+def test_critical_steps_follow_the_busiest_warp_of_each_barrier_phase():
+    # 2 warps.  Before the barrier warp 0 runs 3 + 1 + 10 x 3 = 34 warp-instructions
+    # (mov setp bra, mov, the loop), warp 1 runs 3 and waits; after it warp 0 runs
+    # 1 (bar.sync) + 2 + 1 (ret) = 4 more, warp 1 (lane 32 works) 1 + 2 + 2 + 1 = 6
+    r = emulate(BARRIER_PHASES, [], grid=1, block=64, address_trace=64)
+    assert r.cta_steps.tolist() == [34 + 4 + 3 + 6]
+    assert r.cta_critical_steps.tolist() == [34 + 6]
+
+
+def test_a_hit_on_a_line_in_flight_waits_for_the_miss():
+    # two warps of one CTA load sector 0 in the same step: the first misses L1 and (cold)
+    # L2, the second finds the line allocated but still on its way -- it waits as long as
+    # the first (DRAM), though it counts as an L1 hit; a later step's hit is a real hit
+    rec = [(0, 0, 0, LD), (0, 1, 0, LD), (0, 0, 0, LD)]
+    st = simulate(trace(rec), 2, 1, 1, 1024, 1 << 20, warm=False)
+    assert (st.l1_hits, st.l2_sectors, st.dram_read_sectors) == (2, 1, 1)
+    assert st.per_slot_requests[0] == [3.0, 1.0, 0.0]  # two wait for DRAM, one hits L1
+    # warps on two SMs: the second SM's L2 access hits the sector the first one's miss is
+    # fetching (same step): an L2 hit that waits for DRAM
+    st = simulate(trace([(0, 0, 0, LD), (0, 1, 0, LD)]), 1, 1, 2, 1024, 1 << 20, warm=False)
+    assert (st.l1_hits, st.l2_hits, st.dram_read_sectors) == (0, 1, 1)
+    assert st.per_slot_requests[0] == [2.0, 0.0, 0.0]
+    # a store's sector is there for a load of the same step (nothing to fetch)
+    st = simulate(trace([(0, 0, 1, ST), (0, 1, 0, LD)]), 1, 1, 2, 1024, 1 << 20, warm=False)
+    assert st.per_slot_requests[0] == [1.0, 0.0, 1.0]

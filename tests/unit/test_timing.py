@@ -263,14 +263,44 @@ $L_use:
 """)
 
 
+HOIST = kernel("hoist(.param .u64 h_a)", """
+    ld.param.u64 %rd1, [h_a];
+    ld.global.f32 %f1, [%rd1];
+    mul.f32 %f2, %f1, 0f40000000;
+    add.s64 %rd2, %rd1, 64;
+    ld.global.f32 %f3, [%rd2];
+    fma.rn.f32 %f4, %f3, 0f40000000, %f2;
+    st.global.f32 [%rd1], %f4;
+    ld.global.f32 %f5, [%rd1+128];
+    add.f32 %f6, %f5, %f4;
+    st.global.f32 [%rd1+4], %f6;
+    ret;
+""")
+
+
+def test_loads_issue_as_ptxas_schedules_them():
+    # the second load and its address move up above the multiply: both loads in flight
+    # at once; the load after the store may alias it and stays behind it
+    prog = prepare(parse_ptx(HOIST), "hoist", "full")
+    kt = T.KernelTiming(prog, "sm_90", footprint=1024)
+    names = [f"{op.spec.name}:{T.classify(op)}" for op in kt.order[0]]
+    assert names == ["ld:ld_param", "ld:ld_global", "add:int64", "ld:ld_global", "mul:fp32", "fma:fp32",
+                     "st:st_global", "ld:ld_global", "add:fp32", "st:st_global", "ret:branch"]
+    l2 = T.load_arch("sm_90").memory["l2_latency"]
+    # two overlapped L2 latencies, then the serialised third: about 2, not 3
+    assert 2 * l2 < kt.block_latency(0) < 2 * l2 + 60
+
+
 def test_pairwise_overlap_exposes_and_hides_latency():
     prog = prepare(parse_ptx(OVERLAP), "ov", "full")
     kt = T.KernelTiming(prog, "sm_90", footprint=1024)  # buffers in L2: loads take the L2 latency
     names = {prog.cfg.name(i): i for i in range(prog.num_blocks)}
     a, use, indep = 0, names["$L_use"], 1
     l2 = T.load_arch("sm_90").memory["l2_latency"]
-    # the block that consumes the load right after it waits for most of its latency ...
-    assert kt.pair_cost(a, use) > l2 - 20
+    # the block that consumes the load right after it waits for most of its latency (the
+    # load issues right after the ld.param of its address, ahead of mov/setp: ptxas order) ...
+    assert kt.order[a].index(next(op for op in kt.order[a] if op.spec.name == "ld" and T.classify(op) == "ld_global")) == 2
+    assert kt.pair_cost(a, use) > l2 - 30
     # ... the block that does not, runs under it: about its own issue slots
     assert kt.pair_cost(a, indep) <= kt.block_latency(indep) + 8
     assert kt.pair_cost(a, indep) < 20
@@ -525,3 +555,38 @@ def test_reuse_hit_model():
     # one read per byte: no reuse, L2 latency
     est = synthetic(1, count=256)
     assert est.memory["reuse_hit_rate"] == 0 and est.memory["global_load_latency"] == m["l2_latency"]
+
+
+ONE_THREAD = kernel("one(.param .u64 o_out)", """
+    ld.param.u64 %rd1, [o_out];
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_done;
+    mov.f32 %f1, 0f00000000;
+    mov.u32 %r2, 0;
+$L_loop:
+    add.f32 %f1, %f1, 0f3F800000;
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, 200;
+    @%p1 bra $L_loop;
+    st.global.f32 [%rd1], %f1;
+$L_done:
+    ret;
+""")
+
+
+def test_a_cta_lasts_as_long_as_its_critical_warp():
+    # one thread of 8 warps does the work: the latency bound is that warp's, not the mean
+    # warp's (the critical steps over the mean warp's steps)
+    out = np.zeros(1, np.float32)
+    emu = Emulator(parse_ptx(ONE_THREAD), address_trace=1024)
+    L = Launch(kernel="one", grid=1, block=256, args=["out"], buffers={"out": out})
+    r = emu.run(L)
+    steps, crit = int(r.cta_steps[0]), int(r.cta_critical_steps[0])
+    assert crit == 4 + 2 + 200 * 4 + 2 and steps == crit + 7 * 5  # the 7 idle warps: 4 + ret
+    est = T.estimate_run(emu, L, r)
+    assert est.memory["warp_skew"] == pytest.approx(8 * crit / steps)
+    r.cta_critical_steps = None  # without the critical steps: the mean warp
+    mean = T.estimate(r, L, program=T.emulator_program(emu, L))
+    assert mean.memory["warp_skew"] == 1.0
+    assert est.warp["latency"] == pytest.approx(mean.warp["latency"] * 8 * crit / steps)
