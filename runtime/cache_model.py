@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import abi
+from .cache_replay import Caches, set_index, set_span
+from .cache_replay import geometry as cache_geometry
 
 #: the JIT's line hash (runtime/lowering/memory_metrics.py, ``_HASH``)
 _HASH = np.uint64(0x9E3779B97F4A7C15)
@@ -227,9 +229,9 @@ def replay_order(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int,
     return order, sm, step
 
 
-def written_before(ranges: list[tuple[int, int]], shift: int, capacity: int) -> list[int]:
+def written_before(ranges: list[tuple[int, int]], shift: int, capacity: int) -> np.ndarray:
     """The sampled sectors of ``ranges`` (address, bytes; written in this order) that an LRU
-    of ``capacity`` sectors still holds afterwards: the last ``capacity`` of them."""
+    of ``capacity`` sectors still holds afterwards: the last ``capacity`` of them (uint64)."""
     out: list[np.ndarray] = []
     held = 0
     for start, size in reversed(ranges):
@@ -246,18 +248,28 @@ def written_before(ranges: list[tuple[int, int]], shift: int, capacity: int) -> 
             held += len(secs)
             hi = lo
     if not out:
-        return []
+        return np.zeros(0, np.uint64)
     allsecs = np.concatenate(out[::-1]) if len(out) > 1 else out[0]
     # chunks were gathered newest first; put them back in writing order
-    return allsecs[-capacity:].tolist()
+    return allsecs[-capacity:]
+
+
+#: sectors a set holds (runtime/cache_replay.py): the L2 16 lines' worth, the L1 32 sectors
+#: (8 lines); with random set hashing, miss counts come within a few percent of a fully
+#: associative LRU of the same capacity, and a lookup scans one set
+L1_WAYS = 32
+L2_WAYS = 64
 
 
 def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count: int,
              l1_bytes: float, l2_bytes: float, warm: bool = True,
-             written: list[tuple[int, int]] | None = None, active_sms: int | None = None) -> CacheStats:
-    """Replay ``trace`` through per-SM L1s and the shared L2 (module docstring).  With
+             written: list[tuple[int, int]] | None = None, active_sms: int | None = None,
+             l1_ways: int = L1_WAYS, l2_ways: int = L2_WAYS, native: bool = True) -> CacheStats:
+    """Replay ``trace`` through per-SM L1s and the shared L2 (module docstring), set-associative
+    LRUs of ``l1_ways`` and ``l2_ways`` sectors a set (runtime/cache_replay.py).  With
     ``written`` (address, bytes of the memory written before the launch, oldest first) the
-    L2 starts holding the last of it, dirty, instead of a warm-up replay of the trace."""
+    L2 starts holding the last of it, dirty, instead of a warm-up replay of the trace.
+    ``native=False``: the reference loop in Python (the same results, ~50x slower)."""
     f = trace.sample_factor
     st = CacheStats(sample_factor=f, records=len(trace))
     if not len(trace):
@@ -277,54 +289,111 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
             st.atomic_requests, st.atomic_same_address_extra = trace.atomic_totals
             st.atomic_max_same_sector = int(round(st.atomic_max_same_sector * scale))
             st.atomic_max_sector_lanes = int(round(st.atomic_max_sector_lanes * scale))
-    trace = MemoryTrace(trace.sectors[trace.sampled], trace.info[trace.sampled], trace.shift, trace.dropped)
-    if not len(trace):
-        return st
+    sampled = trace.sampled
+    if not sampled.all():
+        trace = MemoryTrace(trace.sectors[sampled], trace.info[sampled], trace.shift, trace.dropped)
+        if not len(trace):
+            return st
     order, sm_of, step_of = replay_order(trace, warps_per_cta, ctas_per_sm, sm_count)
-    secs = trace.sectors[order].tolist()
-    kinds = trace.kinds[order].tolist()
-    slots = trace.slots[order].tolist()
-    sms = sm_of[order].tolist()
-    steps = step_of[order].tolist()
-    level = np.zeros(len(secs), np.int8)  # where each record's sector came from: 0 L1, 1 L2, 2 DRAM
+    secs = trace.sectors[order]
+    kinds = trace.kinds[order]
+    slots = trace.slots[order]
+    sms = sm_of[order]
+    steps = step_of[order]
     l1_cap = max(1, int(l1_bytes / 32 / f))
     l2_cap = max(1, int(l2_bytes / 32 / f))
-    load, store = abi.TRACE_LOAD, abi.TRACE_STORE
-    # sector -> [dirty, step it was filled at, where the fill came from (1 L2, 2 DRAM)]
-    l2: OrderedDict[int, list] = OrderedDict()
+    prewarm = written_before(written, trace.shift, l2_cap) if written is not None else secs if warm else None
+    replay = _replay_native if native else _replay_python
+    level, per_slot, n = replay(secs, kinds, slots, sms, steps, prewarm,
+                                None if written is None else _disjoint(written), (l1_cap, l1_ways, l2_cap, l2_ways))
+    n_l1_hit, n_l2, n_l2_hit, n_dram_r, n_dram_w = n
+    st.sectors = float(len(secs) * f)
+    st.l1_hits = float(n_l1_hit * f)
+    st.l2_sectors = float(n_l2 * f)
+    st.l2_hits = float(n_l2_hit * f)
+    st.dram_read_sectors = float(n_dram_r * f)
+    st.dram_write_sectors = float(n_dram_w * f)
+    st.per_slot = {k: [float(x * f) for x in v] for k, v in per_slot.items()}
+    st.per_slot_requests = _request_levels(trace, order, level)
+    # the sampled count of one SM is noisy (its max over SMs would be biased up): the L2
+    # traffic spread over the SMs that run CTAs
+    if not active_sms:
+        active_sms = int(np.count_nonzero(np.bincount(sms)))
+    st.busiest_sm_l2_sectors = float(n_l2 * f) / max(1, active_sms)
+    return st
 
-    def l2_access(s: int, write: bool, step: int) -> tuple[bool, int, int]:
+
+def _disjoint(ranges: list[tuple[int, int]]) -> bool:
+    """Whether the ranges (address, bytes) share no sector (``written_before`` then gives
+    distinct sectors)."""
+    spans = sorted((start >> 5, (start + size + 31) >> 5) for start, size in ranges if size > 0)
+    return all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+def _replay_native(secs, kinds, slots, sms, steps, prewarm, written: bool | None, geometry):
+    """The replay loop in native code (runtime/cache_replay.py).  ``written``: None (the
+    prewarm is a warm-up replay), else whether the written sectors are distinct."""
+    l1_cap, l1_ways, l2_cap, l2_ways = geometry
+    with Caches(int(sms.max()) + 1, l1_cap, l1_ways, l2_cap, l2_ways) as caches:
+        if written:
+            caches.fill_written(prewarm, secs)
+        elif prewarm is not None:
+            caches.fill(prewarm, True if written is not None else kinds >= abi.TRACE_STORE)
+        level, rows = caches.replay(secs, kinds, slots, sms, steps)
+        n = tuple(caches.count(x) for x in ("l1_hits", "l2", "l2_hits", "dram_r", "dram_w"))
+    present = np.zeros(len(rows), bool)
+    present[slots] = True
+    per_slot = {int(k): rows[k].tolist() for k in np.flatnonzero(present)}
+    return level, per_slot, n
+
+
+def _replay_python(secs, kinds, slots, sms, steps, prewarm, written: bool | None, geometry):
+    """The reference replay loop: the native loop's semantics over ``OrderedDict`` sets."""
+    l1_cap, l1_ways, l2_cap, l2_ways = geometry
+    l1_nsets, l1_w, l1_rem = cache_geometry(l1_cap, l1_ways)
+    l2_nsets, l2_w, l2_rem = cache_geometry(l2_cap, l2_ways)
+    load, store = abi.TRACE_LOAD, abi.TRACE_STORE
+    level = np.zeros(len(secs), np.int8)  # where each record's sector came from: 0 L1, 1 L2, 2 DRAM
+    # L2 set -> sector -> [dirty, step it was filled at, where the fill came from (1 L2, 2 DRAM)]
+    l2: dict[int, OrderedDict[int, list]] = {}
+
+    def l2_access(s: int, j: int, write: bool, step: int) -> tuple[bool, int, int]:
         """(hit, the level the data comes from: 1 L2, 2 DRAM; dirty sectors evicted).  A hit
         on a sector that a miss of the same step is still fetching waits for that miss."""
-        e = l2.get(s)
+        ways = set_span(j, l2_w, l2_rem)[1]
+        d = l2.get(j)
+        if d is None:
+            d = l2[j] = OrderedDict()
+        e = d.get(s)
         if e is not None:
-            l2.move_to_end(s)
+            d.move_to_end(s)
             if write:
                 e[0] = True
             return True, (e[2] if e[1] == step else 1), 0
-        l2[s] = [write, step, 2]
-        if len(l2) > l2_cap:
-            _, old = l2.popitem(last=False)
+        d[s] = [write, step, 2]
+        if len(d) > ways:
+            _, old = d.popitem(last=False)
             return False, 2, 1 if old[0] else 0
         return False, 2, 0
 
-    if written is not None:
-        l2.update((s, [True, -1, 1]) for s in written_before(written, trace.shift, l2_cap))
-    elif warm:
-        for s, k in zip(secs, kinds):
-            l2_access(s, k >= store, -1)
-    # per SM: sector -> (step it was filled at, the level the fill came from)
-    l1s: dict[int, OrderedDict[int, tuple[int, int]]] = {}
-    per_slot: dict[int, list[float]] = {}
+    if prewarm is not None:
+        writes = [True] * len(prewarm) if written is not None else (kinds >= store).tolist()
+        for s, j, w in zip(prewarm.tolist(), set_index(prewarm, l2_nsets).tolist(), writes):
+            l2_access(s, j, w, -1)
+    # per (SM, L1 set): sector -> (step it was filled at, the level the fill came from)
+    l1s: dict[tuple[int, int], OrderedDict[int, tuple[int, int]]] = {}
+    per_slot: dict[int, list[int]] = {}
     n_l1_hit = n_l2 = n_l2_hit = n_dram_r = n_dram_w = 0
-    for idx, (s, k, slot, sm, step) in enumerate(zip(secs, kinds, slots, sms, steps)):
+    records = zip(secs.tolist(), kinds.tolist(), slots.tolist(), sms.tolist(), steps.tolist(),
+                  set_index(secs, l1_nsets).tolist(), set_index(secs, l2_nsets).tolist())
+    for idx, (s, k, slot, sm, step, j1, j2) in enumerate(records):
         c = per_slot.get(slot)
         if c is None:
             c = per_slot[slot] = [0, 0, 0]
         if k == load:
-            l1 = l1s.get(sm)
+            l1 = l1s.get((sm, j1))
             if l1 is None:
-                l1 = l1s[sm] = OrderedDict()
+                l1 = l1s[sm, j1] = OrderedDict()
             e1 = l1.get(s)
             if e1 is not None:
                 l1.move_to_end(s)
@@ -337,17 +406,17 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
                     level[idx] = e1[1]
                 continue
         elif k == store:
-            l1 = l1s.get(sm)
+            l1 = l1s.get((sm, j1))
             if l1 is not None and s in l1:
                 l1.move_to_end(s)  # write-through: a line present stays, updated (a thread reads back what it stored)
         n_l2 += 1
-        hit, lvl, evicted = l2_access(s, k >= store, step)
+        hit, lvl, evicted = l2_access(s, j2, k >= store, step)
         n_dram_w += evicted
         if k == store and not hit:
-            l2[s][2] = 1  # a stored sector is there for a load of the same step
+            l2[j2][s][2] = 1  # a stored sector is there for a load of the same step
         if k == load:
             l1[s] = (step, lvl)
-            if len(l1) > l1_cap:
+            if len(l1) > set_span(j1, l1_w, l1_rem)[1]:
                 l1.popitem(last=False)
         if hit:
             n_l2_hit += 1
@@ -358,18 +427,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
             else:
                 n_dram_r += 1
             level[idx] = lvl
-    st.sectors = float(len(secs) * f)
-    st.l1_hits = float(n_l1_hit * f)
-    st.l2_sectors = float(n_l2 * f)
-    st.l2_hits = float(n_l2_hit * f)
-    st.dram_read_sectors = float(n_dram_r * f)
-    st.dram_write_sectors = float(n_dram_w * f)
-    st.per_slot = {k: [float(x * f) for x in v] for k, v in per_slot.items()}
-    st.per_slot_requests = _request_levels(trace, order, level)
-    # the sampled count of one SM is noisy (its max over SMs would be biased up): the L2
-    # traffic spread over the SMs that run CTAs
-    st.busiest_sm_l2_sectors = float(n_l2 * f) / max(1, active_sms or len(set(sms)))
-    return st
+    return level, per_slot, (n_l1_hit, n_l2, n_l2_hit, n_dram_r, n_dram_w)
 
 
 def _request_levels(trace: MemoryTrace, order: np.ndarray, level: np.ndarray) -> dict[int, list[float]]:

@@ -154,8 +154,9 @@ def _sources_digest() -> str:
     return _SOURCES
 
 
-def cached(key: str, tier: str) -> Compiled | None:
-    """The program compiled at ``tier``, from this process or the disk cache, else None."""
+def cached(key: str, tier: str, what: str = "kernels") -> Compiled | None:
+    """The program compiled at ``tier``, from this process or the disk cache, else None
+    (``what``: the work counter it counts under, runtime/phases.py)."""
     _init()
     fkey = _full_key(key, tier)
     hit = _engines.get(fkey)
@@ -185,7 +186,7 @@ def cached(key: str, tier: str) -> Compiled | None:
         return None
     from .phases import count
 
-    count(f"compiled kernels loaded from the cache ({tier})")
+    count(f"compiled {what} loaded from the cache ({tier})")
     return _load(fkey, obj, tier, time.perf_counter() - t0, True)
 
 
@@ -217,12 +218,13 @@ def _unseal(data: bytes) -> bytes | None:
     return obj if hashlib.sha256(obj).digest() == data[len(_MAGIC):head] else None
 
 
-def compile_ir(key: str, build_ir, tier: str = "optimized") -> Compiled:
+def compile_ir(key: str, build_ir, tier: str = "optimized", what: str = "kernels") -> Compiled:
     """Native ``run_ctas`` for the program ``key`` at ``tier``; ``build_ir()`` gives its IR
-    text (called only when neither the in-process nor the disk cache has it)."""
+    text (called only when neither the in-process nor the disk cache has it).  ``what`` names
+    the work counted (kernels, or the cache model's replay loop)."""
     import time
 
-    hit = cached(key, tier)
+    hit = cached(key, tier, what)
     if hit is not None:
         return hit
     t0 = time.perf_counter()
@@ -264,7 +266,7 @@ def compile_ir(key: str, build_ir, tier: str = "optimized") -> Compiled:
     c.llvm_seconds = time.perf_counter() - t1
     from .phases import count
 
-    count(f"kernels compiled ({tier})")
+    count(f"{what} compiled ({tier})")
     return c
 
 
