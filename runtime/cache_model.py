@@ -303,9 +303,8 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     l1_cap = max(1, int(l1_bytes / 32 / f))
     l2_cap = max(1, int(l2_bytes / 32 / f))
     prewarm = written_before(written, trace.shift, l2_cap) if written is not None else secs if warm else None
-    replay = _replay_native if native else _replay_python
-    level, per_slot, n = replay(secs, kinds, slots, sms, steps, prewarm,
-                                None if written is None else _disjoint(written), (l1_cap, l1_ways, l2_cap, l2_ways))
+    level, per_slot, n = replay(secs, kinds, slots, sms, steps, (l1_cap, l1_ways, l2_cap, l2_ways), prewarm,
+                                None if written is None else _disjoint(written), native)
     n_l1_hit, n_l2, n_l2_hit, n_dram_r, n_dram_w = n
     st.sectors = float(len(secs) * f)
     st.l1_hits = float(n_l1_hit * f)
@@ -323,6 +322,18 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     return st
 
 
+def replay(secs: np.ndarray, kinds: np.ndarray, slots: np.ndarray, sms: np.ndarray, steps: np.ndarray,
+           geometry: tuple[int, int, int, int], prewarm: np.ndarray | None = None, written: bool | None = None,
+           native: bool = True) -> tuple[np.ndarray, dict[int, list[int]], tuple[int, ...]]:
+    """The replay loop of ``simulate``: records in replay order through caches of ``geometry``
+    (L1 sectors, L1 ways, L2 sectors, L2 ways) -> (each record's level: 0 L1, 1 L2, 2 DRAM;
+    per slot [sectors, L1 hits, L2 hits]; the counts L1 hits, L2 sectors, L2 hits, DRAM
+    reads, DRAM writes).  The L2 first sees ``prewarm``: with ``written`` None a warm-up
+    replay (the records' sectors and kinds), else the memory written before (distinct
+    sectors if ``written`` is true).  ``native``: the compiled loop, else the reference."""
+    return (_replay_native if native else _replay_python)(secs, kinds, slots, sms, steps, prewarm, written, geometry)
+
+
 def _disjoint(ranges: list[tuple[int, int]]) -> bool:
     """Whether the ranges (address, bytes) share no sector (``written_before`` then gives
     distinct sectors)."""
@@ -334,7 +345,7 @@ def _replay_native(secs, kinds, slots, sms, steps, prewarm, written: bool | None
     """The replay loop in native code (runtime/cache_replay.py).  ``written``: None (the
     prewarm is a warm-up replay), else whether the written sectors are distinct."""
     l1_cap, l1_ways, l2_cap, l2_ways = geometry
-    with Caches(int(sms.max()) + 1, l1_cap, l1_ways, l2_cap, l2_ways) as caches:
+    with Caches(int(sms.max(initial=0)) + 1, l1_cap, l1_ways, l2_cap, l2_ways) as caches:
         if written:
             caches.fill_written(prewarm, secs)
         elif prewarm is not None:
@@ -457,4 +468,4 @@ def _request_levels(trace: MemoryTrace, order: np.ndarray, level: np.ndarray) ->
     return out
 
 
-__all__ = ["CacheStats", "MemoryTrace", "line_kept", "replay_order", "simulate"]
+__all__ = ["CacheStats", "MemoryTrace", "line_kept", "replay", "replay_order", "simulate", "written_before"]
