@@ -302,9 +302,8 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     steps = step_of[order]
     l1_cap = max(1, int(l1_bytes / 32 / f))
     l2_cap = max(1, int(l2_bytes / 32 / f))
-    prewarm = written_before(written, trace.shift, l2_cap) if written is not None else secs if warm else None
-    level, per_slot, n = replay(secs, kinds, slots, sms, steps, (l1_cap, l1_ways, l2_cap, l2_ways), prewarm,
-                                None if written is None else _disjoint(written), native)
+    level, per_slot, n = replay(secs, kinds, slots, sms, steps, (l1_cap, l1_ways, l2_cap, l2_ways),
+                                written=written, shift=trace.shift, warm=warm, native=native)
     n_l1_hit, n_l2, n_l2_hit, n_dram_r, n_dram_w = n
     st.sectors = float(len(secs) * f)
     st.l1_hits = float(n_l1_hit * f)
@@ -323,15 +322,21 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
 
 
 def replay(secs: np.ndarray, kinds: np.ndarray, slots: np.ndarray, sms: np.ndarray, steps: np.ndarray,
-           geometry: tuple[int, int, int, int], prewarm: np.ndarray | None = None, written: bool | None = None,
-           native: bool = True) -> tuple[np.ndarray, dict[int, list[int]], tuple[int, ...]]:
+           geometry: tuple[int, int, int, int], written: list[tuple[int, int]] | None = None, shift: int = 0,
+           warm: bool = True, native: bool = True) -> tuple[np.ndarray, dict[int, list[int]], tuple[int, ...]]:
     """The replay loop of ``simulate``: records in replay order through caches of ``geometry``
     (L1 sectors, L1 ways, L2 sectors, L2 ways) -> (each record's level: 0 L1, 1 L2, 2 DRAM;
     per slot [sectors, L1 hits, L2 hits]; the counts L1 hits, L2 sectors, L2 hits, DRAM
-    reads, DRAM writes).  The L2 first sees ``prewarm``: with ``written`` None a warm-up
-    replay (the records' sectors and kinds), else the memory written before (distinct
-    sectors if ``written`` is true).  ``native``: the compiled loop, else the reference."""
-    return (_replay_native if native else _replay_python)(secs, kinds, slots, sms, steps, prewarm, written, geometry)
+    reads, DRAM writes).  The L2 starts holding the memory ``written`` before (at sampling
+    level ``shift``), else warmed by a replay of the records (``warm``), else empty.
+    ``native``: the compiled loop, else the reference."""
+    return (_replay_native if native else _replay_python)(secs, kinds, slots, sms, steps, geometry, written, shift, warm)
+
+
+#: the written memory the L2 starts from: the last twice its capacity (every set then sees
+#: more than its ways of it and keeps the last it saw, as a fully associative L2 keeps the
+#: last capacity)
+WRITTEN_SPAN = 2
 
 
 def _disjoint(ranges: list[tuple[int, int]]) -> bool:
@@ -341,15 +346,16 @@ def _disjoint(ranges: list[tuple[int, int]]) -> bool:
     return all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
 
 
-def _replay_native(secs, kinds, slots, sms, steps, prewarm, written: bool | None, geometry):
-    """The replay loop in native code (runtime/cache_replay.py).  ``written``: None (the
-    prewarm is a warm-up replay), else whether the written sectors are distinct."""
+def _replay_native(secs, kinds, slots, sms, steps, geometry, written, shift, warm):
+    """The replay loop in native code (runtime/cache_replay.py)."""
     l1_cap, l1_ways, l2_cap, l2_ways = geometry
     with Caches(int(sms.max(initial=0)) + 1, l1_cap, l1_ways, l2_cap, l2_ways) as caches:
-        if written:
-            caches.fill_written(prewarm, secs)
-        elif prewarm is not None:
-            caches.fill(prewarm, True if written is not None else kinds >= abi.TRACE_STORE)
+        if written is not None and _disjoint(written):
+            caches.fill_written(written, shift, WRITTEN_SPAN * l2_cap, secs)
+        elif written is not None:  # sectors written twice: accesses in writing order
+            caches.fill(written_before(written, shift, WRITTEN_SPAN * l2_cap), True)
+        elif warm:
+            caches.fill(secs, kinds >= abi.TRACE_STORE)
         level, rows = caches.replay(secs, kinds, slots, sms, steps)
         n = tuple(caches.count(x) for x in ("l1_hits", "l2", "l2_hits", "dram_r", "dram_w"))
     present = np.zeros(len(rows), bool)
@@ -358,7 +364,7 @@ def _replay_native(secs, kinds, slots, sms, steps, prewarm, written: bool | None
     return level, per_slot, n
 
 
-def _replay_python(secs, kinds, slots, sms, steps, prewarm, written: bool | None, geometry):
+def _replay_python(secs, kinds, slots, sms, steps, geometry, written, shift, warm):
     """The reference replay loop: the native loop's semantics over ``OrderedDict`` sets."""
     l1_cap, l1_ways, l2_cap, l2_ways = geometry
     l1_nsets, l1_w, l1_rem = cache_geometry(l1_cap, l1_ways)
@@ -387,9 +393,12 @@ def _replay_python(secs, kinds, slots, sms, steps, prewarm, written: bool | None
             return False, 2, 1 if old[0] else 0
         return False, 2, 0
 
-    if prewarm is not None:
-        writes = [True] * len(prewarm) if written is not None else (kinds >= store).tolist()
-        for s, j, w in zip(prewarm.tolist(), set_index(prewarm, l2_nsets).tolist(), writes):
+    if written is not None:
+        prewarm = written_before(written, shift, WRITTEN_SPAN * l2_cap)
+        for s, j in zip(prewarm.tolist(), set_index(prewarm, l2_nsets).tolist()):
+            l2_access(s, j, True, -1)
+    elif warm:
+        for s, j, w in zip(secs.tolist(), set_index(secs, l2_nsets).tolist(), (kinds >= store).tolist()):
             l2_access(s, j, w, -1)
     # per (SM, L1 set): sector -> (step it was filled at, the level the fill came from)
     l1s: dict[tuple[int, int], OrderedDict[int, tuple[int, int]]] = {}

@@ -43,13 +43,15 @@ FIELDS = ("keys", "metas")
 #: the argument block of the native function: one i64 each (array addresses and sizes)
 ARGS = ("secs", "kinds", "slots", "sms", "steps", "level", "per_slot", "counts",
         *(f"l1_{x}" for x in FIELDS), "l1_fill", "l1_cap", "l1_nsets", "l1_ways", "l1_rem",
-        *(f"l2_{x}" for x in FIELDS), "l2_fill", "l2_nsets", "l2_ways", "l2_rem")
+        *(f"l2_{x}" for x in FIELDS), "l2_fill", "l2_nsets", "l2_ways", "l2_rem", "ranges", "nranges", "shift", "limit")
 #: the counters the native function reads at entry and writes back at exit
 COUNTS = ("l1_hits", "l2", "l2_hits", "dram_r", "dram_w", "l1_clock", "l2_clock")
 #: modes of the native function: L2 accesses only (a warm-up, nothing counted); replay the
 #: launch; fill the L2 with distinct written sectors given newest first (``Caches.fill_written``)
 WARM, REPLAY, FILL = 0, 1, 2
 
+#: the sampling's line hash (runtime/lowering/memory_metrics.py, ``_HASH``; cache_model.line_kept)
+_LINE_HASH = np.uint64(0x9E3779B97F4A7C15)
 #: the set hash's multiplier (not the sampling's, runtime/lowering/memory_metrics.py: the
 #: lines a sampling level keeps share the low bits of that hash)
 _SET_HASH = np.uint64(0xD6E8FEB86659FD93)
@@ -190,7 +192,7 @@ def build_ir() -> str:
     lvl_slot = b.alloca(_i64, name="lvl")
     entry1 = b.alloca(_i64, name="entry1")
     b.store(_c(0), iv)
-    b.branch(block("head"))
+    b.cbranch(b.icmp_signed("==", mode, _c(FILL)), block("fill"), block("head"))
 
     def bump(name: str, by=None) -> ir.Value:
         v = b.add(b.load(ctr[name]), by if by is not None else _c(1))
@@ -270,9 +272,58 @@ def build_ir() -> str:
         b.position_at_end(jb)
         return hit, b.load(lvl_slot)
 
+    # the memory written before the launch (ranges of sectors, in writing order), walked
+    # from its last sector back: the first ``limit`` sectors the sampling keeps, each set
+    # keeping the first of them that fit (the last written), stamped in writing order, dirty
+    # -- what L2 accesses of them in writing order leave
+    b.position_at_end(blocks["fill"])
+    ranges, mask = arg("ranges", p64), b.sub(b.shl(_c(1), arg("shift")), _c(1))
+    limit, clock0 = arg("limit"), b.load(ctr["l2_clock"])
+    r_at, s_at, first_at, k_at = (b.alloca(_i64, name=x) for x in ("r", "s", "first", "k"))
+    b.store(arg("nranges"), r_at)
+    b.store(_c(0), k_at)
+    b.cbranch(b.icmp_signed(">", limit, _c(0)), block("range_head"), block("fill_done"))
+    b.position_at_end(blocks["range_head"])
+    r = b.load(r_at)
+    b.cbranch(b.icmp_signed(">", r, _c(0)), block("range_body"), blocks["fill_done"])
+    b.position_at_end(blocks["range_body"])
+    r = b.sub(r, _c(1))
+    b.store(r, r_at)
+    b.store(b.load(b.gep(ranges, [b.mul(r, _c(2))])), first_at)
+    b.store(b.load(b.gep(ranges, [b.add(b.mul(r, _c(2)), _c(1))])), s_at)
+    b.branch(block("sec_head"))
+    b.position_at_end(blocks["sec_head"])
+    sec = b.load(s_at)
+    b.cbranch(b.icmp_signed(">", sec, b.load(first_at)), block("sec_body"), blocks["range_head"])
+    b.position_at_end(blocks["sec_body"])
+    sec = b.sub(sec, _c(1))
+    b.store(sec, s_at)
+    line_hash = b.lshr(b.mul(b.lshr(sec, _c(2)), _c(int(_LINE_HASH) - (1 << 64))), _c(32))
+    b.cbranch(b.icmp_unsigned("==", b.and_(line_hash, mask), _c(0)), block("sec_kept"), blocks["sec_head"])
+    b.position_at_end(blocks["sec_kept"])
+    k = b.load(k_at)
+    b.store(b.add(k, _c(1)), k_at)
+    j2 = set_of(sec, l2_nsets)
+    used_at = b.gep(l2["fill"], [j2])
+    used = b.load(used_at)
+    small = b.icmp_unsigned("<", j2, l2_rem)
+    b.cbranch(b.icmp_unsigned("<", used, b.add(l2_ways, b.zext(small, _i64))), block("fill_take"), block("fill_next"))
+    b.position_at_end(blocks["fill_take"])
+    e = b.add(set_start(_c(0), j2, l2_ways, l2_rem), used)
+    b.store(b.add(used, _c(1)), used_at)
+    b.store(sec, at(l2, "keys", e))
+    stamp = b.add(clock0, b.sub(limit, k))
+    b.store(b.or_(b.shl(stamp, _c(STAMP_SHIFT)), _c(DIRTY | 2)), at(l2, "metas", e))
+    b.branch(blocks["fill_next"])
+    b.position_at_end(blocks["fill_next"])
+    b.cbranch(b.icmp_signed("<", b.add(k, _c(1)), limit), blocks["sec_head"], blocks["fill_done"])
+    b.position_at_end(blocks["fill_done"])
+    b.store(b.add(clock0, limit), ctr["l2_clock"])
+    b.branch(block("exit"))
+
     b.position_at_end(blocks["head"])
     i = b.load(iv)
-    b.cbranch(b.icmp_signed("<", i, n), block("body"), block("exit"))
+    b.cbranch(b.icmp_signed("<", i, n), block("body"), blocks["exit"])
     b.position_at_end(blocks["body"])
     # the sets of the record PREFETCH ahead are known: ask for them now (the loop waits on
     # memory, not on arithmetic, when the caches are larger than the host's)
@@ -295,29 +346,11 @@ def build_ir() -> str:
     write = b.icmp_unsigned(">=", k, _c(abi.TRACE_STORE))
     sw = b.switch(mode, block("replay"))
     sw.add_case(_c(WARM), block("warm"))
-    sw.add_case(_c(FILL), block("fill"))
-
-    # the written memory, distinct sectors newest first: each set keeps the first ``ways`` of
-    # them, stamped in writing order (record i of n was written (n - i)-th last), dirty --
-    # what L2 accesses of them in writing order leave
-    b.position_at_end(blocks["fill"])
-    j2 = set_of(key, l2_nsets)
-    used_at = b.gep(l2["fill"], [j2])
-    used = b.load(used_at)
-    small = b.icmp_unsigned("<", j2, l2_rem)
-    b.cbranch(b.icmp_unsigned("<", used, b.add(l2_ways, b.zext(small, _i64))), block("fill_take"), block("next"))
-    b.position_at_end(blocks["fill_take"])
-    e = b.add(set_start(_c(0), j2, l2_ways, l2_rem), used)
-    b.store(b.add(used, _c(1)), used_at)
-    b.store(key, at(l2, "keys", e))
-    stamp = b.add(b.load(ctr["l2_clock"]), b.sub(n, i))
-    b.store(b.or_(b.shl(stamp, _c(STAMP_SHIFT)), _c(DIRTY | 2)), at(l2, "metas", e))
-    b.branch(blocks["next"])
 
     # warm-up: L2 accesses of fill step 0 (replay steps are numbered from 1), nothing counted
     b.position_at_end(blocks["warm"])
     l2_access(i, key, write, _c(0), _c(2), False, "warm")
-    b.branch(blocks["next"])
+    b.branch(block("next"))
 
     b.position_at_end(blocks["replay"])
     step = b.load(b.gep(steps, [i]))
@@ -373,8 +406,6 @@ def build_ir() -> str:
     b.store(b.add(i, _c(1)), iv)
     b.branch(blocks["head"])
     b.position_at_end(blocks["exit"])
-    clock = b.load(ctr["l2_clock"])
-    b.store(b.select(b.icmp_signed("==", mode, _c(FILL)), b.add(clock, n), clock), ctr["l2_clock"])
     for k, name in enumerate(COUNTS):
         b.store(b.load(ctr[name]), b.gep(counts, [_c(k)]))
     b.ret(ir.Constant(_i32, 0))
@@ -393,7 +424,7 @@ def native():
 
         with open(__file__, "rb") as f:
             key = "cache_replay:" + hashlib.sha256(f.read()).hexdigest()
-        _replay = compile_ir(key, build_ir, "optimized", what="cache replay").run_ctas
+        _replay = compile_ir(key, build_ir, "scalar", what="cache replay").run_ctas
     return _replay
 
 
@@ -437,7 +468,8 @@ class Caches:
                     _free.append(self._buffers)
             self._buffers, self.arrays = {}, {}
 
-    def _run(self, mode: int, secs: np.ndarray, kinds: np.ndarray, **replay) -> None:
+    def _run(self, mode: int, secs: np.ndarray, kinds: np.ndarray, scalars: dict | None = None, **replay) -> None:
+        assert self.arrays, "released caches"
         secs = np.ascontiguousarray(secs, np.uint64)
         kinds = np.ascontiguousarray(kinds, np.int8)
         arrays = dict(self.arrays, secs=secs, kinds=kinds, counts=self.counts, **replay)
@@ -447,11 +479,11 @@ class Caches:
         if mode == REPLAY:
             assert len(arrays["level"]) == len(secs) and int(arrays["sms"].max()) < self.sms
             assert int(arrays["slots"].min()) >= 0 and int(arrays["slots"].max()) * 3 < len(arrays["per_slot"])
-        # every access takes one stamp of its cache
-        if int(self.counts[COUNTS.index("l2_clock")]) + 2 * len(secs) > MAX_STAMPS:
+        scalars = dict(self.sizes, **(scalars or {}))
+        # every access takes one stamp of its cache (a fill: ``limit`` of them)
+        if int(self.counts[COUNTS.index("l2_clock")]) + 2 * len(secs) + scalars.get("limit", 0) > MAX_STAMPS:
             raise ValueError(f"cache replay: {len(secs)} records are more than the stamps hold")
-        block = np.array([arrays[a].ctypes.data if a in arrays else self.sizes.get(a, 0) for a in ARGS], np.int64)
-        assert self.arrays, "released caches"
+        block = np.array([arrays[a].ctypes.data if a in arrays else scalars.get(a, 0) for a in ARGS], np.int64)
         native()(block.ctypes.data, len(secs), mode)
 
     def fill(self, secs: np.ndarray, writes: np.ndarray | bool) -> None:
@@ -462,17 +494,20 @@ class Caches:
             kinds = np.full(len(secs), kinds, np.int8)
         self._run(WARM, secs, kinds)
 
-    def fill_written(self, secs: np.ndarray, replayed: np.ndarray | None = None) -> None:
-        """Fill the L2 with the memory written before the launch (``secs``: distinct, in
-        writing order): the state ``fill(secs, True)`` leaves, found from the newest sector
-        back, so a set full already costs nothing more.  With ``replayed`` (the sectors the
-        replay will access), only their sets are filled: the others are never read."""
-        secs = np.ascontiguousarray(np.asarray(secs, np.uint64)[::-1])
+    def fill_written(self, ranges: list[tuple[int, int]], shift: int, limit: int, replayed: np.ndarray | None = None) -> None:
+        """Fill the L2 with the memory written before the launch (``ranges``: address, bytes,
+        in writing order; sharing no sector): the state that L2 accesses of its last
+        ``limit`` sectors sampling level ``shift`` keeps leave, in writing order
+        (``cache_model.written_before``), found from the newest sector back -- a set full
+        already costs nothing more.  With ``replayed`` (the sectors the replay will access),
+        only their sets are filled: the others are never read."""
+        spans = np.array([(start >> 5, (start + size + 31) >> 5) for start, size in ranges], np.int64).reshape(-1, 2)
         fill = self.arrays["l2_fill"]
         if replayed is not None:
             fill[:] = UNREAD  # a full set to the fill
             fill[set_index(replayed, self.l2_nsets)] = 0
-        self._run(FILL, secs, np.zeros(len(secs), np.int8))
+        self._run(FILL, np.zeros(0, np.uint64), np.zeros(0, np.int8), {"nranges": len(spans), "shift": shift, "limit": limit},
+                  ranges=np.ascontiguousarray(spans))
         if replayed is not None:
             fill[fill == UNREAD] = 0
 

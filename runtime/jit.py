@@ -78,7 +78,11 @@ RUN_CTAS = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, cty
 #: on <32 x float>, tests/unit/data/atan_select.ptx: 9,998 of 9,999 results wrong, LLVM 20 of
 #: llvmlite 0.50); level 0 gives the baseline's results, compiles 25% faster and runs as fast
 #: (the bundled launches: 0.060 s vs 0.059-0.069 s).
-TIERS = {"baseline": (0, 0), "optimized": (3, 0)}
+#: "scalar" is for the cache model's replay loop (runtime/cache_replay.py: integer code,
+#: tested against its Python reference), which level 2 runs 1.5x faster than level 0.
+TIERS = {"baseline": (0, 0), "optimized": (3, 0), "scalar": (3, 2)}
+#: the tiers kernels are compiled at
+KERNEL_TIERS = ("baseline", "optimized")
 #: how much longer an optimized compile takes than a baseline one of the same IR
 #: (measured: 7.07 s vs 0.66 s over the 109 kernels of an XLA ResNet-50 module)
 OPTIMIZED_COMPILE_FACTOR = 10.0
@@ -88,7 +92,7 @@ def jit_policy() -> str:
     """``auto`` (baseline first, optimized when the launch runs long enough to repay it),
     ``baseline`` or ``optimized``: from ``HYPA_JIT`` (default ``auto``)."""
     v = os.environ.get("HYPA_JIT", "auto")
-    if v not in ("auto", *TIERS):
+    if v not in ("auto", *KERNEL_TIERS):
         raise ValueError(f"HYPA_JIT must be auto, baseline or optimized, not {v!r}")
     return v
 

@@ -335,8 +335,8 @@ def test_native_replay_matches_the_reference(seed):
     recs = (t.sectors[order], t.kinds[order], t.slots[order], sm[order], step[order])
     f = t.sample_factor
     geo = (max(1, int(caps["l1_bytes"] / 32 / f)), caps["l1_ways"], max(1, int(caps["l2_bytes"] / 32 / f)), caps["l2_ways"])
-    for prewarm, written in ((recs[0], None), (None, None)):
-        lv_a, slot_a, n_a = replay(*recs, geo, prewarm, written, native=True)
-        lv_b, slot_b, n_b = replay(*recs, geo, prewarm, written, native=False)
+    for kw in prewarms:
+        lv_a, slot_a, n_a = replay(*recs, geo, **kw, shift=t.shift, native=True)
+        lv_b, slot_b, n_b = replay(*recs, geo, **kw, shift=t.shift, native=False)
         assert lv_a.tolist() == lv_b.tolist() and slot_a == slot_b and n_a == n_b
         assert set(lv_a.tolist()) <= {0, 1, 2}
