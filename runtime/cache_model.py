@@ -12,14 +12,18 @@ estimate miss rates from a fraction of the sets.
 The simulation replays the trace in the order the GPU runs it, not the order the emulator
 ran it (one warp after the other): CTAs go to SMs in launch order, ``ctas_per_sm`` at a time
 (one *wave*), and the resident warps of a wave advance in lock step -- every warp's k-th
-access comes before any warp's (k+1)-th.  Each SM has its own L1 (LRU over sectors, the
-capacity the shared-memory carve-out leaves; stores write through, updating a line present), all SMs share the L2 (LRU over sectors,
-write-back: a dirty sector that leaves it is a DRAM write).  The L2 starts as the memory
-the launch can see was last written leaves it: the launch's buffers (or a program's device
-allocations) copied in, in order, so the last ~L2-capacity of them is resident and dirty --
-what a program that just copied its inputs, or a harness that restores the buffers before
-every timed launch, hands the kernel.  Without that list it is warmed by one replay of the
-launch (steady state of a launch repeated).
+access comes before any warp's (k+1)-th.  Each SM has its own L1 (the capacity the
+shared-memory carve-out leaves; stores write through, updating a line present), all SMs
+share the L2 (write-back: a dirty sector that leaves it is a DRAM write); both are
+set-associative LRUs over sectors, sets picked by a hash of the 128-byte line
+(runtime/cache_replay.py).  The L2 starts as the memory the launch can see was last written
+leaves it: the launch's buffers (or a program's device allocations) copied in, in order, so
+each set holds the last of them it saw, dirty -- what a program that just copied its inputs,
+or a harness that restores the buffers before every timed launch, hands the kernel.  Without
+that list it is warmed by one replay of the launch (steady state of a launch repeated).
+
+The replay loop runs as native code (runtime/cache_replay.py); ``_replay_python`` is its
+reference, the same model in Python (``simulate(native=False)``).
 """
 
 from __future__ import annotations
@@ -224,8 +228,13 @@ def replay_order(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int,
     cta = warps // max(1, warps_per_cta)
     sm = cta % sm_count
     wave = cta // (sm_count * max(1, ctas_per_sm))
-    order = np.lexsort((np.arange(n), warps, sm, rank, wave))
-    step = wave * (int(rank.max()) + 1) + rank
+    ranks, nwarps = int(rank.max()) + 1, int(warps.max()) + 1
+    step = wave * ranks + rank
+    if (int(step.max()) + 1) * sm_count * nwarps < 1 << 63:
+        # one key (a stable sort keeps the records' order within a request): 2x faster
+        order = np.argsort((step * sm_count + sm) * nwarps + warps, kind="stable")
+    else:
+        order = np.lexsort((np.arange(n), warps, sm, rank, wave))
     return order, sm, step
 
 
@@ -254,9 +263,10 @@ def written_before(ranges: list[tuple[int, int]], shift: int, capacity: int) -> 
     return allsecs[-capacity:]
 
 
-#: sectors a set holds (runtime/cache_replay.py): the L2 16 lines' worth, the L1 32 sectors
-#: (8 lines); with random set hashing, miss counts come within a few percent of a fully
-#: associative LRU of the same capacity, and a lookup scans one set
+#: sectors a set holds (runtime/cache_replay.py): the L1 32 (8 lines' worth), the L2 64
+#: (16 lines').  NVIDIA publishes neither; on the 93 calibration launches the estimate's
+#: mean |log error| is 0.2557 against 0.2552 with fully associative LRUs of the same
+#: capacities, and a lookup scans one set, not the cache
 L1_WAYS = 32
 L2_WAYS = 64
 

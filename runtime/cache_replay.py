@@ -15,7 +15,7 @@ capacity into sets.  A cache is two arrays over its entries, the sector and a *m
 (the LRU stamp in the high half, so the least recently used entry has the smallest word; the
 step it was filled at + 1; ``DIRTY``; the level the fill came from: 1 L2, 2 DRAM), and the
 count of entries in use per set (a set fills from its first entry and never frees one, so a
-lookup scans only those, four keys at a time).
+lookup scans only those, ``PAD`` keys at a time).
 """
 
 from __future__ import annotations
@@ -36,14 +36,15 @@ MAX_STEPS, MAX_STAMPS = (1 << (STAMP_SHIFT - STEP_SHIFT)) - 2, (1 << 32) - 1
 PREFETCH = 16
 #: the entries in use of a set ``Caches.fill_written`` leaves alone
 UNREAD = 1 << 40
-#: entries read past a set's end by the four-wide scan (the arrays are padded)
-PAD = 4
+#: keys a lookup compares at once, and so entries it reads past a set's end (the arrays are
+#: padded with them)
+PAD = 8
 #: the arrays (i64) of a cache: per entry, then per set
 FIELDS = ("keys", "metas")
 #: the argument block of the native function: one i64 each (array addresses and sizes)
 ARGS = ("secs", "kinds", "slots", "sms", "steps", "level", "per_slot", "counts",
         *(f"l1_{x}" for x in FIELDS), "l1_fill", "l1_cap", "l1_nsets", "l1_ways", "l1_rem",
-        *(f"l2_{x}" for x in FIELDS), "l2_fill", "l2_nsets", "l2_ways", "l2_rem", "ranges", "nranges", "shift", "limit")
+        *(f"l2_{x}" for x in FIELDS), "l2_fill", "l2_nsets", "l2_ways", "l2_rem", "ranges", "nranges", "shift", "limit", "open")
 #: the counters the native function reads at entry and writes back at exit
 COUNTS = ("l1_hits", "l2", "l2_hits", "dram_r", "dram_w", "l1_clock", "l2_clock")
 #: modes of the native function: L2 accesses only (a warm-up, nothing counted); replay the
@@ -90,7 +91,7 @@ def _scan(m: ir.Module) -> ir.Function:
     """``scan(keys, metas, ways, used, key)`` over one set: the index of the entry holding
     ``key``, or ``-1 - victim`` (the next unused entry, else the least recently used)."""
     p64 = _i64.as_pointer()
-    v4 = ir.VectorType(_i64, 4)
+    v4 = ir.VectorType(_i64, PAD)
     fn = ir.Function(m, ir.FunctionType(_i64, [p64, p64, _i64, _i64, _i64]), "scan")
     fn.linkage = "internal"
     cttz = ir.Function(m, ir.FunctionType(_i32, [_i32, ir.IntType(1)]), "llvm.cttz.i32")
@@ -101,23 +102,23 @@ def _scan(m: ir.Module) -> ir.Function:
 
     def splat(x):
         v = ir.Constant(v4, None)
-        for lane in range(4):
+        for lane in range(PAD):
             v = b.insert_element(v, x, ir.Constant(_i32, lane))
         return v
 
     keyv, usedv = splat(key), splat(used)
     b.branch(bb["head"])
-    # four keys at a time (read past the entries in use: masked off)
+    # PAD keys at a time (read past the entries in use: masked off)
     b.position_at_end(bb["head"])
     i = b.phi(_i64)
     i.add_incoming(_c(0), bb["entry"])
     b.cbranch(b.icmp_unsigned("<", i, used), bb["body"], bb["miss"])
     b.position_at_end(bb["body"])
     kv = b.load(b.bitcast(b.gep(keys, [i]), v4.as_pointer()), align=8)
-    lanes = b.add(splat(i), ir.Constant(v4, [0, 1, 2, 3]))
+    lanes = b.add(splat(i), ir.Constant(v4, list(range(PAD))))
     match = b.and_(b.icmp_unsigned("==", kv, keyv), b.icmp_unsigned("<", lanes, usedv))
-    bits = b.zext(b.bitcast(match, ir.IntType(4)), _i32)
-    i.add_incoming(b.add(i, _c(4)), bb["body"])
+    bits = b.zext(b.bitcast(match, ir.IntType(PAD)), _i32)
+    i.add_incoming(b.add(i, _c(PAD)), bb["body"])
     b.cbranch(b.icmp_unsigned("!=", bits, ir.Constant(_i32, 0)), bb["found"], bb["head"])
     b.position_at_end(bb["found"])
     b.ret(b.add(i, b.zext(b.call(cttz, [bits, ir.Constant(ir.IntType(1), 1)]), _i64)))
@@ -279,8 +280,9 @@ def build_ir() -> str:
     b.position_at_end(blocks["fill"])
     ranges, mask = arg("ranges", p64), b.sub(b.shl(_c(1), arg("shift")), _c(1))
     limit, clock0 = arg("limit"), b.load(ctr["l2_clock"])
-    r_at, s_at, first_at, k_at = (b.alloca(_i64, name=x) for x in ("r", "s", "first", "k"))
+    r_at, s_at, first_at, k_at, open_at = (b.alloca(_i64, name=x) for x in ("r", "s", "first", "k", "open"))
     b.store(arg("nranges"), r_at)
+    b.store(arg("open"), open_at)  # sets not full yet: the fill ends when none is left
     b.store(_c(0), k_at)
     b.cbranch(b.icmp_signed(">", limit, _c(0)), block("range_head"), block("fill_done"))
     b.position_at_end(blocks["range_head"])
@@ -307,16 +309,20 @@ def build_ir() -> str:
     used_at = b.gep(l2["fill"], [j2])
     used = b.load(used_at)
     small = b.icmp_unsigned("<", j2, l2_rem)
-    b.cbranch(b.icmp_unsigned("<", used, b.add(l2_ways, b.zext(small, _i64))), block("fill_take"), block("fill_next"))
+    size = b.add(l2_ways, b.zext(small, _i64))
+    b.cbranch(b.icmp_unsigned("<", used, size), block("fill_take"), block("fill_next"))
     b.position_at_end(blocks["fill_take"])
     e = b.add(set_start(_c(0), j2, l2_ways, l2_rem), used)
     b.store(b.add(used, _c(1)), used_at)
+    still_open = b.sub(b.load(open_at), b.zext(b.icmp_unsigned("==", b.add(used, _c(1)), size), _i64))
+    b.store(still_open, open_at)
     b.store(sec, at(l2, "keys", e))
     stamp = b.add(clock0, b.sub(limit, k))
     b.store(b.or_(b.shl(stamp, _c(STAMP_SHIFT)), _c(DIRTY | 2)), at(l2, "metas", e))
     b.branch(blocks["fill_next"])
     b.position_at_end(blocks["fill_next"])
-    b.cbranch(b.icmp_signed("<", b.add(k, _c(1)), limit), blocks["sec_head"], blocks["fill_done"])
+    more = b.and_(b.icmp_signed("<", b.add(k, _c(1)), limit), b.icmp_signed(">", b.load(open_at), _c(0)))
+    b.cbranch(more, blocks["sec_head"], blocks["fill_done"])
     b.position_at_end(blocks["fill_done"])
     b.store(b.add(clock0, limit), ctr["l2_clock"])
     b.branch(block("exit"))
@@ -469,16 +475,26 @@ class Caches:
             self._buffers, self.arrays = {}, {}
 
     def _run(self, mode: int, secs: np.ndarray, kinds: np.ndarray, scalars: dict | None = None, **replay) -> None:
-        assert self.arrays, "released caches"
+        if not self.arrays:
+            raise ValueError("cache replay: the caches were released")
         secs = np.ascontiguousarray(secs, np.uint64)
         kinds = np.ascontiguousarray(kinds, np.int8)
         arrays = dict(self.arrays, secs=secs, kinds=kinds, counts=self.counts, **replay)
-        for name, a in arrays.items():  # the native code trusts these
-            assert a.flags.c_contiguous and a.dtype == (np.int8 if name in ("kinds", "level") else
-                                                         np.uint64 if name == "secs" else np.int64), name
+        # the native code indexes with these: checked in full (it writes only inside them)
+        for name, a in arrays.items():
+            dtype = np.int8 if name in ("kinds", "level") else np.uint64 if name == "secs" else np.int64
+            if not (a.flags.c_contiguous and a.dtype == dtype):
+                raise ValueError(f"cache replay: {name} must be a contiguous {np.dtype(dtype).name} array")
         if mode == REPLAY:
-            assert len(arrays["level"]) == len(secs) and int(arrays["sms"].max()) < self.sms
-            assert int(arrays["slots"].min()) >= 0 and int(arrays["slots"].max()) * 3 < len(arrays["per_slot"])
+            n = len(secs)
+            if not all(len(arrays[x]) == n for x in ("kinds", "slots", "sms", "steps", "level")):
+                raise ValueError("cache replay: the record arrays differ in length")
+            if n and not (0 <= int(arrays["sms"].min()) and int(arrays["sms"].max()) < self.sms):
+                raise ValueError(f"cache replay: an SM outside 0..{self.sms - 1}")
+            if n and not (0 <= int(arrays["slots"].min()) and int(arrays["slots"].max()) * 3 < len(arrays["per_slot"])):
+                raise ValueError("cache replay: a slot outside the per-slot counts")
+        elif len(kinds) != len(secs):
+            raise ValueError("cache replay: the record arrays differ in length")
         scalars = dict(self.sizes, **(scalars or {}))
         # every access takes one stamp of its cache (a fill: ``limit`` of them)
         if int(self.counts[COUNTS.index("l2_clock")]) + 2 * len(secs) + scalars.get("limit", 0) > MAX_STAMPS:
@@ -503,11 +519,13 @@ class Caches:
         only their sets are filled: the others are never read."""
         spans = np.array([(start >> 5, (start + size + 31) >> 5) for start, size in ranges], np.int64).reshape(-1, 2)
         fill = self.arrays["l2_fill"]
+        open_sets = len(fill)
         if replayed is not None:
             fill[:] = UNREAD  # a full set to the fill
             fill[set_index(replayed, self.l2_nsets)] = 0
-        self._run(FILL, np.zeros(0, np.uint64), np.zeros(0, np.int8), {"nranges": len(spans), "shift": shift, "limit": limit},
-                  ranges=np.ascontiguousarray(spans))
+            open_sets = int(np.count_nonzero(fill == 0))
+        scalars = {"nranges": len(spans), "shift": shift, "limit": limit, "open": open_sets}
+        self._run(FILL, np.zeros(0, np.uint64), np.zeros(0, np.int8), scalars, ranges=np.ascontiguousarray(spans))
         if replayed is not None:
             fill[fill == UNREAD] = 0
 

@@ -8,7 +8,7 @@ import pytest
 
 from hypa.runtime import abi
 from hypa.runtime.cache_model import MemoryTrace, line_kept, replay, replay_order, simulate
-from hypa.runtime.cache_replay import geometry, set_index
+from hypa.runtime.cache_replay import Caches, geometry, set_index
 from hypa.runtime.timing import cta_imbalance
 
 from helpers import emulate
@@ -340,3 +340,38 @@ def test_native_replay_matches_the_reference(seed):
         lv_b, slot_b, n_b = replay(*recs, geo, **kw, shift=t.shift, native=False)
         assert lv_a.tolist() == lv_b.tolist() and slot_a == slot_b and n_a == n_b
         assert set(lv_a.tolist()) <= {0, 1, 2}
+
+
+def test_replay_order_by_one_key_or_by_lexsort():
+    # the order sorts by one packed key where it fits 63 bits, else by lexsort: the same order
+    # (2**20 SMs fit, 2**45 do not; each CTA has an SM of its own either way)
+    t = random_trace(np.random.default_rng(1), 500)
+    a, b = replay_order(t, 1, 1, 1 << 20), replay_order(t, 1, 1, 1 << 45)
+    assert a[0].tolist() == b[0].tolist() and a[2].tolist() == b[2].tolist()
+    assert a[2][a[0]].tolist() == sorted(a[2].tolist())  # steps in replay order do not decrease
+
+
+def test_reused_cache_arrays_start_empty():
+    # a replay reuses the arrays of the one before (what it left is never read): the same
+    # trace gives the same counts after a replay of another one, and on fresh arrays
+    rng = np.random.default_rng(5)
+    t1, t2 = random_trace(rng, 2000), random_trace(rng, 2000)
+    first = simulate(t1, 2, 1, 3, 64 * 32, 200 * 32, l2_ways=4)
+    simulate(t2, 2, 1, 3, 64 * 32, 200 * 32, l2_ways=4, written=[(0, 32 * 3000)])
+    assert simulate(t1, 2, 1, 3, 64 * 32, 200 * 32, l2_ways=4) == first
+    assert simulate(t1, 2, 1, 3, 64 * 32, 200 * 32, l2_ways=4, native=False) == first
+
+
+def test_native_replay_checks_its_arrays():
+    with Caches(2, 64, 4, 64, 4) as c:
+        secs = np.arange(4, dtype=np.uint64)
+        kinds = np.zeros(4, np.int8)
+        with pytest.raises(ValueError, match="SM outside 0..1"):
+            c.replay(secs, kinds, np.zeros(4, np.int64), np.array([0, 1, 2, 0]), np.zeros(4, np.int64))
+        with pytest.raises(ValueError, match="differ in length"):
+            c.replay(secs, kinds[:3], np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(4, np.int64))
+        level, rows = c.replay(secs, kinds, np.array([0, 2, 2, 0]), np.zeros(4, np.int64), np.zeros(4, np.int64))
+        # four cold loads (nothing filled the L2): DRAM for each, counted in their slots
+        assert level.tolist() == [2, 2, 2, 2] and rows.tolist() == [[2, 0, 0], [0, 0, 0], [2, 0, 0]]
+    with pytest.raises(ValueError, match="released"):
+        c.fill(secs, True)
