@@ -34,11 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import abi
-from .cache_replay import Caches, set_index, set_span
+from .cache_replay import LINE_HASH, Caches, set_index, set_span
 from .cache_replay import geometry as cache_geometry
 
-#: the JIT's line hash (runtime/lowering/memory_metrics.py, ``_HASH``)
-_HASH = np.uint64(0x9E3779B97F4A7C15)
 
 
 def line_kept(sectors: np.ndarray, shift: int) -> np.ndarray:
@@ -46,7 +44,7 @@ def line_kept(sectors: np.ndarray, shift: int) -> np.ndarray:
     if shift <= 0:
         return np.ones(len(sectors), bool)
     with np.errstate(over="ignore"):
-        h = ((sectors.astype(np.uint64) >> np.uint64(2)) * _HASH) >> np.uint64(32)
+        h = ((sectors.astype(np.uint64) >> np.uint64(2)) * LINE_HASH) >> np.uint64(32)
     return (h & np.uint64((1 << shift) - 1)) == 0
 
 
@@ -206,16 +204,18 @@ def request_ids(trace: MemoryTrace) -> np.ndarray:
 
 
 def replay_order(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int,
-                 sm_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 sm_count: int, rid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The GPU-like order of the records, each record's SM and its *step*: sorted by
     (wave, the request's rank in its warp, SM, warp); the step numbers the (wave, rank)
-    groups -- the accesses resident warps make at the same time."""
+    groups -- the accesses resident warps make at the same time.  ``rid``: the
+    ``request_ids`` of the trace, where known."""
     warps = trace.warps
     n = len(warps)
     if n == 0:
         z = np.zeros(0, np.int64)
         return z, z, z
-    rid = request_ids(trace)
+    if rid is None:
+        rid = request_ids(trace)
     by_warp = np.argsort(warps, kind="stable")
     sw = warps[by_warp]
     sr = rid[by_warp]
@@ -304,10 +304,12 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
         trace = MemoryTrace(trace.sectors[sampled], trace.info[sampled], trace.shift, trace.dropped)
         if not len(trace):
             return st
-    order, sm_of, step_of = replay_order(trace, warps_per_cta, ctas_per_sm, sm_count)
+    rid = request_ids(trace)
+    order, sm_of, step_of = replay_order(trace, warps_per_cta, ctas_per_sm, sm_count, rid)
+    trace_kinds, trace_slots = trace.kinds, trace.slots
     secs = trace.sectors[order]
-    kinds = trace.kinds[order]
-    slots = trace.slots[order]
+    kinds = trace_kinds[order]
+    slots = trace_slots[order]
     sms = sm_of[order]
     steps = step_of[order]
     l1_cap = max(1, int(l1_bytes / 32 / f))
@@ -322,7 +324,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     st.dram_read_sectors = float(n_dram_r * f)
     st.dram_write_sectors = float(n_dram_w * f)
     st.per_slot = {k: [float(x * f) for x in v] for k, v in per_slot.items()}
-    st.per_slot_requests = _request_levels(trace, order, level)
+    st.per_slot_requests = _request_levels(order, level, rid, trace_kinds, trace_slots, f)
     # the sampled count of one SM is noisy (its max over SMs would be biased up): the L2
     # traffic spread over the SMs that run CTAs
     if not active_sms:
@@ -460,26 +462,23 @@ def _replay_python(secs, kinds, slots, sms, steps, geometry, written, shift, war
     return level, per_slot, (n_l1_hit, n_l2, n_l2_hit, n_dram_r, n_dram_w)
 
 
-def _request_levels(trace: MemoryTrace, order: np.ndarray, level: np.ndarray) -> dict[int, list[float]]:
+def _request_levels(order: np.ndarray, level: np.ndarray, rid: np.ndarray, kinds: np.ndarray, slots: np.ndarray,
+                    f: int) -> dict[int, list[float]]:
     """Per load slot: requests, and those whose slowest sector hit L1 or L2.  Records are
-    grouped into requests in the emulator's order (a request's records are adjacent there,
-    the first marked), then each request waits for its slowest record."""
+    grouped into requests in the emulator's order (``rid``, ``kinds``, ``slots``: a request's
+    records are adjacent there, the first marked), then each request waits for its slowest
+    record."""
     lv = np.empty(len(order), np.int8)
     lv[order] = level  # back to trace order
-    loads = trace.kinds == abi.TRACE_LOAD
-    loads |= trace.kinds == abi.TRACE_LOAD_L2
+    loads = kinds == abi.TRACE_LOAD
+    loads |= kinds == abi.TRACE_LOAD_L2
     if not loads.any():
         return {}
-    slots = trace.slots
-    rid = request_ids(trace)
-    new = np.r_[True, rid[1:] != rid[:-1]]
-    worst = np.zeros(rid[-1] + 1, np.int8)
-    np.maximum.at(worst, rid, lv)
-    first_idx = np.flatnonzero(new)
+    first_idx = np.flatnonzero(np.r_[True, rid[1:] != rid[:-1]])
+    worst = np.maximum.reduceat(lv, first_idx)  # request ids do not decrease
     req_slot = slots[first_idx]
     req_load = loads[first_idx]
     out: dict[int, list[float]] = {}
-    f = trace.sample_factor
     for slot in np.unique(req_slot[req_load]).tolist():
         sel = req_load & (req_slot == slot)
         w = worst[sel]

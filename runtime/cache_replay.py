@@ -13,7 +13,8 @@ The caches are set-associative LRUs over 32-byte sectors, as the Python referenc
 entry keeps the stamp of its last use: the victim is the smallest).  ``geometry`` splits a
 capacity into sets.  A cache is two arrays over its entries, the sector and a *meta* word
 (the LRU stamp in the high half, so the least recently used entry has the smallest word; the
-step it was filled at + 1; ``DIRTY``; the level the fill came from: 1 L2, 2 DRAM), and the
+step it was filled at, numbered from 1, 0 before the launch; ``DIRTY``; the level the fill
+came from: 1 L2, 2 DRAM), and the
 count of entries in use per set (a set fills from its first entry and never frees one, so a
 lookup scans only those, ``PAD`` keys at a time).
 """
@@ -28,7 +29,7 @@ from llvmlite import ir
 
 from . import abi
 
-#: the meta word of an entry: stamp << STAMP_SHIFT | (fill step + 1) << STEP_SHIFT | DIRTY | level
+#: the meta word of an entry: stamp << STAMP_SHIFT | fill step << STEP_SHIFT | DIRTY | level
 STAMP_SHIFT, STEP_SHIFT, DIRTY, LEVEL = 32, 3, 4, 3
 #: steps (renumbered densely) and stamps must fit their fields
 MAX_STEPS, MAX_STAMPS = (1 << (STAMP_SHIFT - STEP_SHIFT)) - 2, (1 << 32) - 1
@@ -48,11 +49,11 @@ ARGS = ("secs", "kinds", "slots", "sms", "steps", "level", "per_slot", "counts",
 #: the counters the native function reads at entry and writes back at exit
 COUNTS = ("l1_hits", "l2", "l2_hits", "dram_r", "dram_w", "l1_clock", "l2_clock")
 #: modes of the native function: L2 accesses only (a warm-up, nothing counted); replay the
-#: launch; fill the L2 with distinct written sectors given newest first (``Caches.fill_written``)
+#: launch; fill the L2 from ranges of written memory (``Caches.fill_written``)
 WARM, REPLAY, FILL = 0, 1, 2
 
-#: the sampling's line hash (runtime/lowering/memory_metrics.py, ``_HASH``; cache_model.line_kept)
-_LINE_HASH = np.uint64(0x9E3779B97F4A7C15)
+#: the sampling's line hash (the JIT's, runtime/lowering/memory_metrics.py; cache_model.line_kept)
+LINE_HASH = np.uint64(0x9E3779B97F4A7C15)
 #: the set hash's multiplier (not the sampling's, runtime/lowering/memory_metrics.py: the
 #: lines a sampling level keeps share the low bits of that hash)
 _SET_HASH = np.uint64(0xD6E8FEB86659FD93)
@@ -192,6 +193,7 @@ def build_ir() -> str:
     iv = b.alloca(_i64, name="i")
     lvl_slot = b.alloca(_i64, name="lvl")
     entry1 = b.alloca(_i64, name="entry1")
+    r_at, s_at, first_at, k_at, open_at = (b.alloca(_i64, name=x) for x in ("r", "s", "first", "k", "open"))
     b.store(_c(0), iv)
     b.cbranch(b.icmp_signed("==", mode, _c(FILL)), block("fill"), block("head"))
 
@@ -280,7 +282,6 @@ def build_ir() -> str:
     b.position_at_end(blocks["fill"])
     ranges, mask = arg("ranges", p64), b.sub(b.shl(_c(1), arg("shift")), _c(1))
     limit, clock0 = arg("limit"), b.load(ctr["l2_clock"])
-    r_at, s_at, first_at, k_at, open_at = (b.alloca(_i64, name=x) for x in ("r", "s", "first", "k", "open"))
     b.store(arg("nranges"), r_at)
     b.store(arg("open"), open_at)  # sets not full yet: the fill ends when none is left
     b.store(_c(0), k_at)
@@ -300,7 +301,7 @@ def build_ir() -> str:
     b.position_at_end(blocks["sec_body"])
     sec = b.sub(sec, _c(1))
     b.store(sec, s_at)
-    line_hash = b.lshr(b.mul(b.lshr(sec, _c(2)), _c(int(_LINE_HASH) - (1 << 64))), _c(32))
+    line_hash = b.lshr(b.mul(b.lshr(sec, _c(2)), _c(int(LINE_HASH) - (1 << 64))), _c(32))
     b.cbranch(b.icmp_unsigned("==", b.and_(line_hash, mask), _c(0)), block("sec_kept"), blocks["sec_head"])
     b.position_at_end(blocks["sec_kept"])
     k = b.load(k_at)
@@ -336,12 +337,7 @@ def build_ir() -> str:
     ahead = b.add(i, _c(PREFETCH))
     ahead = b.select(b.icmp_signed("<", ahead, n), ahead, i)
     key_ahead = b.load(b.gep(secs, [ahead]))
-    j_ahead = set_of(key_ahead, l2_nsets)
-    # a fill writes the set's next unused entry; a lookup reads the set from its start
-    used_ahead = b.load(b.gep(l2["fill"], [j_ahead]))
-    used_ahead = b.select(b.icmp_unsigned("<", used_ahead, l2_ways), used_ahead, _c(0))
-    unused = b.select(b.icmp_signed("==", mode, _c(FILL)), used_ahead, _c(0))
-    prefetch(l2, b.add(set_start(_c(0), j_ahead, l2_ways, l2_rem), unused))
+    prefetch(l2, set_start(_c(0), set_of(key_ahead, l2_nsets), l2_ways, l2_rem))
     b.cbranch(b.icmp_signed("==", mode, _c(REPLAY)), block("ahead1"), block("record"))
     b.position_at_end(blocks["ahead1"])
     prefetch(l1, set_start(b.mul(b.load(b.gep(sms, [ahead])), l1_cap), set_of(key_ahead, l1_nsets), l1_ways, l1_rem))
@@ -560,4 +556,4 @@ _lock = threading.Lock()
 _free: list[dict[str, np.ndarray]] = []
 
 
-__all__ = ["Caches", "geometry", "set_index", "set_span"]
+__all__ = ["LINE_HASH", "Caches", "geometry", "set_index", "set_span"]
