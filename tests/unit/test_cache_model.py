@@ -375,3 +375,13 @@ def test_native_replay_checks_its_arrays():
         assert level.tolist() == [2, 2, 2, 2] and rows.tolist() == [[2, 0, 0], [0, 0, 0], [2, 0, 0]]
     with pytest.raises(ValueError, match="released"):
         c.fill(secs, True)
+
+
+def test_the_replay_loop_is_compiled_once_per_process():
+    from hypa.runtime import phases
+
+    t = trace([(0, 0, 0, LD), (1, 0, 0, LD)])
+    simulate(t, 1, 1, 1, 1024, 1024)
+    simulate(t, 1, 1, 2, 2048, 4096, written=[(0, 64)])
+    # compiled here, or loaded from the JIT's disk cache, once (by whichever test came first)
+    assert sum(v for k, v in phases.work().items() if "cache replay" in k) == 1
