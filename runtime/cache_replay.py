@@ -35,6 +35,9 @@ STAMP_SHIFT, STEP_SHIFT, DIRTY, LEVEL = 32, 3, 4, 3
 MAX_STEPS, MAX_STAMPS = (1 << (STAMP_SHIFT - STEP_SHIFT)) - 2, (1 << 32) - 1
 #: records the loop asks for the cache sets of ahead of the one it replays
 PREFETCH = 16
+#: 64-byte lines of an L2 set's keys (and of its metas) prefetched: a set of the default 64
+#: ways (half of them for an L1 set)
+PREFETCH_LINES = 8
 #: the entries in use of a set ``Caches.fill_written`` leaves alone
 UNREAD = 1 << 40
 #: keys a lookup compares at once, and so entries it reads past a set's end (the arrays are
@@ -218,10 +221,12 @@ def build_ir() -> str:
     def set_start(first, j, ways, rem):
         return b.add(first, b.add(b.mul(j, ways), b.select(b.icmp_unsigned("<", j, rem), j, rem)))
 
-    def prefetch(cache, start):
+    def prefetch(cache, start, lines=1):
+        """Ask for the first ``lines`` 64-byte lines of a set's keys and metas."""
         for name in FIELDS:
-            b.call(prefetcher, [b.bitcast(at(cache, name, start), p8), ir.Constant(_i32, 1), ir.Constant(_i32, 3),
-                                ir.Constant(_i32, 1)])
+            for line in range(lines):
+                p = b.bitcast(at(cache, name, b.add(start, _c(8 * line))), p8)
+                b.call(prefetcher, [p, ir.Constant(_i32, 1), ir.Constant(_i32, 3), ir.Constant(_i32, 1)])
 
     def lookup(cache, first, set_first, j, ways, rem, key, allocate=None):
         """Look ``key`` up in set ``j`` of the cache whose sets start at entry ``first`` and
@@ -337,10 +342,11 @@ def build_ir() -> str:
     ahead = b.add(i, _c(PREFETCH))
     ahead = b.select(b.icmp_signed("<", ahead, n), ahead, i)
     key_ahead = b.load(b.gep(secs, [ahead]))
-    prefetch(l2, set_start(_c(0), set_of(key_ahead, l2_nsets), l2_ways, l2_rem))
+    prefetch(l2, set_start(_c(0), set_of(key_ahead, l2_nsets), l2_ways, l2_rem), PREFETCH_LINES)
     b.cbranch(b.icmp_signed("==", mode, _c(REPLAY)), block("ahead1"), block("record"))
     b.position_at_end(blocks["ahead1"])
-    prefetch(l1, set_start(b.mul(b.load(b.gep(sms, [ahead])), l1_cap), set_of(key_ahead, l1_nsets), l1_ways, l1_rem))
+    prefetch(l1, set_start(b.mul(b.load(b.gep(sms, [ahead])), l1_cap), set_of(key_ahead, l1_nsets), l1_ways, l1_rem),
+             PREFETCH_LINES // 2)
     b.branch(blocks["record"])
     b.position_at_end(blocks["record"])
     key = b.load(b.gep(secs, [i]))

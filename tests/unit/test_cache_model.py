@@ -389,3 +389,14 @@ def test_the_replay_loop_is_compiled_once_per_process():
     simulate(t, 1, 1, 2, 2048, 4096, written=[(0, 64)])
     simulate(t, 1, 1, 1, 1024, 1024, warm=False)
     assert compiles() == before
+
+
+def test_replay_order_of_records_not_in_warp_order():
+    # records of CTA ranges merged out of warp order give the order they give sorted by warp
+    t = random_trace(np.random.default_rng(3), 800)
+    w = t.warps
+    descending = np.lexsort((np.arange(len(w)), -w))  # the last warp first, a warp's records in order
+    assert (np.diff(w[descending]) < 0).any()
+    u = MemoryTrace(t.sectors[descending], t.info[descending])
+    a, b = replay_order(t, 2, 1, 3), replay_order(u, 2, 1, 3)
+    assert t.sectors[a[0]].tolist() == u.sectors[b[0]].tolist() and a[2][a[0]].tolist() == b[2][b[0]].tolist()
