@@ -78,7 +78,11 @@ RUN_CTAS = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, cty
 #: on <32 x float>, tests/unit/data/atan_select.ptx: 9,998 of 9,999 results wrong, LLVM 20 of
 #: llvmlite 0.50); level 0 gives the baseline's results, compiles 25% faster and runs as fast
 #: (the bundled launches: 0.060 s vs 0.059-0.069 s).
-TIERS = {"baseline": (0, 0), "optimized": (3, 0)}
+#: "scalar" is for the cache model's replay loop (runtime/cache_replay.py: integer code,
+#: tested against its Python reference), which level 2 runs 1.5x faster than level 0.
+TIERS = {"baseline": (0, 0), "optimized": (3, 0), "scalar": (3, 2)}
+#: the tiers kernels are compiled at
+KERNEL_TIERS = ("baseline", "optimized")
 #: how much longer an optimized compile takes than a baseline one of the same IR
 #: (measured: 7.07 s vs 0.66 s over the 109 kernels of an XLA ResNet-50 module)
 OPTIMIZED_COMPILE_FACTOR = 10.0
@@ -88,7 +92,7 @@ def jit_policy() -> str:
     """``auto`` (baseline first, optimized when the launch runs long enough to repay it),
     ``baseline`` or ``optimized``: from ``HYPA_JIT`` (default ``auto``)."""
     v = os.environ.get("HYPA_JIT", "auto")
-    if v not in ("auto", *TIERS):
+    if v not in ("auto", *KERNEL_TIERS):
         raise ValueError(f"HYPA_JIT must be auto, baseline or optimized, not {v!r}")
     return v
 
@@ -154,8 +158,9 @@ def _sources_digest() -> str:
     return _SOURCES
 
 
-def cached(key: str, tier: str) -> Compiled | None:
-    """The program compiled at ``tier``, from this process or the disk cache, else None."""
+def cached(key: str, tier: str, what: str = "kernels") -> Compiled | None:
+    """The program compiled at ``tier``, from this process or the disk cache, else None
+    (``what``: the work counter it counts under, runtime/phases.py)."""
     _init()
     fkey = _full_key(key, tier)
     hit = _engines.get(fkey)
@@ -185,7 +190,7 @@ def cached(key: str, tier: str) -> Compiled | None:
         return None
     from .phases import count
 
-    count(f"compiled kernels loaded from the cache ({tier})")
+    count(f"compiled {what} loaded from the cache ({tier})")
     return _load(fkey, obj, tier, time.perf_counter() - t0, True)
 
 
@@ -217,12 +222,13 @@ def _unseal(data: bytes) -> bytes | None:
     return obj if hashlib.sha256(obj).digest() == data[len(_MAGIC):head] else None
 
 
-def compile_ir(key: str, build_ir, tier: str = "optimized") -> Compiled:
+def compile_ir(key: str, build_ir, tier: str = "optimized", what: str = "kernels") -> Compiled:
     """Native ``run_ctas`` for the program ``key`` at ``tier``; ``build_ir()`` gives its IR
-    text (called only when neither the in-process nor the disk cache has it)."""
+    text (called only when neither the in-process nor the disk cache has it).  ``what`` names
+    the work counted (kernels, or the cache model's replay loop)."""
     import time
 
-    hit = cached(key, tier)
+    hit = cached(key, tier, what)
     if hit is not None:
         return hit
     t0 = time.perf_counter()
@@ -264,7 +270,7 @@ def compile_ir(key: str, build_ir, tier: str = "optimized") -> Compiled:
     c.llvm_seconds = time.perf_counter() - t1
     from .phases import count
 
-    count(f"kernels compiled ({tier})")
+    count(f"{what} compiled ({tier})")
     return c
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from hypa.runtime import abi
-from hypa.runtime.cache_model import MemoryTrace, line_kept, replay_order, simulate
+from hypa.runtime.cache_model import MemoryTrace, line_kept, replay, replay_order, simulate
+from hypa.runtime.cache_replay import Caches, geometry, set_index
 from hypa.runtime.timing import cta_imbalance
 
 from helpers import emulate
@@ -23,6 +24,8 @@ def trace(records: list[tuple[int, int, int, int]], shift: int = 0, requests: bo
 
 
 LD, ST, AT = abi.TRACE_LOAD, abi.TRACE_STORE, abi.TRACE_ATOMIC
+#: the hand-computed replays hold for the compiled loop and the Python reference alike
+NATIVE = pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
 
 
 def test_replay_runs_resident_warps_in_lock_step():
@@ -46,40 +49,43 @@ def test_replay_runs_resident_warps_in_lock_step():
     assert step[order].tolist() == [0, 1, 2, 3]  # the second wave's steps follow the first's
 
 
-def test_l1_hits_l2_hits_and_dram_by_hand():
+@NATIVE
+def test_l1_hits_l2_hits_and_dram_by_hand(native):
     # one warp reads sectors 0..3 twice: 4 L1 hits; the L2 is warm (the launch ran
     # before), so the 4 misses hit L2 and nothing comes from DRAM
     rec = [(s, 0, 0, LD) for s in range(4)] * 2
-    st = simulate(trace(rec), 1, 1, 1, l1_bytes=4 * 32, l2_bytes=1 << 20)
+    st = simulate(trace(rec), 1, 1, 1, l1_bytes=4 * 32, l2_bytes=1 << 20, native=native)
     assert (st.sectors, st.l1_hits, st.l2_sectors, st.l2_hits, st.dram_read_sectors) == (8, 4, 4, 4, 0)
     assert st.slot_levels(0) == (0.5, 0.5, 0.0)
     # an L1 of 2 sectors: LRU evicts each sector before its reuse (0 1 2 3 0 1 2 3)
-    st = simulate(trace(rec), 1, 1, 1, l1_bytes=2 * 32, l2_bytes=1 << 20)
+    st = simulate(trace(rec), 1, 1, 1, l1_bytes=2 * 32, l2_bytes=1 << 20, native=native)
     assert (st.l1_hits, st.l2_sectors) == (0, 8)
     # an L2 of 2 sectors, cold and warm: every access misses
-    st = simulate(trace(rec), 1, 1, 1, l1_bytes=2 * 32, l2_bytes=2 * 32, warm=False)
+    st = simulate(trace(rec), 1, 1, 1, l1_bytes=2 * 32, l2_bytes=2 * 32, warm=False, native=native)
     assert (st.l2_hits, st.dram_read_sectors) == (0, 8)
 
 
-def test_stores_write_back_dirty_sectors_and_invalidate_l1():
+@NATIVE
+def test_stores_write_back_dirty_sectors_and_invalidate_l1(native):
     # load s0, store s0 (written through, the L1 copy updated), load s0 again: an L1 hit
-    st = simulate(trace([(0, 0, 0, LD), (0, 0, 1, ST), (0, 0, 2, LD)]), 1, 1, 1, 1024, 1024)
+    st = simulate(trace([(0, 0, 0, LD), (0, 0, 1, ST), (0, 0, 2, LD)]), 1, 1, 1, 1024, 1024, native=native)
     assert (st.l1_hits, st.l2_sectors, st.l2_hits) == (1, 2, 2)
     # a store does not allocate in L1: a load after a store to a new sector misses it
-    st = simulate(trace([(5, 0, 1, ST), (5, 0, 2, LD)]), 1, 1, 1, 1024, 1024)
+    st = simulate(trace([(5, 0, 1, ST), (5, 0, 2, LD)]), 1, 1, 1, 1024, 1024, native=native)
     assert (st.l1_hits, st.l2_sectors) == (0, 2)
     # stores to 4 sectors through a 2-sector L2: the warm replay leaves 2 dirty sectors,
     # the measured one evicts all 4 it writes (dirty) before the end: 4 DRAM writes
-    st = simulate(trace([(s, 0, 0, ST) for s in range(4)]), 1, 1, 1, 1024, 2 * 32)
+    st = simulate(trace([(s, 0, 0, ST) for s in range(4)]), 1, 1, 1, 1024, 2 * 32, native=native)
     assert (st.dram_write_sectors, st.dram_read_sectors) == (4, 0)
     # a footprint that fits: no DRAM traffic in steady state
-    st = simulate(trace([(s, 0, 0, ST) for s in range(4)]), 1, 1, 1, 1024, 8 * 32)
+    st = simulate(trace([(s, 0, 0, ST) for s in range(4)]), 1, 1, 1, 1024, 8 * 32, native=native)
     assert (st.dram_write_sectors, st.dram_read_sectors) == (0, 0)
 
 
-def test_atomics_count_per_sector():
+@NATIVE
+def test_atomics_count_per_sector(native):
     rec = [(7, w, 0, AT) for w in range(5)] + [(9, 0, 0, AT)]
-    st = simulate(trace(rec), 1, 1, 4, 1024, 1024)
+    st = simulate(trace(rec), 1, 1, 4, 1024, 1024, native=native)
     assert (st.atomic_requests, st.atomic_max_same_sector) == (6, 5)
 
 
@@ -208,7 +214,8 @@ def test_atomics_past_a_full_buffer_are_counted():
     assert st.atomic_max_sector_lanes == 8 * 32  # 4 records of one sector x (16 / 4)
 
 
-def test_a_request_waits_for_its_slowest_sector():
+@NATIVE
+def test_a_request_waits_for_its_slowest_sector(native):
     # one warp, one load slot: request 1 reads sectors 0..3 (all miss L1), request 2 reads
     # 0..3 again (all hit L1), request 3 reads 0..2 and 9 (one L1 miss): requests wait for
     # L2 (warm), L1, L2; sector shares alone would say 3 of 12 L2 ... 5 of 12
@@ -219,7 +226,7 @@ def test_a_request_waits_for_its_slowest_sector():
             rec.append((s, 0, 0, LD))
     t = trace(rec, requests=False)
     t.info[[0, 4, 8]] |= np.uint64(F)
-    st = simulate(t, 1, 1, 1, 1024, 1 << 20)
+    st = simulate(t, 1, 1, 1, 1024, 1 << 20, native=native)
     assert st.per_slot_requests[0] == [3.0, 1.0, 2.0]
     assert st.request_levels(0) == (1 / 3, 2 / 3, 0.0)
     assert st.slot_levels(0) == (7 / 12, 5 / 12, 0.0)
@@ -285,3 +292,167 @@ def test_a_hit_on_a_line_in_flight_waits_for_the_miss():
     # a store's sector is there for a load of the same step (nothing to fetch)
     st = simulate(trace([(0, 0, 1, ST), (0, 1, 0, LD)]), 1, 1, 2, 1024, 1 << 20, warm=False)
     assert st.per_slot_requests[0] == [1.0, 0.0, 1.0]
+
+
+@NATIVE
+def test_a_hit_on_a_sector_fetched_in_the_same_step_waits_for_the_fetch(native):
+    # warps 0 and 1 of one CTA load sector 0 in step 0 (cold L2): warp 0 misses to DRAM,
+    # warp 1 hits the L1 line warp 0 is still fetching and waits as long (DRAM); warp 0's
+    # second load (step 1) hits L1 for real
+    t = trace([(0, 0, 0, LD), (0, 0, 0, LD), (0, 1, 0, LD)])
+    st = simulate(t, 2, 1, 1, 1024, 1024, warm=False, native=native)
+    assert (st.l1_hits, st.l2_sectors, st.dram_read_sectors) == (2, 1, 1)
+    assert st.per_slot_requests[0] == [3.0, 1.0, 0.0]  # requests served by L1, L2: DRAM for two
+    # the same through L2 (loads bypassing L1): warp 1's L2 hit waits for warp 0's miss
+    LD2 = abi.TRACE_LOAD_L2
+    st = simulate(trace([(0, 0, 0, LD2), (0, 1, 0, LD2)]), 2, 1, 1, 1024, 1024, warm=False, native=native)
+    assert (st.l2_hits, st.dram_read_sectors) == (1, 1)
+    assert st.per_slot_requests[0] == [2.0, 0.0, 0.0]
+
+
+def test_cache_geometry():
+    # 100 sectors of 32 ways: 3 sets sharing the capacity exactly (34 + 33 + 33); a cache
+    # smaller than its ways is one fully associative set
+    assert geometry(100, 32) == (3, 33, 1)
+    assert geometry(4, 32) == (1, 4, 0)
+    assert geometry(4096, 16) == (256, 16, 0)
+    # a line's four sectors share a set
+    s = set_index(np.arange(4000, dtype=np.uint64), 37)
+    assert (s.reshape(-1, 4) == s.reshape(-1, 4)[:, :1]).all() and set(s.tolist()) == set(range(37))
+
+
+def one_set_lines(nsets: int) -> tuple[int, int, int]:
+    """First sectors of two lines in one set of ``nsets`` and of one line in another."""
+    first = set_index(np.arange(0, 4096, 4, dtype=np.uint64), nsets)
+    same = np.flatnonzero(first == first[0])
+    other = np.flatnonzero(first != first[0])
+    return 0, 4 * int(same[1]), 4 * int(other[0])
+
+
+@NATIVE
+def test_set_conflicts_evict_in_a_one_way_cache(native):
+    LD2 = abi.TRACE_LOAD_L2
+    a, b, c = one_set_lines(2)
+    # an L2 of 2 sectors in 2 sets of 1 way, cold, loads bypassing L1: lines a and b share a
+    # set and evict each other (a b a b: 4 DRAM reads), a and c do not (2 L2 hits)
+    l2 = dict(l1_bytes=1024, l2_bytes=2 * 32, warm=False, native=native)
+    st = simulate(trace([(s, 0, 0, LD2) for s in (a, b, a, b)]), 1, 1, 1, l2_ways=1, **l2)
+    assert (st.l2_hits, st.dram_read_sectors) == (0, 4)
+    st = simulate(trace([(s, 0, 0, LD2) for s in (a, c, a, c)]), 1, 1, 1, l2_ways=1, **l2)
+    assert (st.l2_hits, st.dram_read_sectors) == (2, 2)
+    # the same 2 sectors as one set of 2 ways (fully associative): a b a b hits twice
+    st = simulate(trace([(s, 0, 0, LD2) for s in (a, b, a, b)]), 1, 1, 1, l2_ways=2, **l2)
+    assert (st.l2_hits, st.dram_read_sectors) == (2, 2)
+    # a dirty sector a conflict evicts is a DRAM write: store a, load b; not so for c
+    st = simulate(trace([(a, 0, 0, ST), (b, 0, 1, LD2)]), 1, 1, 1, l2_ways=1, **l2)
+    assert (st.dram_write_sectors, st.dram_read_sectors) == (1, 1)
+    st = simulate(trace([(a, 0, 0, ST), (c, 0, 1, LD2)]), 1, 1, 1, l2_ways=1, **l2)
+    assert (st.dram_write_sectors, st.dram_read_sectors) == (0, 1)
+    # an L1 of 2 sectors in 2 sets of 1 way (the L2 large and warm): a b a b never hits L1,
+    # a c a c hits twice
+    l1 = dict(l1_bytes=2 * 32, l2_bytes=1 << 20, l1_ways=1, native=native)
+    st = simulate(trace([(s, 0, 0, LD) for s in (a, b, a, b)]), 1, 1, 1, **l1)
+    assert (st.l1_hits, st.l2_hits) == (0, 4)
+    st = simulate(trace([(s, 0, 0, LD) for s in (a, c, a, c)]), 1, 1, 1, **l1)
+    assert (st.l1_hits, st.l2_hits) == (2, 2)
+
+
+def random_trace(rng: np.random.Generator, n: int) -> MemoryTrace:
+    """Records of warps in the emulator's order (one warp after another), a few slots, all
+    kinds, over a footprint small enough for reuse, hits of one step and set conflicts."""
+    kinds = rng.choice([LD, abi.TRACE_LOAD_L2, ST, AT], n, p=[0.55, 0.15, 0.2, 0.1]).astype(np.uint64)
+    warps = np.sort(rng.integers(0, int(rng.integers(1, 48)), n)).astype(np.uint64)
+    slots = rng.integers(0, 6, n).astype(np.uint64)
+    first = (rng.random(n) < 0.5).astype(np.uint64)
+    sectors = rng.integers(0, int(rng.integers(8, 3000)), n).astype(np.uint64)
+    info = warps | (slots << np.uint64(32)) | (kinds << np.uint64(48)) | (first << np.uint64(63))
+    return MemoryTrace(sectors, info, int(rng.integers(0, 2)))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_native_replay_matches_the_reference(seed):
+    # the compiled loop and the Python loop agree on every count and every record's level,
+    # for caches of any shape (1 way, ways not dividing the capacity, fully associative),
+    # warmed by a replay, cold, or holding the memory written before (distinct sectors or not)
+    rng = np.random.default_rng(seed)
+    t = random_trace(rng, int(rng.integers(200, 3000)))
+    wpc, cps, sms = int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.choice([1, 3, 8]))
+    caps = dict(l1_bytes=32.0 * int(rng.integers(1, 300)), l2_bytes=32.0 * int(rng.integers(1, 1500)),
+                l1_ways=int(rng.choice([1, 3, 4, 32])), l2_ways=int(rng.choice([1, 5, 16, 64])))
+    top = 32 * 3000
+    prewarms = [dict(warm=True), dict(warm=False), dict(written=[(0, top // 3), (top // 2, top // 2)]),
+                dict(written=[(40, top // 2), (top // 4 + 8, top // 2)])]
+    for kw in prewarms:
+        a = simulate(t, wpc, cps, sms, **caps, **kw, native=True)
+        b = simulate(t, wpc, cps, sms, **caps, **kw, native=False)
+        assert a == b, kw
+    assert a.sectors == len(t) * t.sample_factor and a.l1_hits > 0 or caps["l1_bytes"] == 32
+    order, sm, step = replay_order(t, wpc, cps, sms)
+    recs = (t.sectors[order], t.kinds[order], t.slots[order], sm[order], step[order])
+    f = t.sample_factor
+    geo = (max(1, int(caps["l1_bytes"] / 32 / f)), caps["l1_ways"], max(1, int(caps["l2_bytes"] / 32 / f)), caps["l2_ways"])
+    for kw in prewarms:
+        lv_a, slot_a, n_a = replay(*recs, geo, **kw, shift=t.shift, native=True)
+        lv_b, slot_b, n_b = replay(*recs, geo, **kw, shift=t.shift, native=False)
+        assert lv_a.tolist() == lv_b.tolist() and slot_a == slot_b and n_a == n_b
+        assert set(lv_a.tolist()) <= {0, 1, 2}
+
+
+def test_replay_order_by_one_key_or_by_lexsort():
+    # the order sorts by one packed key where it fits 63 bits, else by lexsort: the same order
+    # (2**20 SMs fit, 2**45 do not; each CTA has an SM of its own either way)
+    t = random_trace(np.random.default_rng(1), 500)
+    a, b = replay_order(t, 1, 1, 1 << 20), replay_order(t, 1, 1, 1 << 45)
+    assert a[0].tolist() == b[0].tolist() and a[2].tolist() == b[2].tolist()
+    assert a[2][a[0]].tolist() == sorted(a[2].tolist())  # steps in replay order do not decrease
+
+
+def test_reused_cache_arrays_start_empty():
+    # a replay reuses the arrays of the one before (what it left is never read): the same
+    # trace gives the same counts after a replay of another one, and on fresh arrays
+    rng = np.random.default_rng(5)
+    t1, t2 = random_trace(rng, 2000), random_trace(rng, 2000)
+    first = simulate(t1, 2, 1, 3, 64 * 32, 200 * 32, l2_ways=4)
+    simulate(t2, 2, 1, 3, 64 * 32, 200 * 32, l2_ways=4, written=[(0, 32 * 3000)])
+    assert simulate(t1, 2, 1, 3, 64 * 32, 200 * 32, l2_ways=4) == first
+    assert simulate(t1, 2, 1, 3, 64 * 32, 200 * 32, l2_ways=4, native=False) == first
+
+
+def test_native_replay_checks_its_arrays():
+    with Caches(2, 64, 4, 64, 4) as c:
+        secs = np.arange(4, dtype=np.uint64)
+        kinds = np.zeros(4, np.int8)
+        with pytest.raises(ValueError, match="SM outside 0..1"):
+            c.replay(secs, kinds, np.zeros(4, np.int64), np.array([0, 1, 2, 0]), np.zeros(4, np.int64))
+        with pytest.raises(ValueError, match="differ in length"):
+            c.replay(secs, kinds[:3], np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(4, np.int64))
+        level, rows = c.replay(secs, kinds, np.array([0, 2, 2, 0]), np.zeros(4, np.int64), np.zeros(4, np.int64))
+        # four cold loads (nothing filled the L2): DRAM for each, counted in their slots
+        assert level.tolist() == [2, 2, 2, 2] and rows.tolist() == [[2, 0, 0], [0, 0, 0], [2, 0, 0]]
+    with pytest.raises(ValueError, match="released"):
+        c.fill(secs, True)
+
+
+def test_the_replay_loop_is_compiled_once_per_process():
+    from hypa.runtime import phases
+
+    def compiles() -> int:  # compiled, or loaded from the JIT's disk cache
+        return sum(v for k, v in phases.work().items() if "cache replay" in k)
+
+    t = trace([(0, 0, 0, LD), (1, 0, 0, LD)])
+    simulate(t, 1, 1, 1, 1024, 1024)
+    before = compiles()
+    simulate(t, 1, 1, 2, 2048, 4096, written=[(0, 64)])
+    simulate(t, 1, 1, 1, 1024, 1024, warm=False)
+    assert compiles() == before
+
+
+def test_replay_order_of_records_not_in_warp_order():
+    # records of CTA ranges merged out of warp order give the order they give sorted by warp
+    t = random_trace(np.random.default_rng(3), 800)
+    w = t.warps
+    descending = np.lexsort((np.arange(len(w)), -w))  # the last warp first, a warp's records in order
+    assert (np.diff(w[descending]) < 0).any()
+    u = MemoryTrace(t.sectors[descending], t.info[descending])
+    a, b = replay_order(t, 2, 1, 3), replay_order(u, 2, 1, 3)
+    assert t.sectors[a[0]].tolist() == u.sectors[b[0]].tolist() and a[2][a[0]].tolist() == b[2][b[0]].tolist()

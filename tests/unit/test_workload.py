@@ -282,3 +282,7 @@ def test_a_bad_jit_tier_is_a_launch_error(monkeypatch):
     monkeypatch.setenv("HYPA_JIT", "fastest")
     with pytest.raises(LaunchError, match=r"HYPA_JIT must be auto, baseline or optimized, not 'fastest'"):
         run_grid(module_text(1), 1)
+    # the cache replay's tier (runtime/cache_replay.py) is not one for kernels
+    monkeypatch.setenv("HYPA_JIT", "scalar")
+    with pytest.raises(LaunchError, match=r"HYPA_JIT must be auto, baseline or optimized, not 'scalar'"):
+        run_grid(module_text(1), 1)

@@ -1,0 +1,63 @@
+"""Time the cache model's replay (runtime/cache_model.simulate) on a full trace.
+
+    python benchmarks/cache_replay.py            # native loop, then the Python reference once
+
+The trace is synthetic and as long as the estimate keeps (timing.TRACE_RECORDS, 131 K
+records): 8192 warps in CTAs of 8, each warp four requests of four sectors -- a load of its
+own line, a load of its neighbour warp's (an L1 hit on the same SM), a load bypassing L1 and
+a store -- replayed on the H100's geometry (132 SMs, 2 CTAs an SM, a 200 KB L1, the L2's
+fitted 25 MB), with the L2 warmed by a replay and filled from 48 MB of copied-in buffers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from hypa.runtime import abi
+from hypa.runtime.cache_model import MemoryTrace, simulate
+
+
+def trace(warps: int = 8192) -> MemoryTrace:
+    w = np.arange(warps, dtype=np.uint64)
+    requests = [(0, abi.TRACE_LOAD, w), (0, abi.TRACE_LOAD, w ^ np.uint64(1)),
+                (1 << 20, abi.TRACE_LOAD_L2, w), (2 << 20, abi.TRACE_STORE, w)]
+    secs, infos, keys = [], [], []
+    for r, (base, kind, line) in enumerate(requests):
+        for j in range(4):
+            secs.append(np.uint64(base) + line * np.uint64(4) + np.uint64(j))
+            first = np.uint64(abi.TRACE_FIRST if j == 0 else 0)
+            infos.append(w | (np.uint64(r) << np.uint64(32)) | (np.uint64(kind) << np.uint64(48)) | first)
+            keys.append(w * np.uint64(16) + np.uint64(4 * r + j))
+    order = np.argsort(np.concatenate(keys), kind="stable")  # the emulator's order: warp by warp
+    return MemoryTrace(np.concatenate(secs)[order], np.concatenate(infos)[order])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--no-python", action="store_true", help="skip the Python reference loop")
+    args = ap.parse_args()
+    t = trace()
+    cases = {"warm-up replay": {}, "48 MB written": {"written": [(0, 32 << 20), (32 << 20, 16 << 20)]}}
+    print(f"{len(t)} records")
+    for name, kw in cases.items():
+        times = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            st = simulate(t, 8, 2, 132, 200_000, 24939500, **kw)
+            times.append(time.perf_counter() - t0)
+        line = (f"{name:15s} native: first {times[0] * 1e3:6.1f} ms (compile or load, fresh arrays), then min "
+                f"{min(times[1:]) * 1e3:5.1f} / median {statistics.median(times[1:]) * 1e3:5.1f} ms")
+        if not args.no_python:
+            t0 = time.perf_counter()
+            ref = simulate(t, 8, 2, 132, 200_000, 24939500, **kw, native=False)
+            line += f"; Python {(time.perf_counter() - t0) * 1e3:7.1f} ms" + ("" if ref == st else " (DIFFERENT)")
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
