@@ -388,10 +388,10 @@ def _ctpop64(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 def _sort(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
-    """The 32 lanes of ``v`` (<32 x i64>) in ascending order: a bitonic sorting network,
+    """The 32 lanes of ``v`` (<32 x iN>) in ascending order: a bitonic sorting network,
     15 compare-exchange steps of min, max and a constant blend."""
-    umin = _declare(b.module, "llvm.umin.v32i64", ivec(64), [ivec(64), ivec(64)])
-    umax = _declare(b.module, "llvm.umax.v32i64", ivec(64), [ivec(64), ivec(64)])
+    t = v.type
+    umin, umax = (_declare(b.module, f"llvm.{op}.v{LANES}i{t.element.width}", t, [t, t]) for op in ("umin", "umax"))
     k = 2
     while k <= LANES:
         j = k // 2
@@ -405,11 +405,38 @@ def _sort(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
 
 
 def _sort_active(b: ir.IRBuilder, v: ir.Value, mask: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """``v``'s active lanes sorted, the others after them; and which sorted lanes are
-    active ones (the first ``popcount(mask)``), <32 x i1>."""
-    s = _sort(b, b.select(b.bitcast(mask, vec(i1)), v, _splat(i64, _NONE)))
+    """``v``'s active lanes sorted, the others (all ones) after them; and which sorted lanes
+    are active ones (the first ``popcount(mask)``), <32 x i1>."""
+    s = _sort(b, b.select(b.bitcast(mask, vec(i1)), v, _splat(v.type.element, _NONE)))
     n = b.call(popcount_function(b.module), [mask])
     return s, b.icmp_unsigned("<", ir.Constant(vec(i32), list(range(LANES))), broadcast(b, n))
+
+
+#: the lane widths a sort can take: the narrower, the fewer registers hold the 32 lanes
+_WIDTHS = (16, 32, 64)
+
+
+def _by_width(b: ir.IRBuilder, span: ir.Value, spare: int, emit, beyond: ir.Block | None = None) -> None:
+    """``emit(width)`` (which returns from the function) for the narrowest lane width
+    that holds ``span`` (i64) with ``spare`` bits to spare; past 32 bits, 64 or a branch to
+    ``beyond``."""
+    for width in _WIDTHS:
+        if width == 64:
+            if beyond is None:
+                emit(width)
+            else:
+                b.branch(beyond)
+            return
+        yes, no = (b.function.append_basic_block(f"{x}{width}") for x in ("i", "over"))
+        b.cbranch(b.icmp_unsigned("<", span, ir.Constant(i64, 1 << (width - spare))), yes, no)
+        b.position_at_end(yes)
+        emit(width)
+        b.position_at_end(no)
+
+
+def _lanes_of(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
+    """``v`` (<32 x i64>, each lane below 2**width) as <32 x i{width}>."""
+    return v if width == 64 else b.trunc(v, ivec(width))
 
 
 def _previous(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
@@ -455,10 +482,15 @@ def global_counts_function(module: ir.Module) -> ir.Function:
     folded = b.or_(b.or_(bm, b.lshr(bm, ir.Constant(i64, 1))), b.or_(b.lshr(bm, ir.Constant(i64, 2)), b.lshr(bm, ir.Constant(i64, 3))))
     b.ret(_pack(b, _ctpop64(b, bm), _ctpop64(b, b.and_(folded, ir.Constant(i64, 0x1111111111111111)))))
     b.position_at_end(slow)
-    s, valid = _sort_active(b, sector, mask)
-    new_sector = _starts(b, s, valid)
-    new_line = _starts(b, b.lshr(s, _splat(i64, 2)), valid)
-    b.ret(_pack(b, _count(b, new_sector), _count(b, new_line)))
+    rel = b.sub(sector, broadcast(b, start))
+
+    def counts(width: int) -> None:
+        s, valid = _sort_active(b, _lanes_of(b, rel, width), mask)
+        new_sector = _starts(b, s, valid)
+        new_line = _starts(b, b.lshr(s, _splat(s.type.element, 2)), valid)
+        b.ret(_pack(b, _count(b, new_sector), _count(b, new_line)))
+
+    _by_width(b, b.sub(hi, start), 0, counts)
     return f
 
 
@@ -489,7 +521,8 @@ def shared_counts_function(module: ir.Module, nbytes: int) -> ir.Function:
     banks, and chunks ``32 / w`` apart share them (a word's narrower chunks share its bank).
     When each lane's word is its chunk's first (aligned), the distinct chunks are a bitmap
     (within 64 of the lowest one's word: its bits summed per bank) or sorted by bank
-    (running counts per bank); a misaligned access takes the lane loops."""
+    (running counts per bank, the chunks' span below 2**27); other accesses take the lane
+    loops."""
     f, new = helper_function(module, f"hypa_shared_counts_{nbytes}", i64, [ivec(64), i32])
     if not new:
         return f
@@ -499,7 +532,7 @@ def shared_counts_function(module: ir.Module, nbytes: int) -> ir.Function:
     nwords = max(1, nbytes // 4)
     off = b.and_(address, _splat(i64, 0xFFFFFFFF))
     chunks = b.lshr(off, _splat(i64, shift))
-    loops = f.append_basic_block("misaligned")
+    loops = f.append_basic_block("loops")
     if nbytes & (nbytes - 1) == 0 and nwords <= LANES:
         active = b.bitcast(mask, vec(i1))
         per_word = 1 << max(0, 2 - shift)
@@ -525,11 +558,17 @@ def shared_counts_function(module: ir.Module, nbytes: int) -> ir.Function:
         b.position_at_end(sort)
         # key: the chunk's banks (its first word's bank / w) above the chunk
         group = b.lshr(b.and_(b.lshr(off, _splat(i64, 2)), _splat(i64, 31)), _splat(i64, nwords.bit_length() - 1))
-        s, valid = _sort_active(b, b.or_(b.shl(group, _splat(i64, 40)), chunks), mask)
-        new_chunk = _starts(b, s, valid)
-        g = b.lshr(s, _splat(i64, 40))
-        sums = _segment_sums(b, b.zext(new_chunk, vec(i32)), b.icmp_unsigned("!=", g, _previous(b, g)))
-        b.ret(_pack(b, b.zext(_reduce(b, "umax", sums), i64), _count(b, new_chunk)))
+        rel = b.sub(chunks, broadcast(b, lo))
+
+        def sorted_counts(width: int) -> None:
+            t = ir.IntType(width)
+            s, valid = _sort_active(b, _lanes_of(b, b.or_(b.shl(group, _splat(i64, width - 5)), rel), width), mask)
+            new_chunk = _starts(b, s, valid)
+            g = b.lshr(s, _splat(t, width - 5))
+            sums = _segment_sums(b, b.zext(new_chunk, vec(i32)), b.icmp_unsigned("!=", g, _previous(b, g)))
+            b.ret(_pack(b, b.zext(_reduce(b, "umax", sums), i64), _count(b, new_chunk)))
+
+        _by_width(b, b.sub(hi, lo), 5, sorted_counts, loops)
     else:
         b.branch(loops)
     b.position_at_end(loops)
@@ -572,7 +611,13 @@ def first_lanes_function(module: ir.Module) -> ir.Function:
     b.position_at_end(walked)
     b.ret(got)
     b.position_at_end(slow)
-    s, valid = _sort_active(b, b.or_(b.shl(v, _splat(i64, 5)), ir.Constant(ivec(64), list(range(LANES)))), mask)
-    lane_bits = b.shl(_splat(i32, 1), b.trunc(b.and_(s, _splat(i64, 31)), vec(i32)))
-    b.ret(_reduce(b, "or", b.select(_starts(b, b.lshr(s, _splat(i64, 5)), valid), lane_bits, _splat(i32, 0))))
+    keyed = b.or_(b.shl(b.sub(v, broadcast(b, lo)), _splat(i64, 5)), ir.Constant(ivec(64), list(range(LANES))))
+
+    def firsts(width: int) -> None:
+        s, valid = _sort_active(b, _lanes_of(b, keyed, width), mask)
+        lane = b.and_(s, _splat(s.type.element, 31))
+        lane_bits = b.shl(_splat(i32, 1), lane if width == 32 else (b.zext if width < 32 else b.trunc)(lane, vec(i32)))
+        b.ret(_reduce(b, "or", b.select(_starts(b, b.lshr(s, _splat(s.type.element, 5)), valid), lane_bits, _splat(i32, 0))))
+
+    _by_width(b, b.sub(hi, lo), 5, firsts)
     return f

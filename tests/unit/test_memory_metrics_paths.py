@@ -10,7 +10,7 @@ from helpers import emulate, kernel
 
 # thread t (t < n) reads idx[t], then a[idx] (4 bytes: global, and the same address as a
 # generic access) and the shared chunk idx of 4 bytes (stored, and loaded through a generic
-# address), 8, 16 and 1 bytes
+# address), 8, 16 and 1 bytes (idx modulo the chunks of 16 KiB: 4096, 2048, 1024, 16384)
 GATHER = kernel("k(.param .u64 k_a, .param .u64 k_idx, .param .u32 k_n)", """
     .shared .align 16 .b8 sh[16384];
     ld.param.u64 %rd1, [k_a];
@@ -29,7 +29,8 @@ GATHER = kernel("k(.param .u64 k_a, .param .u64 k_idx, .param .u32 k_n)", """
     ld.global.f32 %f1, [%rd6];
     ld.f32 %f2, [%rd6];
     mov.u32 %r3, sh;
-    shl.b32 %r4, %r2, 2;
+    and.b32 %r20, %r2, 4095;
+    shl.b32 %r4, %r20, 2;
     add.s32 %r5, %r3, %r4;
     st.shared.f32 [%r5], %f1;
     mov.u64 %rd7, sh;
@@ -37,13 +38,16 @@ GATHER = kernel("k(.param .u64 k_a, .param .u64 k_idx, .param .u32 k_n)", """
     cvt.u64.u32 %rd9, %r4;
     add.s64 %rd10, %rd8, %rd9;
     ld.u32 %r6, [%rd10];
-    shl.b32 %r7, %r2, 3;
+    and.b32 %r21, %r2, 2047;
+    shl.b32 %r7, %r21, 3;
     add.s32 %r8, %r3, %r7;
     ld.shared.v2.u32 {%r10, %r11}, [%r8];
-    shl.b32 %r12, %r2, 4;
+    and.b32 %r22, %r2, 1023;
+    shl.b32 %r12, %r22, 4;
     add.s32 %r13, %r3, %r12;
     ld.shared.v4.u32 {%r14, %r15, %r16, %r17}, [%r13];
-    add.s32 %r18, %r3, %r2;
+    and.b32 %r23, %r2, 16383;
+    add.s32 %r18, %r3, %r23;
     ld.shared.u8 %rs1, [%r18];
 DONE:
     ret;
@@ -91,6 +95,13 @@ CASES = {
     # the same with 64 last: bank 0 has words 0, 32, 64; chunk 64 joins group 0 of either
     # width; byte 64 is word 16's only one.  Element 64: sector 8, line 2
     "words 0..64": (np.where(T < 31, EVEN, 64), 32, (9, 3), (3, 1), (5, 2), (9, 4), (2, 1)),
+    # sorted in 32-bit lanes: elements 128t are sectors 16t of lines 4t; words 128t (3968
+    # past word 0) all in bank 0; 8-byte chunks 128 (t % 16): 16 in group 0 (128 bytes: 1
+    # ideal); 16-byte chunks 128 (t % 8): 8 in group 0; bytes 128t: words 32t, bank 0
+    "words 0..3968": (128 * T, 32, (32, 32), (32, 1), (16, 1), (8, 1), (32, 1)),
+    # a[32768 (31 - t)]: 131072 bytes apart, sectors 4096k (126976 apart: 32-bit lanes);
+    # every shared access is to chunk 0
+    "4 MiB apart": (32768 * (31 - T), 32, (32, 32), (1, 1), (1, 1), (1, 1), (1, 1)),
 }
 
 KINDS = {"ld.global.f32": "global", "ld.f32": "global", "st.shared.f32": 4, "ld.u32": 4,
@@ -98,7 +109,7 @@ KINDS = {"ld.global.f32": "global", "ld.f32": "global", "st.shared.f32": 4, "ld.
 
 
 def run(idx: np.ndarray, n: int, mode: str, **options):
-    a = np.zeros(32 * 1024, np.float32)
+    a = np.zeros(1 << 20, np.float32)
     return emulate(GATHER, ["a", "idx", n], {"a": a, "idx": idx.astype(np.uint32)}, block=32, mode=mode,
                    **options)
 
@@ -130,6 +141,7 @@ def test_counts_on_either_side_of_the_span_threshold(case, mode):
     ("lines 0 and 16", [3, 66], [2, 2]),
     ("lines 1 and 16", [4, 67], [2, 2]),
     ("partial warp", [0, 1, 2], [1, 1, 1]),
+    ("4 MiB apart", [4096 * k for k in range(31, -1, -1)], [1] * 32),
 ])
 def test_trace_records_in_lane_order(case, sectors, lanes):
     from hypa.ptxdialect.printer import instruction_text
@@ -144,3 +156,32 @@ def test_trace_records_in_lane_order(case, sectors, lanes):
         assert (t.sectors[mine].astype(np.int64) - base).tolist() == sectors, name
         assert t.lanes[mine].tolist() == lanes
         assert t.request_starts[mine].tolist() == [True] + [False] * (len(sectors) - 1)
+
+
+# lanes 0..15 read b[t], lanes 16..31 a[t]: two buffers a window apart (2**35 sectors)
+TWO_BUFFERS = kernel("k(.param .u64 k_a, .param .u64 k_b)", """
+    ld.param.u64 %rd1, [k_a];
+    ld.param.u64 %rd2, [k_b];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 16;
+    selp.b64 %rd3, %rd2, %rd1, %p1;
+    mul.wide.u32 %rd4, %r1, 4;
+    add.s64 %rd5, %rd3, %rd4;
+    ld.global.f32 %f1, [%rd5];
+    ret;
+""")
+
+
+@pytest.mark.parametrize("mode", ["slice", "full"])
+def test_one_access_to_two_buffers(mode):
+    # b[0..15]: sectors 0 and 1 of b; a[16..31]: sectors 2 and 3 of a; a line of each.  The
+    # records follow the lanes: b's sectors first, though b's window is above a's
+    bufs = {"a": np.zeros(32, np.float32), "b": np.zeros(32, np.float32)}
+    r = emulate(TWO_BUFFERS, ["a", "b"], bufs, block=32, mode=mode, address_trace=1024)
+    (m,) = r.metrics.memory_instructions
+    assert (m.requests, m.sectors, m.lines) == (1, 4, 2)
+    (a, _), (b, _) = r.memory_ranges
+    t = r.memory_trace
+    assert t.sectors.tolist() == [(b >> 5) + 0, (b >> 5) + 1, (a >> 5) + 2, (a >> 5) + 3]
