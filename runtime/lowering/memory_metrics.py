@@ -434,6 +434,16 @@ def _by_width(b: ir.IRBuilder, span: ir.Value, spare: int, emit, beyond: ir.Bloc
         b.position_at_end(no)
 
 
+def _stride(b: ir.IRBuilder, v: ir.Value, mask: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Whether all 32 lanes are active and ``v`` steps by the same nonzero ``d`` from each
+    lane to the next (a strided access: 32 distinct values), and ``d`` (i64)."""
+    d = b.sub(b.extract_element(v, ir.Constant(i32, 1)), b.extract_element(v, ir.Constant(i32, 0)))
+    before = b.shuffle_vector(v, v, ir.Constant(vec(i32), [0] + list(range(LANES - 1))))
+    steps = b.bitcast(b.icmp_unsigned("==", b.sub(v, before), broadcast(b, d)), i32)
+    full = b.icmp_unsigned("==", b.and_(mask, b.or_(steps, ir.Constant(i32, 1))), ir.Constant(i32, -1))
+    return b.and_(full, b.icmp_unsigned("!=", d, ir.Constant(i64, 0))), d
+
+
 def _lanes_of(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
     """``v`` (<32 x i64>, each lane below 2**width) as <32 x i{width}>."""
     return v if width == 64 else b.trunc(v, ivec(width))
@@ -482,6 +492,14 @@ def global_counts_function(module: ir.Module) -> ir.Function:
     folded = b.or_(b.or_(bm, b.lshr(bm, ir.Constant(i64, 1))), b.or_(b.lshr(bm, ir.Constant(i64, 2)), b.lshr(bm, ir.Constant(i64, 3))))
     b.ret(_pack(b, _ctpop64(b, bm), _ctpop64(b, b.and_(folded, ir.Constant(i64, 0x1111111111111111)))))
     b.position_at_end(slow)
+    # 32 sectors 4 or more apart in either direction: 32 lines
+    strided, d = _stride(b, sector, mask)
+    apart = b.icmp_unsigned(">", b.add(d, ir.Constant(i64, 3)), ir.Constant(i64, 6))
+    spread, sort = f.append_basic_block("strided"), f.append_basic_block("sort")
+    b.cbranch(b.and_(strided, apart), spread, sort)
+    b.position_at_end(spread)
+    b.ret(_pack(b, ir.Constant(i64, LANES), ir.Constant(i64, LANES)))
+    b.position_at_end(sort)
     rel = b.sub(sector, broadcast(b, start))
 
     def counts(width: int) -> None:
@@ -548,14 +566,31 @@ def shared_counts_function(module: ir.Module, nbytes: int) -> ir.Function:
         b.cbranch(narrow, fast, sort)
         b.position_at_end(fast)
         bm = _bitmap(b, chunks, active, start)
-        counts = b.zext(b.bitcast(bm, ir.VectorType(i1, 64)), ir.VectorType(ir.IntType(8), 64))
-        n = 64
-        for _ in range(max(0, 2 - shift)):  # per word
-            counts, n = _halves(b, counts, n, True), n // 2
-        while n > LANES // nwords:  # per bank
-            counts, n = _halves(b, counts, n, False), n // 2
-        b.ret(_pack(b, b.zext(_reduce(b, "umax", counts), i64), _ctpop64(b, bm)))
+        if nbytes == 4:  # bits k and k + 32 share a bank
+            pairs = b.icmp_unsigned("!=", b.and_(bm, b.lshr(bm, ir.Constant(i64, 32))), ir.Constant(i64, 0))
+            some = b.icmp_unsigned("!=", bm, ir.Constant(i64, 0))
+            b.ret(_pack(b, b.add(b.zext(pairs, i64), b.zext(some, i64)), _ctpop64(b, bm)))
+        else:
+            counts = b.zext(b.bitcast(bm, ir.VectorType(i1, 64)), ir.VectorType(ir.IntType(8), 64))
+            n = 64
+            for _ in range(max(0, 2 - shift)):  # per word
+                counts, n = _halves(b, counts, n, True), n // 2
+            while n > LANES // nwords:  # per bank
+                counts, n = _halves(b, counts, n, False), n // 2
+            b.ret(_pack(b, b.zext(_reduce(b, "umax", counts), i64), _ctpop64(b, bm)))
         b.position_at_end(sort)
+        if shift >= 2:
+            # chunks d apart: lanes i and j share banks when (i - j) d is a multiple of
+            # 32 / w, so gcd(d, 32 / w) of every 32 / w lanes do
+            strided, d = _stride(b, chunks, mask)
+            spread, sort = f.append_basic_block("strided"), f.append_basic_block("sort")
+            b.cbranch(strided, spread, sort)
+            b.position_at_end(spread)
+            p = (LANES // nwords).bit_length() - 1
+            tz = b.call(_declare(module, "llvm.cttz.i64", i64, [i64, i1]), [d, ir.Constant(i1, 1)])
+            g = b.select(b.icmp_unsigned("<", tz, ir.Constant(i64, p)), tz, ir.Constant(i64, p))
+            b.ret(_pack(b, b.shl(ir.Constant(i64, 1), b.add(g, ir.Constant(i64, 5 - p))), ir.Constant(i64, LANES)))
+            b.position_at_end(sort)
         # key: the chunk's banks (its first word's bank / w) above the chunk
         group = b.lshr(b.and_(b.lshr(off, _splat(i64, 2)), _splat(i64, 31)), _splat(i64, nwords.bit_length() - 1))
         rel = b.sub(chunks, broadcast(b, lo))
@@ -590,16 +625,20 @@ def first_lanes_function(module: ir.Module) -> ir.Function:
     b = ir.IRBuilder(f.append_basic_block("entry"))
     active = b.bitcast(mask, vec(i1))
     lo, hi = _span(b, v, active)  # no lane active: the span is 1, the bitmap empty
-    fast, slow, walk, step, walked = (f.append_basic_block(x) for x in ("narrow", "wide", "value", "value.body", "value.done"))
+    fast, few, slow, walk, step, walked = (f.append_basic_block(x) for x in
+                                           ("narrow", "few", "wide", "value", "value.body", "value.done"))
     b.cbranch(b.icmp_unsigned("<", b.sub(hi, lo), ir.Constant(i64, 64)), fast, slow)
     b.position_at_end(fast)
+    # a compare per distinct value while there are few (a sort costs about 16)
     bm = _bitmap(b, v, active, lo)
+    b.cbranch(b.icmp_unsigned("<=", _ctpop64(b, bm), ir.Constant(i64, 16)), few, slow)
+    b.position_at_end(few)
     b.branch(walk)
     b.position_at_end(walk)
     rem = b.phi(i64)
     got = b.phi(i32)
-    rem.add_incoming(bm, fast)
-    got.add_incoming(ir.Constant(i32, 0), fast)
+    rem.add_incoming(bm, few)
+    got.add_incoming(ir.Constant(i32, 0), few)
     b.cbranch(b.icmp_unsigned("!=", rem, ir.Constant(i64, 0)), step, walked)
     b.position_at_end(step)
     k = b.call(_declare(module, "llvm.cttz.i64", i64, [i64, i1]), [rem, ir.Constant(i1, 1)])
@@ -611,6 +650,13 @@ def first_lanes_function(module: ir.Module) -> ir.Function:
     b.position_at_end(walked)
     b.ret(got)
     b.position_at_end(slow)
+    # a strided access: every lane is the first of its value
+    strided, _d = _stride(b, v, mask)
+    spread, sort = f.append_basic_block("strided"), f.append_basic_block("sort")
+    b.cbranch(strided, spread, sort)
+    b.position_at_end(spread)
+    b.ret(mask)
+    b.position_at_end(sort)
     keyed = b.or_(b.shl(b.sub(v, broadcast(b, lo)), _splat(i64, 5)), ir.Constant(ivec(64), list(range(LANES))))
 
     def firsts(width: int) -> None:

@@ -1,7 +1,8 @@
-"""The memory-metrics counters and the address trace on both of their paths
+"""The memory-metrics counters and the address trace on each of their paths
 (runtime/lowering/memory_metrics.py): a bitmap when the lanes' sectors (shared chunks) lie
-within 64 of each other, a sort when they do not.  Each case's lanes sit on one side of that
-threshold or just across it; every count is worked out by hand from the lanes' indices."""
+within 64 of each other, a shortcut for 32 lanes a constant stride apart, else a sort in 16-,
+32- or 64-bit lanes.  Each case's lanes sit on one side of a threshold or just across it;
+every count is worked out by hand from the lanes' indices."""
 
 import numpy as np
 import pytest
@@ -99,6 +100,10 @@ CASES = {
     # past word 0) all in bank 0; 8-byte chunks 128 (t % 16): 16 in group 0 (128 bytes: 1
     # ideal); 16-byte chunks 128 (t % 8): 8 in group 0; bytes 128t: words 32t, bank 0
     "words 0..3968": (128 * T, 32, (32, 32), (32, 1), (16, 1), (8, 1), (32, 1)),
+    # elements 24t: sectors 3t (93 past sector 0), lines 3t / 4: 0..23.  Words 24t: banks
+    # 24t % 32, 8 lanes each; 8-byte chunks 24t: groups 8t % 16, 0 and 8; 16-byte chunks
+    # 24t: all in group 0; bytes 24t: words 6t, banks 6t % 32, 2 lanes each
+    "sectors 3 apart": (24 * T, 32, (32, 24), (8, 1), (16, 2), (32, 4), (2, 1)),
     # a[32768 (31 - t)]: 131072 bytes apart, sectors 4096k (126976 apart: 32-bit lanes);
     # every shared access is to chunk 0
     "4 MiB apart": (32768 * (31 - T), 32, (32, 32), (1, 1), (1, 1), (1, 1), (1, 1)),
@@ -142,6 +147,9 @@ def test_counts_on_either_side_of_the_span_threshold(case, mode):
     ("lines 1 and 16", [4, 67], [2, 2]),
     ("partial warp", [0, 1, 2], [1, 1, 1]),
     ("4 MiB apart", [4096 * k for k in range(31, -1, -1)], [1] * 32),
+    ("span 63", [2 * t for t in range(31)] + [63], [1] * 32),
+    ("words 0..3968", [16 * t for t in range(32)], [1] * 32),
+    ("sectors 3 apart", [3 * t for t in range(32)], [1] * 32),
 ])
 def test_trace_records_in_lane_order(case, sectors, lanes):
     from hypa.ptxdialect.printer import instruction_text
