@@ -132,11 +132,12 @@ def _not_global(wf: WarpFunction, addr: ir.Value, bits: ir.Value) -> ir.Value:
 def _emit_trace(wf: WarpFunction, op: InstructionOp, addr: ir.Value, bits: ir.Value, skip: ir.Value, slot: int) -> None:
     """Append this access's distinct sectors to the trace (when the context has one)."""
     b = wf.b
-    cta = wf.ctx_word(abi.CTX_CTA_LINEAR)
-    warp_uid = b.add(b.mul(cta, wf.ctx_word(abi.CTX_NWARPS)), b.zext(wf.warp, i64))
-    info = b.or_(warp_uid, ir.Constant(i64, (slot << 32) | (trace_kind(op) << 48)))
-    lanes = b.select(skip, ir.Constant(i32, 0), bits)
-    b.call(trace_function(wf.module), [wf.ctx, addr, lanes, info])
+    traced = b.icmp_unsigned("!=", wf.ctx_word(abi.CTX_TRACE), ir.Constant(i64, 0))
+    with b.if_then(b.and_(traced, b.not_(skip))):  # no call without a trace buffer
+        cta = wf.ctx_word(abi.CTX_CTA_LINEAR)
+        warp_uid = b.add(b.mul(cta, wf.ctx_word(abi.CTX_NWARPS)), b.zext(wf.warp, i64))
+        info = b.or_(warp_uid, ir.Constant(i64, (slot << 32) | (trace_kind(op) << 48)))
+        b.call(trace_function(wf.module), [wf.ctx, addr, bits, info])
 
 
 def _line_kept(b: ir.IRBuilder, sector: ir.Value, shift: ir.Value) -> ir.Value:
@@ -266,7 +267,8 @@ def trace_function(module: ir.Module) -> ir.Function:
     near_full = b.icmp_unsigned(">=", b.add(b.load(_ctx_slot(b, ctx, abi.CTX_TRACE_LEN), typ=i64), ir.Constant(i64, LANES)),
                                 b.load(_ctx_slot(b, ctx, abi.CTX_TRACE_CAP), typ=i64))
     lanes = b.select(b.or_(_is_atomic(b, info), near_full), mask, b.and_(mask, kept))
-    each_lane(b, module, b.call(first_lanes_function(module), [sector, lanes]), lane)
+    with b.if_then(b.icmp_unsigned("!=", lanes, ir.Constant(i32, 0))):
+        each_lane(b, module, b.call(first_lanes_function(module), [sector, lanes]), lane)
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
