@@ -2,15 +2,23 @@
 (``KernelProgram.mem_ops``), the warp-level requests, and the 32-byte sectors and 128-byte
 lines (global) or the wavefronts and their ideal number (shared) that one access touches.
 
-They are computed in the generated code from the lanes' addresses, by two helper
-functions made once per module: ``hypa_distinct`` (distinct values among the active
-lanes) and ``hypa_wavefronts`` (the most distinct words any of the 32 banks delivers).
+They are computed in the generated code from the lanes' addresses, by helper functions
+made once per module and called for the access's space only (a generic access branches on
+the window of its lowest active lane): ``hypa_global_counts`` (distinct sectors and lines)
+and ``hypa_shared_counts_<bytes>`` (wavefronts: the most distinct chunks any of the 32 banks
+delivers; distinct chunks).  The estimate runs every access through them, so they avoid
+loops over lanes: values within 64 of each other are a 64-bit bitmap (vector reductions,
+ctpop), 32 lanes a constant stride apart have a closed form, and the rest are sorted (a
+bitonic network in 16-, 32- or 64-bit lanes) and counted where the sorted values change.
+The lane loops ``hypa_distinct`` and ``hypa_wavefronts`` remain for misaligned shared
+accesses.
 
 With a trace buffer in the context (``CTX_TRACE``, the timing estimate's cache model,
 runtime/cache_model.py) a global access also appends its distinct sectors to it
-(``hypa_trace``), set-sampled by a hash of the 128-byte line so that a long stream keeps a
-fixed share of the lines, each with every access to it (``hypa_trace_thin`` raises the
-sampling level when the buffer is full).  Atomics are kept whatever the sampling: the
+(``hypa_trace``: a record at the lowest lane of each sector, in lane order, found by
+``hypa_first_lanes``), set-sampled by a hash of the 128-byte line so that a long stream
+keeps a fixed share of the lines, each with every access to it (``hypa_trace_thin`` raises
+the sampling level when the buffer is full).  Atomics are kept whatever the sampling: the
 number of atomics to one address decides how long the L2 serialises them.
 """
 
