@@ -563,16 +563,29 @@ def shared_counts_function(module: ir.Module, nbytes: int) -> ir.Function:
     loops = f.append_basic_block("loops")
     if nbytes & (nbytes - 1) == 0 and nwords <= LANES:
         active = b.bitcast(mask, vec(i1))
-        per_word = 1 << max(0, 2 - shift)
-        lo, hi = _span(b, chunks, active)
-        start = b.and_(lo, ir.Constant(i64, ~(per_word - 1)))
-        narrow = b.icmp_unsigned("<", b.sub(hi, start), ir.Constant(i64, 64))
-        fast, sort = f.append_basic_block("narrow"), f.append_basic_block("wide")
         if nbytes > 4:  # a lane's word is its chunk's first unless the address is misaligned
             stray = _reduce(b, "or", b.select(active, b.and_(off, _splat(i64, nbytes - 4)), _splat(i64, 0)))
             choose = f.append_basic_block("aligned")
             b.cbranch(b.icmp_unsigned("==", stray, ir.Constant(i64, 0)), choose, loops)
             b.position_at_end(choose)
+        if shift >= 2:
+            # chunks d apart (the common tile access, d = 1, and the bank-conflict strides):
+            # lanes i and j share banks when (i - j) d is a multiple of 32 / w, so
+            # gcd(d, 32 / w) of every 32 / w lanes do
+            strided, d = _stride(b, chunks, mask)
+            spread, other = f.append_basic_block("strided"), f.append_basic_block("other")
+            b.cbranch(strided, spread, other)
+            b.position_at_end(spread)
+            p = (LANES // nwords).bit_length() - 1
+            tz = b.call(_declare(module, "llvm.cttz.i64", i64, [i64, i1]), [d, ir.Constant(i1, 1)])
+            g = b.select(b.icmp_unsigned("<", tz, ir.Constant(i64, p)), tz, ir.Constant(i64, p))
+            b.ret(_pack(b, b.shl(ir.Constant(i64, 1), b.add(g, ir.Constant(i64, 5 - p))), ir.Constant(i64, LANES)))
+            b.position_at_end(other)
+        per_word = 1 << max(0, 2 - shift)
+        lo, hi = _span(b, chunks, active)
+        start = b.and_(lo, ir.Constant(i64, ~(per_word - 1)))
+        narrow = b.icmp_unsigned("<", b.sub(hi, start), ir.Constant(i64, 64))
+        fast, sort = f.append_basic_block("narrow"), f.append_basic_block("wide")
         b.cbranch(narrow, fast, sort)
         b.position_at_end(fast)
         bm = _bitmap(b, chunks, active, start)
@@ -581,6 +594,11 @@ def shared_counts_function(module: ir.Module, nbytes: int) -> ir.Function:
             some = b.icmp_unsigned("!=", bm, ir.Constant(i64, 0))
             b.ret(_pack(b, b.add(b.zext(pairs, i64), b.zext(some, i64)), _ctpop64(b, bm)))
         else:
+            one, several = f.append_basic_block("one"), f.append_basic_block("several")
+            b.cbranch(b.icmp_unsigned("==", lo, hi), one, several)  # a broadcast
+            b.position_at_end(one)
+            b.ret(_pack(b, ir.Constant(i64, 1), ir.Constant(i64, 1)))
+            b.position_at_end(several)
             counts = b.zext(b.bitcast(bm, ir.VectorType(i1, 64)), ir.VectorType(ir.IntType(8), 64))
             n = 64
             for _ in range(max(0, 2 - shift)):  # per word
@@ -589,18 +607,6 @@ def shared_counts_function(module: ir.Module, nbytes: int) -> ir.Function:
                 counts, n = _halves(b, counts, n, False), n // 2
             b.ret(_pack(b, b.zext(_reduce(b, "umax", counts), i64), _ctpop64(b, bm)))
         b.position_at_end(sort)
-        if shift >= 2:
-            # chunks d apart: lanes i and j share banks when (i - j) d is a multiple of
-            # 32 / w, so gcd(d, 32 / w) of every 32 / w lanes do
-            strided, d = _stride(b, chunks, mask)
-            spread, sort = f.append_basic_block("strided"), f.append_basic_block("sort")
-            b.cbranch(strided, spread, sort)
-            b.position_at_end(spread)
-            p = (LANES // nwords).bit_length() - 1
-            tz = b.call(_declare(module, "llvm.cttz.i64", i64, [i64, i1]), [d, ir.Constant(i1, 1)])
-            g = b.select(b.icmp_unsigned("<", tz, ir.Constant(i64, p)), tz, ir.Constant(i64, p))
-            b.ret(_pack(b, b.shl(ir.Constant(i64, 1), b.add(g, ir.Constant(i64, 5 - p))), ir.Constant(i64, LANES)))
-            b.position_at_end(sort)
         # key: the chunk's banks (its first word's bank / w) above the chunk
         group = b.lshr(b.and_(b.lshr(off, _splat(i64, 2)), _splat(i64, 31)), _splat(i64, nwords.bit_length() - 1))
         rel = b.sub(chunks, broadcast(b, lo))
