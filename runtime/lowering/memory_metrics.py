@@ -104,7 +104,13 @@ def _count_shared(wf: WarpFunction, addr: ir.Value, bits: ir.Value, any_active: 
     ``nbytes`` chunks in 128-byte wavefronts, at least one) to its slot's counters."""
     b = wf.b
     both = b.call(shared_counts_function(wf.module, nbytes), [addr, bits])
-    wv = b.and_(both, ir.Constant(i64, 0xFFFFFFFF))
+    if nbytes < 4:
+        # lanes on one 32-bit word share it whatever bytes they take (the programming
+        # guide's bank rule): a byte or half access's wavefronts are those of its words
+        words = b.call(shared_counts_function(wf.module, 4), [b.and_(addr, wf.splat(~3, i64)), bits])
+        wv = b.and_(words, ir.Constant(i64, 0xFFFFFFFF))
+    else:
+        wv = b.and_(both, ir.Constant(i64, 0xFFFFFFFF))
     uniq = b.trunc(b.lshr(both, ir.Constant(i64, 32)), i32)
     ideal = b.udiv(b.add(b.mul(uniq, ir.Constant(i32, nbytes)), ir.Constant(i32, 127)), ir.Constant(i32, 128))
     ideal = b.select(any_active, b.select(b.icmp_unsigned("<", ideal, ir.Constant(i32, 1)), ir.Constant(i32, 1), ideal), ir.Constant(i32, 0))

@@ -64,9 +64,9 @@ DUPS = 24 + T % 8  # 8 words, each read by two lanes
 CASES = {
     # a[31 - t]: elements 0..31, 4 sectors of one line.  Words 0..31: one per bank.  8-byte
     # chunks 0..31: chunks 16 apart share two banks (2 wavefronts; 256 bytes: 2 ideal);
-    # 16-byte chunks 8 apart share four (4; 512 bytes: 4); bytes 0..31 are 4 to a word
-    # (4 wavefronts, as counted: one per distinct byte; 32 bytes: 1 ideal)
-    "reversed": (31 - T, 32, (4, 1), (1, 1), (2, 2), (4, 4), (4, 1)),
+    # 16-byte chunks 8 apart share four (4; 512 bytes: 4); bytes 0..31 are 4 to a word,
+    # words 0..7 in banks 0..7 (lanes on one word share it: 1 wavefront; 32 bytes: 1 ideal)
+    "reversed": (31 - T, 32, (4, 1), (1, 1), (2, 2), (4, 4), (1, 1)),
     # sectors 0, 2 .. 60 and 63: within 64 of sector 0; lines 0..15.  Words 16t and 504:
     # banks 0 (16 of them), 16 (15) and 24.  8-byte chunks: 31 in group 0 (504 is in 8);
     # 16-byte: all 32 in group 0.  Bytes 16t: words 4t (banks 4(t % 8): 4 at most), 126
@@ -77,25 +77,27 @@ CASES = {
     # elements 24..31 and 528..535 twice each: sectors 3 and 66 (63 apart, 66 past the
     # line of sector 3), lines 0 and 16.  Words in banks 24..31 and 16..23; 8-byte chunks
     # in groups 8..15 and 0..7 (128 bytes: 1 ideal); 16-byte chunks two to each group of
-    # four banks; bytes 24..31 and 528..535: words 6, 7, 132, 133, 4 bytes each
-    "lines 0 and 16": (np.where(T < 16, DUPS, DUPS + 504), 32, (2, 2), (1, 1), (1, 1), (2, 2), (4, 1)),
-    # elements 32..39 and 536..543: sectors 4 and 67, within 64 of sector 4's line
-    "lines 1 and 16": (np.where(T < 16, DUPS + 8, DUPS + 512), 32, (2, 2), (1, 1), (1, 1), (2, 2), (4, 1)),
+    # four banks; bytes 24..31 and 528..535: words 6, 7, 132, 133 (banks 6, 7, 4, 5)
+    "lines 0 and 16": (np.where(T < 16, DUPS, DUPS + 504), 32, (2, 2), (1, 1), (1, 1), (2, 2), (1, 1)),
+    # elements 32..39 and 536..543: sectors 4 and 67, within 64 of sector 4's line; bytes:
+    # words 8, 9, 134, 135
+    "lines 1 and 16": (np.where(T < 16, DUPS + 8, DUPS + 512), 32, (2, 2), (1, 1), (1, 1), (2, 2), (1, 1)),
     # a[33 (31 - t)]: 132 bytes apart, a sector and a line each.  Words 33k: bank k; chunks
     # 33k in group k % 16 (8 bytes) or k % 8 (16 bytes); bytes 33k: words 8k + k / 4, all
     # in different banks
     "scattered": (33 * (31 - T), 32, (32, 32), (1, 1), (2, 2), (4, 4), (1, 1)),
     # lanes 0..19 active, the others' index far away: elements 0..19, sectors 0..2.
     # 8-byte chunks 0..19: groups 0..3 twice (160 bytes: 2 ideal); 16-byte: groups 0..3
-    # three times (320 bytes: 3 ideal); bytes 0..19: words 0..4
-    "partial warp": (np.where(T < 20, T, 1000), 20, (3, 1), (1, 1), (2, 2), (3, 3), (4, 1)),
+    # three times (320 bytes: 3 ideal); bytes 0..19: words 0..4, a bank each
+    "partial warp": (np.where(T < 20, T, 1000), 20, (3, 1), (1, 1), (2, 2), (3, 3), (1, 1)),
     # words 0, 2 .. 60 and 63 (63 past word 0): banks 0..30 even twice but bank 30 (62 is
     # missing), bank 31 once.  8-byte chunks: 0, 16, 32, 48 in group 0; 16-byte: 0, 8 .. 56
-    # in group 0.  Bytes: two in each word 0..15.  Elements: sectors 0..7, lines 0 and 1
-    "words 0..63": (np.where(T < 31, EVEN, 63), 32, (8, 2), (2, 1), (4, 2), (8, 4), (2, 1)),
+    # in group 0.  Bytes: two in each word 0..15, a bank each.  Elements: sectors 0..7,
+    # lines 0 and 1
+    "words 0..63": (np.where(T < 31, EVEN, 63), 32, (8, 2), (2, 1), (4, 2), (8, 4), (1, 1)),
     # the same with 64 last: bank 0 has words 0, 32, 64; chunk 64 joins group 0 of either
-    # width; byte 64 is word 16's only one.  Element 64: sector 8, line 2
-    "words 0..64": (np.where(T < 31, EVEN, 64), 32, (9, 3), (3, 1), (5, 2), (9, 4), (2, 1)),
+    # width; byte 64 is word 16's only one (bank 16).  Element 64: sector 8, line 2
+    "words 0..64": (np.where(T < 31, EVEN, 64), 32, (9, 3), (3, 1), (5, 2), (9, 4), (1, 1)),
     # sorted in 32-bit lanes: elements 128t are sectors 16t of lines 4t; words 128t (3968
     # past word 0) all in bank 0; 8-byte chunks 128 (t % 16): 16 in group 0 (128 bytes: 1
     # ideal); 16-byte chunks 128 (t % 8): 8 in group 0; bytes 128t: words 32t, bank 0
