@@ -135,7 +135,11 @@ def plan(toml_paths: list[str]) -> list[dict]:
     lm = _launch_module()
     out = []
     for tp in toml_paths:
-        for i, L in enumerate(lm.launches_from_toml(tp)):
+        try:
+            launches = lm.launches_from_toml(tp)
+        except (lm.LaunchError, OSError, ValueError) as e:  # a bad spec: its message, not a traceback
+            raise SystemExit(f"{tp}: {e}") from None
+        for i, L in enumerate(launches):
             item = {"toml": _rel(tp), "launch_index": i, "launch": L, "status": "ok"}
             try:
                 if L.file is None:

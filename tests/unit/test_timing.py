@@ -523,6 +523,15 @@ def test_time_kernels_reads_signatures_and_arguments():
         tk.resolve_kernel(list(sigs), "nope")
 
 
+def test_time_kernels_bad_spec_is_a_message(tmp_path):
+    """A launch spec the launch module refuses stops the plan with the file and the reason."""
+    tk = load_script("benchmarks/gpu/time_kernels.py")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[launch]]\nkernel = "k"\ngrid = [1, 65536]\nblock = [32]\nargs = []\n')
+    with pytest.raises(SystemExit, match=r"bad\.toml: grid\.y = 65536 is more than CUDA allows \(65535\)"):
+        tk.plan([str(bad)])
+
+
 def test_timing_validate_errors_and_summary():
     tv = load_script("benchmarks/timing_validate.py")
     # measured times made from the estimates: twice the estimate, and equal to it
