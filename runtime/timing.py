@@ -446,6 +446,12 @@ def tensor_fmas(op: InstructionOp) -> tuple[int, str]:
 _HOISTED = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const", "ld_param"})
 _ORDERING = frozenset({"st_global", "st_shared", "st_local", "atom_global", "atom_shared", "barrier",
                        "bar_arrive", "fence", "async_wait", "cp_async", "branch", "misc"})
+#: the stores and atomics a load of a state space may pass: those of a space it cannot alias
+#: (a ``.global``/``.const``/``.param`` load and shared memory; a ``.shared`` load and global
+#: memory -- generic accesses may be either and pass nothing)
+_DISJOINT = {"global": frozenset({"st_shared", "atom_shared"}), "const": frozenset({"st_shared", "atom_shared", "st_global", "atom_global", "st_local"}),
+             "param": frozenset({"st_shared", "atom_shared", "st_global", "atom_global"}),
+             "shared": frozenset({"st_global", "atom_global", "st_local"})}
 
 
 @dataclass
@@ -653,7 +659,8 @@ class KernelTiming:
         """A block's instructions as ptxas schedules them, to the extent that decides
         latency: every load moves up to just after the last instruction it depends on (its
         operands' producers, an earlier load -- loads keep their order -- or a store, atomic,
-        barrier, fence or call it may not pass), and the arithmetic computing its address
+        barrier, fence or call it may not pass: a store to another state space it passes,
+        ``_DISJOINT``), and the arithmetic computing its address
         with it, so independent loads issue back to back and their latencies overlap; the
         rest keep PTX order.  A load after a store that may alias stays behind it, as on
         the GPU."""
@@ -677,11 +684,14 @@ class KernelTiming:
                     if self.timed(ops[j]).cls not in _ORDERING:
                         feeds[j] = True
         keys: list[float] = []
-        fence = last_load = -1.0
+        last_load = -1.0
+        fences: list[tuple[float, str]] = []  # (key, class) of the ordering instructions so far
         for i, op in enumerate(ops):
             cls = self.timed(op).cls
             after = max((keys[j] for j in producers(i)), default=-1.0)
             if cls in _HOISTED:
+                passes = _DISJOINT.get(isa.state_space(op.spec, op.modifiers) or "", frozenset())
+                fence = max((k for k, c in fences if c not in passes), default=-1.0)
                 k = max(fence, last_load, after)
                 last_load = k
             elif feeds[i]:
@@ -689,7 +699,7 @@ class KernelTiming:
             else:
                 k = float(i)
                 if cls in _ORDERING:
-                    fence = k
+                    fences.append((k, cls))
             keys.append(k)
         return [ops[i] for i in sorted(range(len(ops)), key=lambda i: (keys[i], i))]
 
@@ -1286,6 +1296,11 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
                 bc.pair_costs[p] = c
                 cyc += f * c
                 explained += f
+            if explained > execs[b]:
+                # more arrivals than executions: a divergent branch's two sides both reach
+                # the block, which the warp then runs once (reconverged) -- each edge weighs
+                # its share of the executions
+                cyc *= execs[b] / explained
             rest = max(0.0, execs[b] - explained)
             cyc += rest * bc.latency
             bc.cycles = cyc

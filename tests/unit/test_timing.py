@@ -291,6 +291,65 @@ def test_loads_issue_as_ptxas_schedules_them():
     assert 2 * l2 < kt.block_latency(0) < 2 * l2 + 60
 
 
+SPACES = kernel("spaces(.param .u64 s_a)", """
+    .shared .align 4 .b8 sh[256];
+    ld.param.u64 %rd1, [s_a];
+    mov.u32 %r1, sh;
+    ld.global.f32 %f1, [%rd1];
+    st.shared.f32 [%r1], %f1;
+    ld.global.f32 %f2, [%rd1+4];
+    st.shared.f32 [%r1+4], %f2;
+    ld.shared.f32 %f3, [%r1+8];
+    st.global.f32 [%rd1+8], %f3;
+    ld.shared.f32 %f4, [%r1+12];
+    ld.global.f32 %f5, [%rd1+16];
+    add.f32 %f6, %f4, %f5;
+    st.global.f32 [%rd1+12], %f6;
+    ret;
+""")
+
+
+def test_loads_pass_stores_to_another_state_space():
+    # global loads cannot alias shared stores: ptxas issues both global loads first; the
+    # shared loads wait for the shared stores but pass the global store; the last global
+    # load may not pass the global store
+    prog = prepare(parse_ptx(SPACES), "spaces", "full")
+    kt = T.KernelTiming(prog, "sm_90", footprint=1024)
+    names = [f"{op.spec.name}.{T.classify(op)}" for op in kt.order[0]]
+    assert names == ["ld.ld_param", "mov.move", "ld.ld_global", "ld.ld_global", "st.st_shared", "st.st_shared",
+                     "ld.ld_shared", "ld.ld_shared", "st.st_global", "ld.ld_global", "add.fp32", "st.st_global",
+                     "ret.branch"]
+
+
+DIVERGE = kernel("diverge(.param .u64 d_out)", """
+    ld.param.u64 %rd1, [d_out];
+    mov.u32 %r1, %tid.x;
+    cvt.rn.f32.u32 %f1, %r1;
+    setp.lt.u32 %p1, %r1, 16;
+    @%p1 bra $L_join;
+    mul.f32 %f1, %f1, %f1;
+    mul.f32 %f1, %f1, %f1;
+$L_join:
+    add.f32 %f2, %f1, %f1;
+    add.f32 %f2, %f2, %f1;
+    st.global.f32 [%rd1], %f2;
+    ret;
+""")
+
+
+def test_a_block_after_a_divergent_branch_is_charged_once_per_execution():
+    # half the lanes skip the two multiplies: the warp runs both sides and the join block
+    # once; both edges into the join carry one arrival, which together cost one execution
+    out = np.zeros(1, np.float32)
+    emu = Emulator(parse_ptx(DIVERGE), mode="full")
+    L = Launch(kernel="diverge", grid=1, block=32, args=["out"], buffers={"out": out})
+    est = T.estimate_run(emu, L)
+    join = next(b for b in est.blocks if b.name == "$L_join")
+    assert join.warp_executions == 1 and len(join.pair_costs) == 2
+    costs = list(join.pair_costs.values())
+    assert join.cycles == pytest.approx(sum(costs) / 2)
+
+
 def test_pairwise_overlap_exposes_and_hides_latency():
     prog = prepare(parse_ptx(OVERLAP), "ov", "full")
     kt = T.KernelTiming(prog, "sm_90", footprint=1024)  # buffers in L2: loads take the L2 latency
