@@ -1329,6 +1329,13 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
         comps = {"latency": warp_latency, "issue": k * warp_issue / a.issue_per_cycle}
         for u, cyc in warp_units.items():
             comps[f"unit:{u}"] = k * cyc
+        if "int" in warp_units and a.units.get("int_fma"):
+            # ptxas moves integer adds and moves onto the FMA pipe where the ALU pipe is the
+            # busier: the int class is bound by its lane-clocks over the ALU lanes plus those
+            # FMA lanes, and with the FP32 work by both pipes' lanes together
+            li, lx, lf = a.units["int"], a.units["int_fma"], a.units.get("fp32", 0)
+            ci, cf = warp_units["int"], warp_units.get("fp32", 0.0)
+            comps["unit:int"] = k * max(ci * li / (li + lx), (ci * li + cf * lf) / (li + lf))
         ranked = sorted(comps.values(), reverse=True)
         # a warp's own latency and its sub-partition's issue/unit work overlap only in part
         return ranked[0] + a.sm_overlap * (ranked[1] if len(ranked) > 1 else 0.0), comps

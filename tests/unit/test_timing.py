@@ -658,3 +658,40 @@ def test_a_cta_lasts_as_long_as_its_critical_warp():
     mean = T.estimate(r, L, program=T.emulator_program(emu, L))
     assert mean.memory["warp_skew"] == 1.0
     assert est.warp["latency"] == pytest.approx(mean.warp["latency"] * 8 * crit / steps)
+
+
+INT_LOOP = kernel("intloop(.param .u64 i_out, .param .u32 i_n)", """
+    ld.param.u64 %rd1, [i_out];
+    ld.param.u32 %r9, [i_n];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, 0;
+    mov.f32 %f1, 0f3F800000;
+$L_loop:
+    add.s32 %r1, %r1, 3;
+    xor.b32 %r1, %r1, 5;
+    add.s32 %r1, %r1, 7;
+    FP
+    add.s32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, %r9;
+    @%p1 bra $L_loop;
+    cvt.rn.f32.u32 %f2, %r1;
+    add.f32 %f1, %f1, %f2;
+    st.global.f32 [%rd1], %f1;
+    ret;
+""")
+
+
+@pytest.mark.parametrize("fp32", [0, 8])
+def test_integer_work_shares_the_fma_pipe(fp32):
+    # one warp per sub-partition: the int class's bound is its lane-clocks over the ALU lanes
+    # plus the FMA pipe's integer half (64 + 64), or with FP32 work beside it, both kinds'
+    # lane-clocks over both pipes (64 + 128)
+    ptx = INT_LOOP.replace("FP", "\n    ".join(["fma.rn.f32 %f1, %f1, %f1, %f1;"] * fp32))
+    emu = Emulator(parse_ptx(ptx), mode="full")
+    L = Launch(kernel="intloop", grid=1, block=128, args=["out", 100], buffers={"out": np.zeros(1, np.float32)})
+    est = T.estimate_run(emu, L)
+    ci, cf = est.warp["unit_cycles"]["int"], est.warp["unit_cycles"].get("fp32", 0.0)
+    assert ci >= 2 * 5 * 100  # 5 int ops an iteration, 2 clocks each on the ALU pipe alone
+    want = max(ci * 64 / 128, (ci * 64 + cf * 128) / 192)
+    assert est.components["sm_unit:int"] == pytest.approx(want)
+    assert (want == ci / 2) == (fp32 == 0)
