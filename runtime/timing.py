@@ -1534,6 +1534,9 @@ def format_estimate(est: Estimate, blocks: bool = True) -> str:
         f"    {'warp_latency_cycles':<40} {est.warp['latency']:>14.1f}",
         f"    {'warp_issue_slots':<40} {est.warp['issue_slots']:>14.1f}",
     ]
+    skew = est.memory.get("warp_skew", 1.0)
+    if skew > 1.0:
+        lines[-2] += f"   (the critical warp: {skew:.2f}x the mean warp's steps)"
     cache = est.memory.get("cache")
     if cache:
         lines.append(f"    {'l1_hit_rate':<40} {100 * cache['l1_hit_rate']:>13.1f} %   (global sectors, from the address trace)")

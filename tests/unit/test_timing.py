@@ -654,6 +654,7 @@ def test_a_cta_lasts_as_long_as_its_critical_warp():
     assert crit == 4 + 2 + 200 * 4 + 2 and steps == crit + 7 * 5  # the 7 idle warps: 4 + ret
     est = T.estimate_run(emu, L, r)
     assert est.memory["warp_skew"] == pytest.approx(8 * crit / steps)
+    assert f"(the critical warp: {8 * crit / steps:.2f}x the mean warp's steps)" in T.format_estimate(est)
     r.cta_critical_steps = None  # without the critical steps: the mean warp
     mean = T.estimate(r, L, program=T.emulator_program(emu, L))
     assert mean.memory["warp_skew"] == 1.0
