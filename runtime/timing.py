@@ -1329,7 +1329,7 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
         comps = {"latency": warp_latency, "issue": k * warp_issue / a.issue_per_cycle}
         for u, cyc in warp_units.items():
             comps[f"unit:{u}"] = k * cyc
-        if "int" in warp_units and a.units.get("int_fma"):
+        if "int" in warp_units and a.units.get("int") and a.units.get("int_fma"):
             # ptxas moves integer adds and moves onto the FMA pipe where the ALU pipe is the
             # busier: the int class is bound by its lane-clocks over the ALU lanes plus those
             # FMA lanes, and with the FP32 work by both pipes' lanes together
