@@ -685,13 +685,13 @@ class KernelTiming:
                         feeds[j] = True
         keys: list[float] = []
         last_load = -1.0
-        fences: list[tuple[float, str]] = []  # (key, class) of the ordering instructions so far
+        fences: dict[str, float] = {}  # the last ordering instruction's key, per class
         for i, op in enumerate(ops):
             cls = self.timed(op).cls
             after = max((keys[j] for j in producers(i)), default=-1.0)
             if cls in _HOISTED:
                 passes = _DISJOINT.get(isa.state_space(op.spec, op.modifiers) or "", frozenset())
-                fence = max((k for k, c in fences if c not in passes), default=-1.0)
+                fence = max((k for c, k in fences.items() if c not in passes), default=-1.0)
                 k = max(fence, last_load, after)
                 last_load = k
             elif feeds[i]:
@@ -699,7 +699,7 @@ class KernelTiming:
             else:
                 k = float(i)
                 if cls in _ORDERING:
-                    fences.append((k, cls))
+                    fences[cls] = k
             keys.append(k)
         return [ops[i] for i in sorted(range(len(ops)), key=lambda i: (keys[i], i))]
 
