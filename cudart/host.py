@@ -409,8 +409,7 @@ class HostRuntime(TextureRuntime):
         if self.opts.capture:
             self._capture(rec, prog)
         try:
-            rec.result = emu.run(launch, jobs=self.opts.jobs)
-            rec.result.buffers = {}
+            rec.result = emu.run(launch, jobs=self.opts.jobs, keep_buffers=False)
             for n in rec.result.notes:
                 if n.startswith("an access touched"):
                     self.say(f"warning: launch {index} ({k.name}): {n}")
@@ -425,6 +424,9 @@ class HostRuntime(TextureRuntime):
             self.sticky = E.cudaErrorLaunchFailure
             return E.cudaErrorLaunchFailure
         self.records.append(rec)
+        if rec.result is not None and rec.result.memory_trace is not None:
+            self._estimate_us(index)  # the cache model reads the address trace: estimate now, then drop
+            rec.result.memory_trace = None  # it (a trace per launch would grow with the launches)
         return 0
 
     def _uses_grid_sync(self, name: str, prog) -> bool:

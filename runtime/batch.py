@@ -38,7 +38,7 @@ from .emulator import DEFAULT_STEP_BUDGET, Emulator, LaunchResult
 from .errors import LAUNCH_ERRORS
 from .executor import DaskCluster, Executor, Forked, InProcess, TaskFailed
 from .inputs import InputError, InputOptions, Source, expand_inputs, load_sources
-from .launch import Launch, LaunchError, launches_from_toml
+from .launch import BufferSpec, Launch, LaunchError, launches_from_toml
 from .phases import phase
 
 
@@ -61,6 +61,9 @@ class ProfileOptions:
     kernel: str | None = None  # only kernels of this name
     fail_fast: bool = False
     estimate_time: str | None = None  # arch name or .toml: attach a timing estimate to each result
+    #: keep each launch's buffers after it ran (``LaunchResult.buffers``; in this process only):
+    #: off, a batch's memory is one launch's, not the sum of all of them
+    keep_buffers: bool = False
     inputs: InputOptions = field(default_factory=InputOptions)
 
     def emulator_options(self) -> dict[str, Any]:
@@ -237,11 +240,25 @@ def _hash_array(h, arr: np.ndarray) -> None:
     h.update(memoryview(a).cast("B"))
 
 
-def launch_key(src_hash: str, kernel: str, prog, launch: Launch, buffers: dict[str, np.ndarray],
-               opts: ProfileOptions) -> str:
+def _describe(b: BufferSpec | np.ndarray) -> str:
+    """A buffer's dtype and size, for a key."""
+    return f"{np.dtype(b.dtype).str}:{b.nbytes}"
+
+
+def _hash_contents(h, b: BufferSpec | np.ndarray) -> None:
+    """A buffer's contents into a key: an array's bytes; a spec's description of them (a
+    64 MiB buffer of zeros is keyed by those words, not by hashing its bytes)."""
+    if isinstance(b, np.ndarray):
+        _hash_array(h, b)
+    else:
+        h.update(("spec:" + b.identity()).encode())
+
+
+def launch_key(src_hash: str, kernel: str, prog, launch: Launch, opts: ProfileOptions) -> str:
     """Equal keys mean equal results: same kernel code and options, grid, block,
     dynamic shared memory, scalar arguments, buffer sizes and aliasing, and the
     same contents in every buffer the emulated code may read."""
+    buffers = launch.buffers
     h = hashlib.sha256()
     h.update(repr((src_hash, kernel, sorted(opts.emulator_options().items()), opts.per_cta,
                    launch.grid, launch.block, launch.shared_bytes)).encode())
@@ -254,11 +271,13 @@ def launch_key(src_hash: str, kernel: str, prog, launch: Launch, buffers: dict[s
             _hash_texture(h, f"tex{i}", launch.textures[a], buffers)
             continue
         if isinstance(a, str) or isinstance(a, np.ndarray):
-            arr = buffers[a] if isinstance(a, str) else a
+            if isinstance(a, str) and a not in buffers:
+                raise LaunchError(f"argument '{a}' names no buffer")
+            b = buffers[a] if isinstance(a, str) else a
             ident = a if isinstance(a, str) else id(a)
-            h.update(f"|buf{i}:alias{first_use.setdefault(ident, i)}:{arr.dtype.str}:{arr.nbytes}".encode())
+            h.update(f"|buf{i}:alias{first_use.setdefault(ident, i)}:{_describe(b)}".encode())
             if read is None or pname in read:
-                _hash_array(h, arr)
+                _hash_contents(h, b)
         elif isinstance(a, (bytes, bytearray)):
             h.update(b"|bytes" + bytes(a))
         else:
@@ -267,8 +286,8 @@ def launch_key(src_hash: str, kernel: str, prog, launch: Launch, buffers: dict[s
         if isinstance(t, str) and t in launch.textures:  # a .texref/.surfref variable
             _hash_texture(h, f"var:{var}", launch.textures[t], buffers)
         elif isinstance(t, str) and t in buffers:  # a module variable's initial contents
-            h.update(f"|var:{var}:{buffers[t].dtype.str}:{buffers[t].nbytes}".encode())
-            _hash_array(h, buffers[t])
+            h.update(f"|var:{var}:{_describe(buffers[t])}".encode())
+            _hash_contents(h, buffers[t])
         elif isinstance(t, np.ndarray):
             h.update(f"|var:{var}:{t.dtype.str}:{t.nbytes}".encode())
             _hash_array(h, t)
@@ -277,10 +296,13 @@ def launch_key(src_hash: str, kernel: str, prog, launch: Launch, buffers: dict[s
     return h.hexdigest()
 
 
-def _hash_texture(h, where: str, t, buffers: dict[str, np.ndarray]) -> None:
+def _hash_texture(h, where: str, t, buffers: dict) -> None:
     """A texture or surface object: its description and every byte of its buffer."""
     h.update(f"|{where}:{t.surface}:{t.offset}:{sorted(t.fields.items())!r}".encode())
-    _hash_array(h, buffers[t.buffer])
+    if t.buffer not in buffers:
+        raise LaunchError(f"{'surface' if t.surface else 'texture'} '{t.name}': buffer '{t.buffer}' "
+                          f"is not one of the launch's buffers")
+    _hash_contents(h, buffers[t.buffer])
 
 
 # -- progress -------------------------------------------------------------------------------------
@@ -410,10 +432,8 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
         try:
             emu = cat.emulator(rec.source)
             prog = emu.program_for(rec.launch)
-            with phase("launches"):
-                arrays = rec.launch.materialize_buffers()
-                rec.launch = dataclasses.replace(rec.launch, buffers=arrays)  # type: ignore[arg-type]
-                rec.key = launch_key(source_hash(rec.source), rec.kernel or "", prog, rec.launch, arrays, opts)
+            with phase("launches"):  # buffers are made when the launch runs, one launch at a time
+                rec.key = launch_key(source_hash(rec.source), rec.kernel or "", prog, rec.launch, opts)
         except LAUNCH_ERRORS as e:
             rec.error = str(e)
             if opts.fail_fast:
@@ -474,21 +494,31 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
 
 
 def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str, memory_metrics: bool = False) -> None:
-    """The timing model (runtime/timing.py) on each analysed launch, here in the
-    parent: it needs the prepared program, which results from workers leave behind."""
-    from .timing import TimingError, emulator_program, estimate
-
+    """The timing model (runtime/timing.py) on each analysed launch not estimated yet (those
+    merged from CTA ranges), here in the parent: it needs the prepared program, which
+    results from workers leave behind."""
     for rec in records:
         if rec.result is None or rec.error is not None or rec.reused_from is not None:
             continue
-        try:
-            emu = cat.emulator(rec.source)
-            rec.result.time_estimate = estimate(rec.result, rec.launch, arch,  # type: ignore[attr-defined]
-                                                program=emulator_program(emu, rec.launch))
-            if not memory_metrics:  # the trace needed the memory slots; the report shows them only if asked
-                rec.result.metrics.memory = None
-        except (TimingError, *LAUNCH_ERRORS) as e:
-            rec.result.notes.append(f"no timing estimate: {e}")
+        if not hasattr(rec.result, "time_estimate"):  # (None: tried, with a note saying why not)
+            _estimate(cat, rec, rec.result, arch, memory_metrics)
+
+
+def _estimate(cat: Catalog, rec: LaunchRecord, result: LaunchResult, arch: str, memory_metrics: bool) -> None:
+    """Attach the estimate of ``result`` (``result.time_estimate``), or a note saying why there
+    is none; the address trace it read is dropped."""
+    from .timing import TimingError, emulator_program, estimate
+
+    try:
+        emu = cat.emulator(rec.source)
+        result.time_estimate = estimate(result, rec.launch, arch,  # type: ignore[attr-defined]
+                                        program=emulator_program(emu, rec.launch))
+        if not memory_metrics:  # the trace needed the memory slots; the report shows them only if asked
+            result.metrics.memory = None
+    except (TimingError, *LAUNCH_ERRORS) as e:
+        result.time_estimate = None  # type: ignore[attr-defined]
+        result.notes.append(f"no timing estimate: {e}")
+    result.memory_trace = None
 
 
 def _executor(opts: ProfileOptions, n_units: int) -> Executor:
@@ -510,7 +540,7 @@ def run_units(ex: Executor, cat: Catalog, records: list[LaunchRecord], units: li
     sliced once, here); on a cluster a task carries the kernel's PTX (sent once per source)
     instead of the emulator."""
     if ex.shares_memory:
-        jobs, keep_memory = (opts.jobs, True) if ex.in_process else (1, False)
+        jobs, keep_memory = (opts.jobs, opts.keep_buffers) if ex.in_process else (1, False)
         tasks = [(cat.emulator(records[u.record].source), records[u.record].launch, u.ctas, opts.per_cta, jobs,
                   keep_memory) for u in units]
         fn = run_unit
@@ -525,17 +555,24 @@ def run_units(ex: Executor, cat: Catalog, records: list[LaunchRecord], units: li
             tasks.append((texts[src.label], src.label, options, records[u.record].launch, u.ctas, opts.per_cta))
         fn = run_unit_from_text
     stop = (lambda r: isinstance(r, str)) if opts.fail_fast else None
-    return ex.map(fn, tasks, done=lambda k, _r: bar.update(1, records[units[k].record].kernel), stop=stop)
+
+    def done(k: int, r) -> None:
+        bar.update(1, records[units[k].record].kernel)
+        if opts.estimate_time and isinstance(r, LaunchResult) and units[k].ctas is None:
+            # estimated as it arrives: the estimate reads the launch's address trace, which is
+            # then dropped (traces kept for every launch would grow with the launches)
+            _estimate(cat, records[units[k].record], r, opts.estimate_time, opts.memory_metrics)
+
+    return ex.map(fn, tasks, done=done, stop=stop)
 
 
 def run_unit(emu: Emulator, launch: Launch, ctas, per_cta: bool, jobs: int = 1,
              keep_memory: bool = False) -> LaunchResult | str:
     """One unit of work: its result, or the message of the launch error that stopped it."""
     try:
-        r = emu.run(launch, jobs=jobs, per_cta=per_cta, ctas=ctas)
+        return emu.run(launch, jobs=jobs, per_cta=per_cta, ctas=ctas, keep_buffers=keep_memory)
     except LAUNCH_ERRORS as e:
         return str(e)
-    return r if keep_memory else r.without_memory()
 
 
 _EMULATORS: dict[tuple, Emulator] = {}

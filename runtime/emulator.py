@@ -262,14 +262,18 @@ class Emulator:
         return prog
 
     def run(self, launch: Launch, jobs: int = 1, per_cta: bool = False,
-            ctas: tuple[int, int] | None = None, in_place: bool = False) -> LaunchResult:
+            ctas: tuple[int, int] | None = None, in_place: bool = False,
+            keep_buffers: bool = True) -> LaunchResult:
         """Emulate ``launch`` (only CTAs ``[first, last)`` with ``ctas``, linear ids).
         ``per_cta`` runs CTAs one at a time and keeps each one's metrics.  The caller's arrays
         are copied; the buffers after the launch are ``result.buffers`` (arrays passed
         directly as arguments under ``"<array k>"``).  ``in_place=True`` writes into the
-        caller's arrays instead."""
+        caller's arrays instead.  ``keep_buffers=False`` drops the launch's memory when it
+        ends (``result.buffers`` and ``result.globals`` empty; ``result.buffer_bytes`` says
+        how large it was): what batches of launches do, so memory does not grow with them."""
         with phase("emulate"):
-            return self._run(launch, jobs, per_cta, ctas, in_place)
+            r = self._run(launch, jobs, per_cta, ctas, in_place)
+        return r if keep_buffers else r.without_memory()
 
     def device_heap(self) -> DeviceHeap:
         """The heap device ``malloc``/``free`` use: the program's under ``hypa run``, else this

@@ -9,6 +9,7 @@ or the Python API (``Launch(...)``).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from . import buffer_image
 
 
 class LaunchError(Exception):
@@ -104,16 +107,57 @@ class BufferSpec:
         except (ValueError, TypeError, OverflowError, MemoryError) as e:  # a bad count, seed, range or value
             raise LaunchError(f"buffer '{self.name}': {e}") from None
 
+    @property
+    def nbytes(self) -> int:
+        """The buffer's size in bytes, without making it."""
+        try:
+            return int(self.count) * np.dtype(self.dtype).itemsize
+        except TypeError as e:
+            raise LaunchError(f"buffer '{self.name}': unknown dtype {self.dtype!r}") from e
+
+    def identity(self) -> str:
+        """A text that names the buffer's initial contents (equal texts, equal bytes): what a
+        launch key hashes instead of the bytes.  A file is named by its path, size and
+        modification time, as build tools do."""
+        init = self.init
+        if isinstance(init, dict) and "file" in init:
+            path = os.path.realpath(os.path.join(self.base_dir, str(init["file"])))
+            try:
+                st = os.stat(path)
+            except OSError as e:
+                raise LaunchError(f"buffer '{self.name}': cannot read {path}: {e.strerror or e}") from None
+            init = {"file": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        text = f"{np.dtype(self.dtype).str}:{self.count}:{init!r}"
+        if len(text) > 256:  # long value lists: their digest
+            text = text[:64] + hashlib.sha256(text.encode()).hexdigest()
+        return text
+
     def _materialize(self) -> np.ndarray:
+        """The contents as a private, writable array: copy-on-write pages of a shared image
+        where the buffer is large (``runtime/buffer_image.py``)."""
         try:
             dt = np.dtype(self.dtype)
         except TypeError as e:
             raise LaunchError(f"buffer '{self.name}': unknown dtype {self.dtype!r}") from e
         check_numeric(self.name, np.empty(0, dt))
-        n = self.count
+        n = int(self.count)
+        if n < 0:
+            raise ValueError(f"negative count {n}")
         init = self.init
         if init == "zeros" or init is None:
-            return np.zeros(n, dt)
+            return buffer_image.zeros(dt, n)
+        if isinstance(init, dict) and "file" in init:
+            path = os.path.join(self.base_dir, init["file"])
+            try:
+                mapped = buffer_image.from_npy(path, dt, n)
+            except (OSError, ValueError):
+                mapped = None  # read (and reported) below
+            if mapped is not None:
+                return mapped
+        return buffer_image.from_image(self.identity(), dt, n, lambda: self._contents(dt, n))
+
+    def _contents(self, dt: np.dtype, n: int) -> np.ndarray:
+        init = self.init
         if init == "ones":
             return np.ones(n, dt)
         if init == "arange":
@@ -245,6 +289,10 @@ class Launch:
     @property
     def threads(self) -> int:
         return self.threads_per_cta * self.num_ctas
+
+    def buffer_nbytes(self) -> dict[str, int]:
+        """Each buffer's size in bytes, without making the buffers."""
+        return {name: int(b.nbytes) for name, b in self.buffers.items()}
 
     def materialize_buffers(self, copy: bool = True) -> dict[str, np.ndarray]:
         """The buffers' contents; a caller's array is copied unless ``copy`` is False (then

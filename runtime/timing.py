@@ -1214,7 +1214,8 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
             counters = res.counters
             buffers = res.buffers
         else:
-            buffers = launch.materialize_buffers()
+            buffers = None
+            res_bytes = sum(launch.buffer_nbytes().values())
     else:
         raise TimingError(f"estimate() takes a LaunchResult or a KernelProgram, not {type(result_or_program).__name__}")
     if counters is None:
@@ -1254,8 +1255,9 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
                 else:
                     written += nbytes
     requested = read + written
-    if buffers is None:  # a result without its memory: the sizes it recorded
-        buffer_bytes = int(res.buffer_bytes) + sum(v.size for v in prog.global_vars.values())
+    if buffers is None:  # a result without its memory (or a launch not run): the sizes recorded
+        recorded = int(res.buffer_bytes) if res is not None else res_bytes
+        buffer_bytes = recorded + sum(v.size for v in prog.global_vars.values())
     else:
         buffer_bytes = sum(int(x.nbytes) for x in buffers.values()) + sum(v.size for v in prog.global_vars.values())
     footprint = float(min(buffer_bytes, requested))

@@ -149,9 +149,11 @@ def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Na
                    strict=getattr(args, "strict", False), reconvergence=getattr(args, "reconvergence", "yield"),
                    address_trace=_trace_records(args))
     launches = select_kernel(module, launches, getattr(args, "kernel", None))
-    results = [emu.run(L, jobs=args.jobs) for L in launches]
-    for L, r in zip(launches, results):
+    results = []
+    for L in launches:  # one launch's memory at a time: the metrics are what is printed
+        r = emu.run(L, jobs=args.jobs, keep_buffers=False)
         attach_estimate(r, emu, L, args)
+        results.append(r)
     return results
 
 
@@ -171,6 +173,7 @@ def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: a
         from hypa.runtime.timing import estimate_run
 
         result.time_estimate = estimate_run(emu, launch, result, arch)  # type: ignore[attr-defined]
+        result.memory_trace = None  # read by the estimate alone; launches must not accumulate traces
         if not getattr(args, "memory_metrics", False):  # traced for the estimate, shown only if asked
             result.metrics.memory = None
 

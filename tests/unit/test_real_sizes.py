@@ -1,0 +1,152 @@
+"""Real sizes: a launch's memory is what it touches, and a batch's is one launch's.
+
+A spec of 50 launches over 32 MiB buffers (zeros, a random image and an arange image) runs
+as a whole ``hypa profile`` process; its peak resident memory (the child's ``ru_maxrss``,
+a count of kilobytes, not a time) must not grow with the number of launches: copying or
+keeping each launch's buffers would add 96 MiB per launch (4.8 GB for 50).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import HYPA, kernel
+from hypa.runtime import buffer_image
+from hypa.runtime.launch import BufferSpec
+
+MIB = 1 << 20
+
+#: out[off + i] = a[off + i] + b[off + i] for the launch's 256 threads
+ADD_AT = kernel("add_at(.param .u64 add_out, .param .u64 add_a, .param .u64 add_b, .param .u32 add_off)", """
+    mov.u32 %r1, %tid.x;
+    ld.param.u32 %r2, [add_off];
+    add.s32 %r3, %r1, %r2;
+    mul.wide.u32 %rd1, %r3, 4;
+    ld.param.u64 %rd2, [add_a];
+    add.s64 %rd3, %rd2, %rd1;
+    ld.global.f32 %f1, [%rd3];
+    ld.param.u64 %rd4, [add_b];
+    add.s64 %rd5, %rd4, %rd1;
+    ld.global.f32 %f2, [%rd5];
+    add.f32 %f3, %f1, %f2;
+    ld.param.u64 %rd6, [add_out];
+    add.s64 %rd7, %rd6, %rd1;
+    st.global.f32 [%rd7], %f3;
+    ret;
+""")
+
+
+def _spec(launches: int, count: int) -> str:
+    """``launches`` launches of ``add_at``, each at its own offset (no two alike), over three
+    buffers of ``count`` floats."""
+    parts = []
+    for k in range(launches):
+        parts.append(f'[[launch]]\nkernel = "add_at"\ngrid = 1\nblock = 256\n'
+                     f'args = ["out", "a", "b", {k * (count // launches)}]\n')
+    parts.append(f'[buffers.out]\ndtype = "float32"\ncount = {count}\n'
+                 f'[buffers.a]\ndtype = "float32"\ncount = {count}\ninit = {{ random = {{ seed = 1 }} }}\n'
+                 f'[buffers.b]\ndtype = "float32"\ncount = {count}\ninit = "arange"\n')
+    return "\n".join(parts)
+
+
+def _profile_rss(tmp_path, launches: int, count: int) -> tuple[int, list]:
+    """``hypa profile`` of ``launches`` launches as a process: its peak resident set (KiB, the
+    child's ``ru_maxrss`` as a wrapper process reads it) and its JSON records."""
+    (tmp_path / "k.ptx").write_text(ADD_AT)
+    (tmp_path / f"l{launches}.toml").write_text(_spec(launches, count))
+    wrapper = ("import json, os, resource, subprocess, sys\n"
+               "p = subprocess.run(sys.argv[1:], capture_output=True)\n"
+               "sys.stderr.buffer.write(p.stderr)\n"
+               "sys.stdout.write(json.dumps([p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+               "p.stdout.decode()]))\n")
+    r = subprocess.run([sys.executable, "-c", wrapper, *HYPA, "profile", "k.ptx",
+                        "--launch", f"l{launches}.toml", "--format", "json", "--no-progress"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, HYPA_CACHE_DIR=str(tmp_path / "cache")))
+    rc, rss, out = json.loads(r.stdout)
+    assert rc == 0, r.stderr
+    return rss, json.loads(out)
+
+
+def test_peak_memory_does_not_grow_with_launches(tmp_path):
+    count = 32 * MIB // 4  # 32 MiB buffers
+    rss5, rec5 = _profile_rss(tmp_path, 5, count)
+    rss50, rec50 = _profile_rss(tmp_path, 50, count)
+    assert len(rec5) == 5 and len(rec50) == 50
+    assert all(r.get("error") is None for r in rec50)
+    # 50 distinct launches ran (none reused): each stored 256 floats
+    assert sum(1 for r in rec50 if r.get("reused_from") is None) == 50
+    assert all(r["thread_inst_executed"] == rec50[0]["thread_inst_executed"] for r in rec50)
+    # the images (random, arange: 64 MiB made once) and one launch's touched pages; kept or
+    # copied buffers would add 96 MiB a launch (4.3 GiB more for 45 more launches)
+    assert rss50 - rss5 < 64 * 1024, (rss5, rss50)
+    assert rss50 < 1024 * 1024, rss50
+
+
+def test_zeros_are_paid_per_page_written():
+    spec = BufferSpec("z", "float32", 64 * MIB // 4)
+    a = spec.materialize()
+    assert a.nbytes == 64 * MIB and a.flags.writeable and not a.any()
+    a[12345] = 7.0
+    b = spec.materialize()  # a fresh buffer: the other launch's write is not in it
+    assert b[12345] == 0.0 and a[12345] == 7.0
+
+
+def test_images_are_private_to_each_launch():
+    buffer_image.clear()
+    spec = BufferSpec("r", "int32", 2 * MIB, init={"random": {"seed": 3, "low": 0, "high": 1000}})
+    expect = np.random.default_rng(3).integers(0, 1000, 2 * MIB, endpoint=False).astype(np.int32)
+    a = spec.materialize()
+    np.testing.assert_array_equal(a, expect)
+    a[:10] = -1  # a launch's store: copy-on-write, the image and the next launch do not see it
+    b = spec.materialize()
+    np.testing.assert_array_equal(b, expect)
+    assert (a[:10] == -1).all()
+    ar = BufferSpec("x", "float32", 2 * MIB, init="arange").materialize()
+    assert ar[2 * MIB - 1] == np.float32(2 * MIB - 1)
+
+
+def test_npy_file_is_mapped_copy_on_write(tmp_path):
+    data = np.arange(MIB, dtype=np.float32)
+    np.save(tmp_path / "d.npy", data)
+    spec = BufferSpec("f", "float32", MIB - 4, init={"file": "d.npy"}, base_dir=str(tmp_path))
+    a = spec.materialize()
+    np.testing.assert_array_equal(a, data[: MIB - 4])
+    a[0] = -1.0
+    np.testing.assert_array_equal(np.load(tmp_path / "d.npy")[:2], [0.0, 1.0])  # the file is untouched
+    # another dtype: converted (an image)
+    b = BufferSpec("g", "float64", MIB, init={"file": "d.npy"}, base_dir=str(tmp_path)).materialize()
+    assert b.dtype == np.float64 and b[MIB - 1] == MIB - 1
+
+
+def test_spec_identity_keys_contents_not_bytes(tmp_path):
+    """Launch keys hash a spec's description: equal descriptions, equal contents."""
+    z1 = BufferSpec("a", "float32", 100)
+    z2 = BufferSpec("b", "float32", 100, init="zeros")
+    assert z1.identity() == z2.identity()
+    assert BufferSpec("a", "float32", 100, init="ones").identity() != z1.identity()
+    assert BufferSpec("a", "float32", 101).identity() != z1.identity()
+    np.save(tmp_path / "d.npy", np.zeros(4, np.float32))
+    f = BufferSpec("f", "float32", 4, init={"file": "d.npy"}, base_dir=str(tmp_path))
+    before = f.identity()
+    os.utime(tmp_path / "d.npy", ns=(1, 1))
+    assert f.identity() != before  # a rewritten file is another input
+    with pytest.raises(Exception, match="cannot read"):
+        BufferSpec("m", "float32", 4, init={"file": "missing.npy"}, base_dir=str(tmp_path)).identity()
+
+
+def test_dedup_with_specs_reuses_equal_launches(tmp_path, hypa_cli):
+    """Identical launches over spec buffers are analysed once (keyed by the specs)."""
+    (tmp_path / "k.ptx").write_text(ADD_AT)
+    spec = _spec(1, 4096) + "\n" + _spec(1, 4096).split("[buffers.out]")[0]
+    (tmp_path / "l.toml").write_text(spec)
+    rc, out, err = hypa_cli("profile", str(tmp_path / "k.ptx"), "--launch", str(tmp_path / "l.toml"),
+                            "--no-progress")
+    assert rc == 0, err
+    assert "2 launches of 1 kernel; 1 analysed, 1 reused" in out + err
