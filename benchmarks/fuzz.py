@@ -3,6 +3,7 @@
 
     python benchmarks/fuzz.py --minutes 5                 # all targets, random seeds
     python benchmarks/fuzz.py --target report-json --cases 2000 --seed 1
+    python benchmarks/fuzz.py --small                     # CI: 120 cases of seed 20261126
 
 Targets (each mutates a valid seed input and feeds it to the code a user's input reaches):
 
@@ -37,6 +38,9 @@ EmulationError, InputError ... with a message), ``crash`` (any other exception: 
 input is written to ``--save DIR`` and its traceback printed), ``hang`` (a case that ran past
 ``--case-seconds``, 60 s by default: stopped by an alarm, also saved). Emulations get a step
 budget too. The exit status is 1 when any case crashed or hung.
+
+``--small`` (CI) runs 20 cases of every target with the fixed seed 20261126 and also exits 1
+when a target saw no accepted or no rejected case (the mutations no longer reach both sides).
 """
 
 from __future__ import annotations
@@ -480,7 +484,15 @@ def main() -> None:
                     help="also assemble every case of the ptx target with `ptxas -arch=sm_90` and list each case "
                          "where hypa and ptxas disagree, grouped by the rejecting side's message")
     ap.add_argument("--ptxas-json", metavar="FILE", help="with --ptxas: write the comparison here")
+    ap.add_argument("--small", action="store_true",
+                    help="CI: 20 cases a target with seed 20261126 (unless given); exit 1 also when a target "
+                         "saw no accepted or no rejected case")
     args = ap.parse_args()
+    if args.small:
+        if args.seed is None:
+            args.seed = 20261126
+        if args.cases is None and args.minutes is None:
+            args.cases = 20 * len(args.target or TARGETS)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     if args.cases is None and args.minutes is None:
         args.cases = 1000
@@ -508,7 +520,11 @@ def main() -> None:
         if args.ptxas_json:
             with open(args.ptxas_json, "w") as f:
                 json.dump(cmp, f, indent=1)
-    sys.exit(1 if any(c["crash"] or c["hang"] for c in counts.values()) else 0)
+    one_sided = [name for name, c in counts.items() if not (c["accepted"] and c["rejected"])] if args.small else []
+    for name in one_sided:
+        print(f"FAIL {name}: no {'accepted' if not counts[name]['accepted'] else 'rejected'} case: "
+              f"the mutations no longer reach both sides")
+    sys.exit(1 if one_sided or any(c["crash"] or c["hang"] for c in counts.values()) else 0)
 
 
 if __name__ == "__main__":

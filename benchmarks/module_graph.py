@@ -3,6 +3,7 @@
     python benchmarks/module_graph.py                  # layers, edges, cycles, lines
     python benchmarks/module_graph.py --before DIR     # lines per module beside another tree
     python benchmarks/module_graph.py --private        # imports of private names across modules
+    python benchmarks/module_graph.py --small          # CI: the summary; exit 1 on a cycle or a private import
 
 Every import counts, also one inside a function (a lazy import is still a dependency: it
 only moves the cycle to run time).  ``tests/unit/test_module_graph.py`` keeps the graph
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ap.add_argument("--before", help="another checkout: lines per module beside this one")
     ap.add_argument("--private", action="store_true", help="list imports of private names")
+    ap.add_argument("--small", action="store_true",
+                    help="CI: print the summary, cycles and private imports only; exit 1 on any of them")
     a = ap.parse_args(argv)
     mods = modules(a.root)
     edges, private = imports(mods)
@@ -138,9 +141,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(cyc)} cycles, {len(private)} private names imported across modules")
     for c in cyc:
         print("  cycle:", " <-> ".join(c))
-    if a.private:
+    if a.private or a.small:
         for mod, target, name in private:
             print(f"  {mod} uses {target}.{name}")
+    if a.small:
+        if len(mods) < len(PACKAGES):
+            print(f"FAIL: {len(mods)} modules under {a.root}: not a checkout of hypa")
+            return 1
+        return 1 if cyc or private else 0
     print("\nmodule -> project modules it imports")
     for m in sorted(mods):
         deps = sorted(edges.get(m, ()))

@@ -4,12 +4,18 @@
     python benchmarks/parse.py --lines 500000       # bigger generated file
     python benchmarks/parse.py --corpus DIR         # also every *.ptx under DIR
     python benchmarks/parse.py --profile parse      # cProfile one phase
+    python benchmarks/parse.py --small              # CI: 5k generated lines + the bundled PTX, round trips checked
 
 *tokenize* is the lexer alone, *parse+lift* is PTX text -> register-form IR
 (``parse_ptx``: lexing, parsing, operation and block creation, label and
 register resolution), *print* is IR -> PTX text (``module_to_ptx``).  Lines are
 physical lines of the input (blank and comment lines included), as ``wc -l``
 counts them.  Each phase is run ``--repeat`` times and the best time reported.
+
+``--small`` (CI) measures a 5,000-line generated file once and every bundled PTX file
+(``tests/kernels/ptx``, ``examples``) as the corpus, and checks that each prints to a fixpoint
+(printed text parses and prints to the same text); it exits 1 when a bundled file is rejected
+or a round trip differs.
 """
 
 from __future__ import annotations
@@ -274,6 +280,53 @@ def _corpus_files(root: str) -> list[str]:
     return sorted(out)
 
 
+def small(repeat: int) -> int:
+    """CI mode: a small generated file and the bundled PTX, measured and round-tripped."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = generate_ptx(5000)
+    _report("generated", text.count("\n"), measure(text, "generated.ptx", repeat))
+    files = _corpus_files(os.path.join(root, "tests", "kernels", "ptx")) + _corpus_files(os.path.join(root, "examples"))
+    texts = [("generated.ptx", text)] + [(os.path.relpath(p, root), open(p, encoding="utf-8").read()) for p in files]
+    problems: list[str] = []
+
+    def parse_all() -> list:
+        out = []
+        for p, t in texts:
+            try:
+                out.append(parse_ptx(t, p))
+            except Exception as e:  # noqa: BLE001 - a bundled file the front end rejects is a failure here
+                problems.append(f"{p}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                out.append(None)
+        return out
+
+    t_tok, _ = _best(lambda: [tokenize(SourceFile(t, p)) for p, t in texts], repeat)
+    t_parse, modules = _best(parse_all, 1)
+    t_print, printed = _best(lambda: [module_to_ptx(m) if m is not None else None for m in modules], repeat)
+    del modules
+    _report(f"generated + bundled PTX ({len(texts)} files)", sum(t.count("\n") for _, t in texts),
+            {"tokenize": t_tok, "parse+lift": t_parse, "print": t_print})
+    same = 0
+    for (p, _t), once in zip(texts, printed):  # what hypa prints, it reads back and prints the same
+        if once is None:
+            continue
+        try:
+            twice = module_to_ptx(parse_ptx(once, p + " (printed)"))
+        except Exception as e:  # noqa: BLE001
+            problems.append(f"{p}: printed text rejected: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            continue
+        if twice == once:
+            same += 1
+            continue
+        a, b = once.splitlines(), twice.splitlines()
+        i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        problems.append(f"{p}: printed line {i + 1} changes when printed again: "
+                        f"{a[i] if i < len(a) else '<end>'!r} -> {b[i] if i < len(b) else '<end>'!r}")
+    for msg in problems:
+        print(f"FAIL {msg}")
+    print(f"round trip: {same} of {len(texts)} files print to a fixpoint")
+    return 1 if problems or not files else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lines", type=int, default=200_000, help="size of the generated file (default 200000)")
@@ -282,7 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", metavar="FILE", help="write the generated PTX to FILE and exit")
     ap.add_argument("--profile", choices=["tokenize", "parse", "print"], help="cProfile one phase on the generated file")
     ap.add_argument("--no-gc", action="store_true", help="disable the cyclic GC while timing")
+    ap.add_argument("--small", action="store_true",
+                    help="CI: 5,000 generated lines and the bundled PTX once each, round trips checked; exit 1 on a failure")
     args = ap.parse_args(argv)
+    if args.small:
+        return small(1)
 
     text = generate_ptx(args.lines)
     nlines = text.count("\n")

@@ -3,6 +3,7 @@
 
     python benchmarks/ptxas_agreement.py              # the table of disagreements
     python benchmarks/ptxas_agreement.py --all        # every case
+    python benchmarks/ptxas_agreement.py --small      # CI: every 100th case (skipped without ptxas)
 
 Each case is one statement in an otherwise valid kernel: an instruction with one operand
 replaced by a register of another declared type (every scalar type, the predicate
@@ -120,7 +121,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--all", action="store_true", help="print every case, not only disagreements")
     ap.add_argument("--every", type=int, default=1, metavar="N", help="only every N-th case (a quick sample)")
+    ap.add_argument("--small", action="store_true", help="CI: every 100th case; without ptxas, say so and exit 0")
     a = ap.parse_args()
+    if a.small:
+        if shutil.which("ptxas") is None:
+            print("skipped: ptxas is not on the PATH")
+            sys.exit(0)
+        a.every = max(a.every, 100)
     out = check_all(a.all, a.every)
     total = sum(out.values())
     print(f"\n{total} cases: {out['agree']} agree with ptxas, {out['accepted-but-invalid']} accepted but invalid, "

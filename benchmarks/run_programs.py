@@ -7,6 +7,7 @@ second, beside GPGPU-Sim's published simulation rates and, where a GPU is presen
     python benchmarks/run_programs.py --native --json out.json build/*    # on a GPU machine: both
     python benchmarks/run_programs.py benchmarks/programs/matmul.cu:1024 benchmarks/programs/bfs.cu:200000 \
         --gpu-times tests/ground_truth/hypa_run/h200_native.json          # GPU times recorded on the device
+    python benchmarks/run_programs.py --small        # CI: matmul 32 and bfs 500, one warm run (skipped without nvcc)
 
 A program is ``PATH[:ARGS]`` (ARGS separated by commas).
 
@@ -14,7 +15,8 @@ Each program runs as a user would run it: a fresh process, ``--cold`` with an em
 compile cache (``HYPA_CACHE_DIR`` set to a new folder), else with the cache the first run
 filled (warm).  GPGPU-Sim's rates are the published figures quoted in the issue that asked
 for this command (0.18-0.45 M thread-instructions per second); they are constants here,
-not measurements.
+not measurements.  ``--small`` (CI) runs the two bundled programs at small sizes, cold and
+once warm, and exits 1 when one fails (exit status, no launch, no thread-instruction).
 """
 
 from __future__ import annotations
@@ -59,16 +61,28 @@ def native(exe: str, argv: list[str], repeat: int) -> float:
     return best
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("programs", nargs="+", help=".cu sources (built with nvcc -cudart shared) or executables")
+    ap.add_argument("programs", nargs="*", help=".cu sources (built with nvcc -cudart shared) or executables")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--native", action="store_true", help="also time each program on this machine's GPU")
     ap.add_argument("--repeat", type=int, default=3, help="warm runs per program (the median is reported)")
     ap.add_argument("--json", help="write the rows here too")
     ap.add_argument("--gpu-times", metavar="JSON",
                     help="native.json from benchmarks/gpu/hypa_run_native.sh: show each program's GPU wall time (b_<name> ARGS)")
+    ap.add_argument("--small", action="store_true",
+                    help="CI: benchmarks/programs/matmul.cu:32 and bfs.cu:500 (unless programs are given), one warm run; "
+                         "exit 1 when a program fails; without nvcc, say so and exit 0")
     args = ap.parse_args()
+    if args.small:
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+        args.programs = args.programs or [os.path.join(here, "matmul.cu") + ":32", os.path.join(here, "bfs.cu") + ":500"]
+        args.repeat = 1
+        if any(p.split(":", 1)[0].endswith(".cu") for p in args.programs) and shutil.which("nvcc") is None:
+            print("skipped: nvcc is not on the PATH (the programs are built with nvcc -cudart shared)")
+            return 0
+    elif not args.programs:
+        ap.error("give programs (PATH[:ARGS]), or --small")
     work = tempfile.mkdtemp(prefix="hypa-bench-")
     rows = []
     try:
@@ -77,7 +91,11 @@ def main() -> None:
             gpu = gpu.get("programs", gpu)
             args.native = True
         specs = [(p.split(":", 1) + [""])[:2] for p in args.programs]
-        exes = [(build(p, work, args.arch) if p.endswith(".cu") else p, [a for a in a_.split(",") if a]) for p, a_ in specs]
+        try:
+            exes = [(build(p, work, args.arch) if p.endswith(".cu") else p, [a for a in a_.split(",") if a]) for p, a_ in specs]
+        except subprocess.CalledProcessError as e:
+            print(f"FAIL: {' '.join(e.cmd)} exited with status {e.returncode}", file=sys.stderr)
+            return 1
         for exe, argv in exes:
             cold_cache = tempfile.mkdtemp(dir=work)
             cold = hypa_run(exe, cold_cache, [], argv)
@@ -115,7 +133,13 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+    if args.small:
+        failed = [r["program"] for r in rows if r["rc"] != 0 or not r["launches"] or not r["thread_inst"]]
+        for name in failed:
+            print(f"FAIL {name}: `hypa run` exited with a failure or counted no launch")
+        return 1 if failed else 0
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

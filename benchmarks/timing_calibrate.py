@@ -4,6 +4,7 @@ kernel times of the calibration set -- never to the validation set.
     python benchmarks/timing_calibrate.py benchmarks/gpu/results/calibration.h100.json
     python benchmarks/timing_calibrate.py times.json --params core.launch_overhead_us,memory.dram_efficiency \\
         --write runtime/arch/sm_90.toml
+    python benchmarks/timing_calibrate.py --small    # CI: 8 recorded launches, 2 parameters, 1 sweep
 
 Every measured launch (benchmarks/gpu/time_kernels.py's JSON) is emulated once, with the
 address trace; then the parameters named by ``--params`` are fitted by coordinate descent
@@ -12,6 +13,11 @@ absolute log error of the estimated time (launch overhead included) against the 
 median.  The pipeline graphs and cache replays that a parameter does not change are reused
 between trials, so a trial costs the final arithmetic of each estimate.  ``--write`` puts
 the fitted values into the arch file (the lines keep their comments).
+
+``--small`` (CI) fits ``core.launch_overhead_us`` and ``core.cta_launch_cycles`` in one sweep
+to the launches of ``SMALL_LAUNCHES`` recorded in
+``benchmarks/gpu/results/calibration.h100.json`` (or every launch of the files given) and exits 1 when a
+launch fails to emulate, the loss is not finite or the fit made it worse.
 """
 
 from __future__ import annotations
@@ -26,6 +32,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: the launch files ``--small`` keeps (as timing_validate.py's: four PTX files, eight launches)
+SMALL_LAUNCHES = ("tests/kernels/launches/saxpy.toml", "tests/kernels/launches/reduce_shared.toml",
+                  "tests/kernels/launches/gemm_tiled.toml", "tests/kernels/launches/histogram.toml")
 
 #: what is fitted by default, with the range searched (multiplicative around the value)
 DEFAULT_PARAMS = [
@@ -116,11 +126,11 @@ def emulate_all(data: dict, jobs: int = 1) -> list[tuple]:
     for k in data.get("kernels", []):
         if "median_us" not in k:
             continue
-        toml = str(ROOT / k["toml"]) if not Path(k["toml"]).is_absolute() else k["toml"]
-        if toml not in files:
-            files[toml] = launches_from_toml(toml)
-        L = files[toml][k["launch_index"]]
         try:
+            toml = str(ROOT / k["toml"]) if not Path(k["toml"]).is_absolute() else k["toml"]
+            if toml not in files:
+                files[toml] = launches_from_toml(toml)
+            L = files[toml][k["launch_index"]]
             emu = emus.get(L.file)
             if emu is None:
                 emu = emus[L.file] = Emulator(parse_ptx_file(L.file), address_trace=TRACE_RECORDS)
@@ -198,19 +208,38 @@ def write_arch(path: Path, arch, params: list[str]) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("measurements", nargs="+", help="JSON written by benchmarks/gpu/time_kernels.py (calibration set)")
+    ap.add_argument("measurements", nargs="*", help="JSON written by benchmarks/gpu/time_kernels.py (calibration set)")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--params", default=",".join(DEFAULT_PARAMS), help="comma-separated parameters to fit")
     ap.add_argument("--sweeps", type=int, default=3)
     ap.add_argument("--write", metavar="ARCH_TOML", help="write the fitted values into this arch file")
     ap.add_argument("-j", "--jobs", type=int, default=1)
+    ap.add_argument("--small", action="store_true",
+                    help="CI: 2 parameters, 1 sweep, the launches of SMALL_LAUNCHES in benchmarks/gpu/results/"
+                         "calibration.h100.json (or every launch of the files given); exit 1 when a launch fails")
     args = ap.parse_args(argv)
+    given = bool(args.measurements)
+    if args.small:
+        args.measurements = args.measurements or [str(ROOT / "benchmarks" / "gpu" / "results" / "calibration.h100.json")]
+        if args.params == ",".join(DEFAULT_PARAMS):
+            args.params = "core.launch_overhead_us,core.cta_launch_cycles"
+        args.sweeps = min(args.sweeps, 1)
+    elif not args.measurements:
+        ap.error("give the measurements (JSON of benchmarks/gpu/time_kernels.py), or --small")
     from hypa.runtime.timing import load_arch
 
     runs = []
+    timed = 0
     for m in args.measurements:
         with open(m) as f:
-            runs += emulate_all(json.load(f), args.jobs)
+            data = json.load(f)
+        if args.small and not given:
+            data["kernels"] = [k for k in data.get("kernels", []) if k.get("toml") in SMALL_LAUNCHES]
+        timed += sum(1 for k in data.get("kernels", []) if "median_us" in k)
+        runs += emulate_all(data, args.jobs)
+    if args.small and (len(runs) != timed or not runs):
+        print(f"FAIL: {len(runs)} of {timed} timed launches emulated")
+        return 1
     Reuse()
     arch = load_arch(args.arch)
     params = [p for p in args.params.split(",") if p]
@@ -227,6 +256,12 @@ def main(argv=None) -> int:
     if args.write:
         write_arch(Path(args.write), arch, params)
         print(f"wrote {args.write}")
+    if args.small:
+        before = loss(e0)
+        if not math.isfinite(best) or best > before + 1e-9:
+            print(f"FAIL: mean |log err| {before:.4f} -> {best:.4f}")
+            return 1
+        print(f"{len(runs)} of {timed} timed launches emulated; the fit kept or lowered the error")
     return 0
 
 

@@ -26,7 +26,8 @@ and it is timed:
 
 The registers ptxas gave each kernel (``num_regs``) are recorded too, so the
 validation can take occupancy from them.  ``--dry-run`` checks the launches
-(kernel names, parameter types, buffers) without a GPU or CuPy.
+(kernel names, parameter types, buffers) without a GPU or CuPy, and exits 1 when one cannot
+be timed for a reason other than printf.
 """
 
 from __future__ import annotations
@@ -359,7 +360,11 @@ def main(argv=None) -> int:
             L = it["launch"]
             print(f"{it['toml']}[{it['launch_index']}] {it.get('kernel', L.kernel)} grid={L.grid} block={L.block}"
                   f" params={it.get('params')}: {it['status']}")
-        return 0
+        # a launch the plan cannot time for a reason other than printf is a broken launch file
+        broken = [it for it in items if it["status"] not in ("ok", "skipped: calls printf")]
+        print(f"dry run: {len(items)} launches, {sum(it['status'] == 'ok' for it in items)} ok, "
+              f"{len(items) - len(broken) - sum(it['status'] == 'ok' for it in items)} call printf, {len(broken)} broken")
+        return 1 if broken else 0
     result = run(items, args)
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w") as f:
