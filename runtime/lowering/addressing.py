@@ -3,9 +3,9 @@
 
 A generic or global address is a window (``abi.WINDOW_SHIFT``) and an offset: window 0
 and windows past the last are flat host addresses, valid inside a registered allocation
-(``abi.CTX_FLAT_*``, checked against the range hit last, else searched); shared, const
-and the kernel parameters are one block per CTA, local memory and call parameters a
-block per thread.  A lane outside its space stops the warp with ``ERR_OUT_OF_BOUNDS``.
+(``abi.CTX_FLAT_*``, checked against the range the same access hit last, else searched);
+shared, const and the kernel parameters are one block per CTA, local memory and call
+parameters a block per thread.  A lane outside its space stops the warp with ``ERR_OUT_OF_BOUNDS``.
 
 A state-space address (``ld.local``, ``ld.param``, ``ld.const`` ..., not generic) is the
 offset in its space, checked with all 64 bits: an offset past the end, one that wraps
@@ -78,27 +78,52 @@ def _host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nby
     bad_bits = _flat_check(wf, addr, n, bits)
     wf.error_if(instr, wf.i32_to_mask(bad_bits), abi.ERR_OUT_OF_BOUNDS, addr)
     safe_win = b.select(flat, wf.splat(0, i64), win)
-    tbase = wf.ctx_ptr(abi.CTX_WIN_BASE)
-    tsize = wf.ctx_ptr(abi.CTX_WIN_SIZE)
-    tstride = wf.ctx_ptr(abi.CTX_WIN_STRIDE)
     wmask = b.and_(mask, b.not_(flat))
-    bases = _gather64(wf, tbase, safe_win, wmask)
-    sizes = _gather64(wf, tsize, safe_win, wmask)
-    strides = _gather64(wf, tstride, safe_win, wmask)
-    oob = b.icmp_unsigned(">", b.add(off, n), sizes)
-    wf.error_if(instr, b.and_(wmask, oob), abi.ERR_OUT_OF_BOUNDS, addr)
-    lin = b.zext(wf.thread_lin, ivec(64))
-    host = b.select(flat, addr, b.add(b.add(bases, b.mul(lin, strides)), off))
+    host = b.select(flat, addr, _window_pointers(wf, instr, addr, off, n, safe_win, wmask))
     distance = initcheck.window_distance(wf, safe_win) if initcheck.enabled(wf) else None
     return b.inttoptr(host, VPTR), distance
 
 
+def _window_pointers(wf: WarpFunction, instr: int, addr, off, n, win, wmask) -> ir.Value:
+    """Host addresses of the lanes of ``wmask`` in their windows (``win``), bounds-checked;
+    skipped where no lane is in a window (``hypa run``'s flat memory: three gathers less)."""
+    b = wf.b
+    pre = b.block
+    with b.if_then(b.icmp_unsigned("!=", wf.mask_to_i32(wmask), ir.Constant(i32, 0))):
+        bases = _gather64(wf, wf.ctx_ptr(abi.CTX_WIN_BASE), win, wmask)
+        sizes = _gather64(wf, wf.ctx_ptr(abi.CTX_WIN_SIZE), win, wmask)
+        strides = _gather64(wf, wf.ctx_ptr(abi.CTX_WIN_STRIDE), win, wmask)
+        oob = b.icmp_unsigned(">", b.add(off, n), sizes)
+        wf.error_if(instr, b.and_(wmask, oob), abi.ERR_OUT_OF_BOUNDS, addr)
+        lin = b.zext(wf.thread_lin, ivec(64))
+        host = b.add(b.add(bases, b.mul(lin, strides)), off)
+        done = b.block
+    joined = b.phi(ivec(64))
+    joined.add_incoming(wf.splat(0, i64), pre)
+    joined.add_incoming(host, done)
+    return joined
+
+
+def _site_hint(wf: WarpFunction) -> ir.Value:
+    """This access's own word for the index of the allocation it hit last: one per access,
+    not one per launch (``CTX_FLAT_HINT``), or a kernel reading two arrays alternately
+    misses at every access and searches lane by lane (``hypa_flat_lanes``).  A global of
+    the compiled code, so it lasts across warps, CTAs and launches; only a hint (any value
+    is checked against the table before use), so processes and threads need not agree on it."""
+    g = ir.GlobalVariable(wf.module, i64, wf.module.get_unique_name("flat_hint"))
+    g.linkage = "internal"
+    g.initializer = ir.Constant(i64, 0)
+    return g
+
+
 def _flat_check(wf: WarpFunction, addr: ir.Value, n: ir.Value, bits: ir.Value) -> ir.Value:
     """The lanes (of ``bits``) whose flat address is in no allocation.  Fast path: every
-    lane inside the allocation hit last (one vector compare); else the per-lane search."""
+    lane inside the allocation this access hit last (one vector compare); else the per-lane
+    search, whose last hit becomes this access's hint."""
     b = wf.b
     pre = b.block
     fn = b.function
+    site = _site_hint(wf)
     has_flat = fn.append_basic_block("flat")
     fast = fn.append_basic_block("flat.hint")
     slow = fn.append_basic_block("flat.search")
@@ -108,7 +133,7 @@ def _flat_check(wf: WarpFunction, addr: ir.Value, n: ir.Value, bits: ir.Value) -
     count = wf.ctx_word(abi.CTX_FLAT_N)
     b.cbranch(b.icmp_unsigned("!=", count, ir.Constant(i64, 0)), fast, join)
     b.position_at_end(fast)
-    hint = wf.ctx_word(abi.CTX_FLAT_HINT)
+    hint = b.load(site, typ=i64)
     safe = b.select(b.icmp_unsigned("<", hint, count), hint, ir.Constant(i64, 0))
     start = b.load(b.gep(wf.ctx_ptr(abi.CTX_FLAT_START), [safe], source_etype=i64), typ=i64)
     end = b.load(b.gep(wf.ctx_ptr(abi.CTX_FLAT_END), [safe], source_etype=i64), typ=i64)
@@ -131,6 +156,7 @@ def _flat_check(wf: WarpFunction, addr: ir.Value, n: ir.Value, bits: ir.Value) -
     b.cbranch(b.icmp_unsigned("==", miss, ir.Constant(i32, 0)), join, slow)
     b.position_at_end(slow)
     ok = b.call(flat_lanes_function(wf.module), [wf.ctx, addr, n, miss])
+    b.store(wf.ctx_word(abi.CTX_FLAT_HINT), site)
     bad_slow = b.and_(miss, b.not_(ok))
     slow_end = b.block
     b.branch(join)

@@ -15,7 +15,7 @@ from hypa.runtime.emulator import EmulationError, Emulator
 from hypa.runtime.flat_memory import FlatMemory, HostBinding
 from hypa.runtime.launch import Launch, launches_from_dict
 
-from helpers import build_cuda_program, kernel, run_hypa
+from helpers import build_cuda_program, kernel, run_hypa, store_at_tid
 
 
 # out[i] = *table[i] + k: the pointers come from memory, as in a real program's pointer arrays
@@ -274,3 +274,97 @@ def test_metrics_are_a_mapping_and_inputs_are_copied_unless_in_place():
     m = r.metrics
     assert sorted(m)[:2] == ["branch", "branch_efficiency"] and dict(m)["thread_inst_executed"] == 6 * 32  # 6 instructions
     assert "flop_count_sp" in m and len(m) == len(m.values) and m.get("nope", -1) == -1
+
+
+# out[t] = sum over j < n of a[t + j] + b[t + j]: every iteration reads a, then b
+ALTERNATE = kernel("alt(.param .u64 a, .param .u64 b, .param .u64 out, .param .u32 n)", """
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [b];
+    ld.param.u32 %r9, [n];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r3, 0;
+    mov.u32 %r4, 0;
+$L_loop:
+    setp.ge.u32 %p1, %r3, %r9;
+    @%p1 bra $L_done;
+    add.u32 %r5, %r3, %r1;
+    mul.wide.u32 %rd4, %r5, 4;
+    add.s64 %rd5, %rd1, %rd4;
+    ld.global.u32 %r6, [%rd5];
+    add.s64 %rd6, %rd2, %rd4;
+    ld.global.u32 %r7, [%rd6];
+    add.u32 %r4, %r4, %r6;
+    add.u32 %r4, %r4, %r7;
+    add.u32 %r3, %r3, 1;
+    bra $L_loop;
+$L_done:
+""" + store_at_tid("out", "%r4"), target="sm_90")
+
+
+def _array(mem: FlatMemory, values) -> object:
+    a = mem.allocate(4 * len(values), "device")
+    np.ctypeslib.as_array(a.owner[1])[:] = np.frombuffer(np.asarray(values, np.uint32).tobytes(), np.uint8)
+    return a
+
+
+def test_each_access_remembers_its_allocation_and_stale_hints_are_checked():
+    # each access keeps the allocation it hit last (reading two arrays alternately hits both
+    # hints); the hints outlive the launch, so later launches over a changed table (fewer
+    # allocations, other indices) must still check them, and an overrun still faults
+    mem = FlatMemory(exact_bounds=True)
+    fillers = [mem.allocate(8, "device") for _ in range(4)]
+    a, b = _array(mem, range(64)), _array(mem, [1000 * k for k in range(64)])
+    out = mem.allocate(128, "device")
+    emu = Emulator(parse_ptx(ALTERNATE), mode="full")
+    emu.host = _binding(mem, {})
+
+    def run(x, y, n):
+        emu.run(Launch(kernel="alt", grid=1, block=32, args=[_ptr(x), _ptr(y), _ptr(out), n]))
+        return list(out.owner[1].view(np.uint32))
+
+    assert run(a, b, 32) == [1001 * (32 * t + 496) for t in range(32)]
+    for f in fillers:
+        mem.release(f.start)
+    a2, b2 = _array(mem, [2] * 64), _array(mem, [3] * 64)
+    assert run(b2, a2, 16) == [80] * 32  # other ranges, fewer of them
+    assert run(a, b, 32) == [1001 * (32 * t + 496) for t in range(32)]
+    with pytest.raises(EmulationError) as e:
+        run(a, b, 34)  # thread 31 reads a[64], 0 bytes past the end
+    assert "thread (31, 0, 0)" in str(e.value) and f"{a.start + 256:#x}" in str(e.value)
+    assert "0 bytes past the end of the 256-byte device allocation" in str(e.value)
+
+
+def test_one_generic_access_mixes_window_and_flat_lanes():
+    # even lanes read shared memory through a generic address (a window), odd lanes the
+    # program's memory (flat): one access, both kinds of lanes
+    ptx = kernel("mix(.param .u64 g, .param .u64 out)", """
+    ld.param.u64 %rd10, [g];
+    mov.u32 %r1, %tid.x;
+    mul.lo.u32 %r2, %r1, 3;
+    mul.wide.u32 %rd4, %r1, 4;
+    mov.u64 %rd5, sbuf;
+    add.s64 %rd5, %rd5, %rd4;
+    st.shared.u32 [%rd5], %r2;
+    bar.sync 0;
+    cvta.shared.u64 %rd6, %rd5;
+    add.s64 %rd7, %rd10, %rd4;
+    and.b32 %r3, %r1, 1;
+    setp.eq.u32 %p1, %r3, 0;
+    selp.b64 %rd8, %rd6, %rd7, %p1;
+    ld.u32 %r4, [%rd8];
+""" + store_at_tid("out", "%r4"), before=".shared .align 4 .b8 sbuf[128];\n", target="sm_90")
+    mem = FlatMemory()
+    g = _array(mem, [7 + k for k in range(32)])
+    out = mem.allocate(128, "device")
+    emu = Emulator(parse_ptx(ptx), mode="full")
+    emu.host = _binding(mem, {})
+    emu.run(Launch(kernel="mix", grid=1, block=32, args=[_ptr(g), _ptr(out)]))
+    assert list(out.owner[1].view(np.uint32)) == [3 * t if t % 2 == 0 else 7 + t for t in range(32)]
+
+
+def test_every_global_access_has_its_own_allocation_hint():
+    from hypa.runtime.lowering import build_module
+
+    emu = Emulator(parse_ptx(ALTERNATE), mode="full")
+    text = str(build_module(emu.program("alt")))
+    assert text.count("internal global i64 0") == 3  # a, b and the store to out
