@@ -54,6 +54,7 @@ class RunOptions:
     arch: str = "sm_90"
     results: str | None = None  # where the records go (JSON), read back by `hypa run`
     capture: str | None = None
+    capture_launches: str | None = None  # which launches --capture writes (capture.LaunchSelection)
     program: str = "program"
     exact_bounds: bool = False
     format: str = "table"
@@ -141,7 +142,7 @@ class HostRuntime(TextureRuntime):
         self._said: set[tuple] = set()
         self.finished = False
         self._printf = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(self._device_printf)
-        self._capture_n = 0
+        self._capturer = None  # capture.Capture, made at the first launch under --capture
         self._lock = threading.RLock()
         self._printf_out: list[bytes] = []
 
@@ -439,9 +440,11 @@ class HostRuntime(TextureRuntime):
         return hit
 
     def _capture(self, rec, prog) -> None:
-        from .capture import capture_launch
+        if self._capturer is None:
+            from .capture import Capture
 
-        capture_launch(self, rec, prog)
+            self._capturer = Capture(self)
+        self._capturer.launch(rec, prog)
 
     def _estimate_us(self, index: int) -> float | None:
         """The timing model's estimate of launch ``index`` (computed when first asked)."""
@@ -1040,6 +1043,8 @@ class HostRuntime(TextureRuntime):
                                               for r in self.records if r.result is not None),
                    "emulate_s": sum(r.result.duration_ms for r in self.records if r.result is not None) / 1000,
                    "wall_s": time.perf_counter() - self.t0}
+        if self.opts.capture:
+            summary["capture"] = self._capturer.summary() if self._capturer is not None else {"launches": 0, "chunks": 0, "manifests": 0, "bytes": 0}
         tmp = self.opts.results + ".part"
         with open(tmp, "w") as f:
             json.dump({"text": text, "summary": summary}, f)

@@ -183,6 +183,8 @@ class BufferSpec:
                 if arr.size < n:
                     raise LaunchError(f"buffer '{self.name}': {path} holds {arr.size} elements, count is {n}")
                 return arr[:n].copy()
+            if "chunks" in init:
+                return self._from_chunks(dt, n)
             if "values" in init:
                 arr = np.asarray(init["values"], dt)
                 if arr.size != n:
@@ -194,8 +196,26 @@ class BufferSpec:
                 raise LaunchError(f"buffer '{self.name}': {arr.size} values given, count is {n}")
             return arr
         raise LaunchError(
-            f"buffer '{self.name}': init must be zeros, ones, arange, {{value=..}}, {{random={{..}}}} or {{file=..}}, not {init!r}"
+            f"buffer '{self.name}': init must be zeros, ones, arange, {{value=..}}, {{random={{..}}}}, {{file=..}} "
+            f"or {{chunks=..}}, not {init!r}"
         )
+
+    def _from_chunks(self, dt: np.dtype, n: int) -> np.ndarray:
+        """``{chunks = "buffers/<digest>.manifest"}``: what ``hypa run --capture`` writes
+        (``runtime.chunks``); the manifest must hold at least ``count`` elements."""
+        from .chunks import ChunkError, read_manifest
+
+        path = self.init["chunks"]
+        if not isinstance(path, str):
+            raise LaunchError(f"buffer '{self.name}': chunks must name a manifest file, not {path!r}")
+        path = os.path.join(self.base_dir, path)
+        try:
+            raw = read_manifest(path)
+        except ChunkError as e:
+            raise LaunchError(f"buffer '{self.name}': {e}") from None
+        if raw.size < n * dt.itemsize:
+            raise LaunchError(f"buffer '{self.name}': {path} holds {raw.size} bytes, {n} x {dt} need {n * dt.itemsize}")
+        return raw[: n * dt.itemsize].view(dt)
 
 
 _TEXTURE_KEYS = ("buffer", "format", "width", "height", "depth", "layers", "pitch", "offset", "address_mode",

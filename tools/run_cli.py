@@ -62,7 +62,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="one row per launch, per kernel, or per CUDA source line (build with -lineinfo)")
     rp.add_argument("--capture", metavar="DIR",
                     help="also write each launch as a launch spec with its input buffers to DIR "
-                         "(`hypa profile DIR` replays them)")
+                         "(`hypa profile DIR` replays them), as 64 KiB chunks each stored once")
+    rp.add_argument("--capture-launches", metavar="SPEC",
+                    help="with --capture: only these launches, comma-separated terms any of which selects one: "
+                         "an index (7; launches count from 0), a range (0-9, 100-), every n-th (%%10: 0, 10, 20 ...), "
+                         "a kernel name as --kernel of `hypa profile` takes it, with * ? [..] wildcards "
+                         "(example: 'gemm*,0-9,%%100')")
     rp.add_argument("--build-only", action="store_true",
                     help="build hypa's CUDA runtime libraries, print where they are, and stop")
     return rp
@@ -93,6 +98,15 @@ def run(args: argparse.Namespace) -> int:
         _fail("--jobs must be at least 1")
     if args.step_budget < 0:
         _fail("--step-budget must be positive")
+    if args.capture_launches is not None:
+        from hypa.cudart.capture import LaunchSelection
+
+        if not args.capture:
+            _fail("--capture-launches needs --capture DIR")
+        try:
+            LaunchSelection(args.capture_launches)
+        except ValueError as e:
+            _fail(f"--capture-launches: {e}")
     exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if exe is None or not os.path.isfile(exe):
         _fail(f"{argv[0]}: no such program")
@@ -122,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     opts = {"mode": args.mode, "step_budget": args.step_budget, "memory_metrics": args.memory_metrics,
             "bounds_check": args.bounds_check,
             "initcheck": args.initcheck, "strict": args.strict, "arch": args.arch, "results": results, "capture": os.path.abspath(args.capture) if args.capture else None,
+            "capture_launches": args.capture_launches,
             "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs}
     env = dict(os.environ)
     libdir = os.path.dirname(lib)
@@ -170,4 +185,10 @@ def run(args: argparse.Namespace) -> int:
           f"{'s' if s['kernels'] != 1 else ''}{failed}; "
           f"{s['thread_instructions']} thread-instructions emulated in {s['emulate_s']:.2f} s; "
           f"program ran {s['wall_s']:.2f} s" + (f"; report in {args.output}" if args.output else ""), file=sys.stderr)
+    c = s.get("capture")
+    if c is not None:
+        print(f"hypa run: captured {c['launches']} of {s['launches']} launch{'es' if s['launches'] != 1 else ''} "
+              f"in {args.capture}: {c['bytes'] / 1e6:.1f} MB written ({c['bytes']:,} bytes; {c['chunks']:,} new chunk"
+              f"{'s' if c['chunks'] != 1 else ''}, {c['manifests']:,} manifest{'s' if c['manifests'] != 1 else ''})"
+              + (f"; capture stopped: {c['error']}" if c.get("error") else ""), file=sys.stderr)
     return rc
