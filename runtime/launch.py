@@ -120,13 +120,17 @@ class BufferSpec:
         launch key hashes instead of the bytes.  A file is named by its path, size and
         modification time, as build tools do."""
         init = self.init
-        if isinstance(init, dict) and "file" in init:
-            path = os.path.realpath(os.path.join(self.base_dir, str(init["file"])))
+        kind = next((k for k in ("file", "chunks") if isinstance(init, dict) and k in init), None)
+        if kind == "chunks" and not isinstance(init["chunks"], str):
+            raise LaunchError(f"buffer '{self.name}': chunks must name a manifest file, not {init['chunks']!r}")
+        if kind is not None:  # (a chunk manifest names its chunks by their hashes)
+            path = os.path.realpath(os.path.join(self.base_dir, str(init[kind])))
             try:
                 st = os.stat(path)
             except OSError as e:
-                raise LaunchError(f"buffer '{self.name}': cannot read {path}: {e.strerror or e}") from None
-            init = {"file": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+                what = "chunk manifest " if kind == "chunks" else ""
+                raise LaunchError(f"buffer '{self.name}': cannot read {what}{path}: {e.strerror or e}") from None
+            init = {kind: path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         text = f"{np.dtype(self.dtype).str}:{self.count}:{init!r}"
         if len(text) > 256:  # long value lists: their digest
             text = text[:64] + hashlib.sha256(text.encode()).hexdigest()

@@ -33,6 +33,8 @@ RESULTS = "benchmarks/gpu/results"
 #: (script, arguments, tools it needs, a line its output must hold: what it measured)
 SMALL = [
     ("cache_replay.py", ["--small"], (), r"^native replay equals the Python reference in 2 cases$"),
+    # hypa run --capture: the tracked and hashed captures store the same files, the replay counts the same
+    ("capture.py", ["--small"], ("nvcc",), r"^replay: 20 launches, the same counts as the run$"),
     ("fuzz.py", ["--small"], (), r"^fuzz: seed 20261126, 120 cases in \d+ s$"),
     ("module_graph.py", ["--small"], (), r"^\d+ modules, \d+ import edges, 0 cycles, 0 private names imported"),
     ("parse.py", ["--small"], (), r"^round trip: (\d+) of \1 files print to a fixpoint$"),
