@@ -156,7 +156,6 @@ class _Region:
 
     alloc: weakref.ref
     start: int
-    size: int
     mapped: int  # bytes of the mapping (whole pages) the tracker watches
     digests: list = field(default_factory=list)
 
@@ -201,7 +200,7 @@ class Capture:
         # forked workers (-j) write through their own mappings, which no tracker sees
         track = rt.opts.jobs == 1 and os.environ.get(TRACKING_ENV, "1") != "0"
         self.tracker = WrittenPages.open() if track else None
-        self.regions: dict[int, _Region | None] = {}
+        self.regions: dict[int, _Region] = {}  # by start address
         self.checked: set[str] = set()  # chunks looked at for addresses of allocations
         self.pointer_chunks: set[str] = set()  # ... that hold one
 
@@ -326,7 +325,7 @@ class Capture:
             mapped = _mapping_length(alloc)
             if not mapped or not self.tracker.watch(alloc.start, mapped):
                 return None
-            r = _Region(weakref.ref(alloc), alloc.start, alloc.size, mapped, [None] * -(-alloc.size // CHUNK_BYTES))
+            r = _Region(weakref.ref(alloc), alloc.start, mapped, [None] * -(-alloc.size // CHUNK_BYTES))
             self.regions[alloc.start] = r
             return r
         try:
