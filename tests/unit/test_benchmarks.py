@@ -47,6 +47,8 @@ SMALL = [
     ("slice_stats.py", ["--small"], (), r"^16 files, 34 kernels, 0 failures, [\d.]+ s$"),
     ("timing_calibrate.py", ["--small"], (), r"^8 of 8 timed launches emulated; the fit kept or lowered the error$"),
     ("timing_validate.py", ["--small"], (), r"^8 of 8 timed launches emulated and estimated$"),
+    # every measurement the README's Speed section quotes, small, under a dated header
+    ("speed.py", ["--small"], (), r"^speed: \d+ measurements$"),
     # whole processes over 64 MiB buffers; the 2x module does exactly twice the work
     ("workload.py", ["--small"], (), r"^\| 2x \| 6 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 114 \| 6 \|$"),
     ("gpu/time_kernels.py", ["--dry-run", "tests/kernels/launches", "benchmarks/gpu/launches"], (),
