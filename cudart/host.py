@@ -1020,23 +1020,23 @@ class HostRuntime(TextureRuntime):
 
         prof = Profile(self.records, [], [m.source for m in self.modules.values() if m.source is not None],
                        time.perf_counter() - self.t0, "this machine, inside the program")
-        if self.opts.by == "line":
-            text = report.profile_lines(prof, self.opts.format)
-        elif self.opts.format == "json":
-            dicts = report.profile_dicts(prof)
-            if self.opts.by == "kernel":
-                dicts = report.by_kernel(dicts)
-            else:  # a failed launch is part of the run too: its error in place of metrics
-                dicts += [{"launch": r.index, "kernel": r.kernel, "grid": list(r.launch.grid),
-                           "block": list(r.launch.block), "file": r.source.path, "member": r.source.member,
-                           "error": r.error} for r in prof.errors]
-                dicts.sort(key=lambda d: d["launch"])
-            text = json.dumps(dicts, indent=2, default=_json_default) + "\n"
-        elif self.opts.format == "csv":
-            text = report.profile_csv(prof, by=self.opts.by)
-        else:
-            text = report.profile_table(prof, by=self.opts.by)
-            text = "".join(ln for ln in text.splitlines(True) if not ln.startswith("hypa profile:"))
+        # the report goes to a file of its own, written as it is formatted (JSON one launch at a
+        # time): a run of thousands of launches never holds its whole report in memory
+        text_path = self.opts.results + ".text"
+        with open(text_path, "w") as out:
+            if self.opts.by == "line":
+                out.write(report.profile_lines(prof, self.opts.format))
+            elif self.opts.format == "json":
+                if self.opts.by == "kernel":
+                    out.write(json.dumps(report.by_kernel(report.profile_dicts(prof)), indent=2,
+                                         default=_json_default) + "\n")
+                else:  # a failed launch is part of the run too: its error in place of metrics
+                    report.write_records_json(out, self.records, errors=True)
+            elif self.opts.format == "csv":
+                out.write(report.profile_csv(prof, by=self.opts.by))
+            else:
+                text = report.profile_table(prof, by=self.opts.by)
+                out.write("".join(ln for ln in text.splitlines(True) if not ln.startswith("hypa profile:")))
         summary = {"launches": len(self.records), "failed": len(prof.errors),
                    "kernels": len({(r.source.label, r.kernel) for r in self.records}),
                    "thread_instructions": sum(int(r.result.metrics.values["thread_inst_executed"])
@@ -1047,7 +1047,7 @@ class HostRuntime(TextureRuntime):
             summary["capture"] = self._capturer.summary() if self._capturer is not None else {"launches": 0, "chunks": 0, "manifests": 0, "bytes": 0}
         tmp = self.opts.results + ".part"
         with open(tmp, "w") as f:
-            json.dump({"text": text, "summary": summary}, f)
+            json.dump({"text_file": text_path, "summary": summary}, f)
         os.replace(tmp, self.opts.results)
 
 

@@ -307,28 +307,42 @@ def write_profile_json(profile, out, per_cta: bool = False, by: str = "launch") 
     """``profile_json`` written to ``out`` as it is made: with ``per_cta`` each CTA's entry is
     formatted and written on its own, so a launch of millions of CTAs never holds its whole
     report in memory (the same JSON value as ``profile_json``)."""
-    if by == "kernel" or not per_cta:
+    if by == "kernel":
         out.write(profile_json(profile, per_cta, by))
         return
+    write_records_json(out, profile.records, per_cta)
+
+
+def write_records_json(out, records, per_cta: bool = False, errors: bool = False) -> None:
+    """Launch records as a JSON list written one record at a time (the text ``json.dumps``
+    of the list with ``indent=2`` gives), so the report of thousands of launches, or of a
+    launch of millions of CTAs (``per_cta``), is never held in memory whole.  ``errors``: a
+    failed launch is an entry too, its error in place of metrics (``hypa run``)."""
     out.write("[")
     n = 0
-    for rec in profile.records:
+    for rec in records:
         r = rec.result
         if r is None:
+            if errors and rec.error is not None:
+                d = {"launch": rec.index, "kernel": rec.kernel, "grid": list(rec.launch.grid),
+                     "block": list(rec.launch.block), "file": rec.source.path, "member": rec.source.member,
+                     "error": rec.error}
+                out.write(("," if n else "") + "\n" + "\n".join("  " + ln for ln in json.dumps(d, indent=2).splitlines()))
+                n += 1
             continue
         head = json.dumps(record_dict(rec, per_cta=False), indent=2, default=_json_default)
-        if r.per_cta is not None:
+        if per_cta and r.per_cta is not None:
             head = head.rstrip()[:-1].rstrip() + ',\n  "ctas": ['
         out.write(("," if n else "") + "\n" + "\n".join("  " + ln for ln in head.splitlines()))
         n += 1
-        if r.per_cta is None:
+        if not per_cta or r.per_cta is None:
             continue
         first = r.ctas[0] if r.ctas else 0
         for i, v in enumerate(r.per_cta):
             entry = {"cta": cta_coords(first + i, r.grid), **{k: v[k] for k in METRIC_NAMES}}
             out.write(("," if i else "") + "\n      " + json.dumps(entry, default=_json_default))
         out.write("\n    ]\n  }")
-    out.write("\n]\n")
+    out.write("\n]\n" if n else "]\n")
 
 
 def _json_default(o):

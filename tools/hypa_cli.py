@@ -96,8 +96,9 @@ def profile(args: argparse.Namespace) -> int:
 
     prof = _run(args)
     with phase("report"):
-        if args.format == "json" and args.per_cta and args.by != "line":
-            # per-CTA entries are written as they are formatted (millions of CTAs)
+        if args.format == "json" and args.by == "launch":
+            # records (and per-CTA entries) are written as they are formatted: thousands of
+            # launches, millions of CTAs
             out = open(args.output, "w") if args.output else sys.stdout
             try:
                 report.write_profile_json(prof, out, args.per_cta, args.by)

@@ -163,7 +163,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         with open(results) as f:
             out = json.load(f)
-    except (OSError, ValueError):
+        if args.output:  # the report, copied as it was written (never whole in memory)
+            with open(out["text_file"]) as src, open(args.output, "w") as dst:
+                shutil.copyfileobj(src, dst)
+        else:
+            with open(out["text_file"]) as src:
+                shutil.copyfileobj(src, sys.stderr)
+    except (OSError, ValueError, KeyError):
         out = None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -174,11 +180,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"hypa run: {os.path.basename(exe)} ended before hypa could write its results "
               f"(it made no CUDA call, or exited abnormally)", file=sys.stderr)
         return rc
-    if args.output:
-        with open(args.output, "w") as f:
-            f.write(out["text"])
-    else:
-        sys.stderr.write(out["text"])
     s = out["summary"]
     failed = f", {s['failed']} failed" if s["failed"] else ""
     print(f"hypa run: {s['launches']} launch{'es' if s['launches'] != 1 else ''} of {s['kernels']} kernel"
