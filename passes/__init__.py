@@ -14,6 +14,7 @@ _PASSES = {
     "ptx-to-ssa": ("ssa", "PTXToSSA"),
     "ptx-out-of-ssa": ("out_of_ssa", "PTXOutOfSSA"),
     "slice-branches": ("slice", "SliceBranches"),
+    "hoist-bounds-checks": ("hoist_checks", "HoistBoundsChecks"),
     "count-instructions": ("count", "CountInstructions"),
     "print-cfg-dot": ("cfg_dot", "PrintCFGDot"),
     "instrument-block-counters": ("instrument", "InstrumentBlockCounters"),

@@ -194,6 +194,7 @@ class Emulator:
         stack_size: int = abi.DEFAULT_STACK_SIZE,
         reconvergence: str = "yield",
         address_trace: int = 0,
+        hoist_checks: bool = True,
     ):
         #: records of the address trace kept per launch (0: none), for the timing estimate's
         #: cache model (runtime/cache_model.py); a trace needs the memory-metrics slots
@@ -219,6 +220,9 @@ class Emulator:
         #: slice mode: also compute and bounds-check the address of every access (full mode
         #: always checks); False: accesses outside the slice are not checked (cheaper)
         self.bounds_check = bool(bounds_check)
+        #: slice mode's bounds checks of affine accesses once per loop entry (False: every
+        #: access, every trip: the same results, slower; for comparisons)
+        self.hoist_checks = bool(hoist_checks)
         self.module = module
         self.mode = mode
         self.exact_predicates = exact_predicates
@@ -237,7 +241,7 @@ class Emulator:
 
     def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
         key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics, self.bounds_check,
-               self.initcheck, self.reconvergence)
+               self.initcheck, self.reconvergence, self.hoist_checks)
         p = self._programs.get(key)
         if p is None:
             with phase("prepare"):
@@ -247,7 +251,8 @@ class Emulator:
                     self._symbols = SymbolIndex.of(self.module)
                 p = prepare(self.module, self.kernel(kernel), self.mode, self.exact_predicates, alias or self.alias,
                             self.memory_metrics, index=self._symbols, bounds_check=self.bounds_check,
-                            initcheck=self.initcheck, reconvergence=self.reconvergence)
+                            initcheck=self.initcheck, reconvergence=self.reconvergence,
+                            hoist_checks=self.hoist_checks)
             self._programs[key] = p
         return p
 

@@ -19,6 +19,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
+from hypa.passes.hoist_checks import HoistPlan
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
 from hypa.passes.inline import (
     CALL_ATTR,
@@ -148,6 +149,10 @@ class KernelProgram:
     #: what slice mode emulates only to compute the addresses it checks; None: ``emulated``
     sliced: set[InstructionOp] | None = None
     bounds_check: bool = True
+    #: slice mode: the bounds checks made once per loop entry (``passes/hoist_checks.py``),
+    #: and per hoisted loop the frame offset of its word of proven lanes
+    hoist: HoistPlan | None = None
+    hoist_masks: list[int] = field(default_factory=list)
     #: reads of shared/local bytes no thread wrote are counted (``runtime/lowering/initcheck.py``)
     initcheck: bool = True
     #: per block: the activation it runs in (the kernel, or a recursive function's copy)
@@ -325,6 +330,7 @@ def prepare(
     bounds_check: bool = True,
     initcheck: bool = True,
     reconvergence: str = "yield",
+    hoist_checks: bool = True,
 ) -> KernelProgram:
     """Prepare one kernel of a module for lowering: the end of a pass pipeline.
 
@@ -339,7 +345,9 @@ def prepare(
 
     ``bounds_check`` (slice mode): the address of every access outside the slice is computed
     too (``passes.slice.address_support``) and checked as full mode checks it; the memory is
-    neither read nor written, and reports count the slice alone.
+    neither read nor written, and reports count the slice alone.  ``hoist_checks``: where an
+    address is affine in a loop's trip, the range of the whole loop is checked once per entry
+    instead (``passes/hoist_checks.py``; lanes it cannot prove check each access as before).
 
     ``initcheck``: loads of shared and local bytes that no thread of the CTA has written are
     counted (full mode, and slice mode with ``bounds_check``: it sees every access there).
@@ -376,8 +384,10 @@ def prepare(
     # the code generator
     bounds_check = bool(bounds_check) and mode == "slice"
     initcheck = bool(initcheck) and (mode == "full" or bounds_check)
+    hoist_checks = bool(hoist_checks) and bounds_check
     key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics,
-                       _slice_signature(func) if recorded is not None else "", bounds_check, initcheck, reconvergence)
+                       _slice_signature(func) if recorded is not None else "", bounds_check, initcheck, reconvergence,
+                       hoist_checks)
     try:
         if has_calls_to_inline(module, func):
             if is_ssa(func):  # inlining works on register form
@@ -460,8 +470,17 @@ def prepare(
     emulated = emulated | support
     emulated_args = emulated_args | support_args
     address_users |= checked
+    hoist = None
+    if hoist_checks and checked and slice_info is not None:
+        hoist = _plan_hoisting(func, cfg, slice_info, support, emulated_args, checked, mem_ops, initcheck)
     local_values = _block_local_values(cfg, emulated | address_users, set(barriers) | set(yields))
+    if hoist is not None:  # computed in some lanes only, or read by a preheader: in the frame
+        local_values -= hoist.conditional_values() | hoist.leaves()
     slots, frame_bytes = _frame_slots(cfg, emulated, emulated_args, address_users, local_values)
+    hoist_masks: list[int] = []
+    if hoist is not None:
+        hoist_masks = [frame_bytes + 4 * k for k in range(len(hoist.loops))]
+        frame_bytes = _align(frame_bytes + 4 * len(hoist.loops), SLOT_ALIGN)
 
     pred_counters: dict[InstructionOp, int] = {}
     for op in instructions:
@@ -559,6 +578,8 @@ def prepare(
         checked=checked,
         sliced=sliced if support else None,
         bounds_check=bounds_check,
+        hoist=hoist,
+        hoist_masks=hoist_masks,
         initcheck=initcheck,
         exact_predicates=exact_predicates,
         notes=notes,
@@ -583,6 +604,26 @@ def prepare(
     count("functions prepared (kernels and the functions they call)", len(extracted.functions))
     prog.key = key
     return prog
+
+
+def _plan_hoisting(func: FuncOp, cfg: CFG, slice_info: FunctionSlice, support: set[InstructionOp],
+                   emulated_args: set[BlockArgument], checked: set[InstructionOp], mem_ops: dict[InstructionOp, int],
+                   initcheck: bool) -> HoistPlan | None:
+    """The hoisted bounds checks (None: none).  Accesses whose guard is counted, or whose
+    address memory metrics record, keep their check where they are."""
+    from hypa.passes.hoist_checks import plan_hoisting
+
+    from .phases import count
+
+    counted = {op for op in checked if op.guard_pred is not None
+               and (op.operands[0] in slice_info.values or isinstance(op.operands[0].owner, EntryValueOp))}
+    plan = plan_hoisting(func, cfg, set(slice_info.ops), support, emulated_args, checked, set(mem_ops) | counted,
+                         initcheck)
+    if not plan.loops:
+        return None
+    count("loops whose bounds checks are hoisted", len(plan.loops))
+    count("accesses checked once per loop entry", len(plan.hoisted))
+    return plan
 
 
 def _frame_slots(cfg: CFG, emulated: set[InstructionOp], emulated_args: set[BlockArgument],
@@ -687,7 +728,8 @@ def _edge_values(term, k: int) -> list[SSAValue]:
 
 
 def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool,
-                 recorded: str, bounds_check: bool = True, initcheck: bool = True, reconvergence: str = "yield") -> str:
+                 recorded: str, bounds_check: bool = True, initcheck: bool = True, reconvergence: str = "yield",
+                 hoist_checks: bool = True) -> str:
     """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's), the slice
     the input records (if any) and the options."""
     from hypa.ptxdialect.printer import module_to_ptx
@@ -695,6 +737,8 @@ def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: 
     h = hashlib.sha256()
     h.update(module_to_ptx(module).encode())
     h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}|{initcheck}|{reconvergence}".encode())
+    if not hoist_checks and bounds_check:
+        h.update(b"|no-hoist")
     return h.hexdigest()[:32]
 
 

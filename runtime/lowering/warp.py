@@ -30,7 +30,7 @@ from hypa.ptxdialect.printer import instruction_text
 
 from .. import abi
 from ..program import KernelProgram, reconvergence
-from . import semantics  # noqa: F401  (registers the rules)
+from . import hoisted, semantics  # noqa: F401  (registers the rules)
 from .calls import emit_dispatch, emit_real_call, emit_real_return
 from .emitter import Emitter
 from .function import WarpFunction
@@ -258,11 +258,16 @@ class WarpCodegen(WarpFunction):
             b.store(b.add(b.load(wp, typ=i64), ir.Constant(i64, n_instr)), wp)
         block = prog.cfg.blocks[bi]
         term = block.last_op
+        hoist = prog.hoist
         for op in block.ops:
             if op is term:
                 break
             if isinstance(op, InstructionOp):
+                if hoist is not None:
+                    hoisted.before_instruction(self, op)
                 self.gen_instruction(op)
+        if hoist is not None:
+            hoisted.block_end(self, bi)
         self.gen_terminator(bi, term)
 
     def gen_instruction(self, op: InstructionOp) -> None:
@@ -385,9 +390,16 @@ class WarpCodegen(WarpFunction):
             vals = list(term.successor_operands(slot))
         else:
             vals = []
+        hoist = prog.hoist
+        later = []
         for a, v in zip(succ_block.args, vals):
             if a in prog.emulated_args:
+                if hoist is not None and a in hoist.conditional_args and bi in hoist.conditional_args[a].blocks:
+                    later.append((a, v))  # a back edge: only the loop's unproven lanes need it
+                    continue
                 self.write(a, self.read(v), mask, blend=True)
+        if later:
+            hoisted.edge_writes(self, bi, later, mask)
 
     def gen_terminator(self, bi: int, term) -> None:
         prog = self.prog
