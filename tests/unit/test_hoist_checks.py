@@ -252,10 +252,13 @@ def test_proven_lanes_skip_the_per_access_checks(monkeypatch):
     """White box: make the code of unproven lanes trap.  In bounds, no lane runs it (the
     range check proved them all); one float short, the lanes whose range leaves the buffer
     (only thread 255's: its last trip's second load) run it."""
-    from hypa.runtime import abi
+    from hypa.runtime import abi, jit
     from hypa.runtime.lowering import hoisted
 
-    monkeypatch.setenv("HYPA_NO_CACHE", "1")  # the patched lowering must not come from the cache
+    # the patched code neither comes from the caches nor stays in them
+    monkeypatch.setenv("HYPA_NO_CACHE", "1")
+    monkeypatch.setattr(jit, "_engines", {})
+    monkeypatch.setattr(jit, "_SOURCES", "hoisted checks that trap")
     open_region = hoisted.before_instruction
 
     def trapping(wf, op):
@@ -268,3 +271,41 @@ def test_proven_lanes_skip_the_per_access_checks(monkeypatch):
     assert _colsum(2560).metrics.values == _colsum(2560, hoist_checks=False).metrics.values
     with pytest.raises(EmulationError, match=r"trap executed at kernel colsum, CTA \(0, 0, 0\), thread \(255, 0, 0\)"):
         _colsum(2559)
+
+
+#: a[i] for i = 0, 4, 8 ... while i != n: with n = 10 the loop never meets its exit test
+NE_LOOP = kernel("ne(.param .u32 n, .param .u64 a, .param .u64 out)", """
+    ld.param.u32 %r1, [n];
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [out];
+    cvta.to.global.u64 %rd3, %rd1;
+    mov.u32 %r3, 0;
+    mov.f32 %f1, 0f00000000;
+$L_loop:
+    mul.wide.s32 %rd4, %r3, 4;
+    add.s64 %rd5, %rd3, %rd4;
+    ld.global.f32 %f2, [%rd5];
+    add.f32 %f1, %f1, %f2;
+    add.s32 %r3, %r3, 4;
+    setp.ne.s32 %p2, %r3, %r1;
+    @%p2 bra $L_loop;
+    cvta.to.global.u64 %rd6, %rd2;
+    st.global.f32 [%rd6], %f1;
+    ret;
+""")
+
+
+@pytest.mark.parametrize("n", [8, 10, 16, 18])
+def test_a_trip_count_the_exit_test_does_not_confirm_is_not_used(n):
+    """i != n with a step of 4: n = 10 and 18 are never met (dividing gives 2 and 4 trips,
+    whose range the buffer of 16 floats holds); the loop runs until it reads past the buffer,
+    at i = 16, as without hoisting.  n = 8 and 16 are met, in bounds."""
+    def run(**options):
+        return emulate(NE_LOOP, [n, "a", "out"], {"a": np.ones(16, np.float32), "out": np.zeros(1, np.float32)},
+                       block=1, step_budget=10**5, **options)
+
+    outcome = _outcome(run)
+    assert outcome == _outcome(run, hoist_checks=False)
+    assert (outcome[0] == "error") == (n in (10, 18))
+    if n in (10, 18):
+        assert "ld.global.f32 %f2, [%rd5]; (block $L_loop) touches address 0x80000000040" in outcome[1]
