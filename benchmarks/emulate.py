@@ -105,13 +105,55 @@ def whole_processes(iters: int, threads: int, fmas: int) -> None:
     shutil.rmtree(d, ignore_errors=True)
 
 
+#: column sums, as PolyBench's mean and correlation kernels walk a matrix: thread t adds
+#: a[j*cols + t] over the n rows, one load a trip, its address affine in the trip
+COLUMN_SUMS = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry colsum(.param .u32 n, .param .u32 cols, .param .u64 a, .param .u64 out)
+{
+\t.reg .pred %p<3>;
+\t.reg .b32 %r<8>;
+\t.reg .f32 %f<3>;
+\t.reg .b64 %rd<9>;
+\tld.param.u32 %r1, [n];
+\tld.param.u32 %r5, [cols];
+\tld.param.u64 %rd1, [a];
+\tld.param.u64 %rd2, [out];
+\tcvta.to.global.u64 %rd3, %rd1;
+\tmov.u32 %r6, %ctaid.x;
+\tmov.u32 %r7, %ntid.x;
+\tmov.u32 %r2, %tid.x;
+\tmad.lo.s32 %r2, %r6, %r7, %r2;
+\tmov.f32 %f1, 0f00000000;
+\tmov.u32 %r3, 0;
+\tmov.u32 %r4, %r2;
+$L_loop:
+\tmul.wide.s32 %rd4, %r4, 4;
+\tadd.s64 %rd5, %rd3, %rd4;
+\tld.global.f32 %f2, [%rd5];
+\tadd.f32 %f1, %f1, %f2;
+\tadd.s32 %r4, %r4, %r5;
+\tadd.s32 %r3, %r3, 1;
+\tsetp.lt.s32 %p2, %r3, %r1;
+\t@%p2 bra $L_loop;
+\tcvta.to.global.u64 %rd6, %rd2;
+\tmul.wide.u32 %rd7, %r2, 4;
+\tadd.s64 %rd8, %rd6, %rd7;
+\tst.global.f32 [%rd8], %f1;
+\tret;
+}
+"""
+
+
 def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice") -> None:
     """``mode`` with and without an ``Emulator`` option (``bounds_check``: slice mode's bounds
-    checks; ``initcheck``: the shadow bytes of shared/local memory), the same launches in one
-    process: every bundled launch spec (tests/kernels/launches), saxpy on 1M threads (three
-    accesses a thread, all outside the slice) and the FMA loop (no access in the loop).
-    Emulation time is the median of ``repeats`` runs of the compiled code, alternating the
-    two variants; compile time is the first run's."""
+    checks, also with them but without hoisting them out of loops; ``initcheck``: the shadow
+    bytes of shared/local memory), the same launches in one process: every bundled launch
+    spec (tests/kernels/launches), saxpy on 1M threads (three accesses a thread, all outside
+    the slice), the FMA loop (no access in the loop) and column sums (a loop of loads whose
+    checks are hoisted).  Emulation time is the median of ``repeats`` runs of the compiled
+    code, alternating the variants; compile time is the first run's."""
     import glob
     import statistics
 
@@ -122,43 +164,66 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice")
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     saxpy = os.path.join(root, "examples", "saxpy.ptx")
     n = 1 << 20
+    rows, cols = 256, 16384
     cases = [("saxpy 1M threads", parse_ptx_file(saxpy),
               [Launch(grid=n // 256, block=256, args=[n, 2.0, "x", "y"],
                       buffers={"x": np.arange(n, dtype=np.float32), "y": np.ones(n, np.float32)})]),
              ("FMA loop 65,536 threads", parse_ptx(compute_kernel()),
-              [Launch(kernel="spin", grid=256, block=256, args=[200, "out"], buffers={"out": np.zeros(65536, np.float32)})])]
+              [Launch(kernel="spin", grid=256, block=256, args=[200, "out"], buffers={"out": np.zeros(65536, np.float32)})]),
+             (f"column sums {rows}x{cols}", parse_ptx(COLUMN_SUMS),
+              [Launch(kernel="colsum", grid=cols // 256, block=256, args=[rows, cols, "a", "out"],
+                      buffers={"a": np.ones(rows * cols, np.float32), "out": np.zeros(cols, np.float32)})])]
     for spec in sorted(glob.glob(os.path.join(root, "tests", "kernels", "launches", "*.toml"))):
         launches = launches_from_toml(spec)
         files = {L.file for L in launches}
         if len(files) != 1 or None in files:
             continue
         cases.append((os.path.basename(spec)[:-5], parse_ptx_file(files.pop()), launches))
-    tot = {True: 0.0, False: 0.0}
-    ctot = {True: 0.0, False: 0.0}
-    print(f"{mode} mode, {option} on vs off")
-    print(f"{'launches':<26} {'on ms':>11} {'off ms':>13} {'ratio':>6} {'compile ratio':>14}")
+    if option == "bounds_check":
+        variants = {"on": {"bounds_check": True}, "unhoisted": {"bounds_check": True, "hoist_checks": False},
+                    "off": {"bounds_check": False}}
+    else:
+        variants = {"on": {option: True}, "off": {option: False}}
+    tot = dict.fromkeys(variants, 0.0)
+    ctot = dict.fromkeys(variants, 0.0)
+    print(f"{mode} mode, {option} on vs off" + (" (unhoisted: on, every access checked where it is)"
+                                                if "unhoisted" in variants else ""))
+    head = f"{'launches':<26} {'on ms':>9}" + (f" {'unhoisted ms':>13}" if "unhoisted" in variants else "")
+    print(head + f" {'off ms':>9} {'on/off':>7}" + (f" {'unhoisted/off':>14}" if "unhoisted" in variants else "")
+          + f" {'compile on/off':>15}" + (f" {'unhoisted/off':>14}" if "unhoisted" in variants else ""))
     for name, module, launches in cases:
-        emus = {bc: Emulator(module, mode=mode, **{option: bc}) for bc in (True, False)}
-        comp = {}
-        for bc, emu in emus.items():
-            comp[bc] = sum(emu.run(L).compile_ms for L in launches) / 1000
-        times = {True: [], False: []}
+        emus = {v: Emulator(module, mode=mode, **kw) for v, kw in variants.items()}
+        comp = {v: sum(emu.run(L).compile_ms for L in launches) / 1000 for v, emu in emus.items()}
+        times: dict[str, list[float]] = {v: [] for v in variants}
         for _ in range(repeats):
-            for bc, emu in emus.items():
+            for v, emu in emus.items():
                 t0 = time.perf_counter()
-                results = [emu.run(L) for L in launches]
-                times[bc].append(time.perf_counter() - t0)
-        med = {bc: statistics.median(t) for bc, t in times.items()}
-        for bc in (True, False):
-            tot[bc] += med[bc]
-            ctot[bc] += comp[bc]
-        print(f"{name:<26} {1000 * med[True]:>11.2f} {1000 * med[False]:>13.2f} {med[True] / med[False]:>6.2f} "
-              f"{comp[True] / comp[False] if comp[False] else float('nan'):>14.2f}")
-        checked = [emus[True].run(L).metrics.values for L in launches]
-        unchecked = [emus[False].run(L).metrics.values for L in launches]
-        assert checked == unchecked, f"{name}: counts differ with {option}"
-    print(f"all: emulation {tot[True]:.3f} s on / {tot[False]:.3f} s off = {tot[True] / tot[False]:.2f}x; "
-          f"compile {ctot[True]:.2f} s / {ctot[False]:.2f} s = {ctot[True] / ctot[False]:.2f}x")
+                for L in launches:
+                    emu.run(L)
+                times[v].append(time.perf_counter() - t0)
+        med = {v: statistics.median(t) for v, t in times.items()}
+        for v in variants:
+            tot[v] += med[v]
+            ctot[v] += comp[v]
+        row = f"{name:<26} {1000 * med['on']:>9.2f}"
+        if "unhoisted" in variants:
+            row += f" {1000 * med['unhoisted']:>13.2f}"
+        row += f" {1000 * med['off']:>9.2f} {med['on'] / med['off']:>7.2f}"
+        if "unhoisted" in variants:
+            row += f" {med['unhoisted'] / med['off']:>14.2f}"
+        row += f" {comp['on'] / comp['off'] if comp['off'] else float('nan'):>15.2f}"
+        if "unhoisted" in variants:
+            row += f" {comp['unhoisted'] / comp['off'] if comp['off'] else float('nan'):>14.2f}"
+        print(row)
+        counts = {v: [emu.run(L).metrics.values for L in launches] for v, emu in emus.items()}
+        assert all(c == counts["off"] for c in counts.values()), f"{name}: counts differ with {option}"
+    line = f"all: emulation {tot['on']:.3f} s on / {tot['off']:.3f} s off = {tot['on'] / tot['off']:.2f}x"
+    if "unhoisted" in variants:
+        line += f" (unhoisted {tot['unhoisted']:.3f} s = {tot['unhoisted'] / tot['off']:.2f}x)"
+    line += f"; compile {ctot['on']:.2f} s / {ctot['off']:.2f} s = {ctot['on'] / ctot['off']:.2f}x"
+    if "unhoisted" in variants:
+        line += f" (unhoisted {ctot['unhoisted']:.2f} s = {ctot['unhoisted'] / ctot['off']:.2f}x)"
+    print(line)
 
 
 def main() -> None:
@@ -168,7 +233,8 @@ def main() -> None:
     ap.add_argument("--processes", action="store_true", help="whole hypa-opt processes, slice vs full mode")
     ap.add_argument("--fmas", type=int, default=17, help="with --processes: FMAs per loop trip (default 17: 15%% slice)")
     ap.add_argument("--bounds", action="store_true",
-                    help="slice mode with vs without bounds checks (--no-bounds-check) on the bundled launches")
+                    help="slice mode with bounds checks (hoisted out of loops, and not) vs without "
+                         "(--no-bounds-check) on the bundled launches")
     ap.add_argument("--initcheck", action="store_true",
                     help="initcheck (shadow bytes of shared/local memory) on vs off (--no-initcheck), full mode")
     ap.add_argument("--repeats", type=int, default=5, help="with --bounds/--initcheck: runs of each variant (median)")

@@ -562,7 +562,7 @@ class _Context:
 
 def plan_hoisting(func: FuncOp, cfg: CFG, slice_ops: set[InstructionOp], support: set[InstructionOp],
                   emulated_args: set[BlockArgument], checked: set[InstructionOp],
-                  exclude: Iterable[InstructionOp] = (), initcheck: bool = True) -> HoistPlan:
+                  exclude: Iterable[InstructionOp] = ()) -> HoistPlan:
     """The loops whose checks are hoisted, for slice mode with bounds checks: ``slice_ops``
     the slice, ``support`` the address arithmetic ``slice.address_support`` adds to it,
     ``emulated_args`` the block arguments either computes, ``checked`` the accesses whose
@@ -815,12 +815,14 @@ class HoistBoundsChecks(ModulePass):
     name = "hoist-bounds-checks"
 
     alias: str = "param"
-    initcheck: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from .inline import has_calls_to_inline
         from .slice import SliceBranches, address_support, recorded_slice
 
-        funcs = [f for f in op.ops if isinstance(f, FuncOp) and f.is_kernel and not f.is_declaration]
+        # a kernel that calls functions is emulated inlined: its loops are planned then
+        funcs = [f for f in op.ops if isinstance(f, FuncOp) and f.is_kernel and not f.is_declaration
+                 and not has_calls_to_inline(op, f)]
         if any(recorded_slice(f) is None for f in funcs):
             SliceBranches(alias=self.alias).apply(ctx, op)
         for f in funcs:
@@ -831,5 +833,5 @@ class HoistBoundsChecks(ModulePass):
             support, support_args, checked = address_support(op, fs, self.alias)
             cfg = CFG.of(f)
             args = {v for v in fs.values if isinstance(v, BlockArgument)} | support_args
-            plan = plan_hoisting(f, cfg, set(fs.ops), support, args, checked, (), self.initcheck)
+            plan = plan_hoisting(f, cfg, set(fs.ops), support, args, checked)
             mark_plan(plan, cfg)

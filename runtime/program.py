@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -19,7 +20,6 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
-from hypa.passes.hoist_checks import HoistPlan
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
 from hypa.passes.inline import (
     CALL_ATTR,
@@ -49,6 +49,9 @@ from hypa.ptxdialect.dialect import (
     VarOp,
 )
 from hypa.ptxdialect.printer import instruction_text
+
+if TYPE_CHECKING:  # the pass loads when a kernel has checks to hoist
+    from hypa.passes.hoist_checks import HoistPlan
 
 LANES = 32
 SLOT_ALIGN = 64
@@ -472,7 +475,7 @@ def prepare(
     address_users |= checked
     hoist = None
     if hoist_checks and checked and slice_info is not None:
-        hoist = _plan_hoisting(func, cfg, slice_info, support, emulated_args, checked, mem_ops, initcheck)
+        hoist = _plan_hoisting(func, cfg, slice_info, support, emulated_args, checked, mem_ops)
     local_values = _block_local_values(cfg, emulated | address_users, set(barriers) | set(yields))
     if hoist is not None:  # computed in some lanes only, or read by a preheader: in the frame
         local_values -= hoist.conditional_values() | hoist.leaves()
@@ -607,8 +610,8 @@ def prepare(
 
 
 def _plan_hoisting(func: FuncOp, cfg: CFG, slice_info: FunctionSlice, support: set[InstructionOp],
-                   emulated_args: set[BlockArgument], checked: set[InstructionOp], mem_ops: dict[InstructionOp, int],
-                   initcheck: bool) -> HoistPlan | None:
+                   emulated_args: set[BlockArgument], checked: set[InstructionOp],
+                   mem_ops: dict[InstructionOp, int]) -> HoistPlan | None:
     """The hoisted bounds checks (None: none).  Accesses whose guard is counted, or whose
     address memory metrics record, keep their check where they are."""
     from hypa.passes.hoist_checks import plan_hoisting
@@ -617,8 +620,7 @@ def _plan_hoisting(func: FuncOp, cfg: CFG, slice_info: FunctionSlice, support: s
 
     counted = {op for op in checked if op.guard_pred is not None
                and (op.operands[0] in slice_info.values or isinstance(op.operands[0].owner, EntryValueOp))}
-    plan = plan_hoisting(func, cfg, set(slice_info.ops), support, emulated_args, checked, set(mem_ops) | counted,
-                         initcheck)
+    plan = plan_hoisting(func, cfg, set(slice_info.ops), support, emulated_args, checked, set(mem_ops) | counted)
     if not plan.loops:
         return None
     count("loops whose bounds checks are hoisted", len(plan.loops))
