@@ -284,10 +284,9 @@ def _types(op: InstructionOp) -> tuple[str, ...]:
 class _LoopAnalysis:
     """Affine forms of the values of one loop (``None``: not affine, or not readable)."""
 
-    def __init__(self, ctx: "_Context", loop: Loop, preheader: int):
+    def __init__(self, ctx: "_Context", loop: Loop):
         self.ctx = ctx
         self.loop = loop
-        self.preheader = preheader
         self.header_block = ctx.cfg.blocks[loop.header]
         self.memo: dict[SSAValue, tuple[Aff, frozenset[Obligation]] | None] = {}
 
@@ -588,7 +587,7 @@ def plan_hoisting(func: FuncOp, cfg: CFG, slice_ops: set[InstructionOp], support
         t = cfg.blocks[pre].last_op
         if t is None or any(a in t.attributes for a in (DISPATCH_ATTR, GUARDED_CALL_ATTR)):
             continue
-        an = _LoopAnalysis(ctx, lp, pre)
+        an = _LoopAnalysis(ctx, lp)
         ex = an.exit()
         if ex is None:
             continue

@@ -26,7 +26,7 @@ from hypa.passes.hoist_checks import ZERO, Aff, Expr, HoistedLoop
 from .. import abi
 from ..program import value_bits
 from .function import WarpFunction
-from .types import MASK, i8, i32, i64, ivec
+from .types import i8, i32, i64, ivec
 
 
 def _mask_ptr(wf: WarpFunction, lp: HoistedLoop) -> ir.Value:
@@ -255,6 +255,3 @@ def emit_range_checks(wf: WarpFunction, lp: HoistedLoop) -> None:
     old = b.load(p, typ=i32, align=4)
     new = b.or_(b.and_(old, b.not_(act)), b.and_(wf.mask_to_i32(ok), act))
     b.store(new, p, align=4)
-
-
-__all__ = ["before_instruction", "close_region", "block_end", "edge_writes", "emit_range_checks", "MASK"]

@@ -155,6 +155,8 @@ def test_plan_of_the_affine_loop():
     assert prepare(parse_ptx(COLSUM), "colsum", "slice", hoist_checks=False).hoist is None
     assert prepare(parse_ptx(COLSUM), "colsum", "full").hoist is None
     assert prepare(parse_ptx(COLSUM), "colsum", "slice", bounds_check=False).hoist is None
+    # memory metrics count every access where it is: nothing is hoisted
+    assert prepare(parse_ptx(COLSUM), "colsum", "slice", memory_metrics=True).hoist is None
 
 
 def test_in_bounds_counts_and_outputs_unchanged():
