@@ -26,7 +26,8 @@ from hypa.passes.hoist_checks import ZERO, Aff, Expr, HoistedLoop
 from .. import abi
 from ..program import value_bits
 from .function import WarpFunction
-from .types import i8, i32, i64, ivec
+from .irbuild import broadcast, helper_function
+from .types import MASK, VPTR, i8, i32, i64, ivec, ptr
 
 
 def _mask_ptr(wf: WarpFunction, lp: HoistedLoop) -> ir.Value:
@@ -150,33 +151,60 @@ def _cmp(b: ir.IRBuilder, rel: str, signed: bool, x: ir.Value, y: ir.Value) -> i
 def _last_trip(ev: _Eval, lp: HoistedLoop) -> tuple[ir.Value, ir.Value]:
     """(``k_exit``, the lanes where it is verified): a candidate for the first trip whose exit
     test holds, solved from the compare, then the test evaluated there at the compare's width
-    as the emulator computes it.  Verified, the lane runs at most ``k_exit + 1`` trips."""
+    as the emulator computes it.  Verified, the lane runs at most ``k_exit + 1`` trips.  A
+    constant step (the usual case) is divided by in Python: no vector division to compile."""
     b = ev.b
     ex = lp.exit
     w = ex.x.bits
     a = ev.ext(ev(ex.x.base), w, ex.signed)
-    s = ev.ext(ev(ex.x.step), w, True)
     y = ev.ext(ev(ex.y), w, ex.signed)
     zero, one = ev.c(0), ev.c(1)
-    pos = b.icmp_signed(">", s, zero)
-    neg = b.icmp_signed("<", s, zero)
-    ns = b.sub(zero, s)
+    step = ex.x.step
+    sc = None  # the step as a signed constant
+    if step[0] == "c":
+        sc = step[1] & ((1 << w) - 1)
+        sc = sc - (1 << w) if sc >> (w - 1) else sc
+    s = ev.ext(ev(step), w, True)
 
-    def div(n: ir.Value, d: ir.Value) -> ir.Value:  # unsigned: never traps (d is never 0 here)
+    def div(n: ir.Value, d: ir.Value, dc: int | None) -> ir.Value:
+        """``n / d`` unsigned (``dc``: ``d`` as a positive constant): never traps."""
+        if dc is not None:
+            if dc == 1:
+                return n
+            if dc & (dc - 1) == 0:
+                return b.lshr(n, ev.c(dc.bit_length() - 1))
+            return b.udiv(n, ev.c(dc))
         return b.udiv(n, b.select(b.icmp_unsigned("==", d, zero), one, d))
 
+    def up(rel: str) -> ir.Value:
+        """First k with a + s*k >= y (``ge``) or > y (``gt``), for s > 0."""
+        if rel == "ge":
+            return b.select(b.icmp_signed(">", y, a), div(b.add(b.sub(y, a), b.sub(s, one)), s, sc), zero)
+        return b.select(b.icmp_signed(">=", y, a), b.add(div(b.sub(y, a), s, sc), one), zero)
+
+    def down(rel: str) -> ir.Value:
+        """First k with a + s*k <= y (``le``) or < y (``lt``), for s < 0."""
+        ns = b.sub(zero, s)
+        nc = None if sc is None else -sc
+        if rel == "le":
+            return b.select(b.icmp_signed(">", a, y), div(b.add(b.sub(a, y), b.sub(ns, one)), ns, nc), zero)
+        return b.select(b.icmp_signed(">=", a, y), b.add(div(b.sub(a, y), ns, nc), one), zero)
+
     rel = ex.rel
-    if rel == "ge":  # first k with a + s*k >= y
-        k = b.select(b.and_(pos, b.icmp_signed(">", y, a)), div(b.sub(b.add(b.sub(y, a), s), one), s), zero)
-    elif rel == "gt":
-        k = b.select(b.and_(pos, b.icmp_signed(">=", y, a)), b.add(div(b.sub(y, a), s), one), zero)
-    elif rel == "le":
-        k = b.select(b.and_(neg, b.icmp_signed(">", a, y)), div(b.sub(b.add(b.sub(a, y), ns), one), ns), zero)
-    elif rel == "lt":
-        k = b.select(b.and_(neg, b.icmp_signed(">=", a, y)), b.add(div(b.sub(a, y), ns), one), zero)
+    if rel in ("ge", "gt", "le", "lt"):
+        rising = rel in ("ge", "gt")
+        if sc is not None:  # the wrong direction never leaves (unless at once): trip 0
+            k = (up(rel) if sc > 0 else zero) if rising else (down(rel) if sc < 0 else zero)
+        else:
+            pos, neg = b.icmp_signed(">", s, zero), b.icmp_signed("<", s, zero)
+            k = b.select(pos, up(rel), zero) if rising else b.select(neg, down(rel), zero)
     elif rel == "eq":  # the distance to y at the compare's width, as a signed number
         d = ev.ext(b.sub(ev(ex.y), ev(ex.x.base)), w, True)
-        k = div(b.select(neg, b.sub(zero, d), d), b.select(neg, ns, s))
+        if sc is not None:
+            k = zero if sc == 0 else div(d, s, sc) if sc > 0 else div(b.sub(zero, d), b.sub(zero, s), -sc)
+        else:
+            neg = b.icmp_signed("<", s, zero)
+            k = div(b.select(neg, b.sub(zero, d), d), b.select(neg, b.sub(zero, s), s), None)
     else:  # ne
         k = b.select(b.icmp_unsigned("!=", a, y), zero, one)
     # the exit test at trip k, wrapped at the compare's width
@@ -227,31 +255,57 @@ def emit_range_checks(wf: WarpFunction, lp: HoistedLoop) -> None:
     k, ok = _last_trip(ev, lp)
     for o in lp.obligations:
         ok = b.and_(ok, _no_wrap(ev, o.aff, o.signed, k))
-    nwin = wf.splat_value(wf.ctx_word(abi.CTX_NWIN))
-    sizes_table = wf.ctx_ptr(abi.CTX_WIN_SIZE)
+    lanes = wf.mask_to_i32(b.and_(wf.active, ok))
+    check = _range_function(wf)
+    shadowed = ir.Constant(i32, 1 if wf.prog.initcheck else 0)
     for base, step, first, nbytes in _groups(lp):
         a = b.add(ev(base), ev.c(first))
-        s = ev(step)
-        last = b.add(a, b.mul(s, k))
-        up = b.icmp_signed(">=", s, ev.c(0))
-        small = b.icmp_unsigned("<", b.add(s, ev.c(1 << 32)), ev.c(1 << 33))  # |step| < 2**32: no overflow
-        no_wrap = b.select(up, b.icmp_unsigned(">=", last, a), b.icmp_unsigned("<=", last, a))
-        lo = b.select(up, a, last)
-        hi = b.select(up, last, a)
-        shift = ev.c(abi.WINDOW_SHIFT)
-        win = b.lshr(lo, shift)
-        good = b.and_(b.and_(small, no_wrap), b.icmp_unsigned("==", win, b.lshr(hi, shift)))
-        good = b.and_(good, b.and_(b.icmp_unsigned("!=", win, ev.c(0)), b.icmp_unsigned("<", win, nwin)))
-        if wf.prog.initcheck:  # shared and local bytes have shadows to check and mark
-            good = b.and_(good, b.and_(b.icmp_unsigned("!=", win, ev.c(abi.WIN_SHARED)),
-                                       b.icmp_unsigned("!=", win, ev.c(abi.WIN_LOCAL))))
-        lanes = b.and_(b.and_(wf.active, ok), good)
-        safe = b.select(lanes, win, ev.c(0))
-        size = wf.masked_gather(wf.vector_pointers(sizes_table, safe, 8), lanes, ev.c(0))
-        end = b.add(b.and_(hi, ev.c(abi.OFFSET_MASK)), ev.c(nbytes))
-        ok = b.and_(ok, b.and_(good, b.icmp_unsigned("<=", end, size)))
+        lanes = b.call(check, [wf.ctx, a, ev(step), k, ir.Constant(i64, nbytes), lanes, shadowed])
     act = wf.mask_to_i32(wf.active)
     p = _mask_ptr(wf, lp)
     old = b.load(p, typ=i32, align=4)
-    new = b.or_(b.and_(old, b.not_(act)), b.and_(wf.mask_to_i32(ok), act))
-    b.store(new, p, align=4)
+    b.store(b.or_(b.and_(old, b.not_(act)), lanes), p, align=4)
+
+
+def _range_function(wf: WarpFunction) -> ir.Function:
+    """``i32 hypa_hoisted_range(ctx, <32 x i64> a, <32 x i64> s, <32 x i64> k, i64 n, i32 lanes,
+    i32 shadowed)``: the lanes of ``lanes`` whose bytes ``[a + s*j, a + s*j + n)``, j = 0..k,
+    all lie in one window of the table (not flat memory; with ``shadowed``, not the shared or
+    local window, whose bytes initcheck tracks), inside its size.  Made once per module (one
+    copy to compile, however many loops)."""
+    f, new = helper_function(wf.module, "hypa_hoisted_range", i32, [ptr, ivec(64), ivec(64), ivec(64), i64, i32, i32])
+    if not new:
+        return f
+    ctx, a, s, k, n, lanes, shadowed = f.args
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+
+    def c(v: int) -> ir.Value:
+        return ir.Constant(ivec(64), v & ((1 << 64) - 1))
+
+    def word(index: int) -> ir.Value:
+        return b.load(b.gep(ctx, [ir.Constant(i64, index)], source_etype=i64), typ=i64)
+
+    last = b.add(a, b.mul(s, k))
+    up = b.icmp_signed(">=", s, c(0))
+    small = b.icmp_unsigned("<", b.add(s, c(1 << 32)), c(1 << 33))  # |s| < 2**32: s*k does not overflow
+    no_wrap = b.select(up, b.icmp_unsigned(">=", last, a), b.icmp_unsigned("<=", last, a))
+    lo = b.select(up, a, last)
+    hi = b.select(up, last, a)
+    win = b.lshr(lo, c(abi.WINDOW_SHIFT))
+    good = b.and_(b.and_(small, no_wrap), b.icmp_unsigned("==", win, b.lshr(hi, c(abi.WINDOW_SHIFT))))
+    nwin = broadcast(b, word(abi.CTX_NWIN))
+    good = b.and_(good, b.and_(b.icmp_unsigned("!=", win, c(0)), b.icmp_unsigned("<", win, nwin)))
+    tracked = b.or_(b.icmp_unsigned("==", win, c(abi.WIN_SHARED)), b.icmp_unsigned("==", win, c(abi.WIN_LOCAL)))
+    on = b.icmp_unsigned("!=", shadowed, ir.Constant(i32, 0))
+    good = b.and_(good, b.not_(b.and_(tracked, broadcast(b, on))))
+    mask = b.and_(b.bitcast(lanes, MASK), good)
+    safe = b.select(mask, win, c(0))
+    table = broadcast(b, word(abi.CTX_WIN_SIZE))
+    ptrs = b.inttoptr(b.add(table, b.mul(safe, c(8))), VPTR)
+    gather = wf.module.globals.get("llvm.masked.gather.v32i64.v32p0") or ir.Function(
+        wf.module, ir.FunctionType(ivec(64), [VPTR, MASK, ivec(64)]), "llvm.masked.gather.v32i64.v32p0")
+    size = b.call(gather, [ptrs, mask, c(0)])
+    end = b.add(b.and_(hi, c(abi.OFFSET_MASK)), broadcast(b, n))
+    inside = b.and_(mask, b.icmp_unsigned("<=", end, size))
+    b.ret(b.bitcast(inside, i32))
+    return f
