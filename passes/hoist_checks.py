@@ -168,6 +168,9 @@ class RangeCheck:
 
 @dataclass
 class HoistedLoop:
+    """One loop whose checks are hoisted: its header and single entry block (the preheader,
+    where the range checks run), its exit test, the accesses and the no-wrap conditions."""
+
     index: int
     header: int
     preheader: int
@@ -196,6 +199,8 @@ class HoistedLoop:
 
 @dataclass
 class HoistPlan:
+    """The hoisted loops of one kernel, and the lookups the lowering needs."""
+
     loops: list[HoistedLoop] = field(default_factory=list)
 
     def __post_init__(self) -> None:
