@@ -236,6 +236,19 @@ def timing_report() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """The ``hypa`` command; as the process's command line (no ``argv``) it ends the
+    process without the interpreter's teardown (tools/fast_exit.py)."""
+    if argv is not None:
+        return _main(argv)
+    try:
+        _main(None)
+    except SystemExit as e:
+        from .fast_exit import exit_now
+
+        exit_now(e)
+
+
+def _main(argv: Sequence[str] | None) -> None:
     global _MAIN_ENTERED
     import gc
     import time
