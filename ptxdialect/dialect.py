@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import ClassVar
 
@@ -55,6 +56,7 @@ from xdsl.irdl import (
     var_result_def,
     var_successor_def,
 )
+from xdsl.irdl.operations import OpDef, get_accessors_from_op_def
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
@@ -629,6 +631,9 @@ def _class_name(instr_name: str) -> str:
 
 
 def _make_instruction_class(instr: isa.Instr) -> type[InstructionOp]:
+    """The operation class of ``instr``: what ``irdl_op_definition`` makes, with the IRDL
+    definition derived once per shape (plain or terminator) and renamed, since deriving it
+    (``OpDef.from_pyrdl``) for each of the ~200 classes was a tenth of hypa's start-up."""
     namespace: dict[str, object] = {
         "name": instr.op_name,
         "ISA": instr,
@@ -641,7 +646,17 @@ def _make_instruction_class(instr: isa.Instr) -> type[InstructionOp]:
         namespace["traits"] = traits_def(IsTerminator())
         bases = (BlockTerminator, InstructionOp)
     cls = type(_class_name(instr.name), bases, namespace)
-    return irdl_op_definition(cls)  # type: ignore[return-value]
+    shape = _instruction_op_defs.get(instr.terminator)
+    if shape is None:
+        shape = _instruction_op_defs[instr.terminator] = OpDef.from_pyrdl(cls)
+    # fresh traits per class (OpTraits can be added to); the rest is read-only and shared
+    op_def = replace(shape, name=instr.op_name, traits=namespace.get("traits", None) or traits_def())
+    for k, v in get_accessors_from_op_def(op_def, getattr(cls, "verify_", None)).items():
+        setattr(cls, k, v)
+    return cls  # type: ignore[return-value]
+
+
+_instruction_op_defs: dict[bool, OpDef] = {}
 
 
 INSTRUCTION_OPS: dict[str, type[InstructionOp]] = {

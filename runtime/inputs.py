@@ -27,10 +27,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
 import struct
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 
 FATBIN_MAGIC = 0xBA55ED50
@@ -176,6 +173,8 @@ def load_sources(path: str, opts: InputOptions | None = None) -> list[Source]:
 
 def find_tool(name: str) -> str | None:
     """``name`` on PATH, under $CUDA_HOME/bin or /usr/local/cuda/bin, or in an NVIDIA wheel."""
+    import shutil  # this and subprocess/tempfile below: only for .cu files and binaries
+
     hit = shutil.which(name)
     if hit:
         return hit
@@ -203,6 +202,9 @@ def compile_cuda(path: str, opts: InputOptions) -> Source:
             f"/usr/local/cuda/bin); install the CUDA toolkit, or compile it elsewhere with "
             f"`nvcc -ptx -arch={opts.arch} {os.path.basename(path)}` and give hypa the .ptx"
         )
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="hypa-nvcc-") as d:
         out = os.path.join(d, "out.ptx")
         cmd = [nvcc, "-ptx", f"-arch={opts.arch}", *opts.nvcc_flags, path, "-o", out]
@@ -297,6 +299,9 @@ def _choose(ptxs: list[tuple[int, str]], want: str | None, path: str) -> list[tu
 
 
 def _cuobjdump_ptx(tool: str, path: str) -> list[tuple[int, str]]:
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="hypa-cuobjdump-") as d:
         p = subprocess.run([tool, "-xptx", "all", os.path.abspath(path)], cwd=d, capture_output=True, text=True)
         if p.returncode != 0:

@@ -200,16 +200,18 @@ def diff_cmd(args: argparse.Namespace) -> int:
 
 
 def process_start_seconds_ago() -> float | None:
-    """Seconds since this process started (Linux: /proc), or None where unknown."""
+    """Seconds since this process started (Linux: /proc), or None where unknown.
+
+    /proc/self/stat gives the start in clock ticks since boot on CLOCK_BOOTTIME; compare it
+    with that clock, not with ``time.time() - btime``: btime is whole seconds and the wall
+    clock drifts from the boot clock (NTP), which made start-up read up to a second long."""
     import time
 
     try:
         with open("/proc/self/stat") as f:
             start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/stat") as f:
-            btime = next(int(line.split()[1]) for line in f if line.startswith("btime"))
-        return time.time() - (btime + start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError, StopIteration):
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
         return None
 
 
@@ -218,13 +220,15 @@ _MAIN_ENTERED = None
 
 def timing_report() -> str:
     """The per-phase report, with the start-up (interpreter and imports before ``main``)
-    measured from the process's start time (10 ms resolution)."""
+    measured from the process's start time (10 ms resolution) when ``main`` is the command
+    line's (called without ``argv``); called from a program, the report starts at ``main``."""
     import time
 
     from hypa.runtime import phases
 
-    in_main = time.perf_counter() - _MAIN_ENTERED[0] if _MAIN_ENTERED else 0.0
-    ago = process_start_seconds_ago()
+    entered, from_command_line = _MAIN_ENTERED or (time.perf_counter(), False)
+    in_main = time.perf_counter() - entered
+    ago = process_start_seconds_ago() if from_command_line else None
     startup = max(0.0, ago - in_main) if ago is not None else None
     if startup is not None:
         phases.add("start-up", startup)
@@ -232,11 +236,24 @@ def timing_report() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """The ``hypa`` command; as the process's command line (no ``argv``) it ends the
+    process without the interpreter's teardown (tools/fast_exit.py)."""
+    if argv is not None:
+        return _main(argv)
+    try:
+        _main(None)
+    except SystemExit as e:
+        from .fast_exit import exit_now
+
+        exit_now(e)
+
+
+def _main(argv: Sequence[str] | None) -> None:
     global _MAIN_ENTERED
     import gc
     import time
 
-    _MAIN_ENTERED = (time.perf_counter(),)
+    _MAIN_ENTERED = (time.perf_counter(), argv is None)
     # A workload's IR is hundreds of thousands of long-lived objects: at the default
     # thresholds the cyclic GC traverses them again and again and finds nothing to free
     # (about a tenth of a warm run); collect rarely instead.  hypa does no linear algebra,

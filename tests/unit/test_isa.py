@@ -362,6 +362,37 @@ def test_every_entry_has_a_generated_op_class():
         assert cls.has_trait(IsTerminator) == instr.terminator
 
 
+def test_op_classes_are_what_irdl_op_definition_makes():
+    """The op classes share one derived IRDL definition per shape (start-up time): each has
+    exactly the definition and members that xDSL's ``irdl_op_definition`` gives that class,
+    and traits of its own."""
+    import dataclasses
+    from typing import ClassVar
+
+    from xdsl.irdl import irdl_op_definition, traits_def
+    from xdsl.irdl.operations import OpDef
+
+    from hypa.ptxdialect import dialect as d
+
+    for instr in isa.INSTRUCTIONS:
+        ns = {"name": instr.op_name, "ISA": instr, "__annotations__": {"ISA": ClassVar[isa.Instr]},
+              "__module__": d.__name__}
+        bases: tuple = (InstructionOp,)
+        if instr.terminator:
+            ns["traits"] = traits_def(IsTerminator())
+            bases = (d.BlockTerminator, InstructionOp)
+        ref = irdl_op_definition(type("Ref", bases, ns))
+        cls = INSTRUCTION_OPS[instr.name]
+        got, want = cls.get_irdl_definition(), ref.get_irdl_definition()
+        for f in dataclasses.fields(OpDef):
+            a, b = getattr(got, f.name), getattr(want, f.name)
+            if f.name == "traits":
+                a, b = a.traits, b.traits
+            assert a == b, (instr.name, f.name)
+        assert set(vars(cls)) == set(vars(ref)), instr.name
+    assert len({id(c.get_irdl_definition().traits) for c in INSTRUCTION_OPS.values()}) == len(INSTRUCTION_OPS)
+
+
 def test_status_partitions_the_table():
     parse, full = isa.parse_only_entries(), isa.fully_described_entries()
     assert not set(parse) & set(full)

@@ -634,6 +634,25 @@ def test_timing_reports_phases_and_work(tmp_path, hypa_cli):
     assert "timing report" not in err
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the start-up is read from /proc")
+def test_timing_total_within_process_wall_time(tmp_path):
+    """As a process, --timing's total (start-up from the process's start included) is no more
+    than the wall time measured around the process, to the start time's resolution of one
+    clock tick (it read up to a second long with /proc/stat's whole-second btime)."""
+    import time
+
+    t = _saxpy_toml(tmp_path)
+    t0 = time.perf_counter()
+    p = run_hypa("profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json", "--timing")
+    wall = time.perf_counter() - t0
+    assert p.returncode == 0, p.stderr
+    total = float(re.search(r"^  total wall time: (\d+\.\d{4}) s$", p.stderr, re.M).group(1))
+    startup = re.search(r"^  start-up\s+(\d+\.\d{4})\s+\S+%\s+2$", p.stderr, re.M)
+    assert startup, p.stderr  # imports before main and in main, both counted
+    assert total <= wall + 1.0 / os.sysconf("SC_CLK_TCK") + 1e-4, (total, wall)
+    assert float(startup.group(1)) < total
+
+
 VARIABLE_TOML = """
 [[launch]]
 file = "{ptx}"
