@@ -11,6 +11,7 @@ only those above it in this list:
 - ``softfloat``: rounding to any float format on integers, exact float arithmetic
 - ``function``: ``WarpFunction``, the warp function's state: context, frame, lanes, errors
 - ``addressing``: state-space addresses to bounds-checked host pointers, flat lookup
+- ``hoisted``: slice mode's bounds checks hoisted to a loop's entry (``passes/hoist_checks.py``)
 - ``emitter``: ``Emitter``, what a rule sees of one instruction
 - ``semantics/``: the rules, one module per instruction family
 - ``memory_metrics``: the ``--memory-metrics`` counters
