@@ -385,15 +385,15 @@ class Emulator:
         """The compiled program: the best tier cached (in this process or on disk), else a
         new compile at the tier ``HYPA_JIT`` asks for (``auto``: baseline first).  Returns
         it and a function giving the LLVM IR text (built at most once)."""
-        from .lowering import build_module
+        from .lowering import lower as lower_program
         from .jit import cached, compile_ir, jit_policy
 
-        text: list[str] = []
+        text: list = []
 
-        def lower() -> str:
+        def lower():
             if not text:
                 with phase("lower"):
-                    text.append(str(build_module(prog)))
+                    text.append(lower_program(prog))
             return text[0]
 
         try:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 _init_lock = threading.Lock()
-_engine_lock = threading.Lock()
+_engine_lock = threading.RLock()
 _initialized = False
 _engines: dict[str, "Compiled"] = {}
 
@@ -167,31 +167,18 @@ def cached(key: str, tier: str, what: str = "kernels") -> Compiled | None:
     if hit is not None:  # compiled earlier in this process: no time spent now
         return Compiled(hit.engine, hit.run_ctas, 0.0, True, tier)
     d = cache_dir()
-    path = os.path.join(d, fkey + ".o") if d else None
-    if not (path and os.path.exists(path)):
+    if not d:
         return None
     import time
 
     t0 = time.perf_counter()
-    try:
-        with open(path, "rb") as f:
-            obj = _unseal(f.read())
-    except OSError:
-        obj = None
-    if obj is None:
-        # truncated, corrupted or not ours: loading it could crash LLVM, so compile again
-        import sys
-
-        print(f"hypa: warning: damaged entry in the compile cache ({path}): compiling again", file=sys.stderr)
-        try:
-            os.remove(path)
-        except OSError:
-            pass
+    entry = _read_entry(os.path.join(d, fkey + ".o"))
+    if entry is None or not _load_helpers(entry[1]):
         return None
     from .phases import count
 
     count(f"compiled {what} loaded from the cache ({tier})")
-    return _load(fkey, obj, tier, time.perf_counter() - t0, True)
+    return _load(fkey, entry[0], tier, time.perf_counter() - t0, True)
 
 
 _warned: set[str] = set()
@@ -205,21 +192,161 @@ def _warn_once(message: str) -> None:
         print(message, file=sys.stderr)
 
 
-#: a cache entry: this magic, the SHA-256 of the object file, the object file
-_MAGIC = b"HYPAOBJ1"
+#: a cache entry: this magic, the SHA-256 of the rest, the length of the helper manifest
+#: (4 bytes, little-endian), the manifest (``name key`` lines: the helper functions the
+#: object calls, in the order they load), the object file
+_MAGIC = b"HYPAOBJ2"
 
 
-def _seal(obj: bytes) -> bytes:
-    return _MAGIC + hashlib.sha256(obj).digest() + obj
+def _seal(obj: bytes, manifest: list[tuple[str, str]] = ()) -> bytes:
+    m = "".join(f"{name} {key}\n" for name, key in manifest).encode()
+    payload = len(m).to_bytes(4, "little") + m + obj
+    return _MAGIC + hashlib.sha256(payload).digest() + payload
 
 
-def _unseal(data: bytes) -> bytes | None:
-    """The object file of a cache entry, or None where the entry is damaged."""
+def _unseal(data: bytes) -> tuple[bytes, list[tuple[str, str]]] | None:
+    """The object file of a cache entry and its helper manifest, or None where the entry is
+    damaged (or from another version)."""
     head = len(_MAGIC) + 32
-    if len(data) <= head or not data.startswith(_MAGIC):
+    if len(data) <= head + 4 or not data.startswith(_MAGIC):
         return None
-    obj = data[head:]
-    return obj if hashlib.sha256(obj).digest() == data[len(_MAGIC):head] else None
+    payload = data[head:]
+    if hashlib.sha256(payload).digest() != data[len(_MAGIC):head]:
+        return None
+    n = int.from_bytes(payload[:4], "little")
+    try:
+        lines = payload[4:4 + n].decode().splitlines()
+    except UnicodeDecodeError:
+        return None
+    manifest = [tuple(line.split(" ", 1)) for line in lines]
+    if any(len(m) != 2 for m in manifest):
+        return None
+    return payload[4 + n:], manifest  # type: ignore[return-value]
+
+
+# -- helper functions ---------------------------------------------------------------------
+# Kernels call helper functions (runtime/lowering/irbuild.py: the bounds-checked accesses,
+# the scheduler ...) that are the same for every kernel: each is compiled once (per machine:
+# the disk cache) at HELPER_TIER, loaded into the engine once per process, and kernels
+# compiled at the baseline tier link against it.  The optimized tier links their IR into
+# the kernel's module instead, so LLVM inlines them.
+
+#: the tier helper functions are compiled at
+HELPER_TIER = "baseline"
+#: the helpers loaded into the engine: name -> key of the object, and the object
+_helpers: dict[str, str] = {}
+_helper_objects: dict[str, bytes] = {}
+
+
+def _helper_key(text: str, deps: list[str]) -> str:
+    """A helper's key: its text and the keys of the helpers it calls (their symbols)."""
+    h = hashlib.sha256()
+    h.update(text.encode())
+    h.update(repr(TIERS[HELPER_TIER]).encode())
+    h.update(_host().encode())
+    h.update(_MAGIC)
+    for d in deps:
+        h.update(d.encode())
+    return "h" + h.hexdigest()[:40]
+
+
+def _symbol(name: str, key: str) -> str:
+    """The symbol a helper is exported as: its name and key.  MCJIT resolves a name to any
+    object's symbol of that name, internal ones included, and the optimized tier's objects
+    hold internal copies of the helpers under their own names."""
+    return f"{name}.{key}"
+
+
+def _export_names(mod, keys: dict[str, str]) -> None:
+    """Refer to (or define) the helpers of ``keys`` (name -> key) by their symbols."""
+    for f in list(mod.functions):
+        key = keys.get(f.name)
+        if key is not None:
+            f.name = _symbol(f.name, key)
+
+
+def _read_entry(path: str):
+    """(object, manifest) of the cache entry at ``path``; None if it is missing or damaged
+    (a damaged one is removed)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            entry = _unseal(f.read())
+    except OSError:
+        entry = None
+    if entry is None:
+        # truncated, corrupted or not ours: loading it could crash LLVM, so compile again
+        import sys
+
+        print(f"hypa: warning: damaged entry in the compile cache ({path}): compiling again", file=sys.stderr)
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+    return entry
+
+
+def _write_entry(key: str, data: bytes) -> None:
+    d = cache_dir()
+    if not d:
+        return
+    path = os.path.join(d, key + ".o")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        _warn_once(f"hypa: warning: cannot write the compile cache ({d}: {e.strerror}); "
+                   f"kernels will be compiled again next time")
+
+
+def _load_helpers(manifest: list[tuple[str, str]]) -> bool:
+    """Load the helpers a cached object calls (in order) from the disk cache; False if one
+    is missing (then the object is compiled again)."""
+    d = cache_dir()
+    for name, key in manifest:
+        if _helpers.get(key) is not None:
+            continue
+        if not d:
+            return False
+        entry = _read_entry(os.path.join(d, key + ".o"))
+        if entry is None:
+            return False
+        _load_object(entry[0])
+        _helpers[key] = name
+        _helper_objects[key] = entry[0]
+    return True
+
+
+def _ensure_helpers(helpers) -> list[tuple[str, str]]:
+    """Load (or compile) each helper (name, IR text, the helpers it calls), those it calls
+    first; the manifest: (name, key) of each."""
+    from .phases import count
+
+    keys: dict[str, str] = {}
+    manifest = []
+    for name, text, deps in helpers:
+        key = keys[name] = _helper_key(text, [keys[d] for d in deps])
+        manifest.append((name, key))
+        if _helpers.get(key) is not None:
+            d = cache_dir()
+            if d and not os.path.exists(os.path.join(d, key + ".o")):  # loaded from another cache
+                _write_entry(key, _seal(_helper_objects[key]))
+            continue
+        if not _load_helpers([(name, key)]):
+            speed, cg = TIERS[HELPER_TIER]
+            mod = llvm.parse_assembly(text)
+            _export_names(mod, keys)
+            mod.verify()
+            obj = target_machine(cg).emit_object(mod)
+            _write_entry(key, _seal(obj))
+            _load_object(obj)
+            _helpers[key] = name
+            _helper_objects[key] = obj
+            count(f"helper functions compiled ({HELPER_TIER})")
+    return manifest
 
 
 def compile_ir(key: str, build_ir, tier: str = "optimized", what: str = "kernels") -> Compiled:
@@ -232,15 +359,23 @@ def compile_ir(key: str, build_ir, tier: str = "optimized", what: str = "kernels
     if hit is not None:
         return hit
     t0 = time.perf_counter()
-    text = build_ir() if callable(build_ir) else build_ir
+    lowered = build_ir() if callable(build_ir) else build_ir
+    text, helpers = (lowered, []) if isinstance(lowered, str) else (lowered.text, lowered.helpers)
     t1 = time.perf_counter()
     speed, cg = TIERS[tier]
     tm = target_machine(cg)
     fkey = _full_key(key, tier)
     mod = llvm.parse_assembly(text)
+    manifest: list[tuple[str, str]] = []
+    if speed:  # the helpers' IR linked in: LLVM inlines them
+        for _name, htext, _deps in helpers:
+            mod.link_in(llvm.parse_assembly(htext))
+    else:
+        manifest = _ensure_helpers(helpers)
+        _export_names(mod, dict(manifest))
     mod.verify()
     # every compiled program lives in one execution engine (``_engine``): its entry gets a
-    # name of its own, and everything else stays private to its object
+    # name of its own, and everything else it defines stays private to its object
     for f in mod.functions:
         if not f.is_declaration:
             if f.name == "run_ctas":
@@ -255,17 +390,7 @@ def compile_ir(key: str, build_ir, tier: str = "optimized", what: str = "kernels
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     obj = tm.emit_object(mod)
-    d = cache_dir()
-    if d:
-        path = os.path.join(d, fkey + ".o")
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(_seal(obj))
-            os.replace(tmp, path)
-        except OSError as e:
-            _warn_once(f"hypa: warning: cannot write the compile cache ({d}: {e.strerror}); "
-                       f"kernels will be compiled again next time")
+    _write_entry(fkey, _seal(obj, manifest))
     c = _load(fkey, obj, tier, time.perf_counter() - t0, False)
     c.llvm_seconds = time.perf_counter() - t1
     from .phases import count
@@ -281,19 +406,25 @@ def _entry_name(fkey: str) -> str:
 _engine = None  # the process's execution engine, holding every loaded program
 
 
+def _load_object(obj: bytes) -> None:
+    """Link an object file into the process's engine (made on first use)."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            _engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine(0))
+        _engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        _engine.finalize_object()
+
+
 def _load(fkey: str, obj: bytes, tier: str, seconds: float, from_cache: bool) -> Compiled:
     """Link a compiled object into the process's engine.  One engine for all programs:
     making an engine (and the target machine it owns) costs more than linking the object,
     and a workload loads hundreds of kernels."""
     import time
 
-    global _engine
     t0 = time.perf_counter()
     with _engine_lock:
-        if _engine is None:
-            _engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine(0))
-        _engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        _engine.finalize_object()
+        _load_object(obj)
         addr = _engine.get_function_address(_entry_name(fkey))
     if not addr:
         raise RuntimeError("compiled emulator has no entry function")

@@ -10,6 +10,7 @@ only those above it in this list:
 - ``irbuild``: counted loops, a scalar broadcast, ``llvm.cttz``, helper functions
 - ``softfloat``: rounding to any float format on integers, exact float arithmetic
 - ``function``: ``WarpFunction``, the warp function's state: context, frame, lanes, errors
+- ``outline``: helper functions built once per module for code every access repeats
 - ``addressing``: state-space addresses to bounds-checked host pointers, flat lookup
 - ``emitter``: ``Emitter``, what a rule sees of one instruction
 - ``semantics/``: the rules, one module per instruction family
@@ -24,10 +25,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..program import KernelProgram
+from .irbuild import Lowered, split_module
 from .rules import LoweringError
 from .types import float_imm_bits
 
-__all__ = ["LoweringError", "build_module", "float_imm_bits", "supported_entries"]
+__all__ = ["Lowered", "LoweringError", "build_module", "float_imm_bits", "lower", "supported_entries"]
 
 
 def build_module(prog: KernelProgram) -> ir.Module:
@@ -41,6 +43,12 @@ def build_module(prog: KernelProgram) -> ir.Module:
     module.triple = llvm.get_process_triple()
     build_scheduler(module, WarpCodegen(prog, module).generate())
     return module
+
+
+def lower(prog: KernelProgram) -> Lowered:
+    """The IR text the JIT compiles: the module of ``build_module``, which declares its helper
+    functions, and their texts (``irbuild.split_module``)."""
+    return split_module(build_module(prog))
 
 
 def supported_entries() -> set[str]:
