@@ -32,8 +32,9 @@ from .types import float_imm_bits
 __all__ = ["Lowered", "LoweringError", "build_module", "float_imm_bits", "lower", "supported_entries"]
 
 
-def build_module(prog: KernelProgram) -> ir.Module:
-    """The LLVM module of ``prog``: ``warp_run`` and ``run_ctas``."""
+def build_module(prog: KernelProgram, outline: bool = True) -> ir.Module:
+    """The LLVM module of ``prog``: ``warp_run`` and ``run_ctas``.  ``outline``: memory
+    accesses call helper functions (``outline.py``); else their code is built inline."""
     import llvmlite.binding as llvm
 
     from .scheduler import build_scheduler
@@ -41,14 +42,20 @@ def build_module(prog: KernelProgram) -> ir.Module:
 
     module = ir.Module(name=f"hypa_{prog.func.func_name}")
     module.triple = llvm.get_process_triple()
-    build_scheduler(module, WarpCodegen(prog, module).generate())
+    codegen = WarpCodegen(prog, module)
+    codegen.outline = outline
+    build_scheduler(module, codegen.generate())
     return module
 
 
-def lower(prog: KernelProgram) -> Lowered:
-    """The IR text the JIT compiles: the module of ``build_module``, which declares its helper
-    functions, and their texts (``irbuild.split_module``)."""
-    return split_module(build_module(prog))
+def lower(prog: KernelProgram, tier: str = "baseline") -> Lowered:
+    """The IR text the JIT compiles at ``tier``: the module of ``build_module``, which
+    declares its helper functions, and their texts (``irbuild.split_module``).  The baseline
+    tier calls the memory accesses' helpers (small IR: fast to compile); the optimized tier
+    builds them inline, as LLVM's optimizer wants them: inlined helpers return through a
+    merge that keeps their error paths inside the warp function's loop, where LICM spends
+    1.5x longer on them than on inline checks that leave the loop."""
+    return split_module(build_module(prog, outline=tier == "baseline"))
 
 
 def supported_entries() -> set[str]:

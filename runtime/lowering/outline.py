@@ -16,8 +16,8 @@ does not stand for its body).  Inside, ``error_if`` records the error as the war
 does (instruction and block are the helper's arguments) and returns failure; the call site
 then returns ``RC_ERROR`` from the warp function, as the inline code did.
 
-Helpers are ``alwaysinline``: the optimized tier (LLVM's O3) links them in and inlines them,
-so its code is what inline lowering gave; the baseline tier (no LLVM passes) calls them.
+The baseline tier (no LLVM passes) calls them; the optimized tier builds the same code
+inline (``lowering.lower``).
 """
 
 from __future__ import annotations
@@ -32,18 +32,25 @@ from .types import LANES, VPTR, i1, i32, i64, ivec, ptr
 
 
 class HelperFunction(WarpFunction):
-    """The ``WarpFunction`` a helper's body is built with (see the module's docstring)."""
+    """The ``WarpFunction`` a helper's body is built with (see the module's docstring).
+    ``stable``: the context words it gets as parameters (loaded once by the warp function,
+    ``WarpFunction.STABLE_WORDS``), by index; it loads any other word where it is used."""
 
-    def __init__(self, module: ir.Module, f: ir.Function, facts: dict, rty: ir.Type):
+    def __init__(self, module: ir.Module, f: ir.Function, facts: dict, rty: ir.Type, stable):
         # not WarpFunction.__init__: that builds a warp function
         self.prog = SimpleNamespace(**facts)
         self.module = module
         self._intrinsics = {}
         self.fn = f
-        self.ws, self.ctx, self.warp, self.instr, self.cur_block, *self.params = f.args
+        self.ws, self.ctx, self.warp, self.instr, self.cur_block, *rest = f.args
+        if isinstance(stable, dict):
+            self._stable = stable
+            self.params = rest
+        else:  # the words' parameters come first
+            self._stable = dict(zip(stable, rest))
+            self.params = rest[len(stable):]
         self.entry = f.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
-        self._stable = {}  # context words are loaded where used, from the helper's ctx
         self.thread_lin = self.b.add(broadcast(self.b, self.b.mul(self.warp, ir.Constant(i32, LANES))),
                                      ir.Constant(ivec(32), list(range(LANES))))
         self.active = None  # the lanes are the caller's argument
@@ -56,9 +63,27 @@ class HelperFunction(WarpFunction):
         self.b.ret(self.b.insert_value(ir.Constant(self.rty, None), ir.Constant(i1, 1), 1))
 
 
+class _WordsAsked(dict):
+    """A ``_stable`` that has no word but notes which stable ones the body asks for."""
+
+    def __init__(self):
+        super().__init__()
+        self.asked: list[int] = []
+
+    def get(self, index, default=None):
+        if index in WarpFunction.STABLE_WORDS and index not in self.asked:
+            self.asked.append(index)
+        return default
+
+
+#: the stable context words each helper (by name) takes as parameters, in order
+_WORDS: dict[str, tuple[int, ...]] = {}
+
+
 def enabled(wf: WarpFunction) -> bool:
-    """Whether code built now may call a helper (not while a helper's body is built)."""
-    return not isinstance(wf, HelperFunction)
+    """Whether code built now calls helpers (not while a helper's body is built, nor for the
+    optimized tier: ``lowering.lower``)."""
+    return getattr(wf, "outline", True) and not isinstance(wf, HelperFunction)
 
 
 def call(wf: WarpFunction, name: str, facts: dict, instr: int, args: list[ir.Value], ret: ir.Type, body) -> ir.Value:
@@ -69,13 +94,25 @@ def call(wf: WarpFunction, name: str, facts: dict, instr: int, args: list[ir.Val
     depends on."""
     b = wf.b
     rty = ir.LiteralStructType([ret, i1])
-    f, new = helper_function(wf.module, name, rty, [ptr, ptr, i32, i64, i64] + [a.type for a in args])
+    fixed = [ptr, ptr, i32, i64, i64]
+    words = _WORDS.get(name)
+    if words is None:
+        # which stable context words the body reads: built once in a scratch function.  Passed
+        # by the warp function, which loads them once, they are not loaded at every access
+        # (the optimized tier's LICM would spend seconds on thousands of such loads)
+        scratch = ir.Function(ir.Module(), ir.FunctionType(rty, fixed + [a.type for a in args]), name)
+        asked = _WordsAsked()
+        hf = HelperFunction(wf.module, scratch, facts, rty, asked)
+        body(hf, hf.instr, *hf.params)
+        words = tuple(asked.asked)
+    f, new = helper_function(wf.module, name, rty, fixed + [i64] * len(words) + [a.type for a in args])
     if new:
-        f.attributes.add("alwaysinline")
-        hf = HelperFunction(wf.module, f, facts, rty)
+        hf = HelperFunction(wf.module, f, facts, rty, words)
         value = body(hf, hf.instr, *hf.params)
         hf.b.ret(hf.b.insert_value(hf.b.insert_value(ir.Constant(rty, None), value, 0), ir.Constant(i1, 0), 1))
-    r = b.call(f, [wf.ws, wf.ctx, wf.warp, ir.Constant(i64, instr), ir.Constant(i64, wf.cur_block), *args])
+    _WORDS[name] = words
+    r = b.call(f, [wf.ws, wf.ctx, wf.warp, ir.Constant(i64, instr), ir.Constant(i64, wf.cur_block),
+                   *(wf.ctx_word(w) for w in words), *args])
     wf.leave_if(b.extract_value(r, 1))
     return b.extract_value(r, 0)
 
