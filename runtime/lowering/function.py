@@ -64,6 +64,9 @@ class WarpFunction:
         #: set while an instruction that reads other lanes' registers is lowered
         self.cross_lane = False
         self._fail_bb: ir.Block | None = None
+        self._slot_ptrs: dict[int, ir.Value] = {}
+        self._unlikely = None  # the branch weights of an error exit
+        self._stable_ptrs: dict[int, ir.Value] | None = {}
 
     # -- intrinsics and lanes -----------------------------------------------------------
 
@@ -130,6 +133,12 @@ class WarpFunction:
             self._stable[index] = self.b.load(p, typ=i64)
 
     def ctx_ptr(self, index: int) -> ir.Value:
+        if index in self._stable and self._stable_ptrs is not None:  # made once, in the entry block
+            p = self._stable_ptrs.get(index)
+            if p is None:
+                with self.b.goto_block(self.entry):
+                    p = self._stable_ptrs[index] = self.b.inttoptr(self._stable[index], ptr)
+            return p
         return self.b.inttoptr(self.ctx_word(index), ptr)
 
     def set_ctx_word(self, index: int, value: ir.Value) -> None:
@@ -184,7 +193,12 @@ class WarpFunction:
     def leave_if(self, failed: ir.Value) -> None:
         """Return RC_ERROR if ``failed`` (an i1: a helper recorded an error); else go on."""
         cont = self.fn.append_basic_block()
-        self.b.cbranch(failed, self._fail_block(), cont).set_weights([1, 99])
+        br = self.b.cbranch(failed, self._fail_block(), cont)
+        if self._unlikely is None:  # made once: llvmlite looks a node up by its text
+            br.set_weights([1, 99])
+            self._unlikely = br.metadata["prof"]
+        else:
+            br.set_metadata("prof", self._unlikely)
         self.b.position_at_end(cont)
 
     def error_if(self, instr: int | ir.Value, bad: ir.Value, code: int, addr: ir.Value | None,
@@ -205,10 +219,15 @@ class WarpFunction:
     # -- frame ------------------------------------------------------------------------------
 
     def slot_ptr(self, v: SSAValue) -> ir.Value:
+        """The frame slot of ``v`` (its address computed once, in the entry block)."""
         off = self.prog.slots.get(v)
         if off is None:
             raise LoweringError(f"internal: value {v.name_hint} has no frame slot")
-        return self.b.gep(self._frame, [ir.Constant(i64, off)], source_etype=i8)
+        p = self._slot_ptrs.get(off)
+        if p is None:
+            with self.b.goto_block(self.entry):
+                p = self._slot_ptrs[off] = self.b.gep(self._frame, [ir.Constant(i64, off)], source_etype=i8)
+        return p
 
     def read(self, v: SSAValue) -> ir.Value:
         lv = self.local_values.get(v)

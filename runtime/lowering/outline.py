@@ -57,6 +57,7 @@ class HelperFunction(WarpFunction):
         self.steps = None  # the caller publishes its steps when it leaves
         self.local_values, self.written = {}, {}
         self.cross_lane = False
+        self._stable_ptrs = None  # the words are parameters: pointers made where used
         self.rty = rty
 
     def fail_exit(self) -> None:
