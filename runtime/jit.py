@@ -7,8 +7,9 @@ repeated launches of the same kernel pay no compile cost, in this process or
 the next.  Two tiers, as in a tiered JIT: ``baseline`` (no LLVM passes, fast
 instruction selection) for launches that run briefly, which is most launches of
 a whole workload, and ``optimized`` (LLVM's O3) for those that run long enough
-to repay it; ``Emulator.run`` decides from the time of the first CTA.  ``HYPA_CACHE_DIR`` moves the cache; ``HYPA_NO_CACHE=1``
-disables it.
+to repay it; ``Emulator.run`` decides from the time of the first CTA.  The helper
+functions kernels call are compiled once, into entries of their own.
+``HYPA_CACHE_DIR`` moves the cache; ``HYPA_NO_CACHE=1`` disables it.
 """
 
 from __future__ import annotations
@@ -261,12 +262,12 @@ def _unseal(data: bytes) -> tuple[bytes, list[tuple[str, str]], float] | None:
 # Kernels call helper functions (runtime/lowering/irbuild.py: the bounds-checked accesses,
 # the scheduler ...) that are the same for every kernel: each is compiled once (per machine:
 # the disk cache) at HELPER_TIER, loaded into the engine once per process, and kernels
-# compiled at the baseline tier link against it.  The optimized tier links their IR into
-# the kernel's module instead, so LLVM inlines them.
+# compiled at the baseline tier link against it.  The optimized tier links the helpers its
+# lowering still calls into the kernel's module instead (LLVM inlines the small ones).
 
 #: the tier helper functions are compiled at
 HELPER_TIER = "baseline"
-#: the helpers loaded into the engine: name -> key of the object, and the object
+#: the helpers loaded into the engine (key -> name), and their objects (key -> bytes)
 _helpers: dict[str, str] = {}
 _helper_objects: dict[str, bytes] = {}
 

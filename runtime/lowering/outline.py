@@ -32,23 +32,19 @@ from .types import LANES, VPTR, i1, i32, i64, ivec, ptr
 
 
 class HelperFunction(WarpFunction):
-    """The ``WarpFunction`` a helper's body is built with (see the module's docstring).
-    ``stable``: the context words it gets as parameters (loaded once by the warp function,
-    ``WarpFunction.STABLE_WORDS``), by index; it loads any other word where it is used."""
+    """The ``WarpFunction`` a helper's body is built with (see the module's docstring).  It
+    loads the context words it reads where it reads them (passed as parameters, the warp
+    function's stable words would double the cost of a call in the code generator)."""
 
-    def __init__(self, module: ir.Module, f: ir.Function, facts: dict, rty: ir.Type, stable):
+    def __init__(self, module: ir.Module, f: ir.Function, facts: dict, rty: ir.Type):
         # not WarpFunction.__init__: that builds a warp function
         self.prog = SimpleNamespace(**facts)
         self.module = module
         self._intrinsics = {}
         self.fn = f
-        self.ws, self.ctx, self.warp, self.instr, self.cur_block, *rest = f.args
-        if isinstance(stable, dict):
-            self._stable = stable
-            self.params = rest
-        else:  # the words' parameters come first
-            self._stable = dict(zip(stable, rest))
-            self.params = rest[len(stable):]
+        self.ws, self.ctx, self.warp, self.instr, self.cur_block, *self.params = f.args
+        self._stable = {}
+        self._stable_ptrs = None
         self.entry = f.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
         self.thread_lin = self.b.add(broadcast(self.b, self.b.mul(self.warp, ir.Constant(i32, LANES))),
@@ -57,28 +53,10 @@ class HelperFunction(WarpFunction):
         self.steps = None  # the caller publishes its steps when it leaves
         self.local_values, self.written = {}, {}
         self.cross_lane = False
-        self._stable_ptrs = None  # the words are parameters: pointers made where used
         self.rty = rty
 
     def fail_exit(self) -> None:
         self.b.ret(self.b.insert_value(ir.Constant(self.rty, None), ir.Constant(i1, 1), 1))
-
-
-class _WordsAsked(dict):
-    """A ``_stable`` that has no word but notes which stable ones the body asks for."""
-
-    def __init__(self):
-        super().__init__()
-        self.asked: list[int] = []
-
-    def get(self, index, default=None):
-        if index in WarpFunction.STABLE_WORDS and index not in self.asked:
-            self.asked.append(index)
-        return default
-
-
-#: the stable context words each helper (by name) takes as parameters, in order
-_WORDS: dict[str, tuple[int, ...]] = {}
 
 
 def enabled(wf: WarpFunction) -> bool:
@@ -95,25 +73,12 @@ def call(wf: WarpFunction, name: str, facts: dict, instr: int, args: list[ir.Val
     depends on."""
     b = wf.b
     rty = ir.LiteralStructType([ret, i1])
-    fixed = [ptr, ptr, i32, i64, i64]
-    words = _WORDS.get(name)
-    if words is None:
-        # which stable context words the body reads: built once in a scratch function.  Passed
-        # by the warp function, which loads them once, they are not loaded at every access
-        # (the optimized tier's LICM would spend seconds on thousands of such loads)
-        scratch = ir.Function(ir.Module(), ir.FunctionType(rty, fixed + [a.type for a in args]), name)
-        asked = _WordsAsked()
-        hf = HelperFunction(wf.module, scratch, facts, rty, asked)
-        body(hf, hf.instr, *hf.params)
-        words = tuple(asked.asked)
-    f, new = helper_function(wf.module, name, rty, fixed + [i64] * len(words) + [a.type for a in args])
+    f, new = helper_function(wf.module, name, rty, [ptr, ptr, i32, i64, i64] + [a.type for a in args])
     if new:
-        hf = HelperFunction(wf.module, f, facts, rty, words)
+        hf = HelperFunction(wf.module, f, facts, rty)
         value = body(hf, hf.instr, *hf.params)
         hf.b.ret(hf.b.insert_value(hf.b.insert_value(ir.Constant(rty, None), value, 0), ir.Constant(i1, 0), 1))
-    _WORDS[name] = words
-    r = b.call(f, [wf.ws, wf.ctx, wf.warp, ir.Constant(i64, instr), ir.Constant(i64, wf.cur_block),
-                   *(wf.ctx_word(w) for w in words), *args])
+    r = b.call(f, [wf.ws, wf.ctx, wf.warp, ir.Constant(i64, instr), ir.Constant(i64, wf.cur_block), *args])
     wf.leave_if(b.extract_value(r, 1))
     return b.extract_value(r, 0)
 
