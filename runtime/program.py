@@ -702,6 +702,8 @@ def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: 
 
 
 _LABEL_DEF = re.compile(r"^\s*([A-Za-z_$][\w$]*):", re.M)
+#: a name as it stands in PTX text (not a register's, a directive's or a modifier's tail)
+_NAME = re.compile(r"(?<![\w$%.])[A-Za-z_$][\w$]*")
 
 
 def canonical_names(text: str, kernel: str, params: list[str]) -> tuple[str, str]:
@@ -712,8 +714,7 @@ def canonical_names(text: str, kernel: str, params: list[str]) -> tuple[str, str
     module's copies of one fusion -- have one program key, and compile once.  A kernel whose
     name is used as a value (its address: a hash of the name) keeps its name."""
     names: dict[str, str] = {}
-    ident = r"(?<![\w$%.]){}(?![\w$])"
-    if len(re.findall(ident.format(re.escape(kernel)), text)) == 1:  # only where it is declared
+    if sum(1 for m in _NAME.finditer(text) if m.group() == kernel) == 1:  # only where it is declared
         names[kernel] = "#k"
     for i, p in enumerate(params):
         names.setdefault(p, f"#p{i}")
@@ -721,8 +722,7 @@ def canonical_names(text: str, kernel: str, params: list[str]) -> tuple[str, str
         names.setdefault(label, f"#L{j}")
     if not names:
         return text, kernel
-    pattern = re.compile(ident.format("(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + ")"))
-    return pattern.sub(lambda m: names[m.group(1)], text), names.get(kernel, kernel)
+    return _NAME.sub(lambda m: names.get(m.group(), m.group()), text), names.get(kernel, kernel)
 
 
 def _slice_signature(func: FuncOp) -> str:
