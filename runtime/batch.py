@@ -445,6 +445,20 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             first_of[rec.key] = rec.index
             todo.append(rec.index)
 
+    if not opts.scheduler and (opts.jobs <= 1 or len(todo) < opts.jobs):  # else the workers compile
+        from .emulator import precompile
+        from .jit import compile_workers
+
+        try:
+            workers = compile_workers()
+        except ValueError as e:
+            raise LaunchError(str(e)) from None
+        programs = []
+        for i in todo:
+            emu = cat.emulator(records[i].source)
+            programs.append((emu, emu.program_for(records[i].launch)))
+        precompile(programs, workers)
+
     units: list[Unit] = []
     split = opts.cta_chunk > 0 and (opts.scheduler or opts.jobs > 1)
     for i in todo:

@@ -35,12 +35,13 @@ from .program import KernelProgram, ProgramError, find_kernel, module_kernels, p
 from .textures import TextureTable
 
 DEFAULT_STEP_BUDGET = 2_000_000_000  # warp-instructions per launch
-#: recompile optimized when the rest of a launch, at baseline speed, would take this many
-#: times the optimized compile (optimized code runs 1.3-3x faster: the compile must repay)
-REPAY_FACTOR = 1.5
-#: LLVM seconds per PTX instruction of a baseline compile, when the object came from the
-#: cache and its compile time is unknown (measured: 0.66 s for 7,932 instructions)
-_BASELINE_SECONDS_PER_INSTRUCTION = 1e-4
+#: recompile optimized when the time optimized code would save on the rest of a launch is
+#: this many times the optimized compile (estimated: ``jit.OPTIMIZED_SPEEDUP``,
+#: ``jit.OPTIMIZED_COMPILE_FACTOR``); 1: when it repays itself
+REPAY_FACTOR = 1.0
+#: LLVM seconds per PTX instruction of a baseline compile, when its time is unknown (a cache
+#: entry of an older version; measured: 0.36 s for 1,200 instructions)
+_BASELINE_SECONDS_PER_INSTRUCTION = 3e-4
 
 
 class EmulationError(Exception):
@@ -394,16 +395,16 @@ class Emulator:
         """The compiled program: the best tier cached (in this process or on disk), else a
         new compile at the tier ``HYPA_JIT`` asks for (``auto``: baseline first).  Returns
         it and a function giving the LLVM IR text (built at most once)."""
-        from .lowering import build_module
+        from .lowering import lower as lower_program
         from .jit import cached, compile_ir, jit_policy
 
-        text: list[str] = []
+        texts: dict = {}
 
-        def lower() -> str:
-            if not text:
+        def lower(tier: str = "baseline"):
+            if tier not in texts:
                 with phase("lower"):
-                    text.append(str(build_module(prog)))
-            return text[0]
+                    texts[tier] = lower_program(prog, tier)
+            return texts[tier]
 
         try:
             policy = jit_policy()
@@ -415,15 +416,17 @@ class Emulator:
                 hit = cached(prog.key, tier)
                 if hit is not None:
                     return hit, lower
-            return compile_ir(prog.key, lower, "baseline" if policy == "auto" else policy), lower
+            tier = "baseline" if policy == "auto" else policy
+            return compile_ir(prog.key, lambda: lower(tier), tier), lower
 
     def _execute(self, prog: KernelProgram, compiled, lower, ctx: np.ndarray, keep: dict,
                  first: int, last: int, jobs: int, per_cta: bool):
-        """Run CTAs [first, last).  A baseline-compiled program runs the first CTA alone; if the
-        other CTAs would take longer than an optimized compile (estimated from the baseline
-        compile, ``jit.OPTIMIZED_COMPILE_FACTOR``) repays, the rest run optimized code."""
+        """Run CTAs [first, last).  A baseline-compiled program runs the first CTA alone; if
+        optimized code would save more time on the other CTAs than its compile costs (both
+        estimated: ``jit.OPTIMIZED_SPEEDUP``, and the baseline compile's LLVM seconds times
+        ``jit.OPTIMIZED_COMPILE_FACTOR``), the rest run optimized code."""
         from .cta_ranges import run_each, run_forked
-        from .jit import OPTIMIZED_COMPILE_FACTOR, compile_ir, jit_policy
+        from .jit import OPTIMIZED_COMPILE_FACTOR, OPTIMIZED_SPEEDUP, compile_ir, jit_policy
 
         rows0 = None
         if compiled.tier == "baseline" and jit_policy() == "auto" and last - first > 1:
@@ -438,10 +441,11 @@ class Emulator:
             if rc != abi.RC_EXIT:
                 return rc, compiled
             llvm_s = compiled.llvm_seconds or _BASELINE_SECONDS_PER_INSTRUCTION * len(prog.instructions)
-            if one * (last - first) / max(1, jobs) > REPAY_FACTOR * OPTIMIZED_COMPILE_FACTOR * llvm_s:
+            saved = one * (last - first) / max(1, jobs) * (1 - 1 / OPTIMIZED_SPEEDUP)
+            if saved > REPAY_FACTOR * OPTIMIZED_COMPILE_FACTOR * llvm_s:
                 seconds = compiled.compile_seconds
                 with phase("compile"):
-                    compiled = compile_ir(prog.key, lower, "optimized")
+                    compiled = compile_ir(prog.key, lambda: lower("optimized"), "optimized")
                 compiled.compile_seconds += seconds
         jobs = max(1, min(jobs, last - first))
         if first >= last:
@@ -893,6 +897,78 @@ class Emulator:
         if addr < (1 << 32):
             return f"address {addr:#x} (no buffer; a shared-memory offset used as a global address?)"
         return f"address {addr:#x} (no buffer)"
+
+
+def precompile(programs: list[tuple[Emulator, KernelProgram]], workers: int) -> int:
+    """Compile the programs a batch will run that are in no cache yet, in ``workers``
+    processes side by side (forked: they inherit the prepared programs and the helper
+    functions compiled here), into the disk cache, where the launches find them.  The
+    largest compiles first, here, so the helper functions most kernels call are compiled
+    before the fork, once.  Errors are left to the launches, which report them.  Returns
+    the number of processes forked."""
+    import os
+    import threading
+
+    from .jit import cache_dir, in_cache, jit_policy
+
+    try:
+        policy = jit_policy()
+    except ValueError:
+        return 0
+    tier = "baseline" if policy == "auto" else policy
+    todo: dict[str, tuple[Emulator, KernelProgram]] = {}
+    for emu, prog in programs:
+        if prog.key not in todo and not in_cache(prog.key, tier) and not (policy == "auto" and in_cache(prog.key, "optimized")):
+            todo[prog.key] = (emu, prog)
+    if workers < 2 or len(todo) < 3 or cache_dir() is None or threading.active_count() > 1 or not hasattr(os, "fork"):
+        return 0
+    order = sorted(todo.values(), key=lambda ep: -len(ep[1].instructions))
+
+    def build(share) -> None:
+        for emu, prog in share:
+            try:
+                emu._compile(prog)
+            except Exception:  # noqa: BLE001 -- the launch meets it again and reports it
+                pass
+
+    build(order[:1])
+    shares: list[list] = [[] for _ in range(min(workers, len(order) - 1))]
+    loads = [0] * len(shares)
+    for ep in order[1:]:  # longest first, to the least loaded share
+        k = loads.index(min(loads))
+        shares[k].append(ep)
+        loads[k] += len(ep[1].instructions) + 50
+    import json
+
+    from . import phases
+
+    before = phases.work()
+    children = []
+    for share in shares[1:]:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a worker: compile its share into the disk cache, report the work, leave
+            try:
+                os.close(r)
+                build(share)
+                done = {k: n - before.get(k, 0) for k, n in phases.work().items() if n != before.get(k, 0)}
+                os.write(w, json.dumps(done).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        children.append((pid, r))
+    build(shares[0])
+    with phase("compile"):
+        for pid, r in children:
+            with os.fdopen(r, "rb") as f:
+                data = f.read()
+            os.waitpid(pid, 0)
+            try:
+                for what, n in json.loads(data or b"{}").items():
+                    phases.count(what, n)
+            except ValueError:
+                pass
+    return len(children)
 
 
 def _describe_offset(prog: KernelProgram, space: str, addr: int) -> str:

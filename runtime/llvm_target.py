@@ -27,7 +27,7 @@ class LLVMTarget(Target):
     memory_metrics: bool = False
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from .lowering import LoweringError, build_module
+        from .lowering import LoweringError, lower
         from .program import ProgramError, find_kernel, module_kernels, prepare
 
         try:
@@ -36,7 +36,7 @@ class LLVMTarget(Target):
                 prog = prepare(module, k, self.mode, True if self.exact_predicates else None,
                                memory_metrics=self.memory_metrics)
                 output.write(f"; kernel {k.func_name} ({prog.mode} mode)\n")
-                output.write(str(build_module(prog)))
+                output.write(lower(prog).full_text())
                 output.write("\n")
         except (ProgramError, LoweringError) as e:
             raise DiagnosticException(f"-t llvm: {e}") from None

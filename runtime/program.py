@@ -11,6 +11,7 @@ a global number for every instruction (for counters and error messages).
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -732,16 +733,42 @@ def _edge_values(term, k: int) -> list[SSAValue]:
 def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool,
                  recorded: str, bounds_check: bool = True, initcheck: bool = True, reconvergence: str = "yield",
                  hoist_checks: bool = True) -> str:
-    """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's), the slice
-    the input records (if any) and the options."""
+    """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's, with the
+    kernel's own names made positional: ``canonical_names``), the slice the input records
+    (if any) and the options."""
     from hypa.ptxdialect.printer import module_to_ptx
 
+    text, name = canonical_names(module_to_ptx(module), func.func_name, func.param_names)
     h = hashlib.sha256()
-    h.update(module_to_ptx(module).encode())
-    h.update(f"|{func.func_name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}|{initcheck}|{reconvergence}".encode())
+    h.update(text.encode())
+    h.update(f"|{name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}|{initcheck}|{reconvergence}".encode())
     if not hoist_checks and bounds_check:
         h.update(b"|no-hoist")
     return h.hexdigest()[:32]
+
+
+_LABEL_DEF = re.compile(r"^\s*([A-Za-z_$][\w$]*):", re.M)
+#: a name as it stands in PTX text (not a register's, a directive's or a modifier's tail)
+_NAME = re.compile(r"(?<![\w$%.])[A-Za-z_$][\w$]*")
+
+
+def canonical_names(text: str, kernel: str, params: list[str]) -> tuple[str, str]:
+    """The PTX ``text`` of a kernel (and what it reaches) with the kernel's name, its
+    parameters and its labels replaced by positional names (``#k``, ``#p0``, ``#L0`` ...),
+    and the kernel's name as it is hashed.  The emulator's code never depends on these names
+    (parameters are offsets, labels blocks), so kernels that differ only in them -- an XLA
+    module's copies of one fusion -- have one program key, and compile once.  A kernel whose
+    name is used as a value (its address: a hash of the name) keeps its name."""
+    names: dict[str, str] = {}
+    if sum(1 for m in _NAME.finditer(text) if m.group() == kernel) == 1:  # only where it is declared
+        names[kernel] = "#k"
+    for i, p in enumerate(params):
+        names.setdefault(p, f"#p{i}")
+    for j, label in enumerate(dict.fromkeys(_LABEL_DEF.findall(text))):
+        names.setdefault(label, f"#L{j}")
+    if not names:
+        return text, kernel
+    return _NAME.sub(lambda m: names.get(m.group(), m.group()), text), names.get(kernel, kernel)
 
 
 def _slice_signature(func: FuncOp) -> str:

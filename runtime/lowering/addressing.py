@@ -19,7 +19,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
-from . import initcheck
+from . import initcheck, outline
 from .function import WarpFunction
 from .irbuild import helper_function, lowest_lane
 from .types import VPTR, i32, i64, ivec, ptr
@@ -31,7 +31,16 @@ def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbyt
     the state space ``space`` (``kind``: how the address was given, ``Emitter.address``),
     checked in the lanes of ``mask``: out of bounds, instruction ``instr`` fails.
     ``nbytes``: a constant, or i64 lanes (the bulk copies' sizes).  ``intent``
-    (``initcheck.READ`` ...): what the access does with shared and local bytes, for initcheck."""
+    (``initcheck.READ`` ...): what the access does with shared and local bytes, for initcheck.
+    Built once per module as a helper function and called (``outline.py``)."""
+    if outline.enabled(wf):
+        return outline.host_pointers(wf, instr, space, addr, nbytes, mask, kind, intent, _inline_host_pointers)
+    return _inline_host_pointers(wf, instr, space, addr, nbytes, mask, kind, intent)
+
+
+def _inline_host_pointers(wf: WarpFunction, instr: int | ir.Value, space: str, addr: ir.Value,
+                          nbytes: int | ir.Value, mask: ir.Value, kind: str, intent: str) -> ir.Value:
+    """``host_pointers``' code, built where it is called."""
     ptrs, distance = _host_pointers(wf, instr, space, addr, nbytes, mask, kind)
     if distance is not None and initcheck.enabled(wf):
         initcheck.shadow(wf, instr, ptrs, distance, nbytes, mask, intent, addr)
@@ -109,7 +118,11 @@ def _site_hint(wf: WarpFunction) -> ir.Value:
     not one per launch (``CTX_FLAT_HINT``), or a kernel reading two arrays alternately
     misses at every access and searches lane by lane (``hypa_flat_lanes``).  A global of
     the compiled code, so it lasts across warps, CTAs and launches; only a hint (any value
-    is checked against the table before use), so processes and threads need not agree on it."""
+    is checked against the table before use), so processes and threads need not agree on it.
+    A shared helper (``outline.host_pointers``) gets its caller's word as a parameter."""
+    passed = getattr(wf, "flat_hint", None)
+    if passed is not None:
+        return passed
     g = ir.GlobalVariable(wf.module, i64, wf.module.get_unique_name("flat_hint"))
     g.linkage = "internal"
     g.initializer = ir.Constant(i64, 0)

@@ -18,9 +18,9 @@ from hypa.ptxdialect.dialect import InstructionOp
 
 from .. import abi
 from ..program import KernelProgram, value_bits
-from .irbuild import broadcast, lowest_lane
+from .irbuild import broadcast, helper_function, lowest_lane
 from .rules import LoweringError
-from .types import LANES, MASK, VPTR, i8, i32, i64, ivec, ptr, vector_suffix
+from .types import LANES, MASK, VPTR, i8, i32, i64, ivec, ptr, vec, vector_suffix
 
 
 class WarpFunction:
@@ -63,6 +63,10 @@ class WarpFunction:
         self.written: dict[SSAValue, tuple[ir.Value, ir.Value, ir.Block]] = {}
         #: set while an instruction that reads other lanes' registers is lowered
         self.cross_lane = False
+        self._fail_bb: ir.Block | None = None
+        self._slot_ptrs: dict[int, ir.Value] = {}
+        self._unlikely = None  # the branch weights of an error exit
+        self._stable_ptrs: dict[int, ir.Value] | None = {}
 
     # -- intrinsics and lanes -----------------------------------------------------------
 
@@ -78,7 +82,7 @@ class WarpFunction:
         return f
 
     def splat(self, value, ty: ir.Type) -> ir.Constant:
-        return ir.Constant(ir.VectorType(ty, LANES), value)
+        return ir.Constant(vec(ty), value)
 
     def splat_value(self, v: ir.Value) -> ir.Value:
         return broadcast(self.b, v)
@@ -129,6 +133,12 @@ class WarpFunction:
             self._stable[index] = self.b.load(p, typ=i64)
 
     def ctx_ptr(self, index: int) -> ir.Value:
+        if index in self._stable and self._stable_ptrs is not None:  # made once, in the entry block
+            p = self._stable_ptrs.get(index)
+            if p is None:
+                with self.b.goto_block(self.entry):
+                    p = self._stable_ptrs[index] = self.b.inttoptr(self._stable[index], ptr)
+            return p
         return self.b.inttoptr(self.ctx_word(index), ptr)
 
     def set_ctx_word(self, index: int, value: ir.Value) -> None:
@@ -167,31 +177,57 @@ class WarpFunction:
         self.set_ctx_word(abi.CTX_ERR_WARP, self.b.zext(self.warp, i64))
         self.ret(abi.RC_ERROR)
 
-    def error_if(self, instr: int, bad: ir.Value, code: int, addr: ir.Value | None, block: int | None = None) -> None:
+    def _fail_block(self) -> ir.Block:
+        """The block that returns RC_ERROR (one per function: every check's failure jumps there)."""
+        if self._fail_bb is None:
+            self._fail_bb = self.fn.append_basic_block("fail")
+            with self.b.goto_block(self._fail_bb):
+                self.ret(abi.RC_ERROR)
+        return self._fail_bb
+
+    def fail_exit(self) -> None:
+        """Leave after an error was recorded: the warp function returns RC_ERROR (a helper
+        being built, ``outline.py``, returns failure to its caller, which then does)."""
+        self.b.branch(self._fail_block())
+
+    def leave_if(self, failed: ir.Value) -> None:
+        """Return RC_ERROR if ``failed`` (an i1: a helper recorded an error); else go on."""
+        cont = self.fn.append_basic_block()
+        br = self.b.cbranch(failed, self._fail_block(), cont)
+        if self._unlikely is None:  # made once: llvmlite looks a node up by its text
+            br.set_weights([1, 99])
+            self._unlikely = br.metadata["prof"]
+        else:
+            br.set_metadata("prof", self._unlikely)
+        self.b.position_at_end(cont)
+
+    def error_if(self, instr: int | ir.Value, bad: ir.Value, code: int, addr: ir.Value | None,
+                 block: int | None = None) -> None:
         """If any lane of ``bad`` is set: record the error (instruction ``instr``, -1 for
         none; its first lane and that lane's ``addr``) and return RC_ERROR."""
         b = self.b
         bits = self.mask_to_i32(bad)
         anybad = b.icmp_unsigned("!=", bits, ir.Constant(i32, 0))
         with b.if_then(anybad, likely=False):
-            lane = lowest_lane(b, self.module, bits)
-            self.set_ctx_word(abi.CTX_ERR_CODE, ir.Constant(i64, code))
-            self.set_ctx_word(abi.CTX_ERR_INSTR, ir.Constant(i64, instr))
-            self.set_ctx_word(abi.CTX_ERR_BLOCK, ir.Constant(i64, self.cur_block if block is None else block))
-            self.set_ctx_word(abi.CTX_ERR_LANE, b.zext(lane, i64))
-            self.set_ctx_word(abi.CTX_ERR_WARP, b.zext(self.warp, i64))
+            where = self.cur_block if block is None else block
+            args = [self.ctx, ir.Constant(i64, code), as_i64(instr), as_i64(where), bits, self.warp]
             if addr is not None:
-                a = b.extract_element(addr, lane)
-                self.set_ctx_word(abi.CTX_ERR_ADDR, a if a.type == i64 else b.zext(a, i64))
-            self.ret(abi.RC_ERROR)
+                args.append(addr if addr.type == ivec(64) else b.zext(addr, ivec(64)))
+            b.call(error_function(self.module, addr is not None), args)
+            self.fail_exit()
 
     # -- frame ------------------------------------------------------------------------------
 
     def slot_ptr(self, v: SSAValue) -> ir.Value:
+        """The frame slot of ``v`` (its address computed once, in the entry block)."""
         off = self.prog.slots.get(v)
         if off is None:
             raise LoweringError(f"internal: value {v.name_hint} has no frame slot")
-        return self.b.gep(self._frame, [ir.Constant(i64, off)], source_etype=i8)
+        p = self._slot_ptrs.get(off)
+        if p is None:
+            with self.b.goto_block(self.entry):
+                p = self._slot_ptrs[off] = self.b.gep(self._frame, [ir.Constant(i64, off)], source_etype=i8)
+        return p
 
     def read(self, v: SSAValue) -> ir.Value:
         lv = self.local_values.get(v)
@@ -373,3 +409,36 @@ class WarpFunction:
             fp = self.ws_word(abi.WS_FP)
             return self.splat_value(self.b.add(fp, ir.Constant(i64, address + offset)))
         return self.splat(address + offset, i64)
+
+
+def as_i64(v: int | ir.Value) -> ir.Value:
+    """An instruction or block number: a constant, or a helper's parameter (``outline.py``)."""
+    return ir.Constant(i64, v) if isinstance(v, int) else v
+
+
+def error_function(module: ir.Module, with_addr: bool) -> ir.Function:
+    """``void hypa_error[_addr](ctx, i64 code, i64 instr, i64 block, i32 lanes, i32 warp[,
+    <32 x i64> addr])``: records an error of the lowest lane of ``lanes`` (and its address)
+    in the context words.  Out of line: every check has an error exit, and it runs once."""
+    args = [ptr, i64, i64, i64, i32, i32] + ([ivec(64)] if with_addr else [])
+    f, new = helper_function(module, "hypa_error_addr" if with_addr else "hypa_error", ir.VoidType(), args)
+    if not new:
+        return f
+    f.attributes.add("noinline")
+    f.attributes.add("cold")
+    ctx, code, instr, block, lanes, warp, *addr = f.args
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+
+    def put(k: int, v: ir.Value) -> None:
+        b.store(v, b.gep(ctx, [ir.Constant(i64, k)], source_etype=i64))
+
+    lane = lowest_lane(b, module, lanes)
+    put(abi.CTX_ERR_CODE, code)
+    put(abi.CTX_ERR_INSTR, instr)
+    put(abi.CTX_ERR_BLOCK, block)
+    put(abi.CTX_ERR_LANE, b.zext(lane, i64))
+    put(abi.CTX_ERR_WARP, b.zext(warp, i64))
+    if addr:
+        put(abi.CTX_ERR_ADDR, b.extract_element(addr[0], lane))
+    b.ret_void()
+    return f

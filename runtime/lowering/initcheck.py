@@ -16,7 +16,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
-from .function import WarpFunction
+from .function import WarpFunction, as_i64
 from .irbuild import each_lane, helper_function, lowest_lane
 from .types import VPTR, i32, i64, ivec, ptr
 
@@ -59,7 +59,7 @@ def shadow(wf: WarpFunction, instr: int, ptrs: ir.Value, distance: ir.Value, nby
     bits = wf.mask_to_i32(b.and_(mask, bad))
     with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(i32, 0)), likely=False):
         a = addr if addr.type == ivec(64) else b.zext(addr, ivec(64))
-        b.call(_record_function(wf.module), [wf.ctx, ir.Constant(i64, instr), bits, a, b.zext(wf.warp, i64)])
+        b.call(_record_function(wf.module), [wf.ctx, as_i64(instr), bits, a, b.zext(wf.warp, i64)])
 
 
 def state_space_distance(wf: WarpFunction, space: str) -> ir.Value | None:

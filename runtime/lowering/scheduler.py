@@ -19,15 +19,32 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
-from .irbuild import Loop
+from .irbuild import Loop, helper_function
 from .types import i1, i8, i32, i64, ptr
 
 
 def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
-    """``i32 run_ctas(ctx, i64 first, i64 last)``: run CTAs ``first`` to ``last - 1``."""
+    """``i32 run_ctas(ctx, i64 first, i64 last)``: run CTAs ``first`` to ``last - 1`` (the
+    scheduler, ``hypa_run_ctas``, is the same for every kernel: a helper given ``warp_run``)."""
     fn = ir.Function(module, ir.FunctionType(i32, [ptr, i64, i64]), "run_ctas")
-    ctx, first, last = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.call(_scheduler(module), [*fn.args, warp_run]))
+    return fn
+
+
+_WARP_RUN = ir.FunctionType(i32, [ptr, ptr, i32])
+
+
+def _scheduler(module: ir.Module) -> ir.Function:
+    """``i32 hypa_run_ctas(ctx, i64 first, i64 last, warp_run)``."""
+    fn, new = helper_function(module, "hypa_run_ctas", i32, [ptr, i64, i64, ptr])
+    if not new:
+        return fn
+    fn.attributes.add("alwaysinline")  # the optimized tier: warp_run called directly
+    ctx, first, last, warp_run_p = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    # a callee of warp_run's type (llvmlite calls only through typed pointers)
+    warp_run = b.inttoptr(b.ptrtoint(warp_run_p, i64), _WARP_RUN.as_pointer())
     memset = (module.globals.get("llvm.memset.p0.i64")  # st.bulk's lowering may have declared it
               or ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, i8, i64, i1]), "llvm.memset.p0.i64"))
 
@@ -182,3 +199,4 @@ def build_scheduler(module: ir.Module, warp_run: ir.Function) -> ir.Function:
     cta_loop.close()
     b.ret(ir.Constant(i32, abi.RC_EXIT))
     return fn
+

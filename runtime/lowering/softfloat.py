@@ -343,6 +343,12 @@ def f32_to_f16_bits(e, x: ir.Value, mode: str = "rn", ftz: bool = False) -> ir.V
 
 
 def is_nan_bits(e, bits, fmt: Fmt):
+    if fmt.name in ("f32", "f64") and bits.type.element.width == fmt.width:
+        # one unordered compare of the float view (the bitcast is no instruction): every
+        # float operation checks its result, and f64 its operands too, so this is the
+        # lowering's most frequent sequence
+        f = e.b.bitcast(bits, F32V if fmt.width == 32 else F64V)
+        return e.b.fcmp_unordered("uno", f, f)
     mag = e.b.and_(bits, K(e, fmt.sign_bit - 1, fmt.width))
     if not fmt.ieee:  # e4m3: only S.1111.111
         return equals(e, mag, fmt.max_enc + 1)

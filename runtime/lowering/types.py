@@ -22,9 +22,28 @@ f32, f64 = ir.FloatType(), ir.DoubleType()
 ptr = ir.PointerType()
 
 
+class LaneVector(ir.VectorType):
+    """``<32 x T>`` whose constants with one value in every lane print as ``splat (T v)``
+    (LLVM 19's syntax): one element's text instead of 32, which the IR printer and LLVM's
+    parser would otherwise spend a fifth of the lowering on."""
+
+    def format_constant(self, value):
+        if type(value) is tuple and value and all(x is value[0] for x in value):
+            x = value[0]
+            return f"splat ({x.type} {x.get_reference()})"
+        return super().format_constant(value)
+
+
+_VECS: dict[str, LaneVector] = {}
+
+
 def vec(t: ir.Type) -> ir.VectorType:
     """``t`` in every lane."""
-    return ir.VectorType(t, LANES)
+    key = str(t)
+    v = _VECS.get(key)
+    if v is None:
+        v = _VECS[key] = LaneVector(t, LANES)
+    return v
 
 
 def ivec(bits: int) -> ir.VectorType:

@@ -194,7 +194,8 @@ def test_a_damaged_cache_entry_is_compiled_again(fresh_jit, capsys):
     could crash LLVM); it is reported, removed and compiled again."""
     text = module_text(1)
     first = run_grid(text, 2)
-    (entry,) = list(fresh_jit.iterdir())
+    # the kernel's entry; the helper functions it calls have their own ("h...")
+    (entry,) = [p for p in fresh_jit.iterdir() if not p.name.startswith("h")]
     for damage in (b"", entry.read_bytes()[:100], entry.read_bytes()[:-1] + b"x"):
         entry.write_bytes(damage)
         jit._engines.clear()
