@@ -128,6 +128,8 @@ def measurements(args: argparse.Namespace, work: str) -> list[tuple[str, list[st
          lambda: launches_rss(work, counts, (32 if args.small else 64) << 20)),
         ("`hypa run --capture`", script("capture.py", *(small or ["--repeat", "3"])), None),
         ("`hypa run` memory accesses against `hypa profile --mode full`", script("run_programs.py", "--flat-ratio", *small), None),
+        ("Cold compilation: a 1,200-instruction kernel, a many-kernel module, the JIT tier policy",
+         script("compile.py", *(small or ["--repeat", "3"])), None),
         ("Slice mode's bounds checks (hoisted out of loops, and not) against none", script("emulate.py", "--bounds", *small), None),
         ("Slice against full mode, whole `hypa-opt --emulate` processes",
          script("emulate.py", "--processes", *(["--iters", "200"] if args.small else [])), None),

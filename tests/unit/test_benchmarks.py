@@ -50,6 +50,8 @@ SMALL = [
     ("slice_stats.py", ["--small"], (), r"^16 files, 34 kernels, 0 failures, [\d.]+ s$"),
     ("timing_calibrate.py", ["--small"], (), r"^8 of 8 timed launches emulated; the fit kept or lowered the error$"),
     ("timing_validate.py", ["--small"], (), r"^8 of 8 timed launches emulated and estimated$"),
+    # cold compilation by phase; auto's tier within 1.0x-2x of the better tier (printed, not timed)
+    ("compile.py", ["--small"], (), r"^auto over the better tier, worst: [\d.]+$"),
     # every measurement the README's Speed section quotes, small, under a dated header
     ("speed.py", ["--small"], (), r"^speed: \d+ measurements$"),
     # whole processes over 64 MiB buffers; the 2x module does exactly twice the work
