@@ -12,6 +12,7 @@ the kernel's own file.  Kernels without ``.loc`` are shown per PTX instruction.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -77,8 +78,10 @@ def source_files(module) -> dict[int, str]:
 _FILE_LINE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
 
 
+@functools.lru_cache(maxsize=16)
 def source_files_of_text(ptx: str) -> dict[int, str]:
-    """``.file`` numbers of PTX text (what a profile record keeps)."""
+    """``.file`` numbers of PTX text (what a profile record keeps); the launches of one
+    module share the answer (a module of 313 kernels was scanned 313 times)."""
     return {int(m.group(1)): m.group(2) for m in _FILE_LINE.finditer(ptx)}
 
 
