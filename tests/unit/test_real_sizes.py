@@ -16,43 +16,20 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import HYPA, kernel
+from helpers import HYPA, load_script
 from hypa.runtime import buffer_image
 from hypa.runtime.launch import BufferSpec
 
 MIB = 1 << 20
 
-#: out[off + i] = a[off + i] + b[off + i] for the launch's 256 threads
-ADD_AT = kernel("add_at(.param .u64 add_out, .param .u64 add_a, .param .u64 add_b, .param .u32 add_off)", """
-    mov.u32 %r1, %tid.x;
-    ld.param.u32 %r2, [add_off];
-    add.s32 %r3, %r1, %r2;
-    mul.wide.u32 %rd1, %r3, 4;
-    ld.param.u64 %rd2, [add_a];
-    add.s64 %rd3, %rd2, %rd1;
-    ld.global.f32 %f1, [%rd3];
-    ld.param.u64 %rd4, [add_b];
-    add.s64 %rd5, %rd4, %rd1;
-    ld.global.f32 %f2, [%rd5];
-    add.f32 %f3, %f1, %f2;
-    ld.param.u64 %rd6, [add_out];
-    add.s64 %rd7, %rd6, %rd1;
-    st.global.f32 [%rd7], %f3;
-    ret;
-""")
+#: the kernel and spec the README's memory figure uses (benchmarks/speed.py): distinct launches
+#: of ``add_at`` (out[off + i] = a[off + i] + b[off + i]) over zeros, random and arange buffers
+SPEED = load_script("benchmarks/speed.py")
+ADD_AT = SPEED.ADD_AT
 
 
 def _spec(launches: int, count: int) -> str:
-    """``launches`` launches of ``add_at``, each at its own offset (no two alike), over three
-    buffers of ``count`` floats."""
-    parts = []
-    for k in range(launches):
-        parts.append(f'[[launch]]\nkernel = "add_at"\ngrid = 1\nblock = 256\n'
-                     f'args = ["out", "a", "b", {k * (count // launches)}]\n')
-    parts.append(f'[buffers.out]\ndtype = "float32"\ncount = {count}\n'
-                 f'[buffers.a]\ndtype = "float32"\ncount = {count}\ninit = {{ random = {{ seed = 1 }} }}\n'
-                 f'[buffers.b]\ndtype = "float32"\ncount = {count}\ninit = "arange"\n')
-    return "\n".join(parts)
+    return SPEED.launches_spec(launches, 4 * count)
 
 
 def _profile_rss(tmp_path, launches: int, count: int) -> tuple[int, list]:
