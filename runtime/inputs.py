@@ -515,7 +515,7 @@ def zstd_decompress(src: bytes, size: int, where: str) -> bytes:
     except ImportError:
         raise InputError(
             f"{where}: its PTX is compressed with Zstandard (CUDA 13's default); install the `zstandard` package "
-            f"(pip install 'hypa[binaries]') or cuobjdump, or rebuild with `--compress-mode=none`"
+            f"(a dependency of hypa: pip install zstandard) or cuobjdump, or rebuild with `--compress-mode=none`"
         ) from None
     try:
         return zstandard.ZstdDecompressor().decompress(src, max_output_size=max(size, 1 << 20))
