@@ -242,7 +242,7 @@ def _hash_array(h, arr: np.ndarray) -> None:
 
 def _describe(b: BufferSpec | np.ndarray) -> str:
     """A buffer's dtype and size, for a key."""
-    return f"{np.dtype(b.dtype).str}:{b.nbytes}"
+    return f"{(b.dtype if isinstance(b, np.ndarray) else b.np_dtype).str}:{b.nbytes}"
 
 
 def _hash_contents(h, b: BufferSpec | np.ndarray) -> None:

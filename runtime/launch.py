@@ -108,12 +108,17 @@ class BufferSpec:
             raise LaunchError(f"buffer '{self.name}': {e}") from None
 
     @property
-    def nbytes(self) -> int:
-        """The buffer's size in bytes, without making it."""
+    def np_dtype(self) -> np.dtype:
+        """The element type (an unknown name is the user's error, said in one line)."""
         try:
-            return int(self.count) * np.dtype(self.dtype).itemsize
+            return np.dtype(self.dtype)
         except TypeError as e:
             raise LaunchError(f"buffer '{self.name}': unknown dtype {self.dtype!r}") from e
+
+    @property
+    def nbytes(self) -> int:
+        """The buffer's size in bytes, without making it."""
+        return int(self.count) * self.np_dtype.itemsize
 
     def identity(self) -> str:
         """A text that names the buffer's initial contents (equal texts, equal bytes): what a
@@ -131,7 +136,7 @@ class BufferSpec:
                 what = "chunk manifest " if kind == "chunks" else ""
                 raise LaunchError(f"buffer '{self.name}': cannot read {what}{path}: {e.strerror or e}") from None
             init = {kind: path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-        text = f"{np.dtype(self.dtype).str}:{self.count}:{init!r}"
+        text = f"{self.np_dtype.str}:{self.count}:{init!r}"
         if len(text) > 256:  # long value lists: their digest
             text = text[:64] + hashlib.sha256(text.encode()).hexdigest()
         return text

@@ -16,11 +16,12 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import HYPA, load_script
+from helpers import EXAMPLES, HYPA, load_script
 from hypa.runtime import buffer_image
 from hypa.runtime.launch import BufferSpec
 
 MIB = 1 << 20
+SAXPY = EXAMPLES / "saxpy.ptx"
 
 #: the kernel and spec the README's memory figure uses (benchmarks/speed.py): distinct launches
 #: of ``add_at`` (out[off + i] = a[off + i] + b[off + i]) over zeros, random and arange buffers
@@ -127,3 +128,20 @@ def test_dedup_with_specs_reuses_equal_launches(tmp_path, hypa_cli):
                             "--no-progress")
     assert rc == 0, err
     assert "2 launches of 1 kernel; 1 analysed, 1 reused" in out + err
+
+
+def test_bad_buffer_specs_are_one_line_errors(tmp_path):
+    """An unknown dtype or init in a spec is the user's error, named in one line (the batch
+    keys launches by their specs before any buffer is made)."""
+    (tmp_path / "bad.toml").write_text(
+        '[[launch]]\nkernel = "saxpy"\ngrid = 1\nblock = 32\nargs = [10, 2.0, "x", "y"]\n'
+        '[buffers.x]\ndtype = "bogus"\ncount = 10\n'
+        '[buffers.y]\ndtype = "float32"\ncount = 10\ninit = { nope = 1 }\n')
+    r = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "profile", str(SAXPY), "--launch",
+                        str(tmp_path / "bad.toml"), "--no-progress"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, HYPA_CACHE_DIR=str(tmp_path / "cache")))
+    assert r.returncode == 1, r.stderr
+    assert "buffer 'x': unknown dtype 'bogus'" in r.stderr
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+    with pytest.raises(Exception, match=r"buffer 'y': init must be zeros, ones"):
+        BufferSpec("y", "float32", 4 * MIB, init={"nope": 1}).materialize()
