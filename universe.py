@@ -21,13 +21,13 @@ def _get_ptx_dialect() -> Dialect:
 
 
 def _get_ptx_target() -> type[Target]:
-    from hypa.ptxdialect.target import PTXTarget
+    from hypa.tools.ptx_target import PTXTarget
 
     return PTXTarget
 
 
 def _get_llvm_target() -> type[Target]:
-    from hypa.runtime.llvm_target import LLVMTarget
+    from hypa.runtime.emulator.llvm_target import LLVMTarget
 
     return LLVMTarget
 

@@ -1,4 +1,4 @@
-"""Time the cache model's replay (runtime/cache_model.simulate) on a full trace.
+"""Time the cache model's replay (runtime/models/cache_model.simulate) on a full trace.
 
     python benchmarks/cache_replay.py            # native loop, then the Python reference once
     python benchmarks/cache_replay.py --small    # CI: 512 warps, 3 MB written, exit 1 unless native == Python
@@ -21,7 +21,8 @@ import time
 import numpy as np
 
 from hypa.runtime import abi
-from hypa.runtime.cache_model import MemoryTrace, simulate
+from hypa.runtime.emulator.memory_trace import MemoryTrace
+from hypa.runtime.models.cache_model import simulate
 
 
 def trace(warps: int = 8192) -> MemoryTrace:

@@ -162,12 +162,12 @@ def _env(before: str | None, cache: str | None = None, **extra) -> dict:
 _IN_PROCESS = r"""
 import json, os, sys, time
 from hypa.ptxdialect.parser import parse_ptx
-from hypa.runtime import jit
-from hypa.runtime.emulator import Emulator
+from hypa.runtime.emulator import jit
+from hypa.runtime.emulator.emulator import Emulator
 try:
-    from hypa.runtime.lowering import lower
+    from hypa.runtime.emulator.lowering import lower
 except ImportError:  # a checkout from before helper functions
-    from hypa.runtime.lowering import build_module
+    from hypa.runtime.emulator.lowering import build_module
     lower = lambda p: str(build_module(p))
 path, mode, tiers = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 clock = time.process_time

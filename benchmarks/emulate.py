@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.launch import Launch
+from hypa.runtime.emulator.emulator import Emulator
+from hypa.runtime.emulator.launch import Launch
 
 FMAS = 24
 
@@ -163,7 +163,7 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice",
     import statistics
 
     from hypa.ptxdialect import parse_ptx_file
-    from hypa.runtime.launch import launches_from_toml
+    from hypa.runtime.emulator.launch import launches_from_toml
 
     os.environ.setdefault("HYPA_NO_CACHE", "1")
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

@@ -24,7 +24,7 @@ Targets (each mutates a valid seed input and feeds it to the code a user's input
     lowered to LLVM IR (not compiled: that is the slow part, and the IR is what it reads).
 
 ``arch-file``
-    an architecture description (``runtime/arch/*.toml``) with values replaced by zero, negative,
+    an architecture description (``runtime/models/arch/*.toml``) with values replaced by zero, negative,
     huge, NaN or other types and keys deleted; read by the timing model's loader and, if
     accepted, used for a time estimate of the saxpy launch.
 ``binary``
@@ -111,7 +111,7 @@ SPEC = {
 
 class Targets:
     def __init__(self) -> None:
-        from hypa.runtime.emulator import Emulator
+        from hypa.runtime.emulator.emulator import Emulator
 
         self._module = _saxpy_module()
         self.emulators = {m: Emulator(self._module, mode=m, step_budget=STEP_BUDGET) for m in ("slice", "full")}
@@ -125,10 +125,10 @@ class Targets:
 
     def seed_profile(self) -> list:
         if self._profile is None:
-            from hypa.runtime.launch import launches_from_dict
-            from hypa.runtime.report import record_dict
-            from hypa.runtime.batch import LaunchRecord
-            from hypa.runtime.inputs import Source
+            from hypa.runtime.emulator.launch import launches_from_dict
+            from hypa.runtime.report.tables import record_dict
+            from hypa.runtime.report.batch import LaunchRecord
+            from hypa.runtime.report.inputs import Source
 
             (launch,) = launches_from_dict(copy.deepcopy(SPEC))
             emu = self.emulators["full"]
@@ -143,7 +143,7 @@ class Targets:
         return self._profile
 
     def report_json(self, rng: random.Random):
-        from hypa.runtime import html_report
+        from hypa.runtime.report import html as html_report
 
         data = copy.deepcopy(self.seed_profile())
         for _ in range(rng.randint(1, 3)):
@@ -155,7 +155,7 @@ class Targets:
         return "accepted", data
 
     def launch_spec(self, rng: random.Random):
-        from hypa.runtime.launch import launches_from_dict
+        from hypa.runtime.emulator.launch import launches_from_dict
 
         spec = copy.deepcopy(SPEC)
         if rng.random() < 0.4:  # a plausible change: other sizes, counts, values
@@ -178,7 +178,7 @@ class Targets:
         return "accepted", spec
 
     def emulate_string(self, rng: random.Random):
-        from hypa.runtime.launch import launch_from_cli
+        from hypa.runtime.emulator.launch import launch_from_cli
 
         base = "grid=4 block=256 args=1000,2.0,x,y buffer.x=float32:1000:arange buffer.y=float32:1000:ones shared=0"
         toks = base.split()
@@ -208,9 +208,9 @@ class Targets:
         import re as _re
 
         from hypa.ptxdialect import module_to_ptx, parse_ptx
-        from hypa.runtime.lowering import build_module
-        from hypa.runtime.emulator import Emulator
-        from hypa.runtime.program import module_kernels
+        from hypa.runtime.emulator.lowering import build_module
+        from hypa.runtime.emulator.emulator import Emulator
+        from hypa.runtime.emulator.program import module_kernels
 
         if self._ptx is None:
             self._ptx = [open(f).read() for f in _ptx_files()]
@@ -252,10 +252,10 @@ class Targets:
     def arch_file(self, rng: random.Random):
         import tomllib
 
-        from hypa.runtime import timing
+        from hypa.runtime.models import timing
 
         if self._arch is None:
-            with open(os.path.join(ROOT, "runtime", "arch", "sm_90.toml"), "rb") as f:
+            with open(os.path.join(ROOT, "runtime", "models", "arch", "sm_90.toml"), "rb") as f:
                 self._arch = tomllib.load(f)
             launch = timing_launch()
             self._arch_result = (self.emulators["slice"].run(launch), launch)
@@ -279,7 +279,7 @@ class Targets:
 
         from hypa.cudart.program import inspect
         from hypa.ptxdialect import parse_ptx
-        from hypa.runtime.inputs import InputOptions, load_sources
+        from hypa.runtime.report.inputs import InputOptions, load_sources
 
         if self._binaries is None:
             d = os.path.join(ROOT, "tests", "unit", "data", "binaries")
@@ -319,7 +319,7 @@ class Targets:
 
 
 def timing_launch():
-    from hypa.runtime.launch import launches_from_dict
+    from hypa.runtime.emulator.launch import launches_from_dict
 
     (launch,) = launches_from_dict(copy.deepcopy(SPEC))
     return launch
@@ -332,12 +332,12 @@ def _ptx_files() -> list[str]:
 
 
 def _user_errors():
-    from hypa.runtime.emulator import EmulationError
-    from hypa.runtime.errors import LAUNCH_ERRORS
-    from hypa.runtime.inputs import InputError
-    from hypa.runtime.launch import LaunchError
+    from hypa.runtime.emulator.emulator import EmulationError
+    from hypa.runtime.report.errors import LAUNCH_ERRORS
+    from hypa.runtime.report.inputs import InputError
+    from hypa.runtime.emulator.launch import LaunchError
 
-    from hypa.runtime.timing import TimingError
+    from hypa.runtime.models.timing import TimingError
 
     return (LaunchError, EmulationError, InputError, TimingError, *LAUNCH_ERRORS)
 

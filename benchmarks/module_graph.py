@@ -1,9 +1,9 @@
 """The module graph of hypa's packages: who imports whom, cycles, lines per module.
 
-    python benchmarks/module_graph.py                  # layers, edges, cycles, lines
+    python benchmarks/module_graph.py                  # layers, upward imports, edges, cycles, lines
     python benchmarks/module_graph.py --before DIR     # lines per module beside another tree
     python benchmarks/module_graph.py --private        # imports of private names across modules
-    python benchmarks/module_graph.py --small          # CI: the summary; exit 1 on a cycle or a private import
+    python benchmarks/module_graph.py --small          # CI: the summary; exit 1 on a cycle, an upward or a private import
 
 Every import counts, also one inside a function (a lazy import is still a dependency: it
 only moves the cycle to run time).  ``tests/unit/test_module_graph.py`` keeps the graph
@@ -20,6 +20,32 @@ from collections import defaultdict
 
 #: the packages of the project, bottom layer first
 PACKAGES = ("ptxdialect", "passes", "runtime", "cudart", "tools")
+#: the layers, bottom first: a module may import its own layer and the layers below it, never
+#: one above (docs/design.md, "Layers").  ``runtime.abi`` is the contract between generated
+#: code and everything that reads its memory, so it sits under the runtime's sub-packages.
+LAYERS = ("ptxdialect", "passes", "runtime.abi", "runtime.metrics", "runtime.emulator",
+          "runtime.models", "runtime.report", "runtime", "cudart", "tools")
+
+
+def layer_of(mod: str) -> str:
+    """The layer a module belongs to: the longest entry of ``LAYERS`` that prefixes it."""
+    best = ""
+    for layer in LAYERS:
+        if (mod == layer or mod.startswith(layer + ".")) and len(layer) > len(best):
+            best = layer
+    return best
+
+
+def upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports of a module in a higher layer (the package ``__init__`` of a layer above
+    included): every one is a layering violation."""
+    rank = {layer: i for i, layer in enumerate(LAYERS)}
+    out = []
+    for mod, deps in edges.items():
+        for d in deps:
+            if rank.get(layer_of(d), -1) > rank.get(layer_of(mod), -1):
+                out.append((mod, d))
+    return sorted(out)
 
 
 def modules(root: str) -> dict[str, str]:
@@ -137,10 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     mods = modules(a.root)
     edges, private = imports(mods)
     cyc = cycles(edges)
+    up = upward(edges)
     print(f"{len(mods)} modules, {sum(len(v) for v in edges.values())} import edges, "
-          f"{len(cyc)} cycles, {len(private)} private names imported across modules")
+          f"{len(cyc)} cycles, {len(up)} upward imports, {len(private)} private names imported across modules")
     for c in cyc:
         print("  cycle:", " <-> ".join(c))
+    for mod, d in up:
+        print(f"  upward: {mod} ({layer_of(mod)}) imports {d} ({layer_of(d)})")
+    print("\nlayers, bottom first: lines, modules, the layers each imports")
+    for layer in LAYERS:
+        members = [m for m in mods if layer_of(m) == layer]
+        below = sorted({layer_of(d) for m in members for d in edges.get(m, ())} - {layer},
+                       key=LAYERS.index)
+        print(f"  {layer:18s} {sum(lines(mods[m]) for m in members):6d} lines {len(members):3d} modules"
+              f"  -> {', '.join(below) if below else '-'}")
     if a.private or a.small:
         for mod, target, name in private:
             print(f"  {mod} uses {target}.{name}")
@@ -148,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(mods) < len(PACKAGES):
             print(f"FAIL: {len(mods)} modules under {a.root}: not a checkout of hypa")
             return 1
-        return 1 if cyc or private else 0
+        return 1 if cyc or private or up else 0
     print("\nmodule -> project modules it imports")
     for m in sorted(mods):
         deps = sorted(edges.get(m, ()))
@@ -163,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         total_b += nb
         print(f"  {m:40s} {nb:6d} -> {na:6d}" if before else f"  {m:40s} {na:6d}")
     print(f"  {'total':40s} {total_b:6d} -> {total_a:6d}" if before else f"  {'total':40s} {total_a:6d}")
-    return 1 if cyc else 0
+    return 1 if cyc or up else 0
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ def main() -> int:
         if ptxas:
             target = next((op.arch for op in m.ops if isinstance(op, TargetOp)), None)
             if target:
-                from hypa.ptxdialect.target import PTXTarget
+                from hypa.tools.ptx_target import PTXTarget
 
                 m2 = parse_ptx(text, path)
                 PTXToSSA().apply(Context(), m2)

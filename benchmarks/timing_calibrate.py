@@ -1,9 +1,9 @@
-"""Fit the timing model's calibrated parameters ([CAL] in runtime/arch/*.toml) to measured
+"""Fit the timing model's calibrated parameters ([CAL] in runtime/models/arch/*.toml) to measured
 kernel times of the calibration set -- never to the validation set.
 
     python benchmarks/timing_calibrate.py benchmarks/gpu/results/calibration.h100.json
     python benchmarks/timing_calibrate.py times.json --params core.launch_overhead_us,memory.dram_efficiency \\
-        --write runtime/arch/sm_90.toml
+        --write runtime/models/arch/sm_90.toml
     python benchmarks/timing_calibrate.py --small    # CI: 8 recorded launches, 2 parameters, 1 sweep
 
 Every measured launch (benchmarks/gpu/time_kernels.py's JSON) is emulated once, with the
@@ -76,7 +76,7 @@ class Reuse:
     change them (installed over runtime.timing's KernelTiming and cache_model.simulate)."""
 
     def __init__(self):
-        from hypa.runtime import cache_model, timing
+        from hypa.runtime.models import cache_model, timing
 
         self.timing, self.cache_model = timing, cache_model
         self._kt: dict = {}
@@ -116,9 +116,9 @@ class Reuse:
 def emulate_all(data: dict, jobs: int = 1) -> list[tuple]:
     """(launch, result, program, measured us, where) for every timed launch."""
     from hypa.ptxdialect import parse_ptx_file
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.launch import launches_from_toml
-    from hypa.runtime.timing import TRACE_RECORDS, emulator_program
+    from hypa.runtime.emulator.emulator import Emulator
+    from hypa.runtime.emulator.launch import launches_from_toml
+    from hypa.runtime.models.timing import TRACE_RECORDS, emulator_program
 
     out = []
     files: dict[str, list] = {}
@@ -143,7 +143,7 @@ def emulate_all(data: dict, jobs: int = 1) -> list[tuple]:
 
 def errors(runs: list[tuple], arch) -> list[float]:
     """log(estimate / measured) per launch."""
-    from hypa.runtime.timing import estimate
+    from hypa.runtime.models.timing import estimate
 
     out = []
     for L, r, prog, meas, _where in runs:
@@ -226,7 +226,7 @@ def main(argv=None) -> int:
         args.sweeps = min(args.sweeps, 1)
     elif not args.measurements:
         ap.error("give the measurements (JSON of benchmarks/gpu/time_kernels.py), or --small")
-    from hypa.runtime.timing import load_arch
+    from hypa.runtime.models.timing import load_arch
 
     runs = []
     timed = 0

@@ -1,4 +1,4 @@
-"""Compare the timing estimate (runtime/timing.py) with measured kernel times.
+"""Compare the timing estimate (runtime/models/timing.py) with measured kernel times.
 
     python benchmarks/timing_validate.py benchmarks/gpu/results/kernel_times.h100.json
     python benchmarks/timing_validate.py times.json --arch sm_90 --metric batched_us \\
@@ -72,10 +72,10 @@ def compare(data: dict, arch: str = "sm_90", metric: str = "median_us", register
             no_trace: bool = False, cost: bool = False) -> tuple[list[Row], list[str]]:
     """Estimate every measured launch of ``data`` (time_kernels.py's JSON)."""
     from hypa.ptxdialect import parse_ptx_file
-    from hypa.runtime.demangle import demangle
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.launch import launches_from_toml
-    from hypa.runtime.timing import TRACE_RECORDS, estimate_run, load_arch
+    from hypa.runtime.emulator.demangle import demangle
+    from hypa.runtime.emulator.emulator import Emulator
+    from hypa.runtime.emulator.launch import launches_from_toml
+    from hypa.runtime.models.timing import TRACE_RECORDS, estimate_run, load_arch
 
     a = load_arch(arch)
     empty = (data.get("empty_kernel") or {}).get(metric)

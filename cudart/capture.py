@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hypa.runtime.chunks import CHUNK_BYTES, digest, manifest_text, zero_digest
+from hypa.runtime.emulator.chunks import CHUNK_BYTES, digest, manifest_text, zero_digest
 
 from .written_pages import PAGE, WrittenPages
 
@@ -84,7 +84,7 @@ class LaunchSelection:
             return False
         hit = self._hits.get(kernel)
         if hit is None:
-            from hypa.runtime.demangle import demangle
+            from hypa.runtime.emulator.demangle import demangle
 
             d = demangle(kernel)
             forms = (kernel, d, d.split("(")[0])

@@ -111,9 +111,9 @@ class Event:
 
 class HostRuntime(TextureRuntime):
     def __init__(self, major: int, opts: RunOptions) -> None:
-        from hypa.runtime.device_heap import DeviceHeap
-        from hypa.runtime.flat_memory import FlatMemory
-        from hypa.runtime.textures import TextureTable
+        from hypa.runtime.emulator.device_heap import DeviceHeap
+        from hypa.runtime.emulator.flat_memory import FlatMemory
+        from hypa.runtime.emulator.textures import TextureTable
 
         self.major = major
         self.opts = opts
@@ -273,9 +273,9 @@ class HostRuntime(TextureRuntime):
             return m.error is None
         from hypa.ptxdialect import parse_ptx
         from hypa.ptxdialect.diagnostics import PTXError
-        from hypa.runtime.emulator import Emulator
-        from hypa.runtime.flat_memory import HostBinding
-        from hypa.runtime.inputs import ENTRY_ELF, ENTRY_PTX, InputError, Source, arch_specific, read_fatbins
+        from hypa.runtime.emulator.emulator import Emulator
+        from hypa.runtime.emulator.flat_memory import HostBinding
+        from hypa.runtime.report.inputs import ENTRY_ELF, ENTRY_PTX, InputError, Source, arch_specific, read_fatbins
 
         try:
             entries = read_fatbins(m.blob, f"{self.opts.program} (fatbin {m.index})")
@@ -336,7 +336,7 @@ class HostRuntime(TextureRuntime):
         m = s.module
         if s.name not in m.initialised and self._load(m):
             from hypa.ptxdialect.dialect import VarOp
-            from hypa.runtime.emulator import initial_bytes
+            from hypa.runtime.emulator.emulator import initial_bytes
 
             for op in m.emulator.module.ops:
                 if isinstance(op, VarOp) and op.var_name == s.name:
@@ -372,10 +372,10 @@ class HostRuntime(TextureRuntime):
 
     def _launch(self, func: int, grid, block, args: int, shared: int) -> int:
         self._flush_printf()
-        from hypa.runtime.batch import LaunchRecord
-        from hypa.runtime.emulator import EmulationError
-        from hypa.runtime.errors import LAUNCH_ERRORS
-        from hypa.runtime.launch import Launch, LaunchError
+        from hypa.runtime.report.batch import LaunchRecord
+        from hypa.runtime.emulator.emulator import EmulationError
+        from hypa.runtime.report.errors import LAUNCH_ERRORS
+        from hypa.runtime.emulator.launch import Launch, LaunchError
 
         k = self.functions.get(func)
         if k is None:
@@ -453,7 +453,7 @@ class HostRuntime(TextureRuntime):
             t = None
             if rec.result is not None:
                 try:
-                    from hypa.runtime.timing import emulator_program, estimate
+                    from hypa.runtime.models.timing import emulator_program, estimate
 
                     t = estimate(rec.result, rec.launch, self.opts.arch if self.opts.arch != "sm_90" else "h100",
                                  program=emulator_program(rec.source and self._module_of(rec).emulator, rec.launch)).time_us
@@ -978,7 +978,7 @@ class HostRuntime(TextureRuntime):
     # -- device printf -------------------------------------------------------------------
 
     def _device_printf(self, ctx: int, fmt: int, args: int) -> None:
-        from hypa.runtime.flat_memory import host_address
+        from hypa.runtime.emulator.flat_memory import host_address
 
         from .printf import format_device
 
@@ -1015,8 +1015,8 @@ class HostRuntime(TextureRuntime):
         self.finished = True
         if not self.opts.results:
             return
-        from hypa.runtime import report
-        from hypa.runtime.batch import Profile
+        from hypa.runtime.report import tables as report
+        from hypa.runtime.report.batch import Profile
 
         prof = Profile(self.records, [], [m.source for m in self.modules.values() if m.source is not None],
                        time.perf_counter() - self.t0, "this machine, inside the program")
@@ -1076,9 +1076,9 @@ def install(set_dispatch: int, major: int) -> None:
 
 def _trace_records(memory_metrics: bool) -> int:
     """With ``--memory-metrics`` the launches also keep an address trace, so the timing
-    estimates behind ``cudaEventElapsedTime`` use the cache model (runtime/cache_model.py)."""
+    estimates behind ``cudaEventElapsedTime`` use the cache model (runtime/models/cache_model.py)."""
     if not memory_metrics:
         return 0
-    from hypa.runtime.timing import TRACE_RECORDS
+    from hypa.runtime.models.timing import TRACE_RECORDS
 
     return TRACE_RECORDS

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from hypa.runtime.textures import ADDRESS_MODES, FORMATS, TextureDesc, TextureError
+from hypa.runtime.emulator.textures import ADDRESS_MODES, FORMATS, TextureDesc, TextureError
 
 from . import errors as E
 

@@ -32,7 +32,7 @@ immediate, integer ``cvt`` and ``cvta`` to global, over loop-invariant values, i
 ``%tid``/``%ctaid``/``%ntid``/``%nctaid`` and induction variables (a header argument that
 every latch steps by a loop-invariant amount).
 
-Marks (for reading the IR; ``runtime/program.prepare`` recomputes the plan): a hoisted
+Marks (for reading the IR; ``runtime/emulator/program.prepare`` recomputes the plan): a hoisted
 access carries ``hypa.hoisted_check`` (the loop's label), arithmetic computed only for
 unproven lanes ``hypa.hoisted_address``, and the preheader's terminator
 ``hypa.range_checks``: the loop's exit test and each access's range.

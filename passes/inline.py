@@ -154,7 +154,7 @@ def _label_directive(call: InstructionOp, label: str) -> tuple[str, str] | None:
 
 #: functions without a body the emulator runs itself (each in the lanes that execute the call)
 RUNTIME_FUNCTIONS = ("vprintf", "__assertfail", "malloc", "free")
-#: the device heap's functions (runtime/device_heap.py)
+#: the device heap's functions (runtime/emulator/device_heap.py)
 HEAP_FUNCTIONS = ("malloc", "free")
 
 

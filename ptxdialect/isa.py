@@ -744,7 +744,7 @@ LANE_AND_TIMING_FACTS: dict[str, dict[str, str]] = {
 }
 LANES = ("", "cross")
 #: the timing families (``Instr.timing``): the classes of an arch file's ``[classes]`` they
-#: lead to are chosen by ``runtime/timing.py`` from the modifiers
+#: lead to are chosen by ``runtime/models/timing.py`` from the modifiers
 TIMING_FAMILIES = ("", "shfl", "vote", "match", "redux", "tensor", "int_mul", "int_slow", "div", "int_compare",
                    "int_bitwise", "cp_async", "prefetch")
 

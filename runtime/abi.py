@@ -83,17 +83,20 @@ CTX_STACK_SIZE = CTX_FLAT_START + 15                  # call stack per thread, b
 # mbarrier updates of the running CTA so far: a scheduler round in which no barrier releases
 # and no mbarrier changes is a deadlock (every warp waits on state nobody can change)
 CTX_MBAR_EPOCH = CTX_FLAT_START + 16
-CTX_TEXTURE = CTX_FLAT_START + 17                    # texture instructions: int64(*)(ctx, text, lanes, in, out) (runtime/textures.py)
-# the address trace of the timing estimate's cache model (runtime/cache_model.py): each global
+CTX_TEXTURE = CTX_FLAT_START + 17                    # texture instructions: int64(*)(ctx, text, lanes, in, out) (runtime/emulator/textures.py)
+# the address trace of the timing estimate's cache model (runtime/models/cache_model.py): each global
 # access appends (sector, warp | slot << 32 | kind << 48 | lanes << 57) per distinct 32-byte sector whose
 # 128-byte line the sampling keeps (hash(line) mod 2**CTX_TRACE_SHIFT == 0); a full buffer
 # raises the shift and drops the records it no longer keeps
 CTX_TRACE = CTX_FLAT_START + 18                      # pointer to i64 pairs, or 0: no trace
+#: multiplier of the line hash that picks the sampled lines (Fibonacci hashing): the JIT's
+#: sampling and the trace's reader (memory_trace.line_kept) must agree
+TRACE_LINE_HASH = 0x9E3779B97F4A7C15
 CTX_TRACE_LEN = CTX_FLAT_START + 19                  # records written
 CTX_TRACE_CAP = CTX_FLAT_START + 20                  # records the buffer holds
 CTX_TRACE_SHIFT = CTX_FLAT_START + 21                # set-sampling level (0: every line)
 CTX_CTA_STEPS = CTX_FLAT_START + 22                  # pointer to i64 pairs per CTA: its warp-instructions and critical steps, or 0
-CTX_HEAP = CTX_FLAT_START + 23                       # device malloc/free: int64(*)(ctx, op, lanes, in, out) (runtime/device_heap.py)
+CTX_HEAP = CTX_FLAT_START + 23                       # device malloc/free: int64(*)(ctx, op, lanes, in, out) (runtime/emulator/device_heap.py)
 CTX_TRACE_ATOMICS = CTX_FLAT_START + 24              # atomic sector requests seen by the trace (kept or not)
 CTX_TRACE_ATOMIC_EXTRA = CTX_FLAT_START + 25         # their operations beyond the first on one word
 CTX_WORDS = CTX_FLAT_START + 26

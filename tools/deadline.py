@@ -36,7 +36,7 @@ def arm(seconds: float | None, command: str) -> threading.Timer | None:
 
     def expire() -> None:
         try:
-            executor = sys.modules.get("hypa.runtime.executor")
+            executor = sys.modules.get("hypa.runtime.emulator.executor")
             if executor is not None:
                 executor.kill_workers()
             sys.stderr.write(f"{command}: error: stopped after {seconds:g} s (--timeout)\n")

@@ -17,16 +17,16 @@ from .deadline import positive_seconds
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
-    from hypa.runtime.emulator import Emulator, LaunchResult
-    from hypa.runtime.launch import Launch
+    from hypa.runtime.emulator.emulator import Emulator, LaunchResult
+    from hypa.runtime.emulator.launch import Launch
 
 #: (module, class) of the errors a launch reports as ``prog: error: ...``
 _ERROR_CLASSES = (
-    ("hypa.runtime.launch", "LaunchError"),
-    ("hypa.runtime.emulator", "EmulationError"),
-    ("hypa.runtime.program", "ProgramError"),
-    ("hypa.runtime.timing", "TimingError"),
-    ("hypa.runtime.lowering.rules", "LoweringError"),
+    ("hypa.runtime.emulator.launch", "LaunchError"),
+    ("hypa.runtime.emulator.emulator", "EmulationError"),
+    ("hypa.runtime.emulator.program", "ProgramError"),
+    ("hypa.runtime.models.timing", "TimingError"),
+    ("hypa.runtime.emulator.lowering.rules", "LoweringError"),
 )
 
 
@@ -42,8 +42,8 @@ def loaded_errors() -> tuple[type[Exception], ...]:
 
 
 def arch_argument(text: str) -> str:
-    """argparse ``type=`` of ``--estimate-time``: ``runtime/timing.py``'s check, loaded when the option is given."""
-    from hypa.runtime.timing import arch_argument as check
+    """argparse ``type=`` of ``--estimate-time``: ``runtime/models/timing.py``'s check, loaded when the option is given."""
+    from hypa.runtime.models.timing import arch_argument as check
 
     return check(text)
 
@@ -55,7 +55,7 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
     if with_emulate:
         step_budget_default = None
     else:
-        from hypa.runtime.emulator import DEFAULT_STEP_BUDGET as step_budget_default
+        from hypa.runtime.emulator.emulator import DEFAULT_STEP_BUDGET as step_budget_default
     g = p.add_argument_group("emulation")
     if with_emulate:
         g.add_argument("--emulate", nargs="?", const="", default=None, metavar="SPEC",
@@ -96,11 +96,11 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
                         "(ptxas's YIELD, as on the GPU; the default), or always at the immediate post-dominator")
     g.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH", type=arch_argument,
                    help="also estimate the kernel's cycles and time on ARCH (sm_90 = H100 SXM5, the default; "
-                        "sm_80 = A100; or an arch .toml): runtime/timing.py")
+                        "sm_80 = A100; or an arch .toml): runtime/models/timing.py")
 
 
 def launches_from_args(args: argparse.Namespace) -> list[Launch]:
-    from hypa.runtime.launch import LaunchError, launch_from_cli, launches_from_toml
+    from hypa.runtime.emulator.launch import LaunchError, launch_from_cli, launches_from_toml
 
     launches: list[Launch] = []
     if getattr(args, "launch", None):
@@ -119,9 +119,9 @@ def select_kernel(module: ModuleOp, launches: Sequence[Launch], name: str | None
     and so is a filter that leaves no launch."""
     if not name:
         return list(launches)
-    from hypa.runtime.batch import kernel_matches
-    from hypa.runtime.launch import LaunchError
-    from hypa.runtime.program import find_kernel
+    from hypa.runtime.report.batch import kernel_matches
+    from hypa.runtime.emulator.launch import LaunchError
+    from hypa.runtime.emulator.program import find_kernel
 
     mangled = find_kernel(module, name).func_name  # ProgramError names the kernels there are
     out = []
@@ -138,7 +138,7 @@ def select_kernel(module: ModuleOp, launches: Sequence[Launch], name: str | None
 
 def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Namespace) -> list[LaunchResult]:
     from hypa.runtime import abi
-    from hypa.runtime.emulator import DEFAULT_STEP_BUDGET, Emulator
+    from hypa.runtime.emulator.emulator import DEFAULT_STEP_BUDGET, Emulator
 
     budget = args.step_budget if args.step_budget is not None else DEFAULT_STEP_BUDGET
     stack = getattr(args, "stack_size", None)
@@ -161,7 +161,7 @@ def _trace_records(args: argparse.Namespace) -> int:
     """Address-trace records per launch: with ``--estimate-time``, for its cache model."""
     if not getattr(args, "estimate_time", None):
         return 0
-    from hypa.runtime.timing import TRACE_RECORDS
+    from hypa.runtime.models.timing import TRACE_RECORDS
 
     return TRACE_RECORDS
 
@@ -170,7 +170,7 @@ def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: a
     """With ``--estimate-time``: the timing estimate of ``result`` (``result.time_estimate``)."""
     arch = getattr(args, "estimate_time", None)
     if arch:
-        from hypa.runtime.timing import estimate_run
+        from hypa.runtime.models.timing import estimate_run
 
         result.time_estimate = estimate_run(emu, launch, result, arch)  # type: ignore[attr-defined]
         result.memory_trace = None  # read by the estimate alone; launches must not accumulate traces
@@ -179,11 +179,11 @@ def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: a
 
 
 def render_results(results: Sequence[LaunchResult], args: argparse.Namespace) -> str:
-    from hypa.runtime.report import render
+    from hypa.runtime.report.tables import render
 
     text = render(results, args.format, args.csv_columns)
     if any(getattr(r, "time_estimate", None) is not None for r in results):
-        from hypa.runtime.timing import add_to_report
+        from hypa.runtime.models.timing import add_to_report
 
         text = add_to_report(text, results, args.format)
     return text

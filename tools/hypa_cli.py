@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 
 from hypa.ptxdialect.diagnostics import PTXError
-from hypa.runtime.inputs import InputError
+from hypa.runtime.report.inputs import InputError
 
 from .emulate_cli import add_emulation_arguments, fail, loaded_errors
 
@@ -58,8 +58,8 @@ def _add_batch_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace):
-    from hypa.runtime.batch import ProfileOptions
-    from hypa.runtime.inputs import InputOptions
+    from hypa.runtime.report.batch import ProfileOptions
+    from hypa.runtime.report.inputs import InputOptions
 
     if args.jobs < 1:
         fail("hypa", "--jobs must be at least 1")
@@ -78,7 +78,7 @@ def _options(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace):
-    from hypa.runtime.batch import run_profile
+    from hypa.runtime.report.batch import run_profile
 
     return run_profile(args.inputs, [args.launch] if args.launch else None, _options(args), progress=args.progress)
 
@@ -91,8 +91,8 @@ def _report_errors(profile) -> int:
 
 
 def profile(args: argparse.Namespace) -> int:
-    from hypa.runtime import report
-    from hypa.runtime.phases import phase
+    from hypa.runtime.report import tables as report
+    from hypa.runtime.emulator.phases import phase
 
     prof = _run(args)
     with phase("report"):
@@ -131,7 +131,7 @@ def profile(args: argparse.Namespace) -> int:
 
 
 def report_cmd(args: argparse.Namespace) -> int:
-    from hypa.runtime import html_report
+    from hypa.runtime.report import html as html_report
 
     jsons = [f for f in args.inputs if f.endswith(".json")]
     if jsons:
@@ -154,8 +154,8 @@ def report_cmd(args: argparse.Namespace) -> int:
                                  errors=failed)
         errors = 0
     else:
-        from hypa.runtime import report
-        from hypa.runtime.phases import phase
+        from hypa.runtime.report import tables as report
+        from hypa.runtime.emulator.phases import phase
 
         prof = _run(args)
         with phase("report"):
@@ -182,7 +182,7 @@ def report_cmd(args: argparse.Namespace) -> int:
 
 
 def diff_cmd(args: argparse.Namespace) -> int:
-    from hypa.runtime import diff
+    from hypa.runtime.report import diff
 
     try:
         pairs = diff.pair(diff.load(args.a), diff.load(args.b))
@@ -224,7 +224,7 @@ def timing_report() -> str:
     line's (called without ``argv``); called from a program, the report starts at ``main``."""
     import time
 
-    from hypa.runtime import phases
+    from hypa.runtime.emulator import phases
 
     entered, from_command_line = _MAIN_ENTERED or (time.perf_counter(), False)
     in_main = time.perf_counter() - entered
@@ -260,13 +260,13 @@ def _main(argv: Sequence[str] | None) -> None:
     # so the BLAS thread pool numpy would start only spins.
     gc.set_threshold(100_000, 50, 100)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from hypa.runtime.phases import phase, reset
+    from hypa.runtime.emulator.phases import phase, reset
 
     reset()  # a run's report covers that run (main may be called again in one process)
     args_in = sys.argv[1:] if argv is None else list(argv)
     if not args_in or args_in[0] != "run":  # `hypa run` emulates inside the program, not here
         with phase("start-up"):  # what every command loads: xDSL, the ptx dialect, numpy, LLVM
-            import hypa.runtime.batch  # noqa: F401
+            import hypa.runtime.report.batch  # noqa: F401
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
     sub = p.add_subparsers(dest="command", required=True)
     pp = sub.add_parser("profile", help="emulate launches and report metrics",

@@ -1,6 +1,6 @@
 #!/bin/sh
 # What the H100's caches did on each launch of the given launch files (one warm-up and one
-# profiled launch each, caches and clocks left alone): the figures runtime/cache_model.py is
+# profiled launch each, caches and clocks left alone): the figures runtime/models/cache_model.py is
 # checked against (benchmarks/timing_validate.py --cache-metrics FILE).
 #   sh benchmarks/gpu/cache_metrics.sh OUT.csv benchmarks/gpu/launches/calibration.toml ...
 set -e

@@ -114,7 +114,7 @@ class RecordingStale(Exception):
 
 
 def launch_of(record: dict):
-    from hypa.runtime.launch import launches_from_toml
+    from hypa.runtime.emulator.launch import launches_from_toml
 
     toml = ROOT / record["toml"]
     if not toml.exists():
@@ -135,7 +135,7 @@ def launch_of(record: dict):
 
 def emulate(record: dict, mode: str = "full"):
     from hypa.ptxdialect import parse_ptx
-    from hypa.runtime.emulator import Emulator
+    from hypa.runtime.emulator.emulator import Emulator
 
     ln, text = launch_of(record)
     t = time.perf_counter()
@@ -336,7 +336,7 @@ class ProbeComparison:
 def compare_probe(rec: dict, gpu_outputs: list[np.ndarray], n: int, seed: int) -> ProbeComparison:
     """Run the probe in the emulator (full mode) on the regenerated inputs and
     compare with the GPU's outputs."""
-    from hypa.runtime.probe import run_instruction
+    from hypa.runtime.emulator.probe import run_instruction
 
     probes = probe_module()
     spec = spec_of(rec)

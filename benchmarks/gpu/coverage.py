@@ -39,7 +39,7 @@ CONTROL = {"bra", "brx.idx", "ret", "exit", "trap", "call"}
 
 
 def emulated_entries() -> set[str]:
-    from hypa.runtime.lowering import supported_entries
+    from hypa.runtime.emulator.lowering import supported_entries
 
     return supported_entries() | CONTROL
 

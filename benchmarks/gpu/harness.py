@@ -220,7 +220,7 @@ _SCALAR_DTYPES = {
 
 def pack_params(params: tuple, args: list) -> list[dict]:
     """One entry per kernel parameter: a buffer (by name) or the parameter's bytes,
-    converted as the emulator converts launch arguments (runtime/emulator.py)."""
+    converted as the emulator converts launch arguments (runtime/emulator/emulator.py)."""
     import numpy as np
 
     from hypa.ptxdialect import isa
@@ -262,8 +262,8 @@ def prepare_launches(tomls: list[str], work: Path, only: str | None) -> tuple[li
 
     from hypa.passes.instrument import instrument_ptx
     from hypa.ptxdialect import parse_ptx
-    from hypa.runtime.launch import launches_from_toml
-    from hypa.runtime.program import find_kernel
+    from hypa.runtime.emulator.launch import launches_from_toml
+    from hypa.runtime.emulator.program import find_kernel
 
     records: list[dict] = []
     jobs: list[dict] = []
@@ -327,7 +327,7 @@ def prepare_launches(tomls: list[str], work: Path, only: str | None) -> tuple[li
 def prepare_probes(work: Path, n: int, limit: int | None, only: str | None) -> tuple[list[dict], list[dict]]:
     import numpy as np
 
-    from hypa.runtime.probe import instruction_kernel
+    from hypa.runtime.emulator.probe import instruction_kernel
 
     probes = import_probes()
     specs = probes.probe_specs()
@@ -526,8 +526,8 @@ class EmulatorBackend:
         import numpy as np
 
         from hypa.ptxdialect import parse_ptx
-        from hypa.runtime.emulator import Emulator
-        from hypa.runtime.launch import Launch
+        from hypa.runtime.emulator.emulator import Emulator
+        from hypa.runtime.emulator.launch import Launch
 
         args = []
         for p in job["params"]:
@@ -815,8 +815,8 @@ def emulate_job(job: dict) -> dict:
 
     import_hypa()
     from hypa.ptxdialect import parse_ptx
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.launch import Launch
+    from hypa.runtime.emulator.emulator import Emulator
+    from hypa.runtime.emulator.launch import Launch
 
     jdir = Path(job["dir"])
     host = {b["name"]: np.load(jdir / f"buf_{b['name']}.npy") for b in job["buffers"]}
@@ -858,8 +858,8 @@ def host_info() -> dict:
 
 
 def sources_digest() -> dict:
-    files = ["benchmarks/gpu/harness.py", "benchmarks/gpu/probes.py", "passes/instrument.py", "runtime/probe.py",
-             "runtime/launch.py"]
+    files = ["benchmarks/gpu/harness.py", "benchmarks/gpu/probes.py", "passes/instrument.py", "runtime/emulator/probe.py",
+             "runtime/emulator/launch.py"]
     return {f: file_sha(ROOT / f) for f in files}
 
 

@@ -78,7 +78,7 @@ def extract(counts_json: Path, command: str | None = None) -> dict:
 def emulate(record: dict):
     """Our memory metrics of one recorded launch (slice mode, memory addresses sliced)."""
     from hypa.ptxdialect import parse_ptx
-    from hypa.runtime.emulator import Emulator
+    from hypa.runtime.emulator.emulator import Emulator
 
     ln, text = compare.launch_of(record)
     t = time.perf_counter()
@@ -123,7 +123,7 @@ def compare_all(doc: dict) -> tuple[list[dict], dict]:
     rows: list[dict] = []
     timing: dict = {"memory_run_ms": 0.0, "plain_run_ms": 0.0, "memory_compile_ms": 0.0, "plain_compile_ms": 0.0}
     from hypa.ptxdialect import parse_ptx
-    from hypa.runtime.emulator import Emulator
+    from hypa.runtime.emulator.emulator import Emulator
 
     for rec in doc["launches"]:
         if rec.get("status") != "ok" or rec.get("ncu_status") != "ok":

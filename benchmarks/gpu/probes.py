@@ -5,7 +5,7 @@
 first -- 0, -0, denormals, inf, NaN, INT_MIN, shift counts past the width ...
 -- then random values), so a recording only stores the GPU's outputs and the
 CI side regenerates the inputs and checks their digest.  Each probe runs as
-``hypa.runtime.probe.instruction_kernel`` on the GPU (``harness.py probes``)
+``hypa.runtime.emulator.probe.instruction_kernel`` on the GPU (``harness.py probes``)
 and in the emulator's full mode (``tests/unit/test_ground_truth.py``).
 
 ``tolerance`` is ``None`` for bit-exact instructions; for ``.approx`` ones it
@@ -483,7 +483,7 @@ def _random(ptx_type: str, n: int, rng: np.random.Generator, domain) -> np.ndarr
 
 def probe_inputs(spec: ProbeSpec, n: int = DEFAULT_N, seed: int = PROBE_SEED) -> list[np.ndarray]:
     """One array per non-immediate source (the guard first, with ``guard``), typed
-    as ``hypa.runtime.probe.DTYPES`` expects.  Deterministic in (spec, n, seed)."""
+    as ``hypa.runtime.emulator.probe.DTYPES`` expects.  Deterministic in (spec, n, seed)."""
     rng = np.random.default_rng([seed, zlib.crc32(spec.id.encode())])
     types = [s for s in spec.sources if isinstance(s, str)]
     if spec.guard:

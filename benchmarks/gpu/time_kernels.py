@@ -1,5 +1,5 @@
 """Time kernel launches on a GPU with CUDA events (CuPy): the measurements the
-timing estimate (runtime/timing.py) is validated against.
+timing estimate (runtime/models/timing.py) is validated against.
 
     python benchmarks/gpu/time_kernels.py tests/kernels/launches/*.toml \\
         benchmarks/gpu/launches/extra.toml benchmarks/gpu/launches/timing.toml \\
@@ -53,11 +53,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _launch_module():
     try:
-        from hypa.runtime import launch as mod  # type: ignore[import-not-found]
+        from hypa.runtime.emulator import launch as mod  # type: ignore[import-not-found]
 
         return mod
     except ImportError:
-        spec = importlib.util.spec_from_file_location("hypa_launch", ROOT / "runtime" / "launch.py")
+        spec = importlib.util.spec_from_file_location("hypa_launch", ROOT / "runtime" / "emulator" / "launch.py")
         mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         sys.modules["hypa_launch"] = mod
         spec.loader.exec_module(mod)  # type: ignore[union-attr]

@@ -29,8 +29,8 @@ from compare import _hypa  # noqa: E402,F401  (makes ``hypa`` importable)
 from hypa.passes.instrument import instrument_ptx  # noqa: E402
 from hypa.passes.spin_loops import independent_thread_scheduling, spin_loops  # noqa: E402
 from hypa.ptxdialect import parse_ptx  # noqa: E402
-from hypa.runtime.inputs import find_tool  # noqa: E402
-from hypa.runtime.program import module_kernels, prepare  # noqa: E402
+from hypa.runtime.report.inputs import find_tool  # noqa: E402
+from hypa.runtime.emulator.program import module_kernels, prepare  # noqa: E402
 
 
 def cuobjdump() -> str | None:

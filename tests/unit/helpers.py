@@ -129,8 +129,8 @@ def emulate(ptx: Any, args: Sequence = (), buffers: dict | None = None, *, grid:
     """Emulate one launch of ``ptx`` (PTX text or a parsed module): ``Emulator(module, mode,
     **options).run(Launch(...))``.  ``mode`` defaults to the emulator's, slice."""
     from hypa.ptxdialect import parse_ptx
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.launch import Launch
+    from hypa.runtime.emulator.emulator import Emulator
+    from hypa.runtime.emulator.launch import Launch
 
     module = parse_ptx(ptx) if isinstance(ptx, str) else ptx
     launch = Launch(kernel=kernel, grid=grid, block=block, args=list(args), buffers=dict(buffers or {}),
@@ -264,7 +264,7 @@ class KernelRuns:
     @staticmethod
     @functools.lru_cache(maxsize=None)
     def emulator(path: str, mode: str):
-        from hypa.runtime.emulator import Emulator
+        from hypa.runtime.emulator.emulator import Emulator
 
         return Emulator(KernelRuns.module(os.path.normpath(path)), mode=mode, exact_predicates=True)
 

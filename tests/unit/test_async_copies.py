@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers import ROOT, emulate, ptx_header, ptxas, which
 
-from hypa.runtime.emulator import EmulationError
+from hypa.runtime.emulator.emulator import EmulationError
 
 EXEC = ROOT / "tests" / "filecheck" / "Execution"
 KERNELS = ["emulate-bulk-copy.ptx", "emulate-st-async.ptx", "emulate-stmatrix.ptx", "emulate-cluster.ptx",
@@ -192,7 +192,7 @@ def test_tensor_copies_say_why_they_are_not_emulated():
     ret;
 }
 """
-    from hypa.runtime.lowering.rules import LoweringError  # noqa: F401  (the error type the emulator reports)
+    from hypa.runtime.emulator.lowering.rules import LoweringError  # noqa: F401  (the error type the emulator reports)
 
     with pytest.raises(Exception, match=r"'cp\.async\.bulk\.tensor\.1d\.shared::cluster\.global\.tile\.mbarrier::"
                                         r"complete_tx::bytes' has no emulator semantics: the \.tensor forms read "

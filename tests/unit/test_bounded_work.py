@@ -62,8 +62,8 @@ from hypa.ptxdialect.parser import parse_ptx
 from hypa.ptxdialect.printer import module_to_ptx
 from hypa.passes.ssa import PTXToSSA
 from hypa.passes.out_of_ssa import PTXOutOfSSA
-from hypa.runtime.emulator import emulate
-from hypa.runtime.launch import Launch
+from hypa.runtime.emulator.emulator import emulate
+from hypa.runtime.emulator.launch import Launch
 from xdsl.context import Context
 text = sys.stdin.read()
 m = parse_ptx(text)
@@ -101,8 +101,8 @@ def test_call_parameters_reusing_a_name_with_another_size_get_the_largest_slot()
 
     import numpy as np
 
-    from hypa.runtime.emulator import emulate
-    from hypa.runtime.launch import Launch
+    from hypa.runtime.emulator.emulator import emulate
+    from hypa.runtime.emulator.launch import Launch
 
     path = os.path.join(os.path.dirname(__file__), "data", "call_param_scopes.ptx")
     out = np.zeros(2, dtype=np.uint64)
@@ -122,8 +122,8 @@ def test_per_cta_rows_are_kept_once_per_distinct_row():
     import numpy as np
 
     from helpers import emulate, kernel
-    from hypa.runtime import report
-    from hypa.runtime.batch import ProfileOptions, run_profile
+    from hypa.runtime.report import tables as report
+    from hypa.runtime.report.batch import ProfileOptions, run_profile
 
     ptx = kernel("k(.param .u64 k_out)", """
     ld.param.u64 %rd1, [k_out];

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from helpers import EXAMPLES, HEADER, emulate, run_hypa_opt
 
-from hypa.runtime.emulator import EmulationError
+from hypa.runtime.emulator.emulator import EmulationError
 
 SAXPY = EXAMPLES / "saxpy.ptx"
 SMALL_X = "grid=4 block=256 args=1000,2.0,x,y buffer.x=float32:100:arange buffer.y=float32:1000:ones"
@@ -105,8 +105,8 @@ def test_wmma_fragments_are_checked_in_slice_mode():
 
     from helpers import LAUNCHES
     from hypa.ptxdialect import parse_ptx_file
-    from hypa.runtime.emulator import EmulationError, Emulator
-    from hypa.runtime.launch import launches_from_toml
+    from hypa.runtime.emulator.emulator import EmulationError, Emulator
+    from hypa.runtime.emulator.launch import launches_from_toml
 
     (L,) = launches_from_toml(str(LAUNCHES / "wmma_gemm.toml"))
     module = parse_ptx_file(L.file)

@@ -1,5 +1,5 @@
 """The timing estimate's memory side: the address trace the emulator records and the L1/L2
-replay of runtime/cache_model.py, with counts worked out by hand."""
+replay of runtime/models/cache_model.py, with counts worked out by hand."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from hypa.runtime import abi
-from hypa.runtime.cache_model import MemoryTrace, line_kept, replay, replay_order, simulate
-from hypa.runtime.cache_replay import Caches, geometry, set_index
-from hypa.runtime.timing import cta_imbalance
+from hypa.runtime.emulator.memory_trace import MemoryTrace, line_kept
+from hypa.runtime.models.cache_model import replay, replay_order, simulate
+from hypa.runtime.models.cache_replay import Caches, geometry, set_index
+from hypa.runtime.models.timing import cta_imbalance
 
 from helpers import emulate
 
@@ -434,7 +435,7 @@ def test_native_replay_checks_its_arrays():
 
 
 def test_the_replay_loop_is_compiled_once_per_process():
-    from hypa.runtime import phases
+    from hypa.runtime.emulator import phases
 
     def compiles() -> int:  # compiled, or loaded from the JIT's disk cache
         return sum(v for k, v in phases.work().items() if "cache replay" in k)

@@ -5,7 +5,7 @@ formed, and small launches of the micro-benchmarks count exactly what they isola
 import numpy as np
 import pytest
 from helpers import ROOT, emulate, load_script
-from hypa.runtime.launch import launches_from_toml
+from hypa.runtime.emulator.launch import launches_from_toml
 
 CALIB = ROOT / "benchmarks" / "gpu" / "calibration"
 LAUNCHES = ROOT / "benchmarks" / "gpu" / "launches"

@@ -17,7 +17,7 @@ import pytest
 
 from hypa.passes.inline import indirect_targets
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import EmulationError, ProgramError
+from hypa.runtime.emulator.emulator import EmulationError, ProgramError
 
 from helpers import ISA_PROGRAMS, ROOT, emulate, gpu_recorded_run, nvcc, run_hypa
 
@@ -346,9 +346,9 @@ VTABLE = """.version 8.0
 
 
 def test_function_pointer_table_made_by_a_kernel_that_reaches_none_of_its_functions(tmp_path):
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.flat_memory import FlatMemory, HostBinding
-    from hypa.runtime.launch import Launch
+    from hypa.runtime.emulator.emulator import Emulator
+    from hypa.runtime.emulator.flat_memory import FlatMemory, HostBinding
+    from hypa.runtime.emulator.launch import Launch
 
     if shutil.which("ptxas"):
         (tmp_path / "v.ptx").write_text(VTABLE)

@@ -16,9 +16,9 @@ import pytest
 from hypa.cudart.capture import TRACKING_ENV, Capture, LaunchSelection
 from hypa.cudart.host import RunOptions
 from hypa.cudart.written_pages import PAGE, WrittenPages
-from hypa.runtime.chunks import CHUNK_BYTES, manifest_text, read_manifest
-from hypa.runtime.flat_memory import FlatMemory
-from hypa.runtime.launch import BufferSpec, LaunchError
+from hypa.runtime.emulator.chunks import CHUNK_BYTES, manifest_text, read_manifest
+from hypa.runtime.emulator.flat_memory import FlatMemory
+from hypa.runtime.emulator.launch import BufferSpec, LaunchError
 
 from helpers import build_cuda_program, run_hypa
 

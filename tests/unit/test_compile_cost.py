@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime import jit, phases
-from hypa.runtime.emulator import Emulator, EmulationError, precompile
-from hypa.runtime.launch import Launch
-from hypa.runtime.lowering import lower
-from hypa.runtime.program import canonical_names
+from hypa.runtime.emulator import jit, phases
+from hypa.runtime.emulator.emulator import Emulator, EmulationError, precompile
+from hypa.runtime.emulator.launch import Launch
+from hypa.runtime.emulator.lowering import lower
+from hypa.runtime.emulator.program import canonical_names
 
 from helpers import HEADER, load_script, run_hypa
 

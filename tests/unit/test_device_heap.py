@@ -1,7 +1,7 @@
 """Device ``malloc``/``free`` (CUDA's device heap; ``new``/``delete`` compile to them),
 issue 16: results, exact counts worked out by hand, per-block bounds checks in full and slice
 mode, a guarded ``free``, NULL when the heap is full, a bad ``free``, and the heap kept across
-launches as on a GPU (``runtime/device_heap.py``)."""
+launches as on a GPU (``runtime/emulator/device_heap.py``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from helpers import ROOT
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import EmulationError, Emulator
-from hypa.runtime.launch import Launch
+from hypa.runtime.emulator.emulator import EmulationError, Emulator
+from hypa.runtime.emulator.launch import Launch
 
 MODES = ["full", "slice"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hypa.runtime import diff
+from hypa.runtime.report import diff
 
 from helpers import run_hypa
 

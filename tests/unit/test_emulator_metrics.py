@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import EmulationError, Emulator
-from hypa.runtime.launch import Launch, LaunchError
+from hypa.runtime.emulator.emulator import EmulationError, Emulator
+from hypa.runtime.emulator.launch import Launch, LaunchError
 
 from helpers import emulate, kernel, store_at_tid
 

@@ -1,4 +1,4 @@
-"""The executor layer (runtime/executor.py): outcomes in task order wherever tasks run,
+"""The executor layer (runtime/emulator/executor.py): outcomes in task order wherever tasks run,
 errors reported as the callers expect, a dead worker costing only its task."""
 
 import operator
@@ -9,10 +9,10 @@ import time
 import numpy as np
 import pytest
 from hypa.ptxdialect import parse_ptx_file
-from hypa.runtime.batch import ProfileOptions, run_profile, run_unit
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.executor import DaskCluster, Forked, InProcess, TaskFailed
-from hypa.runtime.launch import launches_from_toml
+from hypa.runtime.report.batch import ProfileOptions, run_profile, run_unit
+from hypa.runtime.emulator.emulator import Emulator
+from hypa.runtime.emulator.executor import DaskCluster, Forked, InProcess, TaskFailed
+from hypa.runtime.emulator.launch import launches_from_toml
 
 KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
 
@@ -117,7 +117,7 @@ def test_dask_cluster_gives_the_outcomes_in_task_order_and_reports_failed_tasks(
 
 def test_optimized_tier_matches_baseline_on_atan(monkeypatch):
     """atanf's copysign/select miscompiled by LLVM's x86 code generator above level 0 after -O3
-    (runtime/jit.py TIERS): both tiers must give the same 9,999 results."""
+    (runtime/emulator/jit.py TIERS): both tiers must give the same 9,999 results."""
     import numpy as np
 
     from helpers import ROOT, emulate

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import EmulationError, Emulator
-from hypa.runtime.flat_memory import FlatMemory, HostBinding
-from hypa.runtime.launch import Launch, launches_from_dict
+from hypa.runtime.emulator.emulator import EmulationError, Emulator
+from hypa.runtime.emulator.flat_memory import FlatMemory, HostBinding
+from hypa.runtime.emulator.launch import Launch, launches_from_dict
 
 from helpers import build_cuda_program, kernel, run_hypa, store_at_tid
 
@@ -110,7 +110,7 @@ def test_launch_spec_variables_and_byte_arguments():
     })
     r = Emulator(parse_ptx(ptx), mode="full").run(l2)
     assert int(r.buffers["o"][0]) == 39
-    from hypa.runtime.launch import LaunchError
+    from hypa.runtime.emulator.launch import LaunchError
 
     with pytest.raises(LaunchError, match="not hex"):
         launches_from_dict({"launch": [{"kernel": "s", "grid": 1, "block": 1, "args": [{"bytes": "zz"}]}]})
@@ -205,7 +205,7 @@ def test_device_printf_reaches_the_host_callback_in_lane_order():
     import ctypes
 
     from hypa.cudart.printf import format_device
-    from hypa.runtime.flat_memory import host_address
+    from hypa.runtime.emulator.flat_memory import host_address
 
     lines = []
 
@@ -363,7 +363,7 @@ def test_one_generic_access_mixes_window_and_flat_lanes():
 
 
 def test_every_global_access_has_its_own_allocation_hint():
-    from hypa.runtime.lowering import build_module
+    from hypa.runtime.emulator.lowering import build_module
 
     emu = Emulator(parse_ptx(ALTERNATE), mode="full")
     text = str(build_module(emu.program("alt")))

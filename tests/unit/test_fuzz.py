@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from hypa.runtime.launch import LaunchError, launch_from_cli, launches_from_dict
+from hypa.runtime.emulator.launch import LaunchError, launch_from_cli, launches_from_dict
 
 from helpers import ROOT, kernel, load_script, run_hypa, run_hypa_opt
 
@@ -76,9 +76,9 @@ def test_a_buffer_larger_than_a_gpu_or_this_machine_is_a_message():
     ("launch_overhead_us = ", "core.launch_overhead_us must be zero or more"),
 ])
 def test_architecture_files_are_validated(tmp_path, line, message):
-    from hypa.runtime.timing import TimingError, load_arch
+    from hypa.runtime.models.timing import TimingError, load_arch
 
-    text = open(os.path.join(ROOT, "runtime", "arch", "sm_90.toml")).read()
+    text = open(os.path.join(ROOT, "runtime", "models", "arch", "sm_90.toml")).read()
     start = text.index(line)
     end = text.index("\n", start)
     value = "0" if "clock" in line else "-100"

@@ -12,8 +12,8 @@ import tomllib
 import pytest
 
 from hypa.cudart.program import NotAProgram, inspect
-from hypa.runtime.inputs import InputError, InputOptions, load_sources
-from hypa.runtime.timing import TimingError, _arch_from_dict, _check_arch
+from hypa.runtime.report.inputs import InputError, InputOptions, load_sources
+from hypa.runtime.models.timing import TimingError, _arch_from_dict, _check_arch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARIES = os.path.join(ROOT, "tests", "unit", "data", "binaries")
@@ -33,7 +33,7 @@ def test_a_deterministic_campaign_over_arch_files_and_binaries_has_no_crash_or_h
 
 
 def _sm90() -> dict:
-    with open(os.path.join(ROOT, "runtime", "arch", "sm_90.toml"), "rb") as f:
+    with open(os.path.join(ROOT, "runtime", "models", "arch", "sm_90.toml"), "rb") as f:
         return tomllib.load(f)
 
 
@@ -103,7 +103,7 @@ def _seed_profile():
 
 
 def test_a_profile_with_a_null_time_estimate_renders():
-    from hypa.runtime import html_report
+    from hypa.runtime.report import html as html_report
 
     data = _seed_profile()
     data[0]["time_estimate"] = None  # was a TypeError in the per-kernel summary
@@ -112,7 +112,7 @@ def test_a_profile_with_a_null_time_estimate_renders():
 
 
 def test_a_profile_from_an_unknown_architecture_renders_without_a_roofline():
-    from hypa.runtime import html_report
+    from hypa.runtime.report import html as html_report
 
     data = _seed_profile()
     for d in data:
@@ -123,7 +123,7 @@ def test_a_profile_from_an_unknown_architecture_renders_without_a_roofline():
 
 def test_a_zstd_payload_too_large_for_memory_is_a_message(monkeypatch):
     zstandard = pytest.importorskip("zstandard")
-    from hypa.runtime import inputs
+    from hypa.runtime.report import inputs
 
     class Exhausted:
         def decompress(self, *a, **k):

@@ -309,7 +309,7 @@ def test_probe_tolerances():
 
 def test_probe_specs_are_valid_and_inputs_deterministic():
     from hypa.ptxdialect import isa, parse_ptx
-    from hypa.runtime.probe import instruction_kernel
+    from hypa.runtime.emulator.probe import instruction_kernel
 
     specs = probes.probe_specs()
     assert len({s.id for s in specs}) == len(specs)

@@ -11,8 +11,8 @@ from helpers import emulate, kernel
 
 from hypa.ptxdialect import parse_ptx
 from hypa.ptxdialect.printer import instruction_text
-from hypa.runtime.emulator import EmulationError
-from hypa.runtime.program import prepare
+from hypa.runtime.emulator.emulator import EmulationError
+from hypa.runtime.emulator.program import prepare
 
 #: out[t] = sum over trips j < n/2 of a[512j + t] + a[512j + 256 + t]: two loads a trip, the
 #: index a 32-bit induction variable widened by mul.wide.s32 (as nvcc writes a[j*M + i])
@@ -254,8 +254,9 @@ def test_proven_lanes_skip_the_per_access_checks(monkeypatch):
     """White box: make the code of unproven lanes trap.  In bounds, no lane runs it (the
     range check proved them all); one float short, the lanes whose range leaves the buffer
     (only thread 255's: its last trip's second load) run it."""
-    from hypa.runtime import abi, jit
-    from hypa.runtime.lowering import hoisted
+    from hypa.runtime import abi
+    from hypa.runtime.emulator import jit
+    from hypa.runtime.emulator.lowering import hoisted
 
     # the patched code neither comes from the caches nor stays in them
     monkeypatch.setenv("HYPA_NO_CACHE", "1")

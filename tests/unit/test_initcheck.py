@@ -10,7 +10,7 @@ import pytest
 
 from helpers import emulate, kernel, run_hypa_opt
 
-from hypa.runtime.emulator import EmulationError
+from hypa.runtime.emulator.emulator import EmulationError
 
 SHARED = ".shared .align 8 .b8 buf[512];\n"
 

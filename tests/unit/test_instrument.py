@@ -25,8 +25,8 @@ import pytest
 
 from hypa.passes.instrument import COUNTER_SYMBOL, CounterMap, InstrumentError, instrument_module, instrument_ptx
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.launch import Launch, launches_from_toml
+from hypa.runtime.emulator.emulator import Emulator
+from hypa.runtime.emulator.launch import Launch, launches_from_toml
 
 from helpers import (KERNEL_PTX, LAUNCHES, REGISTERS, ROOT, SLOW_OK, kernel, ptxas, ptxas_candidates, requires,
                      store_at_tid)

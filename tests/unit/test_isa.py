@@ -490,7 +490,7 @@ def test_every_entry_has_its_lane_and_timing_facts_and_a_timing_class():
 
     from hypa.ptxdialect import isa
     from hypa.ptxdialect.dialect import INSTRUCTION_OPS, ArgsAttr, modifiers_attr
-    from hypa.runtime.timing import ARCH_DIR, classify
+    from hypa.runtime.models.timing import ARCH_DIR, classify
 
     for i in isa.INSTRUCTIONS:
         assert i.lanes in isa.LANES and i.timing in isa.TIMING_FAMILIES, i.name
@@ -518,7 +518,7 @@ def test_slicer_and_timing_model_read_the_table():
     from hypa.passes.slice import memory_effect
     from hypa.ptxdialect import parse_ptx
     from hypa.ptxdialect.dialect import InstructionOp
-    from hypa.runtime.timing import classify
+    from hypa.runtime.models.timing import classify
 
     text = kernel("k(.param .u64 k_p)", """
     ld.param.u64 %rd1, [k_p];

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from hypa.runtime.launch import Launch, launches_from_toml
-from hypa.runtime.metrics import METRIC_NAMES
+from hypa.runtime.emulator.launch import Launch, launches_from_toml
+from hypa.runtime.metrics.counters import METRIC_NAMES
 
 from helpers import KERNELS, LAUNCHES, KernelRuns
 
@@ -54,7 +54,7 @@ LAUNCH_IDS = [f"{n}-{i}-{launch.kernel}" for n, i, launch in LAUNCH_LIST]
 
 def kernel_names(path: str) -> set[str]:
     from hypa.ptxdialect.dialect import FuncOp
-    from hypa.runtime.demangle import demangle
+    from hypa.runtime.emulator.demangle import demangle
 
     names = set()
     for op in KernelRuns.module(path).ops:
@@ -683,7 +683,7 @@ def ref_wmma(a, launch):
 
 
 def short_name(kernel: str) -> str:
-    from hypa.runtime.demangle import demangle
+    from hypa.runtime.emulator.demangle import demangle
 
     return demangle(kernel).split("(")[0]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers import ROOT, emulate, ptx_header
 
-from hypa.runtime.emulator import EmulationError
+from hypa.runtime.emulator.emulator import EmulationError
 
 EXEC = ROOT / "tests" / "filecheck" / "Execution"
 

@@ -56,7 +56,7 @@ def test_writers_show_memory_and_the_instruction_mix():
     import csv
     import io
 
-    from hypa.runtime.report import render
+    from hypa.runtime.report.tables import render
 
     a = np.zeros(32 * 32, np.float32)
     r = emulate(strided(8), ["a"], {"a": a}, block=64, mode="slice", memory_metrics=True)

@@ -1,5 +1,5 @@
 """The memory-metrics counters and the address trace on each of their paths
-(runtime/lowering/memory_metrics.py): a bitmap when the lanes' sectors (shared chunks) lie
+(runtime/emulator/lowering/memory_metrics.py): a bitmap when the lanes' sectors (shared chunks) lie
 within 64 of each other, a shortcut for 32 lanes a constant stride apart, else a sort in 16-,
 32- or 64-bit lanes.  Each case's lanes sit on one side of a threshold or just across it;
 every count is worked out by hand from the lanes' indices."""

@@ -9,9 +9,10 @@ from helpers import ROOT, load_script
 def test_the_import_graph_has_no_cycle_and_no_private_name_crosses_a_module():
     graph = load_script("benchmarks/module_graph.py")
     mods = graph.modules(str(ROOT))
-    assert {"ptxdialect.dialect", "ptxdialect.parser", "runtime.lowering.warp", "runtime.executor"} <= set(mods)
+    assert {"ptxdialect.dialect", "ptxdialect.parser", "runtime.emulator.lowering.warp", "runtime.emulator.executor"} <= set(mods)
     edges, private = graph.imports(mods)
     assert graph.cycles(edges) == []
+    assert graph.upward(edges) == []
     assert private == []
 
 

@@ -17,10 +17,10 @@ import sys
 import pytest
 
 from hypa.ptxdialect import parse_ptx_file
-from hypa.runtime import inputs as inp
-from hypa.runtime.batch import ProfileOptions, Progress, read_parameters, run_profile
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.launch import launches_from_toml
+from hypa.runtime.report import inputs as inp
+from hypa.runtime.report.batch import ProfileOptions, Progress, read_parameters, run_profile
+from hypa.runtime.emulator.emulator import Emulator
+from hypa.runtime.emulator.launch import launches_from_toml
 
 from helpers import (CHROMIUM, KERNEL_PTX as PTX, KERNELS, LAUNCHES, ROOT, requires, run_hypa,
                      saxpy_toml)
@@ -517,7 +517,7 @@ def _has(mod: str) -> bool:
 
 
 def test_report_without_dot_or_matplotlib(tmp_path, hypa_cli, monkeypatch):
-    import hypa.runtime.html_report as hr
+    import hypa.runtime.report.html as hr
 
     real_which = shutil.which
     monkeypatch.setattr(hr.shutil, "which", lambda n: None if n == "dot" else real_which(n))
@@ -546,7 +546,7 @@ def test_report_from_profile_json(tmp_path, hypa_cli):
 def test_exec_counts_shade_the_dot_cfg():
     from hypa.passes.cfg_dot import function_dot
     from hypa.ptxdialect.dialect import FuncOp
-    from hypa.runtime.html_report import attach_exec_counts
+    from hypa.runtime.report.html import attach_exec_counts
 
     m = parse_ptx_file(os.path.join(PTX, "divergence.sm_80.ptx"))
     f = next(op for op in m.ops if isinstance(op, FuncOp) and op.func_name == "_Z12divergent_ifPKiPi")

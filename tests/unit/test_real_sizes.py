@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from helpers import EXAMPLES, HYPA, load_script
-from hypa.runtime import buffer_image
-from hypa.runtime.launch import BufferSpec
+from hypa.runtime.emulator import buffer_image
+from hypa.runtime.emulator.launch import BufferSpec
 
 MIB = 1 << 20
 SAXPY = EXAMPLES / "saxpy.ptx"

@@ -22,9 +22,9 @@ from helpers import KERNEL_PTX, LAUNCHES, ROOT, call_main, emulate, kernel
 from hypa.passes.cfg import CFG
 from hypa.passes.spin_loops import spin_loops, yield_headers
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.launch import launches_from_toml
-from hypa.runtime.program import ProgramError, prepare, reconvergence
+from hypa.runtime.emulator.emulator import Emulator
+from hypa.runtime.emulator.launch import launches_from_toml
+from hypa.runtime.emulator.program import ProgramError, prepare, reconvergence
 
 PROBES = ROOT / "benchmarks" / "gpu" / "launches" / "reconverge.toml"
 W = 4  # warps per launch

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from hypa.runtime import html_report
-from hypa.runtime.demangle import short_names
+from hypa.runtime.report import html as html_report
+from hypa.runtime.emulator.demangle import short_names
 
 from helpers import CHROMIUM, EXAMPLES, requires, run_hypa, saxpy_toml
 
@@ -48,7 +48,7 @@ def test_generated_names_stay_distinguishable():
     short = short_names(names, 36)
     assert len(set(short.values())) == 3 and all(len(s) <= 36 for s in short.values())
     assert short[names[0]].endswith("relu_10")
-    from hypa.runtime.report import ADDITIVE
+    from hypa.runtime.report.tables import ADDITIVE
 
     dicts = [{**{k: 0 for k in ADDITIVE}, "launch": i, "kernel": n, "grid": [1, 1, 1], "block": [32, 1, 1], "inst_executed": 1, "static_instructions": 1,
               "thread_inst_executed": 32, "flop_count_sp": 0, "flop_count_dp": 0, "flop_count_hp": 0, "branch": 100,

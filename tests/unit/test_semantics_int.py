@@ -885,7 +885,7 @@ if pytest is not None:
     # -- the single-instruction probe (what the GPU harness also builds) --------
 
     def test_probe_guarded_add() -> None:
-        from hypa.runtime.probe import run_instruction
+        from hypa.runtime.emulator.probe import run_instruction
 
         a = np.array(edges(32) * 4, np.uint32)
         b = a[::-1].copy()
@@ -900,7 +900,7 @@ if pytest is not None:
         ("bfe.s32", None, None),
     ], ids=["shl.b32 imm33", "shr.s32 imm40", "bfe.s32 imm"])
     def test_probe_immediates(text, imm, ref) -> None:
-        from hypa.runtime.probe import run_instruction
+        from hypa.runtime.emulator.probe import run_instruction
 
         a = np.array(edges(32) + rand(32, 40), np.uint32)
         if text == "bfe.s32":
@@ -912,7 +912,7 @@ if pytest is not None:
         np.testing.assert_array_equal(d.view(np.uint32), np.array(exp, np.uint32))
 
     def test_probe_setp_pair() -> None:
-        from hypa.runtime.probe import run_instruction
+        from hypa.runtime.emulator.probe import run_instruction
 
         a, b = (np.array(v, np.uint32) for v in pairs(32, extra=10))
         p, q = run_instruction("setp.lt.s32", [a, b], [".s32", ".s32"], [".pred", ".pred"], result_operand="pair")
@@ -923,7 +923,7 @@ if pytest is not None:
     def test_lop3_normal_form_all_luts() -> None:
         """The lowering writes lop3 as an XOR of AND monomials: check the monomials
         of all 256 truth tables against the table itself, bit by bit."""
-        from hypa.runtime.lowering.semantics.integer import lop3_anf
+        from hypa.runtime.emulator.lowering.semantics.integer import lop3_anf
 
         va, vb, vc = 0xF0F0F0F0, 0xCCCCCCCC, 0xAAAAAAAA  # every (a, b, c) combination
         for lut in range(256):

@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 import pytest
 
-from hypa.runtime.lowering import LoweringError
+from hypa.runtime.emulator.lowering import LoweringError
 
 from helpers import KERNEL_PTX, emulate, kernel
 
@@ -107,7 +107,7 @@ def test_cp_async_sizes_zero_fill_and_ignore_src():
 
 
 def test_cp_async_out_of_bounds_source_is_reported():
-    from hypa.runtime.emulator import EmulationError
+    from hypa.runtime.emulator.emulator import EmulationError
 
     src = np.zeros(32 * 16 - 1, np.uint8)  # one byte short for the last thread
     dst = np.zeros(32 * 64, np.uint8)

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.source_view import result_lines
+from hypa.runtime.report.source_view import result_lines
 
 from helpers import ROOT, emulate, kernel, requires, run_hypa
 
@@ -97,7 +97,7 @@ def test_lineinfo_build_by_line_and_in_the_html(tmp_path):
 
 def test_cfg_edges_carry_the_threads_that_took_them(tmp_path):
     from hypa.passes.cfg_dot import function_dot
-    from hypa.runtime.html_report import attach_exec_counts
+    from hypa.runtime.report.html import attach_exec_counts
 
     m = parse_ptx(PTX.replace("FILE", "k.cu"))
     r = emulate(m, ["out"], {"out": np.zeros(32, np.float32)}, kernel="k", mode="full")
@@ -114,7 +114,7 @@ def test_cfg_edges_carry_the_threads_that_took_them(tmp_path):
 
 
 def test_warp_slots_show_how_a_ctas_warps_share_the_work():
-    from hypa.runtime.html_report import _balance_cell
+    from hypa.runtime.report.html import _balance_cell
 
     m = parse_ptx(PTX.replace("FILE", "k.cu"))
     r = emulate(m, ["out"], {"out": np.zeros(192, np.float32)}, kernel="k", grid=3, block=64, mode="full")

@@ -1,4 +1,4 @@
-"""Texture and surface instructions through launch specs (runtime/textures.py, docs/design.md
+"""Texture and surface instructions through launch specs (runtime/emulator/textures.py, docs/design.md
 section 6): values computed by hand from the CUDA programming guide's texture fetching rules."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from helpers import HEADER, ROOT, build_cuda_program, gpu_recorded_run, nvcc, run_hypa
 from hypa.ptxdialect import parse_ptx
-from hypa.runtime.emulator import EmulationError, Emulator
-from hypa.runtime.launch import (
+from hypa.runtime.emulator.emulator import EmulationError, Emulator
+from hypa.runtime.emulator.launch import (
     Launch,
     LaunchError,
     TextureSpec,
@@ -381,7 +381,7 @@ def test_texture_filtering_program(isa_runs):
     # against the H100, bit for bit, every line: linear filtering with 8-bit corner weights
     # (the all-upper corner's the rounded product of its axes', the others by difference),
     # normalized 8-bit data filtered in fixed point and read as 16-bit normalized, cube faces
-    # whose ties go to z, then y (runtime/textures.py)
+    # whose ties go to z, then y (runtime/emulator/textures.py)
     _matches_gpu("texture_filtering", r.stdout)
 
 

@@ -1,4 +1,4 @@
-"""Timing estimate (runtime/timing.py): pipeline graphs, pairwise overlap, loops,
+"""Timing estimate (runtime/models/timing.py): pipeline graphs, pairwise overlap, loops,
 occupancy, waves, bandwidth bounds, worked out by hand; and a smoke run over
 the project's launch files."""
 
@@ -12,10 +12,10 @@ import pytest
 
 from hypa.ptxdialect import parse_ptx, parse_ptx_file
 from hypa.runtime import abi
-from hypa.runtime import timing as T
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.launch import BufferSpec, Launch, launches_from_toml
-from hypa.runtime.program import prepare
+from hypa.runtime.models import timing as T
+from hypa.runtime.emulator.emulator import Emulator
+from hypa.runtime.emulator.launch import BufferSpec, Launch, launches_from_toml
+from hypa.runtime.emulator.program import prepare
 
 from helpers import LAUNCHES, ROOT, kernel, load_script, strided_kernel
 

@@ -12,7 +12,7 @@ import pytest
 from helpers import emulate, kernel, ptxas, requires
 
 from hypa.ptxdialect import isa
-from hypa.runtime.lowering import LoweringError, supported_entries
+from hypa.runtime.emulator.lowering import LoweringError, supported_entries
 
 #: entries that other parts of issue 16 give semantics (textures and surfaces, mbarrier, bulk
 #: copies, cluster addressing, stmatrix/movmatrix, the stack): not this test's to explain

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers import ISA_PROGRAMS, emulate, gpu_recorded_run, kernel, nvcc, ptxas, requires, run_hypa
 
-from hypa.runtime.lowering import LoweringError
+from hypa.runtime.emulator.lowering import LoweringError
 
 SMEM = 49152  # the most static shared memory a kernel may declare
 B_AT = 8192  # B's byte offset in the shared array (1024-byte aligned, like A's)
@@ -370,7 +370,7 @@ def test_a_binary_for_sm_90a_gives_its_sm_90a_ptx(tmp_path):
     """nvcc -arch=sm_90a embeds the kernels as compute_90 PTX (first, without the wgmma that
     __CUDA_ARCH_FEAT_SM90_ALL guards) and compute_90a PTX; the GPU runs the sm_90a code, so
     hypa profile (cuobjdump or its own fatbin reader) and hypa run take that one."""
-    from hypa.runtime.inputs import InputOptions, arch_specific, load_sources
+    from hypa.runtime.report.inputs import InputOptions, arch_specific, load_sources
 
     assert (arch_specific(".target sm_90\n"), arch_specific(".version 8.0\n.target sm_90a\n")) == (False, True)
     if shutil.which("nvcc") is None:

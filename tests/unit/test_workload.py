@@ -10,10 +10,10 @@ import pytest
 from hypa.passes.reachable import SymbolIndex, extract_kernel, reachable
 from hypa.ptxdialect import parse_ptx
 from hypa.ptxdialect.dialect import FuncOp, VarOp
-from hypa.runtime import emulator as emulator_module
-from hypa.runtime import jit, phases
-from hypa.runtime.emulator import Emulator
-from hypa.runtime.launch import Launch
+from hypa.runtime.emulator import emulator as emulator_module
+from hypa.runtime.emulator import jit, phases
+from hypa.runtime.emulator.emulator import Emulator
+from hypa.runtime.emulator.launch import Launch
 
 from helpers import HEADER, ROOT, emulate, kernel, load_script
 
@@ -206,7 +206,7 @@ def test_a_damaged_cache_entry_is_compiled_again(fresh_jit, capsys):
 
 
 def test_launch_limits_and_numeric_buffers():
-    from hypa.runtime.launch import LaunchError, launch_from_cli
+    from hypa.runtime.emulator.launch import LaunchError, launch_from_cli
 
     with pytest.raises(LaunchError, match=r"dynamic shared memory of -16 bytes is outside 0 \.\. 232448"):
         Launch(grid=1, block=1, shared_bytes=-16)
@@ -224,7 +224,7 @@ def test_launch_limits_and_numeric_buffers():
 
 
 def test_budget_counts_and_buffer_parameters_are_checked(tmp_path):
-    from hypa.runtime.launch import LaunchError, launches_from_toml
+    from hypa.runtime.emulator.launch import LaunchError, launches_from_toml
 
     with pytest.raises(LaunchError, match=r"step budget must be a positive number of warp-instructions, not -1"):
         Emulator(parse_ptx(module_text(1)), step_budget=-1)
@@ -246,7 +246,7 @@ def test_budget_counts_and_buffer_parameters_are_checked(tmp_path):
 def test_step_budget_holds_for_loop_free_kernels_on_large_grids():
     """The budget was checked only where loops close: a loop-free kernel on a huge grid ran
     every CTA.  Now it also stops the launch at the first CTA that starts with it spent."""
-    from hypa.runtime.emulator import EmulationError
+    from hypa.runtime.emulator.emulator import EmulationError
 
     saxpy = (ROOT / "examples" / "saxpy.ptx").read_text()
     emu = Emulator(parse_ptx(saxpy), mode="slice", step_budget=1000)
@@ -259,7 +259,7 @@ def test_step_budget_holds_for_loop_free_kernels_on_large_grids():
 def test_the_workload_benchmark_builds_specs_and_scaled_modules(tmp_path):
     """benchmarks/workload.py's generated inputs: one launch per kernel with the kernel's
     .reqntid block, and modules of k copies whose kernels all profile like the original."""
-    from hypa.runtime.batch import ProfileOptions, run_profile
+    from hypa.runtime.report.batch import ProfileOptions, run_profile
 
     wl = load_script("benchmarks/workload.py")
     text = module_text(2).replace(".visible .entry kern_1(.param .u64 kern_1_out)\n",
@@ -278,12 +278,12 @@ def test_the_workload_benchmark_builds_specs_and_scaled_modules(tmp_path):
 
 
 def test_a_bad_jit_tier_is_a_launch_error(monkeypatch):
-    from hypa.runtime.launch import LaunchError
+    from hypa.runtime.emulator.launch import LaunchError
 
     monkeypatch.setenv("HYPA_JIT", "fastest")
     with pytest.raises(LaunchError, match=r"HYPA_JIT must be auto, baseline or optimized, not 'fastest'"):
         run_grid(module_text(1), 1)
-    # the cache replay's tier (runtime/cache_replay.py) is not one for kernels
+    # the cache replay's tier (runtime/models/cache_replay.py) is not one for kernels
     monkeypatch.setenv("HYPA_JIT", "scalar")
     with pytest.raises(LaunchError, match=r"HYPA_JIT must be auto, baseline or optimized, not 'scalar'"):
         run_grid(module_text(1), 1)

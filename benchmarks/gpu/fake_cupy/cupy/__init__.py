@@ -122,9 +122,9 @@ def _func_set_attribute(f: int, attr: int, value: int) -> None:
 
 
 def _launch_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> None:
-    from hypa.runtime.emulator import Emulator
-    from hypa.runtime.launch import Launch
-    from hypa.runtime.program import find_kernel
+    from hypa.runtime.emulator.emulator import Emulator
+    from hypa.runtime.emulator.launch import Launch
+    from hypa.runtime.emulator.program import find_kernel
 
     mod, entry = _FUNCS[f]
     m = _MODULES[mod]

@@ -1,0 +1,1606 @@
+"""Timing estimate: kernel cycles and time from exact block counts and a pipeline model.
+
+    from hypa.runtime.models.timing import estimate, estimate_run
+    est = estimate_run(emulator, launch, arch="sm_90")       # emulate, then estimate
+    est = estimate(result, launch, "sm_80", program=emulator.program_for(launch))
+    est = estimate(kernel_program, launch)                    # emulates the launch itself
+    est.time_us, est.cycles, est.bound, est.occupancy.ctas_per_sm, est.blocks
+
+The model follows source-level performance simulation of GPU cores (Gerum,
+Bringmann and Rosenstiel, DATE 2015), rebuilt on PTX and on the emulator's
+exact per-block execution counts:
+
+1. **Architecture** -- a data file per target (``runtime/models/arch/sm_90.toml``:
+   H100 SXM5; ``sm_80.toml``: A100): SMs, clock, sub-partitions and their
+   issue width, execution units (lanes per SM), instruction classes
+   (unit, latency, SASS expansion), memory latencies and bandwidths,
+   occupancy limits.  Every figure cites its source.
+2. **Block timing** -- every basic block becomes a *pipeline execution
+   graph* for one warp: nodes are (instruction, stage) for the stages fetch,
+   issue, operand collect, execute and write-back; edges are the in-order
+   stage progression (an instruction enters a stage when the one before it
+   has moved on), issue and fetch bandwidth, data dependences (SSA use-def
+   inside the graph: a use's operand collect waits for its producer's
+   write-back) and resource edges (an execution unit is busy for
+   ``warp_size / lanes`` clocks per warp-instruction).  The graph is solved
+   by the fixpoint iteration of Gerum et al.'s Algorithm 1: node times are
+   relaxed to the longest path over the static edges and the resource edges
+   implied by the current schedule, which is re-derived from the new times,
+   until nothing changes.  A block's latency is the clock at which the
+   instruction after it could issue.  Values from other blocks are ready
+   conservatively: their producer's latency minus the issue slots that
+   follow it in its own block.
+3. **Pairwise overlap** -- for every CFG edge A -> B the graph of (the tail
+   of) A followed by B is solved; ``cost(B | A) = T(A;B) - T(A)`` is what B
+   adds when it follows A (pipeline fill, latencies hidden or exposed across
+   the boundary, the branch's fetch redirect).
+4. **Warp time** -- block counts come from the emulator; edge counts are not
+   counted (the code generator is left alone), so they are derived from the
+   block counts and the CFG: flow conservation (a block's entries equal its
+   executions, a block's exits equal its executions plus its divergent
+   executions) fixes every edge of a single-entry or single-exit block, the
+   rest is split by iterative proportional fitting.  Executions no edge
+   explains (the first one of each warp, re-entries after divergence) cost the
+   block's stand-alone latency.  This gives the *latency bound* of one
+   (average) warp.
+5. **CTA and SM time** -- the warps resident on an SM share its
+   sub-partitions: per sub-partition the *issue bound* is the warps' issue
+   slots over the issue width, the *resource-usage bound* of every unit is the
+   warps' busy clocks on it; an SM round takes the largest of the latency,
+   issue and resource bounds.
+6. **Occupancy and waves** -- CTAs per SM from warps, CTAs, registers (the
+   ``.maxnreg`` directive, a caller's figure, or an SSA-liveness estimate)
+   and shared memory (static layout + dynamic + the per-CTA reservation);
+   the busiest SM runs ``ceil(ctas / SMs)`` CTAs in rounds of that many.
+   Global memory traffic bounds the kernel by L2 and DRAM bandwidth
+   (sectors from ``--memory-metrics`` when present, else coalesced
+   accesses).  Time = cycles / clock + the launch overhead.
+
+What is approximate and why is listed in README.md ("Timing estimate").
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.ir import Block, BlockArgument, SSAValue
+
+from hypa.ptxdialect import isa
+from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp
+
+from .. import abi
+from ..emulator.program import KernelProgram, value_bits
+
+ARCH_DIR = Path(__file__).with_name("arch")
+DEFAULT_ARCH = "sm_90"
+#: address-trace records the estimate keeps per launch (runtime/models/cache_model.py): 16 B each;
+#: longer streams are set-sampled down to this
+TRACE_RECORDS = 1 << 17
+
+#: pipeline stages of one instruction, in order
+STAGES = ("fetch", "issue", "operand", "execute", "writeback")
+F, I, O, E, W = range(5)
+NS = len(STAGES)
+
+
+class TimingError(Exception):
+    """The estimate cannot be made (unknown architecture, a launch that cannot run ...)."""
+
+
+# ---------------------------------------------------------------------------
+# Architecture descriptions
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstrClass:
+    """One instruction class of an architecture (see ``[classes]`` in the arch files)."""
+
+    name: str
+    unit: str  # "" for none
+    latency: float | str  # clocks, or a memory level: shared, l1, l2, global, const
+    issue: int = 1
+    occupancy: float = 1.0
+    blocking: bool = False
+
+
+@dataclass
+class Arch:
+    name: str
+    description: str
+    sm_count: int
+    clock_mhz: float
+    warp_size: int
+    sub_partitions: int
+    issue_per_cycle: float
+    fetch_per_cycle: float
+    launch_overhead_us: float
+    cta_launch_cycles: float
+    pair_window: int
+    occupancy: dict[str, int]
+    units: dict[str, float]
+    tensor: dict[str, float]
+    memory: dict[str, float]
+    classes: dict[str, InstrClass]
+    source: str = ""
+    #: shared-memory carve-outs the L1/shared storage can be split at (KB), ascending
+    carveouts_kb: tuple[float, ...] = ()
+    #: share of the smaller bounds (SM, L2, DRAM) added to the largest (0: perfect overlap)
+    bound_overlap: float = 0.0
+    #: clocks between two CTAs the block scheduler starts on one SM (a bound, not a sum)
+    cta_dispatch_cycles: float = 0.0
+    #: share of an SM round's second-largest bound (latency, issue, a unit) added to the largest
+    sm_overlap: float = 0.0
+
+    def unit_occupancy(self, unit: str) -> float:
+        """Clocks one warp-instruction keeps ``unit`` of a sub-partition busy."""
+        lanes = self.units.get(unit)
+        if not lanes:
+            return 0.0
+        return self.warp_size / (lanes / self.sub_partitions)
+
+    def level_latency(self, level: str, footprint: float | None = None, reuse_hit: float = 0.0) -> float:
+        m = self.memory
+        if level == "shared":
+            return m["shared_latency"]
+        if level == "l1":
+            return m["l1_latency"]
+        if level == "l2":
+            return m["l2_latency"]
+        if level == "const":
+            return m["const_latency"]
+        if level == "global":
+            # a simple hit model: re-read bytes hit L1 (``reuse_hit``, at least the file's
+            # l1_hit_rate); first touches hit L2 when the kernel's data fit in it (timed
+            # launches repeat, so L2 is warm), else go to DRAM
+            below = m["l2_latency"] if footprint is not None and footprint <= m["l2_bytes"] else m["dram_latency"]
+            h = max(m.get("l1_hit_rate", 0.0), reuse_hit)
+            return h * m["l1_latency"] + (1 - h) * below
+        raise TimingError(f"arch {self.name}: unknown memory level '{level}'")
+
+
+_ARCH_CACHE: dict[str, Arch] = {}
+
+
+def available_archs() -> list[str]:
+    return sorted(p.stem for p in ARCH_DIR.glob("*.toml"))
+
+
+def load_arch(name: str | Arch = DEFAULT_ARCH) -> Arch:
+    """An architecture by name (``sm_90``, ``h100``, ``sm_80``, ``a100`` ...) or TOML path."""
+    if isinstance(name, Arch):
+        return name
+    key = str(name)
+    if key in _ARCH_CACHE:
+        return _ARCH_CACHE[key]
+    path = Path(key)
+    if not (path.suffix == ".toml" and path.is_file()):
+        path = ARCH_DIR / f"{key.lower()}.toml"
+        if not path.is_file():
+            for p in ARCH_DIR.glob("*.toml"):
+                with open(p, "rb") as f:
+                    data = tomllib.load(f)
+                if key.lower() in [a.lower() for a in data.get("aliases", [])]:
+                    path = p
+                    break
+            else:
+                raise TimingError(f"unknown architecture '{name}' (known: {', '.join(available_archs())}, or a .toml file)")
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    arch = _check_arch(_arch_from_dict(data, str(path)))
+    _ARCH_CACHE[key] = arch
+    return arch
+
+
+def arch_argument(text: str) -> str:
+    """argparse ``type=`` for an architecture option: the name, checked."""
+    import argparse
+
+    try:
+        load_arch(text)
+    except TimingError as e:
+        raise argparse.ArgumentTypeError(
+            f"{e} (write --estimate-time=ARCH with '=', or put the option after the input file)") from None
+    return text
+
+
+def _arch_from_dict(d: dict[str, Any], source: str) -> Arch:
+    try:
+        core = d["core"]
+        classes = {}
+        for cname, c in d["classes"].items():
+            classes[cname] = InstrClass(cname, c.get("unit", ""), c["latency"], int(c.get("issue", 1)),
+                                        float(c.get("occupancy", 1.0)), bool(c.get("blocking", False)))
+        return Arch(
+            name=d["name"],
+            description=d.get("description", d["name"]),
+            sm_count=int(core["sm_count"]),
+            clock_mhz=float(core["clock_mhz"]),
+            warp_size=int(core.get("warp_size", 32)),
+            sub_partitions=int(core["sub_partitions"]),
+            issue_per_cycle=float(core.get("issue_per_cycle", 1)),
+            fetch_per_cycle=float(core.get("fetch_per_cycle", 1)),
+            launch_overhead_us=float(core.get("launch_overhead_us", 0.0)),
+            cta_launch_cycles=float(core.get("cta_launch_cycles", 0.0)),
+            pair_window=int(core.get("pair_window", 64)),
+            occupancy={k: int(v) for k, v in d["occupancy"].items()},
+            units={k: float(v) for k, v in d["units"].items()},
+            tensor={k: float(v) for k, v in d.get("tensor", {}).items()},
+            memory={k: float(v) for k, v in d["memory"].items()},
+            classes=classes,
+            source=source,
+            carveouts_kb=tuple(sorted(float(x) for x in core.get("carveouts_kb", []))),
+            bound_overlap=float(core.get("bound_overlap", 0.0)),
+            sm_overlap=float(core.get("sm_overlap", 0.0)),
+            cta_dispatch_cycles=float(core.get("cta_dispatch_cycles", 0.0)),
+        )
+    except KeyError as e:
+        raise TimingError(f"{source}: missing key {e}") from None
+    except (TypeError, ValueError, AttributeError, OverflowError) as e:  # a value of the wrong kind
+        raise TimingError(f"{source}: {e}") from None
+
+
+#: what the model reads from an architecture file's [memory] and [occupancy] tables
+_MEMORY_KEYS = ("shared_latency", "l1_latency", "l2_latency", "const_latency", "dram_latency", "l2_bytes",
+                "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk", "l1_shared_bytes", "l2_effective_bytes")
+_MEMORY_DIVISORS = ("l2_bytes", "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk")
+_OCCUPANCY_KEYS = ("max_ctas_per_sm", "max_registers_per_thread", "max_threads_per_cta", "max_threads_per_sm",
+                   "max_warps_per_sm", "register_alloc_unit", "registers_per_sm", "shared_alloc_unit",
+                   "shared_per_cta_max", "shared_per_sm")
+
+
+def _check_arch(a: "Arch") -> "Arch":
+    """Values the model divides by or adds must make sense: an arch file with a zero clock or a
+    negative overhead is an error, not an infinite or negative time."""
+    def bad(what: str, v) -> TimingError:
+        return TimingError(f"{a.source}: {what} must be {'positive' if 'overhead' not in what else 'zero or more'}, not {v}")
+
+    import math
+
+    for what, v in (("core.sm_count", a.sm_count), ("core.clock_mhz", a.clock_mhz), ("core.warp_size", a.warp_size),
+                    ("core.sub_partitions", a.sub_partitions), ("core.issue_per_cycle", a.issue_per_cycle),
+                    ("core.fetch_per_cycle", a.fetch_per_cycle), ("core.pair_window", a.pair_window)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise bad(what, v)
+    for what, v in (("core.launch_overhead_us", a.launch_overhead_us), ("core.cta_launch_cycles", a.cta_launch_cycles)):
+        if not (math.isfinite(v) and v >= 0):
+            raise bad(what, v)
+    for group, values in (("occupancy", a.occupancy), ("units", a.units), ("memory", a.memory), ("tensor", a.tensor)):
+        for k, v in values.items():
+            if not (math.isfinite(v) and v >= 0):
+                raise TimingError(f"{a.source}: {group}.{k} must be zero or more, not {v}")
+    for group, values, keys in (("memory", a.memory, _MEMORY_KEYS), ("occupancy", a.occupancy, _OCCUPANCY_KEYS)):
+        missing = sorted(k for k in keys if k not in values)
+        if missing:
+            raise TimingError(f"{a.source}: [{group}] lacks {', '.join(missing)}")
+    for group, values, keys in (("memory", a.memory, _MEMORY_DIVISORS), ("occupancy", a.occupancy, _OCCUPANCY_KEYS)):
+        for k in keys:
+            if not values[k] > 0:
+                raise TimingError(f"{a.source}: {group}.{k} must be positive, not {values[k]}")
+    if "misc" not in a.classes:
+        raise TimingError(f"{a.source}: [classes] lacks misc (the class of instructions no other class names)")
+    for c in a.classes.values():
+        if not isinstance(c.unit, str):
+            raise TimingError(f"{a.source}: classes.{c.name}.unit must be the name of a unit, not {c.unit!r}")
+        if isinstance(c.latency, bool) or not isinstance(c.latency, (int, float, str)):
+            raise TimingError(f"{a.source}: classes.{c.name}.latency must be cycles or a memory level, not {c.latency!r}")
+        if isinstance(c.latency, str):
+            if c.latency not in ("shared", "l1", "l2", "global", "const"):
+                raise TimingError(f"{a.source}: classes.{c.name}.latency: unknown memory level '{c.latency}'")
+        elif not (math.isfinite(float(c.latency)) and c.latency >= 0):
+            raise TimingError(f"{a.source}: classes.{c.name}.latency must be zero or more, not {c.latency}")
+        if c.issue < 1 or not (math.isfinite(c.occupancy) and c.occupancy >= 0):
+            raise TimingError(f"{a.source}: classes.{c.name}: issue must be 1 or more and occupancy zero or more")
+    return a
+
+
+# ---------------------------------------------------------------------------
+# Instructions -> classes
+# ---------------------------------------------------------------------------
+
+_64 = {".u64", ".s64", ".b64"}
+
+
+def classify(op: InstructionOp) -> str:
+    """The timing class of a PTX statement (a key of an arch file's ``[classes]``): the
+    ISA table's timing family (``Instr.timing``) and kind, refined by the modifiers."""
+    spec = op.spec
+    name, kind, family = spec.name, spec.kind, spec.timing
+    mods = op.modifiers
+    types = isa.type_modifiers(mods)
+    if kind in ("control", "call"):
+        return "branch"
+    if kind == "sync":
+        if spec.sync == "barrier":
+            return "bar_arrive" if ".arrive" in mods else "barrier"
+        if spec.sync == "fence":
+            return "fence"
+        if spec.sync == "wait":
+            return "async_wait"
+        return "misc"
+    if kind == "matrix":
+        if family in ("tensor", "shfl"):
+            return family
+        if spec.transfer:
+            return _mem_class(op, spec.transfer == "load")
+        return "misc"
+    if kind in ("mem", "texture"):
+        if family in ("cp_async", "prefetch"):
+            return family
+        if spec.transfer:
+            return _mem_class(op, spec.transfer == "load")
+        return "misc"
+    if kind == "atomic":
+        sp = isa.state_space(spec, mods)
+        return "atom_shared" if sp == "shared" else "atom_global"
+    if kind == "warp":
+        return family or "vote"
+    if kind == "sfu":
+        if any(t in isa.FP64_TYPES for t in types) and ".approx" not in mods:
+            return "fp64_div"
+        if ".rn" in mods or ".rz" in mods or ".rm" in mods or ".rp" in mods:
+            return "fp64_div" if any(t in isa.FP64_TYPES for t in types) else "fp32_div"
+        return "sfu"
+    if kind == "arith":
+        if family == "div":
+            if any(t in isa.FP64_TYPES for t in types):
+                return "fp64_div"
+            if any(t in isa.FP32_TYPES for t in types):
+                return "fp32_div" if ".rn" in mods or not ({".approx", ".full"} & set(mods)) else "sfu"
+            return "int_div64" if any(t in _64 for t in types) else "int_div"
+        cat = isa.category(spec, mods)
+        if cat in ("fp32", "fp64", "fp16"):
+            return cat
+        wide64 = any(t in _64 for t in types)
+        if family == "int_mul":
+            return "int64_mul" if wide64 and ".wide" not in mods else "int_mul"
+        return "int64" if wide64 and family != "int_compare" else "int"
+    if kind == "logic":
+        if family == "int_slow":
+            return "int_slow"
+        return "int64" if any(t in _64 for t in types) and family == "int_bitwise" else "int"
+    if kind == "convert":
+        if name == "cvt" and len(types) >= 2:
+            d, s = types[0], types[1]
+            fl = isa.FLOAT_TYPES
+            if d in fl or s in fl:
+                if d == s and d in isa.FP32_TYPES:
+                    return "fp32"  # cvt.rni.f32.f32: rounding on the FMA pipe
+                return "convert"
+        return "int"
+    if kind == "move":
+        if name == "mov" and any(a[0] == "sreg" for a in op.operands_ast):
+            return "sreg"
+        if name == "mov":
+            return "move"
+        return "int"
+    return "misc"
+
+
+def _mem_class(op: InstructionOp, load: bool) -> str:
+    sp = isa.state_space(op.spec, op.modifiers)
+    if op.spec.kind == "texture" or sp in ("global", "generic", None):
+        return "ld_global" if load else "st_global"
+    if sp == "shared":
+        return "ld_shared" if load else "st_shared"
+    if sp == "local":
+        return "ld_local" if load else "st_local"
+    if sp == "const":
+        return "ld_const" if load else "st_global"
+    if sp == "param":
+        return "ld_param" if load else "st_local"
+    return "ld_global" if load else "st_global"
+
+
+def access_bytes(op: InstructionOp) -> int:
+    """Bytes one lane moves (type size x vector width)."""
+    mods = op.modifiers
+    types = isa.type_modifiers(mods)
+    bits = isa.TYPE_BITS.get(types[0], 32) if types else 32
+    vec = 1
+    for m in mods:
+        if m in (".v2", ".v4", ".v8"):
+            vec = int(m[2:])
+    if op.spec.lanes == "cross" and op.spec.transfer:  # warp-wide matrix fragments: 16 bytes a lane
+        return 16
+    return max(1, bits // 8) * vec
+
+
+def tensor_fmas(op: InstructionOp) -> tuple[int, str]:
+    """FMAs one warp-instruction of a matrix op performs, and its rate key."""
+    m = n = k = 16
+    for mod in op.modifiers:
+        if mod.startswith(".m") and "n" in mod and "k" in mod:
+            try:
+                mm, rest = mod[2:].split("n", 1)
+                nn, kk = rest.split("k", 1)
+                m, n, k = int(mm), int(nn), int(kk)
+            except ValueError:
+                pass
+    types = isa.type_modifiers(op.modifiers)
+    rate = "f16"
+    if any(t == ".tf32" for t in types):
+        rate = "tf32"
+    elif any(t == ".f64" for t in types) and not any(t in (".f16", ".bf16") for t in types):
+        rate = "f64"
+    elif any(t in (".s8", ".u8", ".s4", ".u4", ".b1", ".e4m3", ".e5m2") for t in types):
+        rate = "i8"
+    fmas = m * n * k
+    if op.spec.name == "wgmma.mma_async":
+        fmas //= 4  # a warpgroup instruction: each of its 4 warps carries a quarter
+    return fmas, rate
+
+
+# ---------------------------------------------------------------------------
+# The pipeline execution graph of one instruction sequence
+# ---------------------------------------------------------------------------
+
+
+#: timing classes ptxas hoists (``KernelTiming.issue_order``) and those they may not pass
+_HOISTED = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const", "ld_param"})
+_ORDERING = frozenset({"st_global", "st_shared", "st_local", "atom_global", "atom_shared", "barrier",
+                       "bar_arrive", "fence", "async_wait", "cp_async", "branch", "misc"})
+#: the stores and atomics a load of a state space may pass: those of a space it cannot alias
+#: (a ``.global``/``.const``/``.param`` load and shared memory; a ``.shared`` load and global
+#: memory -- generic accesses may be either and pass nothing)
+_DISJOINT = {"global": frozenset({"st_shared", "atom_shared"}), "const": frozenset({"st_shared", "atom_shared", "st_global", "atom_global", "st_local"}),
+             "param": frozenset({"st_shared", "atom_shared", "st_global", "atom_global"}),
+             "shared": frozenset({"st_global", "atom_global", "st_local"})}
+
+
+@dataclass
+class TimedInstr:
+    """What the pipeline graph needs to know about one instruction."""
+
+    cls: str
+    unit: str
+    latency: float
+    issue: int
+    occ: float  # clocks the unit stays busy
+    blocking: bool
+    branch: bool
+    srcs: list[int] = field(default_factory=list)  # graph indices of producers
+    ready: float = 0.0  # operands from outside the graph are ready this long after the start
+
+
+@dataclass
+class GraphSolution:
+    times: list[float]  # per node (instruction * 5 + stage); the sentinel instruction is last
+    end: float  # clocks until the instruction after the sequence can issue (minus the fixed fetch->issue)
+    iterations: int
+
+    def stage(self, i: int, s: int) -> float:
+        return self.times[NS * i + s]
+
+
+def solve_pipeline(instrs: list[TimedInstr], arch: Arch, max_iter: int = 100) -> GraphSolution:
+    """Gerum et al.'s Algorithm 1 on the pipeline graph of ``instrs`` (one warp).
+
+    Nodes are (instruction, stage) for the five stages; a sentinel
+    instruction after the last one measures when the sequence lets the next
+    instruction issue.  Static edges are built once; resource edges chain the
+    users of every unit in the order of their current execute times and are
+    rebuilt every iteration; node times are relaxed (in index order, which is
+    topological for the static edges) until no time changes.
+    """
+    n = len(instrs)
+    N = NS * (n + 1)
+    preds: list[list[tuple[int, float]]] = [[] for _ in range(N)]
+    base = [0.0] * N
+    fetch_gap = 1.0 / arch.fetch_per_cycle
+    issue_gap = 1.0 / arch.issue_per_cycle
+    users: dict[str, list[int]] = defaultdict(list)
+    last_blocking = -1
+    for i in range(n + 1):
+        x = NS * i
+        preds[x + I].append((x + F, 1.0))  # fetch/decode
+        preds[x + O].append((x + I, 1.0))  # dispatch
+        preds[x + E].append((x + O, 1.0))  # operand collect (register read)
+        if i > 0:
+            p = NS * (i - 1)
+            prev = instrs[i - 1]
+            preds[x + F].append((p + F, fetch_gap))  # fetch bandwidth
+            preds[x + F].append((p + I, 0.0))  # the fetch buffer holds one instruction
+            preds[x + I].append((p + I, prev.issue * issue_gap))  # issue bandwidth (SASS expansion)
+            preds[x + I].append((p + O, 0.0))  # in order: issue after the previous left issue
+            preds[x + O].append((p + E, 0.0))  # in order: dispatch after the previous was dispatched
+            if prev.branch:
+                preds[x + F].append((p + E, prev.latency))  # fetch redirect after the branch resolves
+            if last_blocking >= 0 and last_blocking == i - 1:
+                # the warp issues again ``latency`` clocks after the blocking instruction issued
+                preds[x + I].append((NS * last_blocking + W, 0.0))
+        if i == n:
+            break
+        ins = instrs[i]
+        preds[x + W].append((x + E, max(0.0, ins.latency - 2)))
+        for s in ins.srcs:
+            preds[x + O].append((NS * s + W, 1.0))  # RAW: read after the producer's write-back
+        # an operand from outside: ready ``ready`` clocks after the first issue (clock 1)
+        base[x + O] = ins.ready + 1.0 if ins.ready > 0 else 0.0
+        if ins.unit and ins.occ > 0:
+            users[ins.unit].append(i)
+        if ins.blocking:
+            last_blocking = i
+    occ = [ins.occ for ins in instrs]
+    t = [0.0] * N
+    it = 0
+    while it < max_iter:
+        it += 1
+        # resource edges from the current schedule: each user of a unit starts
+        # after the previous user (by execute time, then program order) frees it
+        rpred: dict[int, tuple[int, float]] = {}
+        for us in users.values():
+            if len(us) < 2:
+                continue
+            order = sorted(us, key=lambda k: (t[NS * k + E], k))
+            for a, b in zip(order, order[1:]):
+                rpred[NS * b + E] = (NS * a + E, occ[a])
+        changed = False
+        for v in range(N):
+            best = base[v]
+            for p, w in preds[v]:
+                c = t[p] + w
+                if c > best:
+                    best = c
+            r = rpred.get(v)
+            if r is not None:
+                c = t[r[0]] + r[1]
+                if c > best:
+                    best = c
+            if best != t[v]:
+                t[v] = best
+                changed = True
+        if not changed:
+            break
+    end = t[NS * n + I] - 1.0
+    return GraphSolution(t, max(0.0, end), it)
+
+
+# ---------------------------------------------------------------------------
+# Per-block timing of a kernel
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class BlockCost:
+    """Timing of one basic block (program block index ``index``)."""
+
+    index: int
+    name: str
+    instructions: int
+    latency: float  # stand-alone, one warp
+    issue_slots: int
+    unit_cycles: dict[str, float]
+    warp_executions: int = 0
+    cycles: float = 0.0  # all warps, with overlaps
+    pair_costs: dict[int, float] = field(default_factory=dict)  # predecessor -> cost(B | pred)
+
+    def as_dict(self) -> dict:
+        return {
+            "block": self.name, "index": self.index, "instructions": self.instructions,
+            "latency": self.latency, "issue_slots": self.issue_slots,
+            "warp_executions": self.warp_executions,
+            "cycles_per_execution": self.cycles / self.warp_executions if self.warp_executions else 0.0,
+            "cycles": self.cycles,
+            "pair_costs": {str(k): v for k, v in sorted(self.pair_costs.items())},
+        }
+
+
+class KernelTiming:
+    """Pipeline-graph timing of every block and CFG edge of a prepared kernel."""
+
+    def __init__(self, prog: KernelProgram, arch: Arch | str = DEFAULT_ARCH, footprint: float | None = None,
+                 mem_occupancy: dict[InstructionOp, float] | None = None, reuse_hit: float = 0.0,
+                 mem_latency: dict[InstructionOp, float] | None = None):
+        self.prog = prog
+        #: latencies of global loads from the cache model (where they were traced)
+        self.mem_latency = mem_latency or {}
+        self.arch = load_arch(arch)
+        self.footprint = footprint
+        self.reuse_hit = reuse_hit
+        self.mem_occupancy = mem_occupancy or {}
+        self._info: dict[InstructionOp, TimedInstr] = {}
+        self._pos: dict[InstructionOp, tuple[int, int]] = {}
+        self._suffix: list[list[int]] = []
+        #: each block's instructions in the order the warp issues them (``issue_order``)
+        self.order = [self.issue_order(ops) for ops in prog.block_instrs]
+        for bi, ops in enumerate(self.order):
+            for k, op in enumerate(ops):
+                self._pos[op] = (bi, k)
+        for bi, ops in enumerate(self.order):
+            suf = [0] * (len(ops) + 1)
+            for k in range(len(ops) - 1, -1, -1):
+                suf[k] = suf[k + 1] + self.timed(ops[k]).issue
+            self._suffix.append(suf)
+        self._ext: dict[SSAValue, float] = {}
+        self._alone: dict[int, GraphSolution] = {}
+        self._tail_end: dict[int, float] = {}
+        self._pairs: dict[tuple[int, int], float] = {}
+
+    # -- instructions --------------------------------------------------------------
+
+    def timed(self, op: InstructionOp) -> TimedInstr:
+        """The class facts of one instruction (cached; sources filled per graph)."""
+        ti = self._info.get(op)
+        if ti is not None:
+            return ti
+        arch = self.arch
+        cname = classify(op)
+        c = arch.classes.get(cname) or arch.classes["misc"]
+        lat = c.latency
+        latency = float(arch.level_latency(lat, self.footprint, self.reuse_hit)) if isinstance(lat, str) else float(lat)
+        if op in self.mem_latency and cname in ("ld_global", "atom_global"):
+            latency = self.mem_latency[op]
+        unit = c.unit
+        occ = arch.unit_occupancy(unit) * c.occupancy if unit else 0.0
+        if cname == "tensor":
+            fmas, rate = tensor_fmas(op)
+            per_smsp = arch.tensor.get(rate, arch.tensor.get("f16", 1024.0)) / arch.sub_partitions
+            occ = fmas / per_smsp * c.occupancy
+        elif unit == "lsu" and cname not in ("shfl", "redux", "match"):
+            per_smsp = arch.memory["lsu_bytes_per_clk"] / arch.sub_partitions
+            measured = self.mem_occupancy.get(op)
+            if measured is not None:
+                occ = measured * c.occupancy
+            else:
+                # coalesced: the warp's bytes through the sub-partition's share of L1
+                occ = max(1.0, arch.warp_size * access_bytes(op) / per_smsp) * c.occupancy
+        ti = TimedInstr(cname, unit, latency, c.issue, occ, c.blocking, op.spec.terminator and op.spec.kind in ("control",))
+        self._info[op] = ti
+        return ti
+
+    def issue_order(self, ops: list[InstructionOp]) -> list[InstructionOp]:
+        """A block's instructions as ptxas schedules them, to the extent that decides
+        latency: every load moves up to just after the last instruction it depends on (its
+        operands' producers, an earlier load -- loads keep their order -- or a store, atomic,
+        barrier, fence or call it may not pass: a store to another state space it passes,
+        ``_DISJOINT``), and the arithmetic computing its address
+        with it, so independent loads issue back to back and their latencies overlap; the
+        rest keep PTX order.  A load after a store that may alias stays behind it, as on
+        the GPU."""
+        if not any(self.timed(op).cls in _HOISTED for op in ops):
+            return list(ops)
+        index = {op: i for i, op in enumerate(ops)}
+
+        def producers(i: int) -> list[int]:
+            out = []
+            for v in ops[i].instruction_operands():
+                j = index.get(v.owner)  # type: ignore[arg-type]
+                if j is not None and j < i:
+                    out.append(j)
+            return out
+
+        # the loads' address arithmetic moves up with them
+        feeds = [False] * len(ops)
+        for i in range(len(ops) - 1, -1, -1):
+            if feeds[i] or self.timed(ops[i]).cls in _HOISTED:
+                for j in producers(i):
+                    if self.timed(ops[j]).cls not in _ORDERING:
+                        feeds[j] = True
+        keys: list[float] = []
+        last_load = -1.0
+        fences: dict[str, float] = {}  # the last ordering instruction's key, per class
+        for i, op in enumerate(ops):
+            cls = self.timed(op).cls
+            after = max((keys[j] for j in producers(i)), default=-1.0)
+            if cls in _HOISTED:
+                passes = _DISJOINT.get(isa.state_space(op.spec, op.modifiers) or "", frozenset())
+                fence = max((k for c, k in fences.items() if c not in passes), default=-1.0)
+                k = max(fence, last_load, after)
+                last_load = k
+            elif feeds[i]:
+                k = after
+            else:
+                k = float(i)
+                if cls in _ORDERING:
+                    fences[cls] = k
+            keys.append(k)
+        return [ops[i] for i in sorted(range(len(ops)), key=lambda i: (keys[i], i))]
+
+    def _external_ready(self, v: SSAValue, depth: int = 0) -> float:
+        """How long after a block starts a value from another block may still be in flight
+        (its producer's latency minus the issue slots after it in its own block)."""
+        r = self._ext.get(v)
+        if r is not None:
+            return r
+        r = 0.0
+        owner = v.owner
+        if isinstance(owner, InstructionOp) and owner in self._pos:
+            bi, k = self._pos[owner]
+            r = max(0.0, self.timed(owner).latency - self._suffix[bi][k + 1])
+        elif isinstance(v, BlockArgument) and depth == 0:
+            r = max((self._external_ready(x, 1) for x in self._incoming(v)), default=0.0)
+        self._ext[v] = r
+        return r
+
+    def _incoming(self, arg: BlockArgument, only_from: Block | None = None) -> list[SSAValue]:
+        out: list[SSAValue] = []
+        blk = arg.block
+        cfg = self.prog.cfg
+        bi = cfg.index.get(blk)
+        if bi is None:
+            return out
+        for p in cfg.preds[bi]:
+            pb = cfg.blocks[p]
+            if only_from is not None and pb is not only_from:
+                continue
+            term = pb.last_op
+            if term is None:
+                continue
+            for k, s in enumerate(term.successors):
+                if s is not blk:
+                    continue
+                vals = list(term.operands) if isinstance(term, FallthroughOp) else (
+                    list(term.successor_operands(k)) if isinstance(term, InstructionOp) else [])
+                if arg.index < len(vals):
+                    out.append(vals[arg.index])
+                break
+        return out
+
+    def sequence(self, ops: list[InstructionOp], joins: dict[int, Block] | None = None) -> list[TimedInstr]:
+        """Timed instructions of ``ops`` with data edges inside the sequence.
+
+        ``joins`` maps the position where a new block starts to the block before it,
+        so block arguments resolve to the value that edge passes."""
+        where: dict[InstructionOp, list[int]] = defaultdict(list)
+        for k, op in enumerate(ops):
+            where[op].append(k)  # a self-loop pair (A;A) holds every op twice
+        out: list[TimedInstr] = []
+        prev_block: Block | None = None
+        for k, op in enumerate(ops):
+            if joins and k in joins:
+                prev_block = joins[k]
+            base = self.timed(op)
+            srcs: list[int] = []
+            ready = 0.0
+            for v in op.instruction_operands():
+                vals = [v]
+                if isinstance(v, BlockArgument) and prev_block is not None and v.block is op.parent:
+                    inc = self._incoming(v, prev_block)
+                    if inc:
+                        vals = inc
+                for x in vals:
+                    owner = x.owner
+                    j = None
+                    if isinstance(owner, InstructionOp):
+                        for cand in reversed(where.get(owner, ())):
+                            if cand < k:
+                                j = cand
+                                break
+                    if j is not None:
+                        srcs.append(j)
+                    else:
+                        ready = max(ready, self._external_ready(x))
+            out.append(TimedInstr(base.cls, base.unit, base.latency, base.issue, base.occ, base.blocking,
+                                  base.branch, sorted(set(srcs)), ready))
+        return out
+
+    # -- blocks and pairs --------------------------------------------------------------
+
+    def block_solution(self, bi: int) -> GraphSolution:
+        s = self._alone.get(bi)
+        if s is None:
+            s = self._alone[bi] = solve_pipeline(self.sequence(self.order[bi]), self.arch)
+        return s
+
+    def block_latency(self, bi: int) -> float:
+        """Clocks one warp spends in block ``bi`` on its own."""
+        return self.block_solution(bi).end
+
+    def _tail(self, a: int) -> list[InstructionOp]:
+        ops = self.order[a]
+        return ops[-self.arch.pair_window:] if self.arch.pair_window > 0 else ops
+
+    def pair_cost(self, a: int, b: int) -> float:
+        """What block ``b`` adds when it runs right after block ``a``: T(a;b) - T(a)."""
+        key = (a, b)
+        c = self._pairs.get(key)
+        if c is not None:
+            return c
+        tail = self._tail(a)
+        ta = self._tail_end.get(a)
+        if ta is None:
+            ta = self._tail_end[a] = solve_pipeline(self.sequence(tail), self.arch).end
+        ops = tail + self.order[b]
+        both = solve_pipeline(self.sequence(ops, {len(tail): self.prog.cfg.blocks[a]}), self.arch).end
+        c = self._pairs[key] = max(0.0, both - ta)
+        return c
+
+    def block_cost(self, bi: int) -> BlockCost:
+        ops = self.prog.block_instrs[bi]
+        units: dict[str, float] = defaultdict(float)
+        slots = 0
+        for op in ops:
+            ti = self.timed(op)
+            slots += ti.issue
+            if ti.unit:
+                units[ti.unit] += ti.occ
+        return BlockCost(bi, self.prog.cfg.name(bi), len(ops), self.block_latency(bi), slots, dict(units))
+
+
+# ---------------------------------------------------------------------------
+# Edge frequencies from block counts
+# ---------------------------------------------------------------------------
+
+
+def edge_frequencies(succs: list[list[int]], preds: list[list[int]], execs: list[float], divergent: list[float],
+                     entry: float, exits: set[int]) -> dict[tuple[int, int], float]:
+    """Approximate traversal counts of CFG edges from block execution counts.
+
+    Constraints: a block's executions not counted as the kernel entry arrive
+    over its in-edges; a block that cannot leave the kernel leaves over its
+    out-edges once per execution plus once more per divergent execution (the
+    warp runs both sides).  Constraints with one unknown edge fix it; the
+    remaining edges are split by iterative proportional fitting.  Exact for
+    chains, single-entry loops and if/else without divergence; approximate
+    elsewhere (the counters count blocks, not edges).
+    """
+    nb = len(execs)
+    edges = sorted({(a, s) for a in range(nb) for s in succs[a]})
+    need_in = [max(0.0, execs[b] - (entry if b == 0 else 0.0)) for b in range(nb)]
+    need_out = [execs[a] + divergent[a] if a not in exits else None for a in range(nb)]
+    ins: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    outs: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for e in edges:
+        outs[e[0]].append(e)
+        ins[e[1]].append(e)
+    f: dict[tuple[int, int], float] = {}
+    for e in edges:
+        if execs[e[0]] == 0 or execs[e[1]] == 0:
+            f[e] = 0.0
+    progress = True
+    while progress:
+        progress = False
+        for b in range(nb):
+            unk = [e for e in ins[b] if e not in f]
+            if len(unk) == 1:
+                f[unk[0]] = max(0.0, need_in[b] - sum(f[e] for e in ins[b] if e in f))
+                progress = True
+        for a in range(nb):
+            if need_out[a] is None:
+                continue
+            unk = [e for e in outs[a] if e not in f]
+            if len(unk) == 1:
+                f[unk[0]] = max(0.0, need_out[a] - sum(f[e] for e in outs[a] if e in f))  # type: ignore[operator]
+                progress = True
+    rest = [e for e in edges if e not in f]
+    if rest:
+        g = {e: max(execs[e[0]], 1e-9) for e in rest}
+        for _ in range(200):
+            delta = 0.0
+            for b in {e[1] for e in rest}:
+                mine = [e for e in ins[b] if e in g]
+                want = max(0.0, need_in[b] - sum(f[e] for e in ins[b] if e in f))
+                tot = sum(g[e] for e in mine)
+                if tot > 0:
+                    for e in mine:
+                        nv = g[e] * want / tot
+                        delta = max(delta, abs(nv - g[e]))
+                        g[e] = nv
+            for a in {e[0] for e in rest}:
+                mine = [e for e in outs[a] if e in g]
+                cap = (need_out[a] if need_out[a] is not None else execs[a] + divergent[a])
+                cap = max(0.0, cap - sum(f[e] for e in outs[a] if e in f))
+                tot = sum(g[e] for e in mine)
+                if tot > cap and tot > 0:
+                    for e in mine:
+                        nv = g[e] * cap / tot
+                        delta = max(delta, abs(nv - g[e]))
+                        g[e] = nv
+            if delta < 1e-9:
+                break
+        f.update(g)
+    return f
+
+
+# ---------------------------------------------------------------------------
+# Occupancy
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Occupancy:
+    ctas_per_sm: int
+    warps_per_cta: int
+    warps_per_sm: int
+    limiter: str
+    limits: dict[str, int]
+    registers: int
+    registers_source: str
+    shared_bytes: int  # per CTA, as allocated
+    fraction: float
+
+    def as_dict(self) -> dict:
+        return {
+            "ctas_per_sm": self.ctas_per_sm, "warps_per_cta": self.warps_per_cta,
+            "warps_per_sm": self.warps_per_sm, "occupancy": self.fraction, "limiter": self.limiter,
+            "limits": dict(self.limits), "registers_per_thread": self.registers,
+            "registers_source": self.registers_source, "shared_bytes_per_cta": self.shared_bytes,
+        }
+
+
+def _round_up(n: float, unit: int) -> int:
+    return int(math.ceil(n / unit) * unit) if unit > 0 else int(n)
+
+
+def occupancy(arch: Arch | str, threads_per_cta: int, registers: int, shared_bytes: int,
+              registers_source: str = "given") -> Occupancy:
+    """CTAs resident per SM (the CUDA occupancy calculator's rules).
+
+    ``shared_bytes``: static plus dynamic shared memory of one CTA (the
+    per-CTA reservation and the allocation unit are added here)."""
+    a = load_arch(arch)
+    o = a.occupancy
+    if threads_per_cta < 1 or threads_per_cta > o["max_threads_per_cta"]:
+        raise TimingError(f"{threads_per_cta} threads per CTA: {a.name} allows 1..{o['max_threads_per_cta']}")
+    wpc = -(-threads_per_cta // a.warp_size)
+    limits: dict[str, int] = {
+        "ctas": o["max_ctas_per_sm"],
+        "warps": o["max_warps_per_sm"] // wpc,
+        "threads": o["max_threads_per_sm"] // (wpc * a.warp_size),
+    }
+    regs = max(1, min(int(registers), o["max_registers_per_thread"]))
+    regs_per_warp = _round_up(regs * a.warp_size, o["register_alloc_unit"])
+    # registers are allocated per sub-partition (cuda_occupancy.h): whole warps per quarter file
+    per_part = o["registers_per_sm"] // a.sub_partitions
+    warps_by_regs = (per_part // regs_per_warp) * a.sub_partitions
+    limits["registers"] = warps_by_regs // wpc
+    smem = 0
+    if shared_bytes > 0:
+        if shared_bytes > o["shared_per_cta_max"]:
+            raise TimingError(f"{shared_bytes} bytes of shared memory per CTA: {a.name} allows {o['shared_per_cta_max']}")
+        smem = _round_up(shared_bytes + o["shared_reserved_per_cta"], o["shared_alloc_unit"])
+        limits["shared"] = o["shared_per_sm"] // smem
+    limiter = min(limits, key=lambda k: (limits[k], ["warps", "registers", "shared", "ctas", "threads"].index(k)))
+    ctas = limits[limiter]
+    if ctas < 1:
+        raise TimingError(f"no CTA fits on an SM of {a.name} ({limiter}: {limits})")
+    warps = ctas * wpc
+    return Occupancy(ctas, wpc, warps, limiter, limits, regs, registers_source, smem, warps / o["max_warps_per_sm"])
+
+
+def estimate_registers(prog: KernelProgram, arch: Arch | str = DEFAULT_ARCH) -> tuple[int, str]:
+    """Registers per thread: ``.maxnreg`` if the kernel caps them (or
+    ``.maxntid`` x ``.minnctapersm`` does), else the largest number of 32-bit
+    registers live at once in the SSA form plus a small reserve."""
+    a = load_arch(arch)
+    o = a.occupancy
+    cap = o["max_registers_per_thread"]
+    how = "SSA liveness"
+    txt = prog.func.directive(".maxnreg")
+    if txt:
+        try:
+            cap = min(cap, int(txt.split(",")[0]))
+            how = "SSA liveness, capped by .maxnreg"
+        except ValueError:
+            pass
+    maxntid = prog.func.directive(".maxntid") or prog.func.directive(".reqntid")
+    minc = prog.func.directive(".minnctapersm")
+    if maxntid and minc:
+        try:
+            nt = 1
+            for x in maxntid.split(","):
+                nt *= int(x)
+            per = o["registers_per_sm"] // (int(minc) * _round_up(nt, a.warp_size))
+            per = per // 8 * 8
+            if per < cap:
+                cap, how = per, "SSA liveness, capped by .maxntid/.minnctapersm"
+        except ValueError:
+            pass
+    live = max_live_registers(prog)
+    regs = max(o.get("min_registers", 0), live + o.get("register_reserve", 0))
+    return int(min(cap, regs)), how
+
+
+def _reg_weight(v: SSAValue) -> int:
+    bits = value_bits(v)
+    if bits == 1:
+        return 0  # predicates live in their own file
+    return max(1, -(-bits // 32))
+
+
+def max_live_registers(prog: KernelProgram) -> int:
+    """The largest number of 32-bit registers live at one point (SSA liveness)."""
+    cfg = prog.cfg
+    nb = len(cfg)
+    ids: dict[SSAValue, int] = {}
+    weights: list[int] = []
+
+    def vid(v: SSAValue) -> int:
+        k = ids.get(v)
+        if k is None:
+            k = ids[v] = len(weights)
+            weights.append(_reg_weight(v))
+        return k
+
+    defs = [0] * nb
+    upward = [0] * nb
+    edge_use = [0] * nb
+    args = [0] * nb
+    body: list[list[tuple[int, int]]] = []  # per block, per op: (defs mask, uses mask)
+    for b, blk in enumerate(cfg.blocks):
+        d = 0
+        for a in blk.args:
+            d |= 1 << vid(a)
+        args[b] = d
+        up = 0
+        seq = []
+        for op in blk.ops:
+            if isinstance(op, InstructionOp):
+                u = 0
+                for v in op.instruction_operands():
+                    u |= 1 << vid(v)
+                r = 0
+                for v in op.results:
+                    r |= 1 << vid(v)
+                up |= u & ~d
+                d |= r
+                seq.append((r, u))
+        term = blk.last_op
+        eu = 0
+        if term is not None:
+            if isinstance(term, FallthroughOp):
+                for v in term.operands:
+                    eu |= 1 << vid(v)
+            elif isinstance(term, InstructionOp):
+                for k in range(len(term.successors)):
+                    for v in term.successor_operands(k):
+                        eu |= 1 << vid(v)
+        up |= eu & ~d
+        defs[b], upward[b], edge_use[b] = d, up, eu
+        body.append(seq)
+    live_in = [0] * nb
+    live_out = [0] * nb
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(range(nb)):
+            out = edge_use[b]
+            for s in cfg.succs[b]:
+                out |= live_in[s] & ~args[s]
+            inn = upward[b] | (out & ~defs[b])
+            if out != live_out[b] or inn != live_in[b]:
+                live_out[b], live_in[b] = out, inn
+                changed = True
+
+    def weight(mask: int) -> int:
+        w = 0
+        while mask:
+            low = mask & -mask
+            w += weights[low.bit_length() - 1]
+            mask ^= low
+        return w
+
+    best = 0
+    for b in range(nb):
+        live = live_out[b]
+        best = max(best, weight(live))
+        for r, u in reversed(body[b]):
+            best = max(best, weight(live | r))
+            live = (live & ~r) | u
+            best = max(best, weight(live))
+    return best
+
+
+# ---------------------------------------------------------------------------
+# The estimate
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Estimate:
+    kernel: str
+    arch: str
+    arch_description: str
+    cycles: float  # kernel cycles (SM clock), launch overhead excluded
+    time_us: float  # cycles / clock + launch overhead
+    bound: str
+    occupancy: Occupancy
+    waves: int
+    ctas_per_busiest_sm: int
+    clock_mhz: float
+    launch_overhead_us: float
+    warp: dict[str, Any]  # per (average) warp: latency, issue slots, unit clocks
+    components: dict[str, float]  # kernel-level cycles of every bound
+    memory: dict[str, Any]
+    blocks: list[BlockCost]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def kernel_us(self) -> float:
+        """The kernel's own time, launch overhead excluded."""
+        return self.cycles / self.clock_mhz
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "arch": self.arch, "arch_description": self.arch_description,
+            "cycles": self.cycles, "time_us": self.time_us, "kernel_us": self.kernel_us, "bound": self.bound,
+            "clock_mhz": self.clock_mhz, "launch_overhead_us": self.launch_overhead_us,
+            "waves": self.waves, "ctas_per_busiest_sm": self.ctas_per_busiest_sm,
+            "occupancy": self.occupancy.as_dict(), "warp": dict(self.warp),
+            "components": dict(self.components), "memory": dict(self.memory),
+            "blocks": [b.as_dict() for b in self.blocks], "notes": list(self.notes),
+        }
+
+
+def emulator_program(emu, launch) -> KernelProgram:
+    """The program ``emu.run(launch)`` ran (cached in the emulator)."""
+    pf = getattr(emu, "program_for", None)
+    return pf(launch) if pf is not None else emu.program(launch.kernel)
+
+
+def estimate_run(emu, launch, result=None, arch: str | Arch = DEFAULT_ARCH, registers: int | None = None) -> Estimate:
+    """Emulate ``launch`` with ``emu`` (unless ``result`` is its result) and estimate it."""
+    if result is None:
+        result = emu.run(launch)
+    return estimate(result, launch, arch, registers, program=emulator_program(emu, launch))
+
+
+def _raw_counts(prog: KernelProgram, counters) -> tuple[list[int], list[int], list[int]]:
+    nb = prog.num_blocks
+    w = [int(counters[abi.BLOCK_COUNTERS * b]) for b in range(nb)]
+    t = [int(counters[abi.BLOCK_COUNTERS * b + 1]) for b in range(nb)]
+    d = [int(counters[abi.BLOCK_COUNTERS * b + 2]) for b in range(nb)]
+    return w, t, d
+
+
+def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[InstructionOp, float], dict[InstructionOp, float]]:
+    """Per memory instruction (when --memory-metrics ran): LSU clocks per request
+    (sectors or wavefronts through the sub-partition's share of L1) and bytes
+    moved per request (sectors x 32)."""
+    occ: dict[InstructionOp, float] = {}
+    sector_bytes: dict[InstructionOp, float] = {}
+    mem_ops = getattr(prog, "mem_ops", None) or {}
+    if not mem_ops or counters is None:
+        return occ, sector_bytes
+    base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
+    per_smsp = arch.memory["lsu_bytes_per_clk"] / arch.sub_partitions
+    for op, slot in mem_ops.items():
+        c = [int(counters[base + abi.MEM_COUNTERS * slot + k]) for k in range(abi.MEM_COUNTERS)]
+        req, sectors, lines, wavefronts, _ideal = c
+        if req <= 0:
+            continue
+        if wavefronts:
+            occ[op] = max(1.0, wavefronts / req * 128.0 / per_smsp)
+        else:
+            # the L1 moves one 128-byte line's sectors a clock for the whole SM: a request
+            # takes a clock per line it touches even when it uses one sector of each
+            occ[op] = max(1.0, max(sectors * 32.0, lines * 128.0) / req / per_smsp)
+            sector_bytes[op] = sectors * 32.0
+    return occ, sector_bytes
+
+
+def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int | None = None,
+             program: KernelProgram | None = None, counters=None) -> Estimate:
+    """Estimated cycles and time of one kernel launch on ``arch``.
+
+    ``result_or_program``: a ``LaunchResult`` of ``Emulator.run(launch)``
+    (give ``program=emulator.program_for(launch)``, the program that run
+    used, unless the result carries it) or a ``KernelProgram`` (the launch is
+    then emulated here, unless ``counters`` -- the emulator's raw counter
+    array -- are given).  ``registers`` overrides the per-thread register
+    count (e.g. ptxas ``-v``'s figure).
+    """
+    from ..emulator.emulator import Emulator, LaunchResult
+
+    a = load_arch(arch)
+    notes: list[str] = []
+    res = None
+    if isinstance(result_or_program, LaunchResult):
+        res = result_or_program
+        prog = program if program is not None else getattr(res, "program", None)
+        counters = getattr(res, "counters", None) if counters is None else counters
+        launch = launch if launch is not None else getattr(res, "launch", None)
+        if prog is None or counters is None or launch is None:
+            raise TimingError("estimate(result, launch, program=Emulator.program_for(launch)): "
+                              "the result alone does not carry its program, counters and launch")
+        buffers = res.buffers if res.buffers or not getattr(res, "buffer_bytes", 0) else None
+    elif isinstance(result_or_program, KernelProgram):
+        prog = result_or_program
+        if launch is None:
+            raise TimingError("estimate(program, launch): a launch is needed")
+        if counters is None:
+            emu = Emulator(prog.module, mode=prog.mode, exact_predicates=prog.exact_predicates,
+                           memory_metrics=bool(getattr(prog, "mem_ops", None)), reconvergence=prog.reconvergence,
+                           address_trace=TRACE_RECORDS)
+            res = emu.run(launch)
+            prog = emulator_program(emu, launch)
+            counters = res.counters
+            buffers = res.buffers
+        else:
+            buffers = None
+            res_bytes = sum(launch.buffer_nbytes().values())
+    else:
+        raise TimingError(f"estimate() takes a LaunchResult or a KernelProgram, not {type(result_or_program).__name__}")
+    if counters is None:
+        raise TimingError("no block counters: this emulator does not return them")
+
+    mem_occ, sector_bytes = _mem_stats(prog, counters, a)
+    if mem_occ:
+        notes.append("memory instructions timed from measured sectors/wavefronts per request")
+    else:
+        notes.append("memory accesses assumed coalesced and conflict-free (run with --memory-metrics to measure)")
+    trace = getattr(res, "memory_trace", None)
+    execs, threads, divergent = _raw_counts(prog, counters)
+    nb = prog.num_blocks
+    threads_per_cta = launch.threads_per_cta
+    wpc = -(-threads_per_cta // a.warp_size)
+    total_warps = wpc * launch.num_ctas
+
+    # occupancy: it decides the caches' capacity and the order the GPU runs the accesses in
+    if registers is not None:
+        regs, how = int(registers), "given"
+    else:
+        regs, how = estimate_registers(prog, a)
+    shared = prog.shared_static_bytes + launch.shared_bytes
+    occ = occupancy(a, threads_per_cta, regs, shared, how)
+
+    # global memory traffic (bytes the warps ask for) and the data it can touch at most
+    read = written = 0.0
+    for b in range(nb):
+        if not threads[b]:
+            continue
+        for op in prog.block_instrs[b]:
+            c = classify(op)
+            if c in ("ld_global", "st_global", "atom_global", "cp_async"):
+                nbytes = sector_bytes.get(op, threads[b] * access_bytes(op))
+                if c.startswith("ld") or c == "cp_async":
+                    read += nbytes
+                else:
+                    written += nbytes
+    requested = read + written
+    if buffers is None:  # a result without its memory (or a launch not run): the sizes recorded
+        recorded = int(res.buffer_bytes) if res is not None else res_bytes
+        buffer_bytes = recorded + sum(v.size for v in prog.global_vars.values())
+    else:
+        buffer_bytes = sum(int(x.nbytes) for x in buffers.values()) + sum(v.size for v in prog.global_vars.values())
+    footprint = float(min(buffer_bytes, requested))
+    unique_read = min(float(buffer_bytes), read)
+    # without a trace: bytes read more than once are re-reads, assumed to hit L1
+    reuse_hit = 1.0 - unique_read / read if read > 0 else 0.0
+    cache = None
+    mem_latency: dict[InstructionOp, float] = {}
+    if trace is not None:
+        from .cache_model import simulate
+
+        cache = simulate(trace, wpc, occ.ctas_per_sm, a.sm_count, l1_capacity(a, occ), a.memory["l2_effective_bytes"],
+                         written=getattr(res, "memory_ranges", None), active_sms=min(launch.num_ctas, a.sm_count))
+        mem_latency = _load_latencies(prog, counters, cache, a)
+        notes.append(f"L1/L2 hit rates from the launch's address stream ({cache.records} sectors traced"
+                     + (f", 1 line in {cache.sample_factor} sampled" if cache.sample_factor > 1 else "") + ")")
+    kt = kernel_timing(prog, a, footprint, mem_occ, reuse_hit, mem_latency)
+
+    # block and pair costs
+    exits = set(prog.cfg.exits)
+    freqs = edge_frequencies(prog.cfg.succs, prog.cfg.preds, [float(x) for x in execs], [float(x) for x in divergent],
+                             float(total_warps), exits)
+    blocks: list[BlockCost] = []
+    issue_total = 0.0
+    unit_total: dict[str, float] = defaultdict(float)
+    lat_total = 0.0
+    for b in range(nb):
+        bc = kt.block_cost(b)
+        bc.warp_executions = execs[b]
+        if execs[b]:
+            explained = 0.0
+            cyc = 0.0
+            for p in sorted(set(prog.cfg.preds[b])):
+                f = freqs.get((p, b), 0.0)
+                if f <= 0:
+                    continue
+                c = kt.pair_cost(p, b)
+                bc.pair_costs[p] = c
+                cyc += f * c
+                explained += f
+            if explained > execs[b]:
+                # more arrivals than executions: a divergent branch's two sides both reach
+                # the block, which the warp then runs once (reconverged) -- each edge weighs
+                # its share of the executions
+                cyc *= execs[b] / explained
+            rest = max(0.0, execs[b] - explained)
+            cyc += rest * bc.latency
+            bc.cycles = cyc
+            lat_total += cyc
+            issue_total += execs[b] * bc.issue_slots
+            for u, busy in bc.unit_cycles.items():
+                unit_total[u] += execs[b] * busy
+        blocks.append(bc)
+    warp_latency = lat_total / total_warps
+    # a CTA lasts as long as its critical warp: where the work sits in a few of its warps
+    # (one thread of the CTA works, a reduction's last steps), that warp's latency, not the
+    # mean warp's -- the critical steps over the mean warp's steps, CTAs weighted by work
+    skew = 1.0
+    cta_steps = getattr(res, "cta_steps", None) if res is not None else None
+    critical = getattr(res, "cta_critical_steps", None) if res is not None else None
+    if cta_steps is not None and critical is not None and len(critical) == len(cta_steps):
+        total_steps = float(np.sum(cta_steps))
+        if total_steps > 0:
+            skew = max(1.0, wpc * float(np.sum(critical)) / total_steps)
+    warp_latency *= skew
+    warp_issue = issue_total / total_warps
+    warp_units = {u: c / total_warps for u, c in sorted(unit_total.items())}
+
+    def sm_round(c: int) -> tuple[float, dict[str, float]]:
+        k = -(-(c * wpc) // a.sub_partitions)  # warps per sub-partition
+        comps = {"latency": warp_latency, "issue": k * warp_issue / a.issue_per_cycle}
+        for u, cyc in warp_units.items():
+            comps[f"unit:{u}"] = k * cyc
+        if "int" in warp_units and a.units.get("int") and a.units.get("int_fma"):
+            # ptxas moves integer adds and moves onto the FMA pipe where the ALU pipe is the
+            # busier: the int class is bound by its lane-clocks over the ALU lanes plus those
+            # FMA lanes, and with the FP32 work by both pipes' lanes together
+            li, lx, lf = a.units["int"], a.units["int_fma"], a.units.get("fp32", 0)
+            ci, cf = warp_units["int"], warp_units.get("fp32", 0.0)
+            comps["unit:int"] = k * max(ci * li / (li + lx), (ci * li + cf * lf) / (li + lf))
+        ranked = sorted(comps.values(), reverse=True)
+        # a warp's own latency and its sub-partition's issue/unit work overlap only in part
+        return ranked[0] + a.sm_overlap * (ranked[1] if len(ranked) > 1 else 0.0), comps
+
+    per_sm = -(-launch.num_ctas // a.sm_count)
+    full, rem = divmod(per_sm, occ.ctas_per_sm)
+    sm_cycles = 0.0
+    round_comps: dict[str, float] = defaultdict(float)
+    for c, times in ((occ.ctas_per_sm, full), (rem, 1 if rem else 0)):
+        if times:
+            t, comps = sm_round(c)
+            sm_cycles += times * (t + a.cta_launch_cycles)
+            for k2, v in comps.items():
+                round_comps[k2] += times * v
+    waves = -(-launch.num_ctas // (occ.ctas_per_sm * a.sm_count))
+    # CTAs of unequal work: the busiest SM's share, as the block scheduler hands them out
+    imbalance = 1.0
+    if cta_steps is not None and len(cta_steps) == launch.num_ctas:
+        imbalance = cta_imbalance(cta_steps, occ.ctas_per_sm * a.sm_count)
+        if imbalance > 1.0:
+            # the longest CTA runs on after the others have left its SM: at most its own
+            # latency (its work over the mean, times one warp's latency) past the rounds
+            steps = np.asarray(cta_steps, dtype=np.float64)
+            tail = float(steps.max() / steps.mean()) * warp_latency if steps.mean() > 0 else 0.0
+            sm_cycles = min(sm_cycles * imbalance, sm_cycles + tail)
+        else:
+            sm_cycles *= imbalance
+
+    # L2 and DRAM bandwidth bounds
+    m = a.memory
+    dram_bytes_per_clk = m["dram_gbs"] * 1e3 / a.clock_mhz * m.get("dram_efficiency", 1.0)
+    if cache is not None:
+        l2_bytes = 32.0 * cache.l2_sectors
+        dram_bytes = 32.0 * (cache.dram_read_sectors + cache.dram_write_sectors)
+    else:
+        # every requested byte crosses L1-L2 (no L1 reuse assumed: an upper bound), the
+        # unique bytes cross DRAM unless they fit in L2
+        l2_bytes = requested
+        fits = footprint <= m["l2_bytes"]
+        dram_bytes = 0.0 if fits else unique_read + min(float(buffer_bytes), written)
+        if fits and requested:
+            notes.append(f"global data ({footprint:.0f} B) fit in L2: first touches timed as L2 hits "
+                         "(repeated launches keep L2 warm)")
+    l2_cycles = l2_bytes / m["l2_bytes_per_clk"]
+    dram_cycles = dram_bytes / dram_bytes_per_clk
+
+    components = {"sm": sm_cycles, "l2_bandwidth": l2_cycles, "dram_bandwidth": dram_cycles,
+                  # the block scheduler starts a CTA on an SM every so many clocks at best
+                  "cta_dispatch": per_sm * a.cta_dispatch_cycles}
+    if cache is not None and m.get("l2_sm_bytes_per_clk"):
+        # what one SM can move to and from L2 (its L1 misses are filled at this rate)
+        components["l2_sm_bandwidth"] = 32.0 * cache.busiest_sm_l2_sectors / m["l2_sm_bytes_per_clk"]
+    if cache is not None and cache.atomic_requests:
+        # the L2 performs the operations on one address one after the other, and only so
+        # many atomic sectors, and operations on an address a request already updates, a clock
+        components["atomic_serialization"] = cache.atomic_max_sector_lanes * m.get("atomic_lane_cycles", 0.0)
+        components["atomic_throughput"] = (cache.atomic_requests / m.get("atomic_sectors_per_clk", 1e9)
+                                           + cache.atomic_same_address_extra / m.get("atomic_same_address_per_clk", 1e9))
+    cycles = combine_bounds(components, a)
+    top = max(components, key=lambda k: components[k])
+    if top == "sm":
+        # which bound decided the SM rounds (the full rounds dominate)
+        t, comps = sm_round(occ.ctas_per_sm if full else rem)
+        bound = max(comps, key=lambda k: comps[k])
+    else:
+        bound = top
+    time_us = cycles / a.clock_mhz + a.launch_overhead_us
+    warp = {"latency": warp_latency, "issue_slots": warp_issue, "unit_cycles": warp_units,
+            "warps": total_warps, "warps_per_cta": wpc}
+    memory = {"requested_bytes": requested, "read_bytes": read, "written_bytes": written, "footprint_bytes": footprint,
+              "buffer_bytes": buffer_bytes, "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "reuse_hit_rate": reuse_hit,
+              "global_load_latency": a.level_latency("global", footprint, reuse_hit), "cta_imbalance": imbalance,
+              "warp_skew": skew}
+    if cache is not None:
+        memory["cache"] = cache.as_dict()
+    comps_out = dict(components)
+    comps_out.update({f"sm_{k}": v for k, v in round_comps.items()})
+    return Estimate(prog.func.func_name, a.name, a.description, cycles, time_us, bound, occ, waves, per_sm,
+                    a.clock_mhz, a.launch_overhead_us, warp, comps_out, memory, blocks, notes)
+
+
+def kernel_timing(prog: KernelProgram, arch: Arch, footprint: float, mem_occ: dict, reuse_hit: float,
+                  mem_latency: dict) -> KernelTiming:
+    """The pipeline-graph timing of ``prog`` for these inputs, reused by later launches of the
+    kernel with the same ones (a program launched many times solves its graphs once)."""
+    fits = footprint <= arch.memory["l2_bytes"]
+    slots = getattr(prog, "mem_ops", None) or {}
+    key = (_graph_inputs(arch), fits, reuse_hit,
+           tuple((slots.get(op), v) for op, v in mem_occ.items()),
+           tuple((slots.get(op), v) for op, v in mem_latency.items()))
+    cache = prog.__dict__.setdefault("_timing_cache", {})
+    kt = cache.get(key)
+    if kt is None:
+        if len(cache) >= 16:
+            cache.clear()
+        kt = cache[key] = KernelTiming(prog, arch, footprint, mem_occ, reuse_hit, mem_latency)
+    return kt
+
+
+def _graph_inputs(arch: Arch) -> tuple:
+    """What of an architecture the pipeline graphs depend on (a key for reusing them)."""
+    return (arch.warp_size, arch.sub_partitions, arch.issue_per_cycle, arch.fetch_per_cycle, arch.pair_window,
+            tuple(sorted(arch.classes.items())), tuple(sorted(arch.units.items())), tuple(sorted(arch.tensor.items())),
+            tuple(sorted(arch.memory.items())))
+
+
+def combine_bounds(components: dict[str, float], arch: Arch) -> float:
+    """Kernel cycles from its bounds (SM, L2, DRAM): the largest, plus the share
+    ``core.bound_overlap`` of the others that the GPU does not overlap with it."""
+    vals = sorted(components.values(), reverse=True)
+    if not vals:
+        return 0.0
+    return vals[0] + arch.bound_overlap * sum(vals[1:])
+
+
+def cta_imbalance(steps, slots: int) -> float:
+    """How much longer the busiest CTA slot works than it would if every CTA did the mean
+    work: CTAs handed out in launch order to the slot that frees first (``slots``: SMs x
+    CTAs per SM), each taking time in proportion to its warp-instructions."""
+    import heapq
+
+    import numpy as np
+
+    w = np.asarray(steps, dtype=np.float64)
+    n = len(w)
+    mean = float(w.mean()) if n else 0.0
+    if n == 0 or mean <= 0 or float(w.max()) == float(w.min()):
+        return 1.0
+    uniform = -(-n // slots) * mean
+    if n <= slots:
+        return float(w.max()) / uniform
+    free = [0.0] * slots
+    heapq.heapify(free)
+    for x in w.tolist():
+        heapq.heappush(free, heapq.heappop(free) + x)
+    return max(free) / uniform
+
+
+def l1_capacity(arch: Arch, occ: "Occupancy") -> float:
+    """Bytes of an SM's L1/shared storage left to L1: the driver picks the smallest
+    shared-memory carve-out (``core.carveouts_kb``) that holds the resident CTAs'
+    shared memory."""
+    m = arch.memory
+    total = m.get("l1_shared_bytes", 0.0)
+    need = occ.ctas_per_sm * occ.shared_bytes
+    options = sorted(arch.carveouts_kb) or [0.0]
+    carve = next((k * 1024 for k in options if k * 1024 >= need), options[-1] * 1024)
+    return max(0.0, total - carve)
+
+
+def _load_latencies(prog: KernelProgram, counters, cache, arch: Arch) -> dict[InstructionOp, float]:
+    """Each traced global load's latency from where its requests' slowest sectors were found
+    (a warp waits for the slowest); where requests cannot be told apart, from the sectors'
+    shares: with ``k`` sectors per request a warp waits for L2 unless all hit L1 (``p1 ** k``)
+    and for DRAM if any misses L2."""
+    m = arch.memory
+    base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
+    out: dict[InstructionOp, float] = {}
+    for op, slot in (getattr(prog, "mem_ops", None) or {}).items():
+        rq = cache.request_levels(slot)
+        if rq is not None:  # each request waits for its slowest sector, as the trace says
+            q1, q2, qd = rq
+            out[op] = q1 * m["l1_latency"] + q2 * m["l2_latency"] + qd * m["dram_latency"]
+            continue
+        lv = cache.slot_levels(slot)
+        if lv is None:
+            continue
+        req = int(counters[base + abi.MEM_COUNTERS * slot])
+        sectors = int(counters[base + abi.MEM_COUNTERS * slot + 1])
+        k = max(1.0, sectors / req) if req else 1.0
+        p1, _p2, pd = lv
+        all_l1 = p1 ** k
+        any_dram = 1.0 - (1.0 - pd) ** k
+        out[op] = (m["l1_latency"] + (1.0 - all_l1) * (m["l2_latency"] - m["l1_latency"])
+                   + any_dram * (m["dram_latency"] - m["l2_latency"]))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Text output
+# ---------------------------------------------------------------------------
+
+
+def format_estimate(est: Estimate, blocks: bool = True) -> str:
+    o = est.occupancy
+    lines = [
+        f"  time estimate ({est.arch}: {est.arch_description})",
+        f"    {'estimated_time':<40} {est.time_us:>14.3f} us   (kernel {est.kernel_us:.3f} us + launch {est.launch_overhead_us:.2f} us)",
+        f"    {'estimated_cycles':<40} {est.cycles:>14.0f}   ({est.clock_mhz:.0f} MHz)",
+        f"    {'bound':<40} {est.bound:>14}",
+        f"    {'occupancy':<40} {100 * o.fraction:>13.1f} %   ({o.ctas_per_sm} CTAs x {o.warps_per_cta} warps per SM,"
+        f" limited by {o.limiter})",
+        f"    {'registers_per_thread':<40} {o.registers:>14}   ({o.registers_source})",
+        f"    {'shared_bytes_per_cta':<40} {o.shared_bytes:>14}",
+        f"    {'waves':<40} {est.waves:>14}   ({est.ctas_per_busiest_sm} CTAs on the busiest SM)",
+        f"    {'warp_latency_cycles':<40} {est.warp['latency']:>14.1f}",
+        f"    {'warp_issue_slots':<40} {est.warp['issue_slots']:>14.1f}",
+    ]
+    skew = est.memory.get("warp_skew", 1.0)
+    if skew > 1.0:
+        lines[-2] += f"   (the critical warp: {skew:.2f}x the mean warp's steps)"
+    cache = est.memory.get("cache")
+    if cache:
+        lines.append(f"    {'l1_hit_rate':<40} {100 * cache['l1_hit_rate']:>13.1f} %   (global sectors, from the address trace)")
+        lines.append(f"    {'l2_hit_rate':<40} {100 * cache['l2_hit_rate']:>13.1f} %")
+        lines.append(f"    {'dram_bytes':<40} {cache['dram_read_bytes'] + cache['dram_write_bytes']:>14.0f}   "
+                     f"(read {cache['dram_read_bytes']:.0f}, written {cache['dram_write_bytes']:.0f})")
+    comps = ", ".join(f"{k} {v:.0f}" for k, v in est.components.items() if not k.startswith("sm_") and v > 0)
+    lines.append(f"    {'bounds_cycles':<40} {comps}")
+    if est.warp["unit_cycles"]:
+        units = ", ".join(f"{u} {c:.1f}" for u, c in est.warp["unit_cycles"].items())
+        lines.append(f"    {'warp_unit_cycles':<40} {units}")
+    if blocks:
+        lines.append(f"    {'block':<28} {'instr':>6} {'latency':>8} {'execs':>10} {'cyc/exec':>9} {'share':>7}")
+        total = sum(b.cycles for b in est.blocks) or 1.0
+        for b in est.blocks:
+            if not b.warp_executions:
+                continue
+            lines.append(f"    {b.name:<28} {b.instructions:>6} {b.latency:>8.0f} {b.warp_executions:>10}"
+                         f" {b.cycles / b.warp_executions:>9.1f} {100 * b.cycles / total:>6.1f}%")
+    for n in est.notes:
+        lines.append(f"    note: {n}")
+    return "\n".join(lines) + "\n"
+
+
+def add_to_report(text: str, results, fmt: str) -> str:
+    """Add the estimates attached to ``results`` (``result.time_estimate``) to a
+    rendered report: a ``time_estimate`` object per JSON record, three CSV
+    columns, or a section per launch after the table."""
+    ests = [getattr(r, "time_estimate", None) for r in results]
+    if fmt == "json":
+        import json
+
+        data = json.loads(text)
+        for d, e in zip(data, ests):
+            if e is not None and isinstance(d, dict):
+                d["time_estimate"] = e.as_dict()
+        return json.dumps(data, indent=2) + "\n"
+    if fmt == "csv":
+        import csv
+        import io
+
+        rows = list(csv.reader(io.StringIO(text)))
+        if not rows:
+            return text
+        rows[0] += ["est_time_us", "est_cycles", "est_bound", "est_arch"]
+        for row, e in zip(rows[1:], ests):
+            row += ["", "", "", ""] if e is None else [f"{e.time_us:.3f}", f"{e.cycles:.0f}", e.bound, e.arch]
+        s = io.StringIO()
+        csv.writer(s, lineterminator="\n").writerows(rows)
+        return s.getvalue()
+    parts = [text.rstrip("\n") + "\n"]
+    for r, e in zip(results, ests):
+        if e is None:
+            continue
+        g = "x".join(map(str, r.grid))
+        b = "x".join(map(str, r.block))
+        parts.append(f"\nkernel {e.kernel}  grid {g}  block {b}\n" + format_estimate(e))
+    return "".join(parts)
+
+
+__all__ = [
+    "Arch", "Estimate", "KernelTiming", "Occupancy", "TimingError", "available_archs", "classify",
+    "edge_frequencies", "emulator_program", "estimate", "estimate_registers", "estimate_run", "format_estimate", "load_arch", "occupancy",
+    "solve_pipeline",
+]

@@ -1,0 +1,172 @@
+"""``hypa diff A.json B.json``: what changed between two profiles (before/after a kernel
+change, two compilers, two inputs).
+
+Launches are paired per kernel in order (the k-th launch of a kernel in A with the k-th in
+B); kernels in only one profile are listed as added or removed.  Every compared figure is
+given as A, B and the relative change; the per-kernel rows sum the paired launches.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+
+from ..emulator.demangle import demangle
+
+FIGURES = (
+    ("inst_executed", "warp instr."),
+    ("thread_inst_executed", "thread instr."),
+    ("flops", "FLOPs"),
+    ("branch_efficiency", "branch eff. %"),
+    ("divergent_branch", "divergent"),
+    ("global_sectors", "global sectors"),
+    ("bank_conflicts", "bank conflicts"),
+    ("est_time_us", "est. time us"),
+)
+
+
+def _figures(d: dict) -> dict[str, float]:
+    out = {k: float(d.get(k, 0)) for k in ("inst_executed", "thread_inst_executed", "divergent_branch")}
+    out["flops"] = float(d.get("flop_count_sp", 0) + d.get("flop_count_dp", 0) + d.get("flop_count_hp", 0))
+    out["branch_efficiency"] = float(d.get("branch_efficiency", 100.0))
+    mem = d.get("memory") or {}
+    if mem:
+        out["global_sectors"] = float(sum(v for k, v in mem.items() if k.startswith("global_") and k.endswith("_sectors")))
+        out["bank_conflicts"] = float(sum(v for k, v in mem.items() if k.endswith("_bank_conflicts")))
+    est = d.get("time_estimate")
+    if est:
+        out["est_time_us"] = float(est["time_us"])
+    return out
+
+
+@dataclass
+class Pair:
+    kernel: str
+    index: int  # k-th launch of the kernel
+    a: dict | None
+    b: dict | None
+    fa: dict = field(default_factory=dict)
+    fb: dict = field(default_factory=dict)
+
+
+class DiffError(Exception):
+    pass
+
+
+def load(path: str) -> list[dict]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise DiffError(f"{path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise DiffError(f"{path}: not JSON: {e}") from None
+    if not isinstance(data, list) or not all(isinstance(d, dict) and "kernel" in d for d in data):
+        raise DiffError(f"{path}: not a profile (a JSON list of launches from `hypa profile/run --format json`)")
+    return [d for d in data if "error" not in d and "thread_inst_executed" in d]
+
+
+def pair(a: list[dict], b: list[dict]) -> list[Pair]:
+    def by_kernel(ds):
+        out: dict[str, list[dict]] = {}
+        for d in ds:
+            out.setdefault(d["kernel"], []).append(d)
+        return out
+
+    ka, kb = by_kernel(a), by_kernel(b)
+    pairs = []
+    for k in list(dict.fromkeys([*ka, *kb])):
+        la, lb = ka.get(k, []), kb.get(k, [])
+        for i in range(max(len(la), len(lb))):
+            da = la[i] if i < len(la) else None
+            db = lb[i] if i < len(lb) else None
+            pairs.append(Pair(k, i, da, db, _figures(da) if da else {}, _figures(db) if db else {}))
+    return pairs
+
+
+def change(x: float | None, y: float | None) -> str:
+    if x is None or y is None:
+        return ""
+    if x == y:
+        return "="
+    if x == 0:
+        return "new"
+    return f"{100 * (y - x) / x:+.1f}%"
+
+
+def kernel_rows(pairs: list[Pair]) -> list[dict]:
+    rows: dict[str, dict] = {}
+    for p in pairs:
+        r = rows.setdefault(p.kernel, {"kernel": p.kernel, "launches_a": 0, "launches_b": 0, "a": {}, "b": {}})
+        for side, d, f in (("a", p.a, p.fa), ("b", p.b, p.fb)):
+            if d is None:
+                continue
+            r[f"launches_{side}"] += 1
+            for k, v in f.items():
+                if k == "branch_efficiency":
+                    continue
+                r[side][k] = r[side].get(k, 0.0) + v
+            r[side]["_branch"] = r[side].get("_branch", 0.0) + float(d.get("branch", 0))
+    for r in rows.values():
+        for side in ("a", "b"):
+            s = r[side]
+            if r[f"launches_{side}"]:
+                br = s.pop("_branch", 0.0)
+                s["branch_efficiency"] = 100.0 * (br - s.get("divergent_branch", 0.0)) / br if br else 100.0
+    return list(rows.values())
+
+
+def _num(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.2f}" if not float(v).is_integer() else f"{int(v):,}"
+
+
+def table(pairs: list[Pair], names: tuple[str, str]) -> str:
+    krows = kernel_rows(pairs)
+    figs = [f for f in FIGURES if any(f[0] in r["a"] or f[0] in r["b"] for r in krows)]
+    lines = [f"A = {names[0]}", f"B = {names[1]}", "", "per kernel (paired launches summed):"]
+    for r in krows:
+        status = ("only in A" if not r["launches_b"] else "only in B" if not r["launches_a"] else
+                  f"{r['launches_a']} vs {r['launches_b']} launches")
+        lines.append(f"  {demangle(r['kernel'])}  [{status}]")
+        for key, label in figs:
+            a, b = r["a"].get(key), r["b"].get(key)
+            if a is None and b is None:
+                continue
+            lines.append(f"    {label:<16} {_num(a):>18} -> {_num(b):>18}  {change(a, b)}")
+    changed = [p for p in pairs if p.a and p.b and any(p.fa.get(k) != p.fb.get(k) for k, _ in figs)]
+    lines.append("")
+    lines.append(f"launches: {sum(1 for p in pairs if p.a and p.b)} paired, {len(changed)} changed, "
+                 f"{sum(1 for p in pairs if not p.b)} only in A, {sum(1 for p in pairs if not p.a)} only in B")
+    for p in changed:
+        diffs = ", ".join(f"{label} {change(p.fa.get(k), p.fb.get(k))}" for k, label in figs
+                          if p.fa.get(k) != p.fb.get(k) and change(p.fa.get(k), p.fb.get(k)))
+        lines.append(f"  {demangle(p.kernel)} #{p.index} (A launch {p.a.get('launch')}, B launch {p.b.get('launch')}): {diffs}")
+    return "\n".join(lines) + "\n"
+
+
+def html_page(pairs: list[Pair], names: tuple[str, str]) -> str:
+    from .html import CSS
+
+    e = html.escape
+    krows = kernel_rows(pairs)
+    figs = [f for f in FIGURES if any(f[0] in r["a"] or f[0] in r["b"] for r in krows)]
+    out = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>hypa diff</title><style>{CSS}</style>"
+           f"</head><body><h1>hypa diff</h1><p class=sub>A = {e(names[0])}<br>B = {e(names[1])}</p>"
+           "<h2>Kernels</h2><table><tr><th class=k>kernel</th><th>launches A/B</th>"]
+    out += [f"<th>{e(label)} A</th><th>B</th><th>change</th>" for _k, label in figs]
+    out.append("</tr>")
+    for r in krows:
+        cells = []
+        for k, _label in figs:
+            a, b = r["a"].get(k), r["b"].get(k)
+            c = change(a, b)
+            worse = c.startswith("+") if k not in ("branch_efficiency",) else c.startswith("-")
+            cls = "" if c in ("", "=") else ("bad" if worse else "good")
+            cells.append(f"<td>{_num(a)}</td><td>{_num(b)}</td><td class={cls}>{e(c)}</td>")
+        out.append(f"<tr><td class=k title='{e(r['kernel'])}'>{e(demangle(r['kernel']))}</td>"
+                   f"<td>{r['launches_a']}/{r['launches_b']}</td>{''.join(cells)}</tr>")
+    out.append("</table></body></html>\n")
+    return "".join(out)

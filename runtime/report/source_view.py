@@ -1,0 +1,248 @@
+"""Counts per PTX instruction and per CUDA source line (Nsight Compute's Source page).
+
+Every instruction executes with its block, so its warp and thread executions are its block's
+counters; a guarded instruction's true lanes come from its guard counter (the rest were
+predicated off); a block's divergent branches belong to the branch that ends it; memory
+counters (``--memory-metrics``) are per instruction already.  The CUDA source line of an
+instruction is the last ``.loc`` before it in layout order (``-lineinfo`` or ``-G`` builds;
+``.file`` names the files).  For code inlined from another function ``.loc`` gives the inner
+line (``device_atomic_functions.hpp:107``); ``call_site`` is the line of the outermost call in
+the kernel's own file.  Kernels without ``.loc`` are shown per PTX instruction.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass, field
+
+from hypa.ptxdialect import isa
+from hypa.ptxdialect.dialect import InstructionOp, RawDirectiveOp
+
+from .. import abi
+
+_LOC = re.compile(r"\s*(\d+)\s+(\d+)(?:\s+(\d+))?(?:.*inlined_at\s+(\d+)\s+(\d+))?")
+_FILE = re.compile(r'\s*(\d+)\s+"([^"]*)"')
+
+LINE_METRICS = ("instructions", "inst_executed", "thread_inst_executed", "predicated_off", "flop_count_sp",
+                "flop_count_dp", "flop_count_hp", "divergent_branch", "requests", "sectors", "bank_conflicts")
+
+
+#: timing class (runtime/models/timing.py, the arch file's [classes]) -> the stall a warp waiting on
+#: such an instruction's result shows, in Nsight Compute's words
+STALL_OF_CLASS = {
+    "ld_global": "long scoreboard", "ld_local": "long scoreboard", "st_local": "long scoreboard",
+    "atom_global": "long scoreboard", "cp_async": "long scoreboard", "async_wait": "long scoreboard",
+    "ld_shared": "short scoreboard", "st_shared": "mio throttle", "atom_shared": "short scoreboard",
+    "ld_const": "imc miss", "ld_param": "imc miss", "sfu": "short scoreboard", "shfl": "short scoreboard",
+    "int_div": "math pipe throttle", "int_div64": "math pipe throttle", "fp32_div": "math pipe throttle",
+    "fp64": "math pipe throttle", "fp64_div": "math pipe throttle", "tensor": "math pipe throttle",
+    "barrier": "barrier", "bar_arrive": "barrier", "fence": "membar", "branch": "branch resolving",
+    "st_global": "lg throttle",
+}
+
+
+@dataclass
+class InstructionRow:
+    index: int
+    text: str
+    block: str
+    file: str | None
+    line: int | None
+    call_site: tuple[str, int] | None
+    inst_executed: int = 0
+    thread_inst_executed: int = 0
+    predicated_off: int = 0
+    flops: dict[str, int] = field(default_factory=dict)
+    divergent_branch: int = 0
+    requests: int = 0
+    sectors: int = 0
+    bank_conflicts: int = 0
+    space: str | None = None
+    timing_class: str = ""
+    latency: float = 0.0
+
+
+def source_files(module) -> dict[int, str]:
+    """``.file`` numbers of a module."""
+    out = {}
+    for op in module.ops:
+        if isinstance(op, RawDirectiveOp) and op.directive.data == ".file":
+            m = _FILE.match(op.text.data)
+            if m:
+                out[int(m.group(1))] = m.group(2)
+    return out
+
+
+_FILE_LINE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
+
+
+@functools.lru_cache(maxsize=16)
+def source_files_of_text(ptx: str) -> dict[int, str]:
+    """``.file`` numbers of PTX text (what a profile record keeps); the launches of one
+    module share the answer (a module of 313 kernels was scanned 313 times)."""
+    return {int(m.group(1)): m.group(2) for m in _FILE_LINE.finditer(ptx)}
+
+
+def instruction_rows(prog, counters, files: dict[int, str], arch: str = "sm_90") -> list[InstructionRow]:
+    """One row per PTX instruction of the prepared kernel, in layout order, with its timing
+    class and latency on ``arch`` (the estimated stall of a line is its instructions'
+    largest latency times executions)."""
+    from hypa.ptxdialect.printer import instruction_text
+
+    from ..models.timing import TimingError, classify, load_arch
+
+    try:
+        a = load_arch(arch)
+    except TimingError:
+        a = None
+
+    def latency(cls: str) -> float:
+        c = a.classes.get(cls) if a is not None else None
+        if c is None:
+            return 0.0
+        return float(c.latency) if not isinstance(c.latency, str) else float(a.level_latency(c.latency))
+
+    nb = prog.num_blocks
+    mem_base = abi.BLOCK_COUNTERS * nb + len(prog.pred_counters)
+    rows: list[InstructionRow] = []
+    loc: tuple[str | None, int | None, tuple | None] = (None, None, None)
+    for bi, block in enumerate(prog.cfg.blocks):
+        warps = int(counters[abi.BLOCK_COUNTERS * bi])
+        thr = int(counters[abi.BLOCK_COUNTERS * bi + 1])
+        div = int(counters[abi.BLOCK_COUNTERS * bi + 2])
+        bname = prog.cfg.name(bi)
+        for op in block.ops:
+            if isinstance(op, RawDirectiveOp) and op.directive.data == ".loc":
+                m = _LOC.match(op.text.data)
+                if m:
+                    site = (files.get(int(m.group(4)), m.group(4)), int(m.group(5))) if m.group(4) else None
+                    loc = (files.get(int(m.group(1)), m.group(1)), int(m.group(2)), site)
+                continue
+            if not isinstance(op, InstructionOp):
+                continue
+            true = thr
+            if op.guard_pred is not None and not op.spec.terminator:
+                k = prog.pred_counters.get(op)
+                if k is not None:
+                    true = int(counters[abi.BLOCK_COUNTERS * nb + k])
+            r = InstructionRow(len(rows), instruction_text(op), bname, loc[0], loc[1], loc[2],
+                               inst_executed=warps, thread_inst_executed=thr, predicated_off=thr - true)
+            counter, weight = isa.flop_weights(op.spec, op.modifiers)
+            if counter:
+                r.flops[counter] = weight * true
+            try:
+                r.timing_class = classify(op)
+                r.latency = latency(r.timing_class)
+            except Exception:  # an instruction the timing model does not class: no stall estimate
+                r.timing_class = ""
+            if op is block.last_op and op.spec.name in ("bra", "brx.idx"):
+                r.divergent_branch = div
+            slot = prog.mem_ops.get(op)
+            if slot is not None:
+                c = [int(counters[mem_base + abi.MEM_COUNTERS * slot + k]) for k in range(abi.MEM_COUNTERS)]
+                sp = isa.state_space(op.spec, op.modifiers) or "generic"
+                r.space = "shared" if (sp.startswith("shared") or (sp == "generic" and c[3])) else "global"
+                r.requests = c[0]
+                if r.space == "shared":
+                    r.bank_conflicts = c[3] - c[4]
+                else:
+                    r.sectors = c[1]
+            rows.append(r)
+    return rows
+
+
+def _flop_key(kind: str) -> str:
+    return {"sp": "flop_count_sp", "dp": "flop_count_dp", "hp": "flop_count_hp"}.get(kind, f"flop_count_{kind}")
+
+
+def row_dict(r: InstructionRow) -> dict:
+    d = {"index": r.index, "ptx": r.text, "block": r.block, "file": r.file, "line": r.line,
+         "inst_executed": r.inst_executed, "thread_inst_executed": r.thread_inst_executed,
+         "predicated_off": r.predicated_off, "divergent_branch": r.divergent_branch}
+    for k, v in r.flops.items():
+        d[_flop_key(k)] = v
+    if r.space:
+        d.update(space=r.space, requests=r.requests)
+        if r.space == "shared":
+            d["bank_conflicts"] = r.bank_conflicts
+        else:
+            d.update(sectors=r.sectors, sectors_per_request=r.sectors / r.requests if r.requests else 0.0)
+    if r.call_site:
+        d["call_site"] = f"{r.call_site[0]}:{r.call_site[1]}"
+    if r.timing_class:
+        d["stall"] = STALL_OF_CLASS.get(r.timing_class, "wait")
+        d["timing_class"] = r.timing_class
+    return d
+
+
+def line_dicts(rows: list[InstructionRow], read_source: bool = True) -> list[dict]:
+    """Rows summed per (file, line), in file then line order; without line information,
+    the instruction rows themselves."""
+    if not any(r.line is not None for r in rows):
+        return [row_dict(r) for r in rows]
+    groups: dict[tuple, dict] = {}
+    weight: dict[tuple, tuple[float, str]] = {}
+    for r in rows:
+        key = (r.file or "?", r.line or 0)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"file": key[0], "line": key[1], **{k: 0 for k in LINE_METRICS}}
+        w = r.latency * r.inst_executed
+        if r.timing_class and w > weight.get(key, (-1.0, ""))[0]:
+            weight[key] = (w, STALL_OF_CLASS.get(r.timing_class, "wait"))
+        g["instructions"] += 1
+        g["inst_executed"] += r.inst_executed
+        g["thread_inst_executed"] += r.thread_inst_executed
+        g["predicated_off"] += r.predicated_off
+        g["divergent_branch"] += r.divergent_branch
+        for k, v in r.flops.items():
+            g[_flop_key(k)] = g.get(_flop_key(k), 0) + v
+        g["requests"] += r.requests
+        if r.space == "global":
+            g["global_requests"] = g.get("global_requests", 0) + r.requests
+        g["sectors"] += r.sectors
+        g["bank_conflicts"] += r.bank_conflicts
+    for key, (w, stall) in weight.items():
+        if w > 0:
+            groups[key]["stall"] = stall  # the line's costliest wait: latency x warp executions
+    out = sorted(groups.values(), key=lambda g: (g["file"], g["line"]))
+    texts = _SourceCache() if read_source else None
+    for g in out:
+        gr = g.pop("global_requests", 0)  # sectors per request of the line's global accesses
+        g["sectors_per_request"] = g["sectors"] / gr if gr else 0.0
+        if texts is not None:
+            g["source"] = texts.line(g["file"], g["line"])
+    return out
+
+
+class _SourceCache:
+    """Lines of the source files named by ``.file``, where they can be read (else None)."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, list[str] | None] = {}
+
+    def line(self, path: str, n: int) -> str | None:
+        lines = self._files.get(path, False)
+        if lines is False:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    lines = f.read().splitlines()
+            except OSError:
+                lines = None
+            self._files[path] = lines
+        if not lines or not 1 <= n <= len(lines):
+            return None
+        return lines[n - 1].rstrip()
+
+
+def result_lines(result, module=None, ptx: str | None = None) -> list[dict]:
+    """Per-line dicts of one launch result (``LaunchResult``); ``.file`` names from the
+    module or from the PTX text."""
+    files = source_files(module) if module is not None else source_files_of_text(ptx or "")
+    return line_dicts(instruction_rows(result.program, result.counters, files))
+
+
+def short_path(path: str) -> str:
+    return os.path.basename(path) if path else "?"
