@@ -21,6 +21,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
+from hypa.passes.contract import mark_contractions
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
 from hypa.passes.inline import (
     CALL_ATTR,
@@ -335,6 +336,7 @@ def prepare(
     initcheck: bool = True,
     reconvergence: str = "yield",
     hoist_checks: bool = True,
+    fmad: bool = True,
 ) -> KernelProgram:
     """Prepare one kernel of a module for lowering: the end of a pass pipeline.
 
@@ -410,6 +412,8 @@ def prepare(
             op.erase(safe_erase=False)
     if not is_ssa(func):
         PTXToSSA(verify=False).apply(ctx, module)
+    if fmad:  # the adds ptxas fuses with a mul compute as that fma (passes/contract.py)
+        mark_contractions(module)
     if mode == "slice" and recorded is None:
         SliceBranches(exact_predicates=exact_predicates, alias=alias, memory_addresses=memory_metrics).apply(ctx, module)
         recorded = recorded_slice(func)
