@@ -80,6 +80,8 @@ class Module:
     handle: int
     blob: bytes
     index: int
+    #: where the program keeps the fatbin (finds the file it came from: -rdc objects' PTX)
+    address: int = 0
     ptx: str | None = None
     arch: int | None = None
     error: str | None = None
@@ -231,7 +233,7 @@ class HostRuntime(TextureRuntime):
             blob = b""
         else:
             blob = ctypes.string_at(data, hsize + size)
-        m = Module(handle, blob, len(self.modules))
+        m = Module(handle, blob, len(self.modules), data)
         if not blob:
             m.error = "the program registered device code hypa cannot read (no fatbin header)"
         self.modules[handle] = m
@@ -284,6 +286,15 @@ class HostRuntime(TextureRuntime):
             return False
         ptx = [(e.arch, e.payload.rstrip(b"\0").decode("utf-8", errors="replace")) for e in entries if e.kind == ENTRY_PTX]
         sass = sorted({e.arch for e in entries if e.kind == ENTRY_ELF})
+        linked = None
+        if not ptx:  # separate compilation (-rdc): nvlink linked the SASS; the objects' PTX is apart
+            try:
+                linked = self._relocatable_ptx(m)
+            except (InputError, PTXError) as e:
+                m.error = f"the program's separately compiled (-rdc) device code cannot be linked: {e}"
+                return False
+            if linked is not None:
+                ptx = [linked]
         if not ptx:
             a = sass[-1] if sass else 90
             m.error = (f"the program's device code holds machine code (SASS) for "
@@ -292,8 +303,8 @@ class HostRuntime(TextureRuntime):
             return False
         usable = [p for p in ptx if p[0] <= self.opts.sm] or ptx
         m.arch, m.ptx = max(usable, key=lambda p: (p[0], arch_specific(p[1])))
-        m.source = Source(self.opts.program, m.ptx, "elf", f"sm_{m.arch} PTX" + (f" {m.index + 1}" if m.index else ""),
-                          f"sm_{m.arch}")
+        m.source = Source(self.opts.program, m.ptx, "elf", f"sm_{m.arch} PTX" + (f" {m.index + 1}" if m.index else "")
+                          + (" (-rdc objects linked)" if linked is not None else ""), f"sm_{m.arch}")
         try:
             module_op = parse_ptx(m.ptx, filename=f"{self.opts.program}[sm_{m.arch} PTX]")
         except PTXError as e:
@@ -308,6 +319,20 @@ class HostRuntime(TextureRuntime):
                                heap=self.heap)
         m.emulator = emu
         return True
+
+    def _relocatable_ptx(self, m: Module) -> tuple[int, str] | None:
+        """(arch, PTX) linked from the relocatable objects (``__nv_relfatbin``) of the file
+        that holds the registered fatbin -- the executable or a shared library -- for the
+        newest architecture the device runs; None where it has none."""
+        from hypa.runtime.report.inputs import relocatable_ptx
+
+        path = _mapped_file(m.address)
+        if path is None:
+            return None
+        with open(path, "rb") as f:
+            linked = relocatable_ptx(path, f.read())
+        usable = [p for p in linked if p[0] <= self.opts.sm] or linked
+        return max(usable, key=lambda p: p[0]) if usable else None
 
     def _storage(self, m: Module, name: str, size: int) -> np.ndarray:
         arr = m.storage.get(name)
@@ -1072,6 +1097,21 @@ def install(set_dispatch: int, major: int) -> None:
     proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int)
     _DISPATCH = proto(_RUNTIME.dispatch)
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(set_dispatch)(ctypes.cast(_DISPATCH, ctypes.c_void_p).value)
+
+
+def _mapped_file(address: int) -> str | None:
+    """The file whose mapping holds ``address`` in this process (/proc/self/maps), or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                if lo <= address < hi and len(parts) == 6 and parts[5].startswith("/"):
+                    path = parts[5].strip()
+                    return path if os.path.isfile(path) else None
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _trace_records(memory_metrics: bool) -> int:

@@ -436,6 +436,10 @@ def prepare(
             callee = [name] if direct and name else []
             if callee and callee[0] not in defined and callee[0] in HEAP_FUNCTIONS:
                 heap_calls = True
+            elif callee and callee[0] not in defined and callee[0].startswith(("cuda", "__cudaCDP")):
+                raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}' of the CUDA device runtime "
+                                   f"(cudadevrt: kernel launches from the device, dynamic parallelism), which hypa "
+                                   f"does not provide")
             elif callee and callee[0] not in defined and callee[0] not in ("__assertfail", "vprintf"):
                 # running on would be a wrong result; a GPU cannot load such a module unlinked either
                 raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}', which this module declares but does "
