@@ -407,8 +407,11 @@ class HostRuntime(TextureRuntime):
             self.say(f"a launch of a function hypa has not seen registered (host address {func:#x})", once=("fn", func))
             return E.cudaErrorInvalidDeviceFunction
         if not self._load(k.module):
-            self.say(f"kernel {k.name}: {k.module.error}", once=("mod", k.module.index))
-            return E.cudaErrorNoKernelImageForDevice
+            # a GPU would run it: going on would hand the program garbage for its results
+            self.say(f"kernel {k.name}: {k.module.error}; stopping the program (its results would be wrong)")
+            self.finish()
+            sys.stdout.flush()
+            os._exit(1)
         emu = k.module.emulator
         try:
             prog = emu.program(k.name)
