@@ -454,3 +454,26 @@ def test_jobs_counts_match_one_process(runs, jobs2):
 def test_jobs_results_match_one_process(jobs2):
     assert jobs2.stdout == STDOUT["atomics_2d"]
     assert jobs2.rc == 0
+
+
+#: the optional dependencies (pyproject's extras); `hypa run` of a default build needs none
+OPTIONAL = ("tqdm", "matplotlib", "dask", "distributed")
+
+
+def test_runs_with_only_the_core_dependencies(built, runs, tmp_path):
+    """A default CUDA 13 build (Zstandard-compressed PTX) under ``hypa run`` with every optional
+    package made unimportable (in hypa and in the interpreter the program embeds): the same
+    output, exit status and counts as with them (issue 26: the default install could not read
+    nvcc 13's PTX)."""
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    for name in OPTIONAL:
+        (blocked / f"{name}.py").write_text(f"raise ImportError('{name} is blocked: core dependencies only')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(blocked), os.environ.get("PYTHONPATH", "")]))
+    report = tmp_path / "r.json"
+    p = run_hypa("run", "--format", "json", "-o", str(report), "--", built["multi_kernel"], timeout=TIMEOUT, env=env)
+    want = runs["multi_kernel"]
+    assert (p.returncode, p.stdout) == (want.rc, want.stdout), p.stderr
+    assert "blocked" not in p.stderr
+    got = json.loads(report.read_text())
+    assert [r["thread_inst_executed"] for r in got] == [r["thread_inst_executed"] for r in want.launches()]
