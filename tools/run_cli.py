@@ -44,7 +44,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rp.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                     help="stop the program after SECONDS of wall-clock time (exit status 124)")
     rp.add_argument("--exact-bounds", action="store_true",
-                    help="report every access past the bytes a program allocated, as compute-sanitizer's memcheck "
+                    help="report every access outside the bytes a program allocated (before or past them), as compute-sanitizer's memcheck "
                          "does (default: as a GPU, which does not fault within CUDA's 256-byte allocation alignment)")
     rp.add_argument("--memory-metrics", action="store_true", help="also count requests, sectors and shared-memory wavefronts")
     rp.add_argument("--no-bounds-check", dest="bounds_check", action="store_false", default=True,

@@ -321,9 +321,13 @@ class Emulator:
         run_s = time.perf_counter() - t0
         slack = int(ctx[abi.CTX_FLAT_SLACK]) & 0xFFFFFFFFFFFFFFFF if self.host is not None else 0
         if slack:
-            a = self.host.memory.find(slack - 1)
-            where = (f"{slack - (a.start + a.size)} bytes past the end of the {a.size}-byte {a.kind} allocation at "
-                     f"{a.start:#x}" if a is not None else "past the end of an allocation")
+            a = self.host.memory.nearest(slack)
+            if a is None:
+                where = "outside an allocation"
+            elif slack < a.start:
+                where = f"{a.start - slack} bytes before the {a.size}-byte {a.kind} allocation at {a.start:#x}"
+            else:
+                where = f"{slack - (a.start + a.size)} bytes past the end of the {a.size}-byte {a.kind} allocation at {a.start:#x}"
             notes.append(f"an access touched {slack:#x}, {where}: a GPU does not fault on such small overruns, "
                          f"compute-sanitizer reports them (--exact-bounds makes it an error)")
         if rc != abi.RC_EXIT:
