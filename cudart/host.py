@@ -132,6 +132,9 @@ class HostRuntime(TextureRuntime):
         self.config: list[tuple] = []
         self.last_error = 0
         self.sticky = 0
+        #: a fault of a launch that already ran (hypa runs launches to the end at once): sticky
+        #: from the next call that synchronizes with the device, where CUDA reports it
+        self.pending = 0
         self.device = 0
         self.streams: dict[int, int] = {}
         self.events: dict[int, Event] = {}
@@ -190,6 +193,8 @@ class HostRuntime(TextureRuntime):
                     vals.append(w)
             name = proto.name.removesuffix("_ptsz").removesuffix("_ptds").removesuffix("_ptsa")
             impl = getattr(self, name.lstrip("_") if name.startswith("__cuda") else name)
+            if self.pending and name in SYNCHRONIZING:
+                self.sticky, self.pending = self.pending, 0
             if self.sticky and name in ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
                                         "cudaMemcpy", "cudaDeviceReset"):
                 self._flush_printf()  # output printed before the fault still reaches the program
@@ -442,9 +447,9 @@ class HostRuntime(TextureRuntime):
             for n in rec.result.notes:
                 if n.startswith("an access touched"):
                     self.say(f"warning: launch {index} ({k.name}): {n}")
-        except EmulationError as e:
+        except EmulationError as e:  # a fault: asynchronous, as on a GPU (the launch itself succeeds)
             rec.error = str(e)
-            self.sticky = E.for_emulation_error(e.code)
+            self.pending = self.pending or E.for_emulation_error(e.code)
             self.say(f"launch {index}: {e}")
         except LAUNCH_ERRORS as e:  # the kernel did not run: later calls say so, as after a fault
             rec.error = str(e)
@@ -807,6 +812,7 @@ class HostRuntime(TextureRuntime):
             if a.kind in ("device", "managed"):
                 self.memory.release(a.start)
         self.sticky = 0
+        self.pending = 0
         self.last_error = 0
         return 0
 
@@ -1100,6 +1106,16 @@ def install(set_dispatch: int, major: int) -> None:
     proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int)
     _DISPATCH = proto(_RUNTIME.dispatch)
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(set_dispatch)(ctypes.cast(_DISPATCH, ctypes.c_void_p).value)
+
+
+#: the calls that wait for the device's earlier work, where a kernel's fault becomes visible
+#: (CUDA reports asynchronous errors "on a later, unrelated call"; these always see them)
+SYNCHRONIZING = frozenset({
+    "cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+    "cudaStreamQuery", "cudaEventQuery", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
+    "cudaMemcpyFromSymbol", "cudaMemcpyToArray", "cudaMemcpyFromArray", "cudaMemcpy2DToArray",
+    "cudaMemcpy2DFromArray", "cudaFree", "cudaFreeHost", "cudaFreeArray",
+})
 
 
 def _mapped_file(address: int) -> str | None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from helpers import build_cuda_program, run_hypa
 
 GRID_SYNC = r"""
@@ -98,8 +100,6 @@ def test_device_code_hypa_cannot_run_stops_the_program(tmp_path):
     (issue 26: PolyBench printed 261,121 mismatches): the launch stops the program, exit 1."""
     import shutil
 
-    import pytest
-
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     (tmp_path / "so.cu").write_text(SASS_ONLY)
@@ -111,3 +111,22 @@ def test_device_code_hypa_cannot_run_stops_the_program(tmp_path):
     assert p.stdout == ""  # "after" never printed
     assert "holds machine code (SASS) for sm_90 and no PTX" in p.stderr
     assert "stopping the program (its results would be wrong)" in p.stderr
+
+
+@pytest.mark.parametrize("name", ["async_fault", "read_before_allocation"])
+def test_faults_surface_where_the_gpu_surfaces_them(tmp_path, name):
+    """tests/cuda_programs/faults/: what the H100 printed on each of 5 runs (recorded by
+    benchmarks/gpu/faults_native.sh into tests/ground_truth/hypa_run/faults_native.json): a fault
+    is seen at the next synchronizing call, not at the cudaEventRecord after the launch; a read
+    72 bytes before an allocation does not fault (hypa warns)."""
+    import json
+
+    from helpers import ROOT
+
+    src = (ROOT / "tests" / "cuda_programs" / "faults" / f"{name}.cu").read_text()
+    gpu = json.loads((ROOT / "tests" / "ground_truth" / "hypa_run" / "faults_native.json").read_text())
+    p = run_hypa("run", "--", build_cuda_program(tmp_path, name, src))
+    assert p.returncode == 0, p.stderr
+    assert {p.stdout} == set(gpu["programs"][name])
+    if name == "read_before_allocation":
+        assert "72 bytes before the 9216-byte device allocation" in p.stderr
