@@ -29,6 +29,7 @@ from hypa.runtime.abi import DEFAULT_STACK_SIZE
 
 from . import errors as E
 from .api import API, FINISH, UNSUPPORTED
+from .graph_api import GraphRuntime
 from .texture_api import TextureRuntime
 
 FATBIN_WRAPPER_MAGIC = 0x466243B1
@@ -111,7 +112,7 @@ class Event:
     recorded: int | None = None  # launches completed when it was recorded
 
 
-class HostRuntime(TextureRuntime):
+class HostRuntime(TextureRuntime, GraphRuntime):
     def __init__(self, major: int, opts: RunOptions) -> None:
         from hypa.runtime.emulator.device_heap import DeviceHeap
         from hypa.runtime.emulator.flat_memory import FlatMemory
@@ -148,6 +149,7 @@ class HostRuntime(TextureRuntime):
         self.finished = False
         self._printf = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(self._device_printf)
         self._capturer = None  # capture.Capture, made at the first launch under --capture
+        self._graph_state()  # CUDA graphs, stream capture, memory pools (graph_api.py)
         self._lock = threading.RLock()
         self._printf_out: list[bytes] = []
 
@@ -193,6 +195,11 @@ class HostRuntime(TextureRuntime):
                     vals.append(w)
             name = proto.name.removesuffix("_ptsz").removesuffix("_ptds").removesuffix("_ptsa")
             impl = getattr(self, name.lstrip("_") if name.startswith("__cuda") else name)
+            if self.stream_captures:  # work onto a capturing stream is recorded, not run
+                at = next((i for i, (_k, n) in enumerate(proto.params) if n == "stream"), None)
+                captured = self.capture_call(name.lstrip("_") if name.startswith("__cuda") else name, vals, at)
+                if captured is not None:
+                    return captured
             if self.pending and name in SYNCHRONIZING:
                 self.sticky, self.pending = self.pending, 0
             if self.sticky and name in ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
