@@ -4,6 +4,8 @@ show; ratios over launches come from the summed counts, never an average."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,8 @@ from hypa.runtime.metrics.counters import CounterView
 from hypa.runtime.report import diff, tables
 
 from helpers import emulate, kernel, store_at_tid
+
+KERNELS = os.path.join(os.path.dirname(__file__), "..", "kernels")
 
 # lanes 0..15 take the then block, the rest the else block (test_emulator_metrics.py works the
 # counts out by hand): 64 threads -> 21 warp- and 624 thread-instructions, 4 branches, 1
@@ -89,3 +93,23 @@ def test_the_counter_view_decodes_blocks_guards_and_memory():
     m = r.metrics.memory
     assert (m["global_st_requests"], m["global_st_sectors"], m["global_st_sectors_per_request"]) == (2, 8, 4.0)
     assert r.metrics.memory_instructions[0].as_dict()["sectors_per_request"] == 4.0
+
+
+def test_the_source_view_and_the_metrics_agree_on_cp_async():
+    # cp.async reads global memory: its sectors are counted (the lowering), the launch's memory
+    # metrics say global, and so does its row of the source view (it once said shared)
+    from hypa.ptxdialect import parse_ptx
+    from hypa.runtime.emulator.emulator import Emulator
+    from hypa.runtime.emulator.launch import launches_from_toml
+    from hypa.runtime.report.source_view import instruction_rows, row_dict
+
+    path = os.path.join(KERNELS, "launches", "cp_async.toml")
+    (launch,) = launches_from_toml(path)
+    with open(launch.file) as f:
+        r = Emulator(parse_ptx(f.read()), "full", memory_metrics=True).run(launch)
+    copies = [mi for mi in r.metrics.memory_instructions if mi.instruction.startswith("cp.async")]
+    texts = [mi.instruction for mi in copies]
+    rows = [row_dict(x) for x in instruction_rows(r.program, r.counters, {}) if x.text in texts]
+    assert len(copies) == len(rows) == 2 and {mi.space for mi in copies} == {"global"}
+    assert [(d["space"], d["requests"], d["sectors"]) for d in rows] == [("global", mi.requests, mi.sectors) for mi in copies]
+    assert [d["sectors_per_request"] for d in rows] == [mi.value("sectors_per_request") for mi in copies] == [63 / 16] * 2
