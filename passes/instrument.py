@@ -170,7 +170,10 @@ class CounterMap:
         ``not_predicated_off_thread_inst_executed`` counts a guarded branch
         for every active lane, as the emulator does;
         ``not_predicated_off_thread_inst_executed_taken`` counts only the lanes
-        that take it (docs/design.md's definition for a guarded ``bra``)."""
+        that take it (docs/design.md's definition for a guarded ``bra``).
+
+        Counts only: their ratios (``branch_efficiency`` ...) are the metric registry's
+        (``hypa.runtime.metrics.registry.with_ratios``), computed there as for the emulator."""
         c = [int(x) for x in counters]
         inst = thread_inst = npo = npo_taken = 0
         flops = {"sp": 0, "dp": 0, "hp": 0, "special": 0}
@@ -211,7 +214,6 @@ class CounterMap:
             "flop_count_special": flops["special"],
             "branch": branch,
             "divergent_branch": divergent,
-            "branch_efficiency": 100.0 * (branch - divergent) / branch if branch else 100.0,
         }
 
 

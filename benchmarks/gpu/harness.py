@@ -891,6 +891,7 @@ def assemble_launch_record(rec: dict, job: dict, res: dict, arrays: dict | None 
     import numpy as np
 
     from hypa.passes.instrument import CounterMap
+    from hypa.runtime.metrics.registry import with_ratios
 
     rec["status"] = res.get("status")
     if res.get("status") != "ok":
@@ -903,7 +904,7 @@ def assemble_launch_record(rec: dict, job: dict, res: dict, arrays: dict | None 
     counters = res["counters"]
     rec["counters"] = counters
     rec.update(cmap.decode(counters))
-    rec["metrics"] = cmap.metrics(counters)
+    rec["metrics"] = with_ratios(cmap.metrics(counters))
     rec["gpu_time_ms"] = res.get("gpu_time_ms")
     bufs = {}
     total = sum(v.nbytes for v in arrays.values()) if arrays is not None else 0

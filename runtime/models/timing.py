@@ -74,8 +74,9 @@ from xdsl.ir import Block, BlockArgument, SSAValue
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp
 
-from .. import abi
 from ..emulator.program import KernelProgram, value_bits
+from ..metrics import registry
+from ..metrics.counters import CounterView
 
 ARCH_DIR = Path(__file__).with_name("arch")
 DEFAULT_ARCH = "sm_90"
@@ -1143,11 +1144,8 @@ def estimate_run(emu, launch, result=None, arch: str | Arch = DEFAULT_ARCH, regi
 
 
 def _raw_counts(prog: KernelProgram, counters) -> tuple[list[int], list[int], list[int]]:
-    nb = prog.num_blocks
-    w = [int(counters[abi.BLOCK_COUNTERS * b]) for b in range(nb)]
-    t = [int(counters[abi.BLOCK_COUNTERS * b + 1]) for b in range(nb)]
-    d = [int(counters[abi.BLOCK_COUNTERS * b + 2]) for b in range(nb)]
-    return w, t, d
+    view = CounterView(prog, counters)
+    return view.warps, view.threads, view.divergent
 
 
 def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[InstructionOp, float], dict[InstructionOp, float]]:
@@ -1159,10 +1157,8 @@ def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[Instruct
     mem_ops = getattr(prog, "mem_ops", None) or {}
     if not mem_ops or counters is None:
         return occ, sector_bytes
-    base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
     per_smsp = arch.memory["lsu_bytes_per_clk"] / arch.sub_partitions
-    for op, slot in mem_ops.items():
-        c = [int(counters[base + abi.MEM_COUNTERS * slot + k]) for k in range(abi.MEM_COUNTERS)]
+    for op, c in CounterView(prog, counters).memory_ops():
         req, sectors, lines, wavefronts, _ideal = c
         if req <= 0:
             continue
@@ -1494,7 +1490,8 @@ def _load_latencies(prog: KernelProgram, counters, cache, arch: Arch) -> dict[In
     shares: with ``k`` sectors per request a warp waits for L2 unless all hit L1 (``p1 ** k``)
     and for DRAM if any misses L2."""
     m = arch.memory
-    base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
+    view = CounterView(prog, counters)
+    spr = registry.metric("sectors_per_request")
     out: dict[InstructionOp, float] = {}
     for op, slot in (getattr(prog, "mem_ops", None) or {}).items():
         rq = cache.request_levels(slot)
@@ -1505,9 +1502,7 @@ def _load_latencies(prog: KernelProgram, counters, cache, arch: Arch) -> dict[In
         lv = cache.slot_levels(slot)
         if lv is None:
             continue
-        req = int(counters[base + abi.MEM_COUNTERS * slot])
-        sectors = int(counters[base + abi.MEM_COUNTERS * slot + 1])
-        k = max(1.0, sectors / req) if req else 1.0
+        k = max(1.0, spr.value(view.memory(slot)._asdict()))
         p1, _p2, pd = lv
         all_l1 = p1 ** k
         any_dram = 1.0 - (1.0 - pd) ** k
