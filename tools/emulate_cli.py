@@ -27,6 +27,7 @@ _ERROR_CLASSES = (
     ("hypa.runtime.emulator.program", "ProgramError"),
     ("hypa.runtime.models.timing", "TimingError"),
     ("hypa.runtime.emulator.lowering.rules", "LoweringError"),
+    ("hypa.runtime.emulator.options", "OptionError"),
 )
 
 

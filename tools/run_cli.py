@@ -89,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
         _fail("no program given: hypa run [options] -- PROGRAM [ARGS]")
     if args.jobs < 1:
         _fail("--jobs must be at least 1")
+    try:
+        emulation = options.from_arguments(args)
+    except options.OptionError as e:
+        _fail(str(e))
     if args.capture_launches is not None:
         from hypa.cudart.capture import LaunchSelection
 
@@ -124,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         os.makedirs(args.capture, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="hypa-run-")
     results = os.path.join(tmp, "results.json")
-    opts = {"emulation": dataclasses.asdict(options.from_arguments(args)), "arch": args.arch, "results": results,
+    opts = {"emulation": dataclasses.asdict(emulation), "arch": args.arch, "results": results,
             "capture": os.path.abspath(args.capture) if args.capture else None,
             "capture_launches": args.capture_launches,
             "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs}

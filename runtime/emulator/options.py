@@ -29,37 +29,48 @@ DEFAULT_STEP_BUDGET = 2_000_000_000
 RUN_STEP_BUDGET = 100_000_000_000
 
 
+class OptionError(ValueError):
+    """Options given on a command line that contradict each other: one would have no effect."""
+
+
 def option(default: Any, help: str, *, code: bool = False, cli: bool = True, choices: tuple = (),
-           minimum: int | None = None, unit: str = "", metavar: str | None = None) -> Any:
+           minimum: int | None = None, unit: str = "", metavar: str | None = None,
+           needs: tuple[tuple[str, Any], ...] = ()) -> Any:
     """A field of ``EmulationOptions``: its default and what the rest of hypa needs to know.
 
     ``help``: the command lines' help (``%(default)s`` is the tool's default).  ``code``: the
     option changes the prepared program or its compiled code, so it is part of ``key()``.
     ``cli``: False for options set by hypa itself, never on a command line.  ``choices``,
     ``minimum`` (with the ``unit`` an error message names) and ``metavar``: how values are
-    checked and shown."""
+    checked and shown.  ``needs``: (field, value) pairs without which a value other than the
+    default has no effect (a command line that gives it is an error: ``from_arguments``)."""
     return field(default=default, metadata={"help": help, "code": code, "cli": cli, "choices": tuple(choices),
-                                            "minimum": minimum, "unit": unit, "metavar": metavar})
+                                            "minimum": minimum, "unit": unit, "metavar": metavar,
+                                            "needs": tuple(needs)})
 
 
 @dataclass(frozen=True)
 class EmulationOptions:
     """How kernels are emulated: one frozen value, hashable, picklable (it travels to workers)."""
 
-    mode: str = option("slice", "emulate only what control flow needs (slice) or every instruction (full); "
-                       "default %(default)s", code=True, choices=("slice", "full"))
+    mode: str = option("slice", "emulate only what control flow needs (slice: the memory a kernel writes is not "
+                       "computed) or every instruction (full); default %(default)s", code=True,
+                       choices=("slice", "full"))
     exact_predicates: bool | None = option(
         None, "also slice guard predicates so predicated-off counts are exact (default: as a slice recorded in the "
-              "IR says, else off)", code=True)
-    alias: str = option("param", "slice mode: pointer parameters point to distinct buffers (param, as nvcc's "
-                        "__restrict__ assumes nothing but the launch checks it) or may alias (space); default "
-                        "%(default)s", code=True, choices=("param", "space"))
+              "IR says, else off)", code=True, needs=(("mode", "slice"),))
+    alias: str = option("param", "slice mode: stores through distinct pointer parameters are taken not to alias "
+                        "(param: a launch that binds one buffer to two of them is sliced again) or every store "
+                        "to the state space may (space); default %(default)s", code=True,
+                        choices=("param", "space"), needs=(("mode", "slice"),))
     memory_metrics: bool = option(False, "also slice memory addresses: sectors/lines per request (global), bank "
                                          "conflicts (shared)", code=True)
     bounds_check: bool = option(True, "slice mode: do not compute and bounds-check the addresses of accesses outside "
-                                      "the slice (faster; an out-of-bounds access then goes unreported)", code=True)
+                                      "the slice (faster; an out-of-bounds access then goes unreported)", code=True,
+                                needs=(("mode", "slice"),))
     hoist_checks: bool = option(True, "slice mode: check the accesses of a loop one by one, not its whole range once "
-                                      "per entry (the same results, slower; for comparisons)", code=True)
+                                      "per entry (the same results, slower; for comparisons)", code=True,
+                                needs=(("mode", "slice"), ("bounds_check", True)))
     initcheck: bool = option(True, "do not track which shared/local bytes were written (initcheck: a read of a byte "
                                    "no thread wrote is a warning; off in slice mode with --no-bounds-check)", code=True)
     fmad: bool = option(True, "compute every add/sub as its own instruction, as ptxas does under nvcc -fmad=false "
@@ -70,7 +81,8 @@ class EmulationOptions:
                  "post-dominator, except that lanes waiting there go on alone when others run a spin loop (ptxas's "
                  "YIELD, as on the GPU; the default), or always at the immediate post-dominator",
         code=True, choices=("yield", "ipdom"))
-    strict: bool = option(False, "a read of shared/local memory never written (initcheck) is an error, not a warning")
+    strict: bool = option(False, "a read of shared/local memory never written (initcheck) is an error, not a warning",
+                          needs=(("initcheck", True),))
     step_budget: int = option(DEFAULT_STEP_BUDGET, "stop a launch after N warp-instructions (runaway loops; default "
                               "%(default)s)", minimum=1, unit="warp-instructions", metavar="N")
     stack_size: int = option(DEFAULT_STACK_SIZE, "call stack per thread for recursion and alloca (default %(default)s, "
@@ -113,15 +125,18 @@ class EmulationOptions:
         return None
 
     def effective(self) -> "EmulationOptions":
-        """These options as they act: an address trace needs the memory-metrics slots; bounds
-        checks outside the slice exist in slice mode only (full mode checks every access
-        anyway), their hoisting only with them; initcheck needs every access seen (full mode,
-        or slice mode with bounds checks)."""
+        """These options as they act: an address trace needs the memory-metrics slots; the
+        slice's options (its predicates, aliasing, bounds checks outside it) mean nothing in
+        full mode, which computes and checks everything; hoisting needs bounds checks;
+        initcheck needs every access seen (full mode, or slice mode with bounds checks)."""
+        sliced = self.mode == "slice"
         memory_metrics = bool(self.memory_metrics) or self.address_trace > 0
-        bounds_check = bool(self.bounds_check) and self.mode == "slice"
+        bounds_check = bool(self.bounds_check) and sliced
         return dataclasses.replace(self, memory_metrics=memory_metrics, bounds_check=bounds_check,
+                                   exact_predicates=self.exact_predicates if sliced else None,
+                                   alias=self.alias if sliced else "param",
                                    hoist_checks=bool(self.hoist_checks) and bounds_check,
-                                   initcheck=bool(self.initcheck) and (self.mode == "full" or bounds_check))
+                                   initcheck=bool(self.initcheck) and (not sliced or bounds_check))
 
     def key(self) -> tuple[tuple[str, Any], ...]:
         """The options that change the prepared program and its compiled code (``code`` fields),
@@ -182,17 +197,25 @@ def add_arguments(parser, defaults: dict[str, Any] | None = None, cls: type = No
         parser.add_argument(flag(f), **kw)
 
 
-def from_arguments(args: argparse.Namespace, cls: type = None, **changes: Any) -> EmulationOptions:
-    """The options parsed by a parser ``add_arguments`` built, with ``changes`` by field name."""
+def from_arguments(args: argparse.Namespace, cls: type = None, **changes: Any) -> EmulationOptions:  # type: ignore[assignment]
+    """The options parsed by a parser ``add_arguments`` built, with ``changes`` by field name.
+    An option given where another makes it ineffective (``needs``) is an ``OptionError``."""
     cls = cls or EmulationOptions
     given = {f.name: getattr(args, f.name) for f in cli_fields(cls) if hasattr(args, f.name)}
-    return cls.of(None, **{**given, **changes})
+    opts = cls.of(None, **{**given, **changes})
+    by_name = {f.name: f for f in dataclasses.fields(cls)}
+    for f in cli_fields(cls):
+        if getattr(opts, f.name) == f.default:
+            continue
+        for name, wanted in f.metadata.get("needs", ()):
+            value = getattr(opts, name)
+            if value != wanted:
+                other = flag(by_name[name]) + ("" if isinstance(value, bool) else f" {value}")
+                raise OptionError(f"{flag(f)} has no effect with {other}")
+    return opts
 
 
-def given_flags(args: argparse.Namespace, fields: list[str], defaults: dict[str, Any] | None = None,
-                cls: type = None) -> list[str]:  # type: ignore[assignment]
-    """The flags among ``fields`` whose parsed value is not the default: for "this option has
-    no effect here" errors."""
-    defaults = defaults or {}
-    return [flag(f) for f in cli_fields(cls) if f.name in fields
-            and getattr(args, f.name, None) != defaults.get(f.name, f.default)]
+def given_flags(args: argparse.Namespace, names: list[str], cls: type = None) -> list[str]:  # type: ignore[assignment]
+    """The flags among the fields ``names`` whose parsed value is not the default: for "this
+    option has no effect here" errors."""
+    return [flag(f) for f in cli_fields(cls) if f.name in names and getattr(args, f.name, f.default) != f.default]

@@ -140,7 +140,6 @@ class KernelProgram:
     call_param_bytes: int
     origins: list[tuple[str, int]]  # per block: (function, block index) it came from
     slice_info: FunctionSlice | None = None
-    exact_predicates: bool = False
     key: str = ""
     #: work done preparing: operations copied from the input module, functions reached
     ops_cloned: int = 0
@@ -225,7 +224,6 @@ class KernelProgram:
     #: headers of the spin loops whose ``YIELD`` releases lanes waiting at reconvergence
     #: points (``passes/spin_loops.py``); empty with ``reconvergence="ipdom"``
     yield_blocks: frozenset[int] = frozenset()
-    reconvergence: str = "yield"
     #: the options it was prepared with, as they act (``EmulationOptions.effective``, with
     #: ``exact_predicates`` as the slice was made)
     options: EmulationOptions = field(default_factory=EmulationOptions)
@@ -590,7 +588,6 @@ def prepare(
         hoist=hoist,
         hoist_masks=hoist_masks,
         initcheck=initcheck,
-        exact_predicates=exact_predicates,
         notes=notes,
         activations=activations,
         real_calls=real_calls,
@@ -602,7 +599,6 @@ def prepare(
         uses_stack=uses_stack,
         heap_calls=heap_calls,
         yield_blocks=yield_blocks,
-        reconvergence=reconvergence,
         options=effective,
     )
     prog.ops_cloned = extracted.ops_cloned
