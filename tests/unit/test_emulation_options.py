@@ -72,7 +72,7 @@ def test_every_command_line_offers_a_field_declared_only_in_the_options(main, ar
 def test_existing_spellings_and_defaults():
     assert [flag(f) for f in options_module.cli_fields()] == [
         "--mode", "--exact-predicates", "--alias", "--memory-metrics", "--no-bounds-check", "--no-hoist-checks",
-        "--no-initcheck", "--reconvergence", "--strict", "--step-budget", "--stack-size"]
+        "--no-initcheck", "--no-fmad", "--reconvergence", "--strict", "--step-budget", "--stack-size"]
     p = argparse.ArgumentParser()
     add_arguments(p)
     assert from_arguments(p.parse_args([])) == EmulationOptions()
@@ -106,7 +106,7 @@ def test_the_key_holds_the_options_as_they_act():
     assert EmulationOptions(address_trace=64).key() == EmulationOptions(memory_metrics=True).key()
     assert EmulationOptions(step_budget=5, stack_size=64, strict=True).key() == EmulationOptions().key()
     assert [name for name, _ in EmulationOptions().key()] == [
-        "mode", "exact_predicates", "alias", "memory_metrics", "bounds_check", "hoist_checks", "initcheck",
+        "mode", "exact_predicates", "alias", "memory_metrics", "bounds_check", "hoist_checks", "initcheck", "fmad",
         "reconvergence"]
 
 
