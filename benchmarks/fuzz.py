@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -132,7 +133,7 @@ class Targets:
 
             (launch,) = launches_from_dict(copy.deepcopy(SPEC))
             emu = self.emulators["full"]
-            emu.memory_metrics = False
+            emu.options = dataclasses.replace(emu.options, memory_metrics=False)
             r = emu.run(launch)
             src = Source(os.path.join(ROOT, "examples", "saxpy.ptx"), "", "ptx")
             d = record_dict(LaunchRecord(0, src, launch, kernel="saxpy", result=r))

@@ -13,6 +13,7 @@ when the program exits (``FINISH``).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import struct
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from hypa.runtime.abi import DEFAULT_STACK_SIZE
+from hypa.runtime.emulator.options import RUN_STEP_BUDGET, EmulationOptions
 
 from . import errors as E
 from .api import API, FINISH, UNSUPPORTED
@@ -33,9 +34,6 @@ from .graph_api import GraphRuntime
 from .texture_api import TextureRuntime
 
 FATBIN_WRAPPER_MAGIC = 0x466243B1
-#: warp-instructions one launch may take under `hypa run` (a real program's launches are
-#: larger than a spec's; a runaway loop still stops, after some minutes)
-RUN_STEP_BUDGET = 100_000_000_000
 FATBIN_MAGIC = 0xBA55ED50
 
 # cudaMemcpyKind
@@ -46,12 +44,10 @@ H2H, H2D, D2H, D2D, DEFAULT = range(5)
 class RunOptions:
     """What ``hypa run`` passes to the program's process (environment ``HYPA_RUN``, JSON)."""
 
-    mode: str = "full"
-    step_budget: int = 0  # 0: the emulator's default
-    memory_metrics: bool = False
-    bounds_check: bool = True  # --mode slice: check accesses outside the slice too
-    initcheck: bool = True  # reads of shared/local bytes never written: a warning
-    strict: bool = False  # ... an error (the launch fails)
+    #: how launches are emulated (runtime/emulator/options.py): full mode by default, so the
+    #: program sees its real results; a launch's step budget is a real program's
+    emulation: EmulationOptions = field(default_factory=lambda: EmulationOptions(mode="full",
+                                                                                 step_budget=RUN_STEP_BUDGET))
     arch: str = "sm_90"
     results: str | None = None  # where the records go (JSON), read back by `hypa run`
     capture: str | None = None
@@ -66,7 +62,12 @@ class RunOptions:
     @classmethod
     def from_environment(cls) -> "RunOptions":
         raw = os.environ.get("HYPA_RUN")
-        return cls(**json.loads(raw)) if raw else cls()
+        if not raw:
+            return cls()
+        d = json.loads(raw)
+        if "emulation" in d:
+            d["emulation"] = EmulationOptions.of(None, **d["emulation"])
+        return cls(**d)
 
     @property
     def sm(self) -> int:
@@ -127,7 +128,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         self._grid_sync: dict[str, bool] = {}
         self.modules: dict[int, Module] = {}
         #: cudaLimitStackSize: call stack per thread (recursion, alloca), CUDA's default
-        self.stack_size = DEFAULT_STACK_SIZE
+        self.stack_size = opts.emulation.stack_size
         self.functions: dict[int, Kernel] = {}
         self.symbols: dict[int, Symbol] = {}
         self.config: list[tuple] = []
@@ -322,10 +323,8 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         except PTXError as e:
             m.error = f"the program's PTX does not parse: {e}"
             return False
-        emu = Emulator(module_op, mode=self.opts.mode, step_budget=self.opts.step_budget or RUN_STEP_BUDGET,
-                       memory_metrics=self.opts.memory_metrics, bounds_check=self.opts.bounds_check,
-                       initcheck=self.opts.initcheck, strict=self.opts.strict, stack_size=self.stack_size,
-                       address_trace=_trace_records(self.opts.memory_metrics))
+        emu = Emulator(module_op, options=self.opts.emulation, stack_size=self.stack_size,
+                       address_trace=_trace_records(self.opts.emulation.memory_metrics))
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
                                ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures,
                                heap=self.heap)
@@ -785,7 +784,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             self.stack_size = int(value)
             for m in self.modules.values():
                 if getattr(m, "emulator", None) is not None:
-                    m.emulator.stack_size = self.stack_size
+                    m.emulator.options = dataclasses.replace(m.emulator.options, stack_size=self.stack_size)
         elif limit == 2 and not self.heap.set_size(int(value)):
             # cudaLimitMallocHeapSize: fixed once a kernel has called malloc, as in CUDA
             return E.cudaErrorInvalidValue

@@ -58,18 +58,14 @@ def _add_batch_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace):
+    from hypa.runtime.emulator.options import from_arguments
     from hypa.runtime.report.batch import ProfileOptions
     from hypa.runtime.report.inputs import InputOptions
 
     if args.jobs < 1:
         fail("hypa", "--jobs must be at least 1")
     return ProfileOptions(
-        mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget,
-        memory_metrics=getattr(args, "memory_metrics", False), bounds_check=getattr(args, "bounds_check", True),
-        initcheck=getattr(args, "initcheck", True), strict=getattr(args, "strict", False),
-        reconvergence=getattr(args, "reconvergence", "yield"),
-        **({"stack_size": args.stack_size} if getattr(args, "stack_size", None) is not None else {}),
-        jobs=args.jobs, per_cta=args.per_cta,
+        emulation=from_arguments(args), jobs=args.jobs, per_cta=args.per_cta,
         scheduler=args.scheduler, cta_chunk=args.cta_chunk, dedup=not args.no_dedup, kernel=args.kernel,
         fail_fast=args.fail_fast, estimate_time=getattr(args, "estimate_time", None),
         inputs=InputOptions(arch=args.arch, nvcc_flags=shlex.split(args.nvcc_flags), ptx_arch=args.ptx_arch,

@@ -140,7 +140,7 @@ def emulate(record: dict, mode: str = "full"):
 
     ln, text = launch_of(record)
     t = time.perf_counter()
-    r = Emulator(parse_ptx(text), mode, exact_predicates=True).run(ln)
+    r = Emulator(parse_ptx(text), mode=mode, exact_predicates=True).run(ln)
     return r, 1000 * (time.perf_counter() - t)
 
 

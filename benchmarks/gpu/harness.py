@@ -537,7 +537,7 @@ class EmulatorBackend:
                 args.append(bytes.fromhex(p["hex"]))
         bufs = {k: v.copy() for k, v in host.items()}
         t = time.perf_counter()
-        r = Emulator(parse_ptx(ptx), "full").run(
+        r = Emulator(parse_ptx(ptx), mode="full").run(
             Launch(kernel=job["entry"], grid=job["grid"], block=job["block"], args=args, buffers=bufs,
                    shared_bytes=job.get("shared_bytes", 0)))
         return r, 1000 * (time.perf_counter() - t), np
@@ -826,7 +826,7 @@ def emulate_job(job: dict) -> dict:
     for mode in ("slice",) + (("full",) if os.environ.get("HYPA_EMULATE_FULL") else ()):
         for run in ("cold", "warm"):
             t = time.perf_counter()
-            r = Emulator(parse_ptx(text), mode).run(
+            r = Emulator(parse_ptx(text), mode=mode).run(
                 Launch(kernel=job["entry"], grid=job["grid"], block=job["block"], args=args,
                        buffers={k: v.copy() for k, v in host.items()}, shared_bytes=job["shared_bytes"]))
             out[f"{mode}_{run}_ms"] = 1000 * (time.perf_counter() - t)

@@ -1202,9 +1202,7 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
         if launch is None:
             raise TimingError("estimate(program, launch): a launch is needed")
         if counters is None:
-            emu = Emulator(prog.module, mode=prog.mode, exact_predicates=prog.exact_predicates,
-                           memory_metrics=bool(getattr(prog, "mem_ops", None)), reconvergence=prog.reconvergence,
-                           address_trace=TRACE_RECORDS)
+            emu = Emulator(prog.module, options=prog.options, address_trace=TRACE_RECORDS)
             res = emu.run(launch)
             prog = emulator_program(emu, launch)
             counters = res.counters

@@ -185,7 +185,7 @@ FUSED = """.version 8.0
 """
 
 
-@pytest.mark.parametrize("fmad", [True])
+@pytest.mark.parametrize("fmad", [True, False])
 def test_fused_values(fmad: bool) -> None:
     """a = 1 + 2**-12: a*a = 1 + 2**-11 + 2**-24 exactly, which rounds (a tie, to even) to
     1 + 2**-11 in f32; with c = -(1 + 2**-11) the fused a*a + c is 2**-24 and the unfused 0.
@@ -195,7 +195,7 @@ def test_fused_values(fmad: bool) -> None:
     p = np.array([a, a, c, 0, 0, 0, 0, 0], np.float32)
     da = 1 + 2**-30
     q = np.array([da, da, -(1 + 2**-29), 0], np.float64)
-    r = emulate(FUSED, ["p", "q"], {"p": p, "q": q}, block=1, mode="full")
+    r = emulate(FUSED, ["p", "q"], {"p": p, "q": q}, block=1, mode="full", fmad=fmad)
     out, dout = r.buffers["p"], r.buffers["q"]
     tiny = 2.0**-24 if fmad else 0.0
     assert out[3] == np.float32(tiny)                          # a*a + c
