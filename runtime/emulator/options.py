@@ -35,7 +35,7 @@ class OptionError(ValueError):
 
 def option(default: Any, help: str, *, code: bool = False, cli: bool = True, choices: tuple = (),
            minimum: int | None = None, unit: str = "", metavar: str | None = None,
-           needs: tuple[tuple[str, Any], ...] = ()) -> Any:
+           needs: tuple[tuple[str, Any], ...] = (), also: str = "") -> Any:
     """A field of ``EmulationOptions``: its default and what the rest of hypa needs to know.
 
     ``help``: the command lines' help (``%(default)s`` is the tool's default).  ``code``: the
@@ -43,10 +43,12 @@ def option(default: Any, help: str, *, code: bool = False, cli: bool = True, cho
     ``cli``: False for options set by hypa itself, never on a command line.  ``choices``,
     ``minimum`` (with the ``unit`` an error message names) and ``metavar``: how values are
     checked and shown.  ``needs``: (field, value) pairs without which a value other than the
-    default has no effect (a command line that gives it is an error: ``from_arguments``)."""
+    default has no effect (a command line that gives it is an error: ``from_arguments``).
+    ``also``: a bool's second spelling as another tool spells it, taking ``true``/``false``
+    (``--fmad=false``, as nvcc takes it)."""
     return field(default=default, metadata={"help": help, "code": code, "cli": cli, "choices": tuple(choices),
                                             "minimum": minimum, "unit": unit, "metavar": metavar,
-                                            "needs": tuple(needs)})
+                                            "needs": tuple(needs), "also": also})
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class EmulationOptions:
                                    "no thread wrote is a warning; off in slice mode with --no-bounds-check)", code=True)
     fmad: bool = option(True, "compute every add/sub as its own instruction, as ptxas does under nvcc -fmad=false "
                               "(default: the adds ptxas fuses with a mul compute as that fma, passes/contract.py)",
-                        code=True)
+                        code=True, also="--fmad")
     reconvergence: str = option(
         "yield", "where divergent lanes of a warp reconverge (warp-level counts only): at the immediate "
                  "post-dominator, except that lanes waiting there go on alone when others run a spin loop (ptxas's "
@@ -195,6 +197,17 @@ def add_arguments(parser, defaults: dict[str, Any] | None = None, cls: type = No
                 kw["type"] = _at_least(f)
             kw["metavar"] = m["metavar"]
         parser.add_argument(flag(f), **kw)
+        if m.get("also"):
+            parser.add_argument(m["also"], dest=f.name, type=_bool_word, metavar="{true,false}",
+                                help=f"nvcc's spelling: {m['also']}=false is {flag(f)}")
+
+
+def _bool_word(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
 
 
 def from_arguments(args: argparse.Namespace, cls: type = None, **changes: Any) -> EmulationOptions:  # type: ignore[assignment]

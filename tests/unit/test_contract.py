@@ -235,3 +235,8 @@ def test_program_prints_what_the_h100_prints(tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout == gpu["stdout"]
     assert "cross3 checksum 424f881fa4bb386d" in r.stdout  # the H100's (2026-11-27)
+    # nvcc's spelling turns contraction off: cross3's mul/sub pairs round twice, and differ
+    off = run_hypa("run", "--fmad=false", "--", str(exe), timeout=600, cwd=str(tmp_path))
+    assert off.returncode == 0, off.stderr
+    assert "cross3 checksum adc7bec6455a6d3f" in off.stdout
+    assert off.stdout.replace("adc7bec6455a6d3f", "424f881fa4bb386d") == gpu["stdout"]
