@@ -72,6 +72,7 @@ import numpy as np
 from xdsl.ir import Block, BlockArgument, SSAValue
 
 from hypa.ptxdialect import isa
+from hypa.passes.liveness import Liveness
 from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp
 
 from .. import abi
@@ -1006,82 +1007,34 @@ def _reg_weight(v: SSAValue) -> int:
 
 
 def max_live_registers(prog: KernelProgram) -> int:
-    """The largest number of 32-bit registers live at one point (SSA liveness)."""
-    cfg = prog.cfg
-    nb = len(cfg)
-    ids: dict[SSAValue, int] = {}
-    weights: list[int] = []
+    """The largest number of 32-bit registers live at one point (SSA liveness,
+    ``passes/liveness.py``), scanning each block backwards from its live-out set."""
+    liveness = Liveness.of(prog.cfg)
+    index = liveness.index
+    weights = [_reg_weight(v) for v in liveness.values]
 
-    def vid(v: SSAValue) -> int:
-        k = ids.get(v)
-        if k is None:
-            k = ids[v] = len(weights)
-            weights.append(_reg_weight(v))
-        return k
+    def mask(values) -> int:
+        m = 0
+        for v in values:
+            m |= 1 << index[v]
+        return m
 
-    defs = [0] * nb
-    upward = [0] * nb
-    edge_use = [0] * nb
-    args = [0] * nb
-    body: list[list[tuple[int, int]]] = []  # per block, per op: (defs mask, uses mask)
-    for b, blk in enumerate(cfg.blocks):
-        d = 0
-        for a in blk.args:
-            d |= 1 << vid(a)
-        args[b] = d
-        up = 0
-        seq = []
-        for op in blk.ops:
-            if isinstance(op, InstructionOp):
-                u = 0
-                for v in op.instruction_operands():
-                    u |= 1 << vid(v)
-                r = 0
-                for v in op.results:
-                    r |= 1 << vid(v)
-                up |= u & ~d
-                d |= r
-                seq.append((r, u))
-        term = blk.last_op
-        eu = 0
-        if term is not None:
-            if isinstance(term, FallthroughOp):
-                for v in term.operands:
-                    eu |= 1 << vid(v)
-            elif isinstance(term, InstructionOp):
-                for k in range(len(term.successors)):
-                    for v in term.successor_operands(k):
-                        eu |= 1 << vid(v)
-        up |= eu & ~d
-        defs[b], upward[b], edge_use[b] = d, up, eu
-        body.append(seq)
-    live_in = [0] * nb
-    live_out = [0] * nb
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(range(nb)):
-            out = edge_use[b]
-            for s in cfg.succs[b]:
-                out |= live_in[s] & ~args[s]
-            inn = upward[b] | (out & ~defs[b])
-            if out != live_out[b] or inn != live_in[b]:
-                live_out[b], live_in[b] = out, inn
-                changed = True
-
-    def weight(mask: int) -> int:
+    def weight(m: int) -> int:
         w = 0
-        while mask:
-            low = mask & -mask
+        while m:
+            low = m & -m
             w += weights[low.bit_length() - 1]
-            mask ^= low
+            m ^= low
         return w
 
     best = 0
-    for b in range(nb):
-        live = live_out[b]
+    for b, block in enumerate(prog.cfg.blocks):
+        live = liveness.live_out_masks[b]
         best = max(best, weight(live))
-        for r, u in reversed(body[b]):
+        for op in reversed(list(block.ops)):
+            if not isinstance(op, InstructionOp):
+                continue
+            r, u = mask(op.results), mask(op.instruction_operands())
             best = max(best, weight(live | r))
             live = (live & ~r) | u
             best = max(best, weight(live))
