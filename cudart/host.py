@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from hypa.ptxdialect.diagnostics import HypaError
 from hypa.runtime.abi import DEFAULT_STACK_SIZE
 
 from . import errors as E
@@ -374,7 +375,6 @@ class HostRuntime(TextureRuntime):
         self._flush_printf()
         from hypa.runtime.report.batch import LaunchRecord
         from hypa.runtime.emulator.emulator import EmulationError
-        from hypa.runtime.report.errors import LAUNCH_ERRORS
         from hypa.runtime.emulator.launch import Launch, LaunchError
 
         k = self.functions.get(func)
@@ -387,7 +387,7 @@ class HostRuntime(TextureRuntime):
         emu = k.module.emulator
         try:
             prog = emu.program(k.name)
-        except LAUNCH_ERRORS as e:
+        except HypaError as e:
             self.say(f"kernel {k.name}: {e}", once=("prog", k.name))
             return E.cudaErrorInvalidKernelImage
         if self._uses_grid_sync(k.name, prog):
@@ -418,7 +418,7 @@ class HostRuntime(TextureRuntime):
             rec.error = str(e)
             self.sticky = E.for_emulation_error(e.code)
             self.say(f"launch {index}: {e}")
-        except LAUNCH_ERRORS as e:  # the kernel did not run: later calls say so, as after a fault
+        except HypaError as e:  # the kernel did not run: later calls say so, as after a fault
             rec.error = str(e)
             self.say(f"launch {index} ({k.name}): {e}")
             self.records.append(rec)

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from hypa.passes.cfg import block_name
 from hypa.ptxdialect import isa
+from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 
 from .. import abi
@@ -44,7 +45,7 @@ REPAY_FACTOR = 1.0
 _BASELINE_SECONDS_PER_INSTRUCTION = 3e-4
 
 
-class EmulationError(Exception):
+class EmulationError(HypaError):
     """The launch stopped: out-of-bounds access, step budget, trap, deadlock.
     ``code`` is the ``abi.ERR_*`` code the generated code reported."""
 

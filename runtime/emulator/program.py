@@ -39,7 +39,7 @@ from hypa.passes.reachable import SymbolIndex, extract_kernel
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
 from hypa.passes.ssa import PTXToSSA, is_ssa
 from hypa.ptxdialect import isa
-
+from hypa.ptxdialect.diagnostics import HypaError
 from .. import abi
 from hypa.ptxdialect.dialect import (
     EntryValueOp,
@@ -63,7 +63,7 @@ SLOT_ALIGN = 64
 RECONVERGENCE_MODELS = ("yield", "ipdom")
 
 
-class ProgramError(Exception):
+class ProgramError(HypaError):
     """The kernel cannot be emulated (with a message that says why)."""
 
 

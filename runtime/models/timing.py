@@ -71,8 +71,9 @@ from typing import Any
 import numpy as np
 from xdsl.ir import Block, BlockArgument, SSAValue
 
-from hypa.ptxdialect import isa
 from hypa.passes.liveness import Liveness
+from hypa.ptxdialect import isa
+from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp
 
 from .. import abi
@@ -90,7 +91,7 @@ F, I, O, E, W = range(5)
 NS = len(STAGES)
 
 
-class TimingError(Exception):
+class TimingError(HypaError):
     """The estimate cannot be made (unknown architecture, a launch that cannot run ...)."""
 
 

@@ -33,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from hypa.ptxdialect.diagnostics import HypaError
+
 from .. import abi
 from ..emulator.emulator import DEFAULT_STEP_BUDGET, Emulator, LaunchResult
-from .errors import LAUNCH_ERRORS
 from ..emulator.executor import DaskCluster, Executor, Forked, InProcess, TaskFailed
 from .inputs import InputError, InputOptions, Source, expand_inputs, load_sources
 from ..emulator.launch import BufferSpec, Launch, LaunchError, launches_from_toml
@@ -434,7 +435,7 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             prog = emu.program_for(rec.launch)
             with phase("launches"):  # buffers are made when the launch runs, one launch at a time
                 rec.key = launch_key(source_hash(rec.source), rec.kernel or "", prog, rec.launch, opts)
-        except LAUNCH_ERRORS as e:
+        except HypaError as e:
             rec.error = str(e)
             if opts.fail_fast:
                 break
@@ -495,7 +496,7 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
         else:
             try:
                 rec.result = cat.emulator(rec.source).merge(rec.launch, ps)
-            except LAUNCH_ERRORS as e:
+            except HypaError as e:
                 rec.error = str(e)
     if opts.estimate_time:
         with phase("estimate"):
@@ -521,7 +522,7 @@ def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str, memo
 def _estimate(cat: Catalog, rec: LaunchRecord, result: LaunchResult, arch: str, memory_metrics: bool) -> None:
     """Attach the estimate of ``result`` (``result.time_estimate``), or a note saying why there
     is none; the address trace it read is dropped."""
-    from ..models.timing import TimingError, emulator_program, estimate
+    from ..models.timing import emulator_program, estimate
 
     try:
         emu = cat.emulator(rec.source)
@@ -529,7 +530,7 @@ def _estimate(cat: Catalog, rec: LaunchRecord, result: LaunchResult, arch: str, 
                                         program=emulator_program(emu, rec.launch))
         if not memory_metrics:  # the trace needed the memory slots; the report shows them only if asked
             result.metrics.memory = None
-    except (TimingError, *LAUNCH_ERRORS) as e:
+    except HypaError as e:
         result.time_estimate = None  # type: ignore[attr-defined]
         result.notes.append(f"no timing estimate: {e}")
     result.memory_trace = None
@@ -585,7 +586,7 @@ def run_unit(emu: Emulator, launch: Launch, ctas, per_cta: bool, jobs: int = 1,
     """One unit of work: its result, or the message of the launch error that stopped it."""
     try:
         return emu.run(launch, jobs=jobs, per_cta=per_cta, ctas=ctas, keep_buffers=keep_memory)
-    except LAUNCH_ERRORS as e:
+    except HypaError as e:
         return str(e)
 
 
