@@ -45,7 +45,6 @@ from hypa.ptxdialect.dialect import (
 )
 from hypa.ptxdialect.isa import TYPE_BITS, VECTOR_REG_TYPES
 from hypa.ptxdialect.operands import Operand, iter_regs, map_regs
-from hypa.ptxdialect.printer import Namer
 
 from .cfg import CFG, block_label
 from .dominance import dominator_tree_children, immediate_dominators
@@ -436,8 +435,3 @@ class PTXOutOfSSA(ModulePass):
         for func in op.walk():
             if isinstance(func, FuncOp):
                 convert_function(func)
-
-
-def ptx_namer(module: ModuleOp) -> Namer | None:
-    """Register form prints its ``args`` as they are; kept for the printer's API."""
-    return None

@@ -532,9 +532,6 @@ class Emulator:
                                 if isinstance(op, FuncOp) and not op.is_declaration}
         return self._func_index
 
-    def _defined(self, name: str) -> bool:
-        return name in self._functions()
-
     def _static_instructions(self, kernel: str | None) -> int:
         n = self._static_counts.get(kernel)
         if n is None:

@@ -77,10 +77,6 @@ class FatbinEntry:
     payload: bytes  # decompressed
     compression: str | None  # "lz4" | "zstd" | None
 
-    @property
-    def kind_name(self) -> str:
-        return {ENTRY_PTX: "ptx", ENTRY_ELF: "elf"}.get(self.kind, f"kind{self.kind}")
-
 
 # -- expanding arguments -----------------------------------------------------------------
 
