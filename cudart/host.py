@@ -453,10 +453,10 @@ class HostRuntime(TextureRuntime):
             t = None
             if rec.result is not None:
                 try:
-                    from hypa.runtime.models.timing import emulator_program, estimate
+                    from hypa.runtime.models.timing import estimate
 
                     t = estimate(rec.result, rec.launch, self.opts.arch if self.opts.arch != "sm_90" else "h100",
-                                 program=emulator_program(rec.source and self._module_of(rec).emulator, rec.launch)).time_us
+                                 program=self._module_of(rec).emulator.program_for(rec.launch)).time_us
                 except Exception as e:  # no estimate for this launch: say why, count it as zero
                     self.say(f"no timing estimate for launch {index}: {e}", once=("est", index))
             self.estimate_cache[index] = t

@@ -149,9 +149,9 @@ def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: a
     """With ``--estimate-time``: the timing estimate of ``result`` (``result.time_estimate``)."""
     arch = getattr(args, "estimate_time", None)
     if arch:
-        from hypa.runtime.models.timing import estimate_run
+        from hypa.runtime.models.timing import estimate
 
-        result.time_estimate = estimate_run(emu, launch, result, arch)  # type: ignore[attr-defined]
+        result.time_estimate = estimate(result, launch, arch, program=emu.program_for(launch))  # type: ignore[attr-defined]
         result.memory_trace = None  # read by the estimate alone; launches must not accumulate traces
         if not getattr(args, "memory_metrics", False):  # traced for the estimate, shown only if asked
             result.metrics.memory = None

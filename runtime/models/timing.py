@@ -1,10 +1,12 @@
 """Timing estimate: kernel cycles and time from exact block counts and a pipeline model.
 
-    from hypa.runtime.models.timing import estimate, estimate_run
-    est = estimate_run(emulator, launch, arch="sm_90")       # emulate, then estimate
-    est = estimate(result, launch, "sm_80", program=emulator.program_for(launch))
-    est = estimate(kernel_program, launch)                    # emulates the launch itself
+    from hypa.runtime.models.timing import estimate
+    result = emulator.run(launch)
+    est = estimate(result, launch, "sm_80")        # the finished run's counts (and address trace)
     est.time_us, est.cycles, est.bound, est.occupancy.ctas_per_sm, est.blocks
+
+The model reads a finished run and never runs one; ``runtime.report.batch.estimate_run``
+runs a launch and estimates it.
 
 The model follows source-level performance simulation of GPU cores (Gerum,
 Bringmann and Rosenstiel, DATE 2015), rebuilt on PTX and on the emulator's
@@ -1083,19 +1085,6 @@ class Estimate:
         }
 
 
-def emulator_program(emu, launch) -> KernelProgram:
-    """The program ``emu.run(launch)`` ran (cached in the emulator)."""
-    pf = getattr(emu, "program_for", None)
-    return pf(launch) if pf is not None else emu.program(launch.kernel)
-
-
-def estimate_run(emu, launch, result=None, arch: str | Arch = DEFAULT_ARCH, registers: int | None = None) -> Estimate:
-    """Emulate ``launch`` with ``emu`` (unless ``result`` is its result) and estimate it."""
-    if result is None:
-        result = emu.run(launch)
-    return estimate(result, launch, arch, registers, program=emulator_program(emu, launch))
-
-
 def _raw_counts(prog: KernelProgram, counters) -> tuple[list[int], list[int], list[int]]:
     nb = prog.num_blocks
     w = [int(counters[abi.BLOCK_COUNTERS * b]) for b in range(nb)]
@@ -1130,50 +1119,39 @@ def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[Instruct
     return occ, sector_bytes
 
 
-def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int | None = None,
+def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int | None = None,
              program: KernelProgram | None = None, counters=None) -> Estimate:
-    """Estimated cycles and time of one kernel launch on ``arch``.
+    """Estimated cycles and time of one finished kernel launch on ``arch``.
 
-    ``result_or_program``: a ``LaunchResult`` of ``Emulator.run(launch)``
-    (give ``program=emulator.program_for(launch)``, the program that run
-    used, unless the result carries it) or a ``KernelProgram`` (the launch is
-    then emulated here, unless ``counters`` -- the emulator's raw counter
-    array -- are given).  ``registers`` overrides the per-thread register
-    count (e.g. ptxas ``-v``'s figure).
+    ``run``: the ``LaunchResult`` of ``Emulator.run(launch)`` -- with ``program``, the
+    program that run used (``Emulator.program_for(launch)``), where the result does not
+    carry it (results sent back from worker processes drop it) -- or a ``KernelProgram``
+    with ``counters``, a raw counter array (written by hand, say; the buffers' sizes then
+    come from the launch).  The model reads a run's results and never runs a launch
+    (``runtime.report.batch.estimate_run`` runs one, then estimates it).  ``registers``
+    overrides the per-thread register count (e.g. ptxas ``-v``'s figure).
     """
-    from ..emulator.emulator import Emulator, LaunchResult
-
     a = load_arch(arch)
     notes: list[str] = []
     res = None
-    if isinstance(result_or_program, LaunchResult):
-        res = result_or_program
+    if isinstance(run, KernelProgram):
+        prog = run
+        if launch is None or counters is None:
+            raise TimingError("estimate(program, launch, counters=...): a program alone has no counts; "
+                              "estimate a finished run's result (runtime.report.batch.estimate_run runs one)")
+        buffers = None
+        res_bytes = sum(launch.buffer_nbytes().values())
+    elif hasattr(run, "counters"):
+        res = run
         prog = program if program is not None else getattr(res, "program", None)
-        counters = getattr(res, "counters", None) if counters is None else counters
+        counters = res.counters if counters is None else counters
         launch = launch if launch is not None else getattr(res, "launch", None)
         if prog is None or counters is None or launch is None:
             raise TimingError("estimate(result, launch, program=Emulator.program_for(launch)): "
                               "the result alone does not carry its program, counters and launch")
         buffers = res.buffers if res.buffers or not getattr(res, "buffer_bytes", 0) else None
-    elif isinstance(result_or_program, KernelProgram):
-        prog = result_or_program
-        if launch is None:
-            raise TimingError("estimate(program, launch): a launch is needed")
-        if counters is None:
-            emu = Emulator(prog.module, mode=prog.mode, exact_predicates=prog.exact_predicates,
-                           memory_metrics=bool(getattr(prog, "mem_ops", None)), reconvergence=prog.reconvergence,
-                           address_trace=TRACE_RECORDS)
-            res = emu.run(launch)
-            prog = emulator_program(emu, launch)
-            counters = res.counters
-            buffers = res.buffers
-        else:
-            buffers = None
-            res_bytes = sum(launch.buffer_nbytes().values())
     else:
-        raise TimingError(f"estimate() takes a LaunchResult or a KernelProgram, not {type(result_or_program).__name__}")
-    if counters is None:
-        raise TimingError("no block counters: this emulator does not return them")
+        raise TimingError(f"estimate() takes a LaunchResult or a KernelProgram, not {type(run).__name__}")
 
     mem_occ, sector_bytes = _mem_stats(prog, counters, a)
     if mem_occ:
@@ -1555,6 +1533,6 @@ def add_to_report(text: str, results, fmt: str) -> str:
 
 __all__ = [
     "Arch", "Estimate", "KernelTiming", "Occupancy", "TimingError", "available_archs", "classify",
-    "edge_frequencies", "emulator_program", "estimate", "estimate_registers", "estimate_run", "format_estimate", "load_arch", "occupancy",
+    "edge_frequencies", "estimate", "estimate_registers", "format_estimate", "load_arch", "occupancy",
     "solve_pipeline",
 ]

@@ -522,18 +522,30 @@ def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str, memo
 def _estimate(cat: Catalog, rec: LaunchRecord, result: LaunchResult, arch: str, memory_metrics: bool) -> None:
     """Attach the estimate of ``result`` (``result.time_estimate``), or a note saying why there
     is none; the address trace it read is dropped."""
-    from ..models.timing import emulator_program, estimate
+    from ..models.timing import estimate
 
     try:
         emu = cat.emulator(rec.source)
         result.time_estimate = estimate(result, rec.launch, arch,  # type: ignore[attr-defined]
-                                        program=emulator_program(emu, rec.launch))
+                                        program=emu.program_for(rec.launch))
         if not memory_metrics:  # the trace needed the memory slots; the report shows them only if asked
             result.metrics.memory = None
     except HypaError as e:
         result.time_estimate = None  # type: ignore[attr-defined]
         result.notes.append(f"no timing estimate: {e}")
     result.memory_trace = None
+
+
+def estimate_run(emu: Emulator, launch: Launch, result: LaunchResult | None = None, arch=None,
+                 registers: int | None = None):
+    """Run ``launch`` on ``emu`` (unless ``result`` is that run's result), then the timing
+    model's ``Estimate`` of it on ``arch`` (default: the model's): the model reads a finished
+    run, this layer runs it."""
+    from ..models.timing import DEFAULT_ARCH, estimate
+
+    if result is None:
+        result = emu.run(launch)
+    return estimate(result, launch, arch or DEFAULT_ARCH, registers, program=emu.program_for(launch))
 
 
 def _executor(opts: ProfileOptions, n_units: int) -> Executor:
