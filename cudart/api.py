@@ -226,7 +226,6 @@ def _parse(text: str) -> tuple[Prototype, ...]:
 
 
 API: tuple[Prototype, ...] = _parse(PROTOTYPES)
-INDEX: dict[str, int] = {p.name: i for i, p in enumerate(API)}
 
 #: dispatcher codes above the API's indices
 FINISH = -1        # the program is exiting: write the results

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from hypa.runtime.emulator.options import RUN_STEP_BUDGET, EmulationOptions
+from hypa.ptxdialect.diagnostics import HypaError
 
 from . import errors as E
 from .api import API, FINISH, UNSUPPORTED
@@ -410,7 +411,6 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         self._flush_printf()
         from hypa.runtime.report.batch import LaunchRecord
         from hypa.runtime.emulator.emulator import EmulationError
-        from hypa.runtime.report.errors import LAUNCH_ERRORS
         from hypa.runtime.emulator.launch import Launch, LaunchError
 
         k = self.functions.get(func)
@@ -426,7 +426,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         emu = k.module.emulator
         try:
             prog = emu.program(k.name)
-        except LAUNCH_ERRORS as e:
+        except HypaError as e:
             self.say(f"kernel {k.name}: {e}", once=("prog", k.name))
             return E.cudaErrorInvalidKernelImage
         if self._uses_grid_sync(k.name, prog):
@@ -457,7 +457,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             rec.error = str(e)
             self.pending = self.pending or E.for_emulation_error(e.code)
             self.say(f"launch {index}: {e}")
-        except LAUNCH_ERRORS as e:  # the kernel did not run: later calls say so, as after a fault
+        except HypaError as e:  # the kernel did not run: later calls say so, as after a fault
             rec.error = str(e)
             self.say(f"launch {index} ({k.name}): {e}")
             self.records.append(rec)
@@ -492,10 +492,10 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             t = None
             if rec.result is not None:
                 try:
-                    from hypa.runtime.models.timing import emulator_program, estimate
+                    from hypa.runtime.models.timing import estimate
 
                     t = estimate(rec.result, rec.launch, self.opts.arch if self.opts.arch != "sm_90" else "h100",
-                                 program=emulator_program(rec.source and self._module_of(rec).emulator, rec.launch)).time_us
+                                 program=self._module_of(rec).emulator.program_for(rec.launch)).time_us
                 except Exception as e:  # no estimate for this launch: say why, count it as zero
                     self.say(f"no timing estimate for launch {index}: {e}", once=("est", index))
             self.estimate_cache[index] = t

@@ -58,6 +58,7 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import (
     INSTRUCTION_OPS,
@@ -88,8 +89,8 @@ MAP_VERSION = 1
 MIN_PTX_VERSION = (6, 2)  # activemask
 
 
-class InstrumentError(DiagnosticException):
-    pass
+class InstrumentError(HypaError, DiagnosticException):
+    """A module ``instrument-block-counters`` cannot instrument."""
 
 
 @dataclass

@@ -20,28 +20,6 @@ if TYPE_CHECKING:
     from hypa.runtime.emulator.emulator import Emulator, LaunchResult
     from hypa.runtime.emulator.launch import Launch
 
-#: (module, class) of the errors a launch reports as ``prog: error: ...``
-_ERROR_CLASSES = (
-    ("hypa.runtime.emulator.launch", "LaunchError"),
-    ("hypa.runtime.emulator.emulator", "EmulationError"),
-    ("hypa.runtime.emulator.program", "ProgramError"),
-    ("hypa.runtime.models.timing", "TimingError"),
-    ("hypa.runtime.emulator.lowering.rules", "LoweringError"),
-    ("hypa.runtime.emulator.options", "OptionError"),
-)
-
-
-def loaded_errors() -> tuple[type[Exception], ...]:
-    """The classes of ``_ERROR_CLASSES`` whose modules are loaded, for an ``except`` clause:
-    an exception of a class that was never imported cannot have been raised."""
-    out = []
-    for m, c in _ERROR_CLASSES:
-        cls = getattr(sys.modules.get(m), c, None)
-        if cls is not None:
-            out.append(cls)
-    return tuple(out)
-
-
 def arch_argument(text: str) -> str:
     """argparse ``type=`` of ``--estimate-time``: ``runtime/models/timing.py``'s check, loaded when the option is given."""
     from hypa.runtime.models.timing import arch_argument as check
@@ -147,9 +125,9 @@ def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: a
     """With ``--estimate-time``: the timing estimate of ``result`` (``result.time_estimate``)."""
     arch = getattr(args, "estimate_time", None)
     if arch:
-        from hypa.runtime.models.timing import estimate_run
+        from hypa.runtime.models.timing import estimate
 
-        result.time_estimate = estimate_run(emu, launch, result, arch)  # type: ignore[attr-defined]
+        result.time_estimate = estimate(result, launch, arch, program=emu.program_for(launch))  # type: ignore[attr-defined]
         result.memory_trace = None  # read by the estimate alone; launches must not accumulate traces
         if not args.memory_metrics:  # traced for the estimate, shown only if asked
             result.metrics.memory = None

@@ -24,10 +24,9 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from hypa.ptxdialect.diagnostics import PTXError
-from hypa.runtime.report.inputs import InputError
+from hypa.ptxdialect.diagnostics import HypaError
 
-from .emulate_cli import add_emulation_arguments, fail, loaded_errors
+from .emulate_cli import add_emulation_arguments, fail
 
 
 def _add_batch_arguments(p: argparse.ArgumentParser) -> None:
@@ -180,10 +179,7 @@ def report_cmd(args: argparse.Namespace) -> int:
 def diff_cmd(args: argparse.Namespace) -> int:
     from hypa.runtime.report import diff
 
-    try:
-        pairs = diff.pair(diff.load(args.a), diff.load(args.b))
-    except diff.DiffError as e:
-        fail("hypa", str(e))
+    pairs = diff.pair(diff.load(args.a), diff.load(args.b))
     names = (args.a, args.b)
     text = diff.html_page(pairs, names) if args.output and args.output.endswith(".html") else diff.table(pairs, names)
     if args.output:
@@ -314,11 +310,9 @@ def _main(argv: Sequence[str] | None) -> None:
         if args.timing:
             print(timing_report(), file=sys.stderr)
         sys.exit(rc)
-    except PTXError as e:
-        print(e, file=sys.stderr)
+    except HypaError as e:
+        print(e.render("hypa"), file=sys.stderr)
         sys.exit(1)
-    except (*loaded_errors(), InputError) as e:
-        fail("hypa", str(e))
     except OSError as e:
         fail("hypa", f"{e.strerror}: {e.filename}")
     except KeyboardInterrupt:

@@ -51,10 +51,10 @@ from xdsl.utils.exceptions import (  # noqa: E402
 )
 from xdsl.xdsl_opt_main import xDSLOptMain  # noqa: E402
 
-from hypa.ptxdialect.diagnostics import PTXError  # noqa: E402
+from hypa.ptxdialect.diagnostics import HypaError, InputError, PTXError  # noqa: E402
 
 # the emulator, numpy, LLVM and the report load only when --emulate/--launch runs
-from .emulate_cli import add_emulation_arguments, loaded_errors  # noqa: E402
+from .emulate_cli import add_emulation_arguments  # noqa: E402
 
 #: this process is the hypa-opt command (not a program that imported this module)
 _COMMAND = __name__ == "__main__" or os.path.basename(sys.argv[0]) in ("hypa-opt", "hypa-opt.exe")
@@ -66,10 +66,6 @@ if _gc_paused and not _COMMAND:
 
 #: the first thing in a PTX text, comments and blank space aside, is a directive
 _PTX_START = re.compile(rb"\A(?:\s+|//[^\n]*|/\*.*?\*/)*\.[A-Za-z_]", re.S)
-
-
-class InputError(Exception):
-    """An input file that cannot be read at all (missing, a directory ...)."""
 
 
 class _PassFlag(argparse.Action):
@@ -264,8 +260,6 @@ class HypaOptMain(xDSLOptMain):
             else:
                 self._llvm_target_options()
                 super().run()
-        except PTXError as e:
-            _fail(e.render())
         except ParseError as e:
             note = ""
             if self.args.input_file is None and not self.args.frontend:
@@ -274,12 +268,10 @@ class HypaOptMain(xDSLOptMain):
                     "'.version' (or pass -f ptx)"
                 )
             _fail(_render_parse_error(e) + note)
-        except (VerifyException, DiagnosticException, PassFailedException) as e:
+        except (VerifyException, DiagnosticException, PassFailedException) as e:  # a pass's (InstrumentError too)
             _fail(f"{self.get_input_name()}: error: {e}")
-        except InputError as e:
-            _fail(f"hypa-opt: error: {e}")
-        except loaded_errors() as e:  # LaunchError, EmulationError ... (emulate_cli._ERROR_CLASSES)
-            _fail(f"hypa-opt: error: {e}")
+        except HypaError as e:  # PTXError (located), InputError, LaunchError, EmulationError ...
+            _fail(e.render("hypa-opt"))
         except ValueError as e:
             # xDSL's own input errors (unknown file extension, bad pipeline ...)
             hint = " (choose a front end with -f ptx or -f mlir)" if "file extension" in str(e) else ""
@@ -414,8 +406,8 @@ def _main(argv: Sequence[str] | None) -> None:
         except (ValueError, ArgSpecParseError) as e:  # a bad pass pipeline or target spec
             _fail(f"hypa-opt: error: {_kebab_option_names(' '.join(str(e).split()))}")
         tool.run()
-    except InputError as e:
-        _fail(f"hypa-opt: error: {e}")
+    except HypaError as e:  # an input file that cannot be read at all (InputError)
+        _fail(e.render("hypa-opt"))
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:

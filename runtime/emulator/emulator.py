@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from hypa.passes.cfg import block_name
 from hypa.ptxdialect import isa
+from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 
 from .. import abi
@@ -44,7 +45,7 @@ REPAY_FACTOR = 1.0
 _BASELINE_SECONDS_PER_INSTRUCTION = 3e-4
 
 
-class EmulationError(Exception):
+class EmulationError(HypaError):
     """The launch stopped: out-of-bounds access, step budget, trap, deadlock.
     ``code`` is the ``abi.ERR_*`` code the generated code reported."""
 
@@ -494,9 +495,6 @@ class Emulator:
             self._func_index = {op.func_name: op for op in self.module.ops
                                 if isinstance(op, FuncOp) and not op.is_declaration}
         return self._func_index
-
-    def _defined(self, name: str) -> bool:
-        return name in self._functions()
 
     def _static_instructions(self, kernel: str | None) -> int:
         n = self._static_counts.get(kernel)

@@ -20,6 +20,8 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypa.ptxdialect.diagnostics import HypaError
+
 from ..abi import DEFAULT_STACK_SIZE
 
 #: warp-instructions per launch (a runaway loop stops)
@@ -29,7 +31,7 @@ DEFAULT_STEP_BUDGET = 2_000_000_000
 RUN_STEP_BUDGET = 100_000_000_000
 
 
-class OptionError(ValueError):
+class OptionError(HypaError, ValueError):
     """Options given on a command line that contradict each other: one would have no effect."""
 
 

@@ -34,13 +34,14 @@ from hypa.passes.inline import (
     callee_name,
     has_calls_to_inline,
 )
+from hypa.passes.liveness import Liveness
 from hypa.passes.spin_loops import independent_thread_scheduling, yield_headers
 from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
 from hypa.passes.ssa import PTXToSSA, is_ssa
 from hypa.ptxdialect import isa
-
+from hypa.ptxdialect.diagnostics import HypaError
 from .. import abi
 from .options import EmulationOptions
 from hypa.ptxdialect.dialect import (
@@ -61,7 +62,7 @@ LANES = 32
 SLOT_ALIGN = 64
 
 
-class ProgramError(Exception):
+class ProgramError(HypaError):
     """The kernel cannot be emulated (with a message that says why)."""
 
 
@@ -188,7 +189,7 @@ class KernelProgram:
         if call.caller == self.func.func_name:
             return []
         if self._live_in is None:
-            self._live_in = _live_in(self.cfg, self.slots)
+            self._live_in = _live_in(self.cfg)
         live = self._live_in[call.rest]
         return [v for v in self._slot_order() if v in live and self.activations[_block_of(v, self.cfg)] == call.caller]
 
@@ -786,33 +787,11 @@ def _block_of(v: SSAValue, cfg: CFG) -> int:
     return cfg.index[block]  # type: ignore[index]
 
 
-def _live_in(cfg: CFG, slots: dict[SSAValue, int]) -> list[set[SSAValue]]:
-    """The frame values live at the start of each block (backward dataflow over the CFG;
-    an edge's block arguments are read at the end of the block it leaves)."""
-    n = len(cfg)
-    uses: list[set[SSAValue]] = [set() for _ in range(n)]
-    defs: list[set[SSAValue]] = [set() for _ in range(n)]
-    for bi, b in enumerate(cfg.blocks):
-        d = defs[bi]
-        d.update(b.args)
-        for op in b.ops:
-            for v in op.operands:
-                if v in slots and v not in d:
-                    uses[bi].add(v)
-            d.update(op.results)
-    live = [set(u) for u in uses]
-    changed = True
-    while changed:
-        changed = False
-        for bi in reversed(range(n)):
-            out: set[SSAValue] = set()
-            for t in cfg.succs[bi]:
-                out |= live[t]
-            new = uses[bi] | (out - defs[bi])
-            if len(new) != len(live[bi]):
-                live[bi] = new
-                changed = True
-    return live
+def _live_in(cfg: CFG) -> list[set[SSAValue]]:
+    """The values live at the start of each block (``passes/liveness.py``): a real call saves
+    those of its return block."""
+    liveness = Liveness.of(cfg)
+    return [liveness.live_in(b) for b in range(len(cfg))]
 
 
 def reconvergence(prog: KernelProgram, block: int) -> int:

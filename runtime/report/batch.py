@@ -33,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from hypa.ptxdialect.diagnostics import HypaError
+
 from ..emulator.emulator import Emulator, LaunchResult
 from ..emulator.options import EmulationOptions
-from .errors import LAUNCH_ERRORS
 from ..emulator.executor import DaskCluster, Executor, Forked, InProcess, TaskFailed
 from .inputs import InputError, InputOptions, Source, expand_inputs, load_sources
 from ..emulator.launch import BufferSpec, Launch, LaunchError, launches_from_toml
@@ -422,7 +423,7 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             prog = emu.program_for(rec.launch)
             with phase("launches"):  # buffers are made when the launch runs, one launch at a time
                 rec.key = launch_key(source_hash(rec.source), rec.kernel or "", prog, rec.launch, opts)
-        except LAUNCH_ERRORS as e:
+        except HypaError as e:
             rec.error = str(e)
             if opts.fail_fast:
                 break
@@ -483,7 +484,7 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
         else:
             try:
                 rec.result = cat.emulator(rec.source).merge(rec.launch, ps)
-            except LAUNCH_ERRORS as e:
+            except HypaError as e:
                 rec.error = str(e)
     if opts.estimate_time:
         with phase("estimate"):
@@ -509,18 +510,30 @@ def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str, memo
 def _estimate(cat: Catalog, rec: LaunchRecord, result: LaunchResult, arch: str, memory_metrics: bool) -> None:
     """Attach the estimate of ``result`` (``result.time_estimate``), or a note saying why there
     is none; the address trace it read is dropped."""
-    from ..models.timing import TimingError, emulator_program, estimate
+    from ..models.timing import estimate
 
     try:
         emu = cat.emulator(rec.source)
         result.time_estimate = estimate(result, rec.launch, arch,  # type: ignore[attr-defined]
-                                        program=emulator_program(emu, rec.launch))
+                                        program=emu.program_for(rec.launch))
         if not memory_metrics:  # the trace needed the memory slots; the report shows them only if asked
             result.metrics.memory = None
-    except (TimingError, *LAUNCH_ERRORS) as e:
+    except HypaError as e:
         result.time_estimate = None  # type: ignore[attr-defined]
         result.notes.append(f"no timing estimate: {e}")
     result.memory_trace = None
+
+
+def estimate_run(emu: Emulator, launch: Launch, result: LaunchResult | None = None, arch=None,
+                 registers: int | None = None):
+    """Run ``launch`` on ``emu`` (unless ``result`` is that run's result), then the timing
+    model's ``Estimate`` of it on ``arch`` (default: the model's): the model reads a finished
+    run, this layer runs it."""
+    from ..models.timing import DEFAULT_ARCH, estimate
+
+    if result is None:
+        result = emu.run(launch)
+    return estimate(result, launch, arch or DEFAULT_ARCH, registers, program=emu.program_for(launch))
 
 
 def _executor(opts: ProfileOptions, n_units: int) -> Executor:
@@ -573,7 +586,7 @@ def run_unit(emu: Emulator, launch: Launch, ctas, per_cta: bool, jobs: int = 1,
     """One unit of work: its result, or the message of the launch error that stopped it."""
     try:
         return emu.run(launch, jobs=jobs, per_cta=per_cta, ctas=ctas, keep_buffers=keep_memory)
-    except LAUNCH_ERRORS as e:
+    except HypaError as e:
         return str(e)
 
 

@@ -12,6 +12,8 @@ import html
 import json
 from dataclasses import dataclass, field
 
+from hypa.ptxdialect.diagnostics import HypaError
+
 from ..emulator.demangle import demangle
 from ..metrics import registry
 
@@ -50,8 +52,8 @@ class Pair:
     fb: dict = field(default_factory=dict)
 
 
-class DiffError(Exception):
-    pass
+class DiffError(HypaError):
+    """A profile ``hypa diff`` cannot read."""
 
 
 def load(path: str) -> list[dict]:

@@ -30,6 +30,8 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from hypa.ptxdialect.diagnostics import InputError
+
 FATBIN_MAGIC = 0xBA55ED50
 FATBIN_HEADER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries
 ENTRY_PTX = 1
@@ -43,10 +45,6 @@ FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 #: file name endings taken from a directory (other files are taken when they are ELF)
 SOURCE_SUFFIXES = (".ptx", ".cu", ".cubin", ".fatbin", ".o", ".so", ".a")
 _SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cache", ".pytest_cache"}
-
-
-class InputError(Exception):
-    """An input that cannot be turned into PTX, with a message that says why and what to do."""
 
 
 @dataclass
@@ -78,10 +76,6 @@ class FatbinEntry:
     flags: int
     payload: bytes  # decompressed
     compression: str | None  # "lz4" | "zstd" | None
-
-    @property
-    def kind_name(self) -> str:
-        return {ENTRY_PTX: "ptx", ENTRY_ELF: "elf"}.get(self.kind, f"kind{self.kind}")
 
 
 # -- expanding arguments -----------------------------------------------------------------

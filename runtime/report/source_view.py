@@ -13,7 +13,6 @@ the kernel's own file.  Kernels without ``.loc`` are shown per PTX instruction.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -243,7 +242,3 @@ def result_lines(result, module=None, ptx: str | None = None) -> list[dict]:
     module or from the PTX text."""
     files = source_files(module) if module is not None else source_files_of_text(ptx or "")
     return line_dicts(instruction_rows(result.program, result.counters, files))
-
-
-def short_path(path: str) -> str:
-    return os.path.basename(path) if path else "?"

@@ -17,6 +17,7 @@ from hypa.runtime.emulator.emulator import Emulator
 from hypa.runtime.emulator.launch import BufferSpec, Launch, launches_from_toml
 from hypa.runtime.emulator.options import EmulationOptions
 from hypa.runtime.emulator.program import prepare
+from hypa.runtime.report.batch import estimate_run
 
 from helpers import LAUNCHES, ROOT, kernel, load_script, strided_kernel
 
@@ -216,7 +217,7 @@ $L_loop:
 def loop_estimate(n, arch="sm_90", grid=1, block=32):
     emu = Emulator(parse_ptx(LOOP))
     L = Launch(kernel="loop", grid=grid, block=block, args=["out", n], buffers={"out": np.zeros(1, np.float32)})
-    return T.estimate_run(emu, L, arch=arch), T.emulator_program(emu, L)
+    return estimate_run(emu, L, arch=arch), emu.program_for(L)
 
 
 def test_loop_cost_scales_with_trip_count():
@@ -344,7 +345,7 @@ def test_a_block_after_a_divergent_branch_is_charged_once_per_execution():
     out = np.zeros(1, np.float32)
     emu = Emulator(parse_ptx(DIVERGE), mode="full")
     L = Launch(kernel="diverge", grid=1, block=32, args=["out"], buffers={"out": out})
-    est = T.estimate_run(emu, L)
+    est = estimate_run(emu, L)
     join = next(b for b in est.blocks if b.name == "$L_join")
     assert join.warp_executions == 1 and len(join.pair_costs) == 2
     costs = list(join.pair_costs.values())
@@ -496,10 +497,10 @@ def test_dram_bound_when_buffers_exceed_l2():
 # -- whole launches -----------------------------------------------------------------------
 
 
-def test_estimate_from_a_program_emulates_the_launch():
-    prog = prepare(parse_ptx(LOOP), "loop", EmulationOptions(mode="slice"))
+def test_estimate_run_emulates_the_launch():
+    emu = Emulator(parse_ptx(LOOP), mode="slice")
     L = Launch(kernel="loop", grid=2, block=64, args=["out", 7], buffers={"out": np.zeros(1, np.float32)})
-    est = T.estimate(prog, L, "sm_80")
+    est = estimate_run(emu, L, arch="sm_80")
     body = next(b for b in est.blocks if b.name == "$L_loop")
     assert body.warp_executions == 7 * 4
     assert est.arch == "sm_80" and est.occupancy.warps_per_cta == 2
@@ -510,7 +511,7 @@ def test_memory_metrics_make_strided_loads_dearer():
     for stride in (1, 32):
         emu = Emulator(parse_ptx(strided_kernel(stride)), memory_metrics=True)
         L = Launch(kernel="strided", grid=1, block=32, args=["a"], buffers={"a": np.zeros(32 * 32, np.float32)})
-        est = T.estimate_run(emu, L)
+        est = estimate_run(emu, L)
         lsu[stride] = est.warp["unit_cycles"]["lsu"]
         assert any("measured sectors" in n for n in est.notes)
     # coalesced: 4 sectors of one line per request = 4 clocks of a sub-partition (the SM's
@@ -527,7 +528,7 @@ def test_smoke_project_kernels(path):
         emu = Emulator(parse_ptx_file(L.file))
         r = emu.run(L)
         for arch in ("sm_90", "sm_80"):
-            est = T.estimate_run(emu, L, r, arch)
+            est = estimate_run(emu, L, r, arch)
             a = T.load_arch(arch)
             assert math.isfinite(est.cycles) and est.cycles > 0
             assert est.time_us == pytest.approx(est.cycles / a.clock_mhz + a.launch_overhead_us)
@@ -597,7 +598,7 @@ def test_timing_validate_errors_and_summary():
     # measured times made from the estimates: twice the estimate, and equal to it
     emu = Emulator(parse_ptx_file(os.path.join(ROOT, "tests/kernels/ptx/saxpy.sm_80.ptx")), address_trace=T.TRACE_RECORDS)
     Ls = launches_from_toml(os.path.join(ROOT, "tests/kernels/launches/saxpy.toml"))
-    est = [T.estimate_run(emu, L).time_us for L in Ls]
+    est = [estimate_run(emu, L).time_us for L in Ls]
     data = {"empty_kernel": {"median_us": 1.0}, "kernels": [
         {"toml": "tests/kernels/launches/saxpy.toml", "launch_index": 0, "median_us": 2 * est[0]},
         {"toml": "tests/kernels/launches/saxpy.toml", "launch_index": 1, "median_us": est[1]},
@@ -653,11 +654,11 @@ def test_a_cta_lasts_as_long_as_its_critical_warp():
     r = emu.run(L)
     steps, crit = int(r.cta_steps[0]), int(r.cta_critical_steps[0])
     assert crit == 4 + 2 + 200 * 4 + 2 and steps == crit + 7 * 5  # the 7 idle warps: 4 + ret
-    est = T.estimate_run(emu, L, r)
+    est = estimate_run(emu, L, r)
     assert est.memory["warp_skew"] == pytest.approx(8 * crit / steps)
     assert f"(the critical warp: {8 * crit / steps:.2f}x the mean warp's steps)" in T.format_estimate(est)
     r.cta_critical_steps = None  # without the critical steps: the mean warp
-    mean = T.estimate(r, L, program=T.emulator_program(emu, L))
+    mean = T.estimate(r, L, program=emu.program_for(L))
     assert mean.memory["warp_skew"] == 1.0
     assert est.warp["latency"] == pytest.approx(mean.warp["latency"] * 8 * crit / steps)
 
@@ -691,7 +692,7 @@ def test_integer_work_shares_the_fma_pipe(fp32):
     ptx = INT_LOOP.replace("FP", "\n    ".join(["fma.rn.f32 %f1, %f1, %f1, %f1;"] * fp32))
     emu = Emulator(parse_ptx(ptx), mode="full")
     L = Launch(kernel="intloop", grid=1, block=128, args=["out", 100], buffers={"out": np.zeros(1, np.float32)})
-    est = T.estimate_run(emu, L)
+    est = estimate_run(emu, L)
     ci, cf = est.warp["unit_cycles"]["int"], est.warp["unit_cycles"].get("fp32", 0.0)
     assert ci >= 2 * 5 * 100  # 5 int ops an iteration, 2 clocks each on the ALU pipe alone
     want = max(ci * 64 / 128, (ci * 64 + cf * 128) / 192)
