@@ -240,9 +240,17 @@ class Emulator:
         #: a real program's memory, variables and printf (``hypa run``); None for launch specs
         self.host = None
 
+    def preparation_options(self, alias: str | None = None) -> dict[str, Any]:
+        """The options that change what ``prepare`` makes of a kernel: the key of this
+        emulator's programs, and (hashed with the kernel's text, ``program._program_key``) of
+        the records that let a later run skip the passes (``program.PreparedSummary``)."""
+        return dict(mode=self.mode, exact_predicates=self.exact_predicates, alias=alias or self.alias,
+                    memory_metrics=self.memory_metrics, bounds_check=self.bounds_check, initcheck=self.initcheck,
+                    reconvergence=self.reconvergence, hoist_checks=self.hoist_checks)
+
     def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
-        key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics, self.bounds_check,
-               self.initcheck, self.reconvergence, self.hoist_checks)
+        options = self.preparation_options(alias)
+        key = (kernel, *options.values())
         p = self._programs.get(key)
         if p is None:
             with phase("prepare"):
@@ -250,10 +258,7 @@ class Emulator:
                     from hypa.passes.reachable import SymbolIndex
 
                     self._symbols = SymbolIndex.of(self.module)
-                p = prepare(self.module, self.kernel(kernel), self.mode, self.exact_predicates, alias or self.alias,
-                            self.memory_metrics, index=self._symbols, bounds_check=self.bounds_check,
-                            initcheck=self.initcheck, reconvergence=self.reconvergence,
-                            hoist_checks=self.hoist_checks)
+                p = prepare(self.module, self.kernel(kernel), index=self._symbols, reuse=True, **options)
             self._programs[key] = p
         return p
 
@@ -402,6 +407,8 @@ class Emulator:
 
         def lower(tier: str = "baseline"):
             if tier not in texts:
+                with phase("prepare"):
+                    prog.materialize()
                 with phase("lower"):
                     texts[tier] = lower_program(prog, tier)
             return texts[tier]
@@ -562,7 +569,7 @@ class Emulator:
             )
         # windows: fixed special windows, then global variables, then buffers
         glob_arrays: list[tuple[str, np.ndarray]] = []
-        symbols = _symbol_addresses(prog, self.module)
+        symbols = _symbol_addresses(prog, self.module) if any(v.init for v in prog.global_vars.values()) else None
         host = self.host
         textures = host.textures if host is not None and host.textures is not None else TextureTable()
         handles: dict[str, int] = {}
@@ -735,31 +742,25 @@ class Emulator:
 
     def _check_needed_buffers(self, prog: KernelProgram, launch: Launch) -> None:
         """A pointer parameter that a sliced load reads through must be bound to a buffer."""
-        if prog.slice_info is None:
-            return
-        from hypa.passes.slice import AddressBases, memory_effect
-
-        bases = AddressBases(set(prog.func.param_names), set(prog.global_vars) | set(prog.shared_vars))
         by_name = {n: a for (n, *_), a in zip(prog.params, launch.args)}
-        for op in prog.slice_info.ops:
-            reads, _w = memory_effect(op)
-            if not reads or isa.state_space(op.spec, op.modifiers) not in ("global", "generic"):
-                continue
-            roots = bases.of_access(op)
-            if roots == "?" or not roots:
-                continue
-            # the roots also hold scalars used in the offset (``p[i * n]``: p and n):
-            # the access is fine when one root is a buffer or a variable
-            params = sorted(r[6:] for r in roots if r.startswith("param:"))  # type: ignore[union-attr]
-            if len(params) < len(roots) or any(isinstance(by_name.get(p), (str, np.ndarray)) for p in params):
-                continue
-            ptr_sized = [p for (n, t, *_r) in prog.params for p in params if n == p and t in (".u64", ".b64", ".s64")]
-            p = (ptr_sized or params)[0]
-            branch = self._branch_needing(prog, op)
-            raise LaunchError(
-                f"kernel {prog.func.func_name}: parameter '{p}' must be a buffer: {_text(op)} reads through it"
-                f" and {branch} depends on the value"
-            )
+
+        def unbound():
+            for op, params in prog.buffer_reads():
+                if not any(isinstance(by_name.get(p), (str, np.ndarray)) for p in params):
+                    return op, params
+            return None
+
+        if unbound() is None:
+            return
+        prog.materialize()  # the message follows the load's value to a branch
+        op, params = unbound()
+        ptr_sized = [p for (n, t, *_r) in prog.params for p in params if n == p and t in (".u64", ".b64", ".s64")]
+        p = (ptr_sized or params)[0]
+        branch = self._branch_needing(prog, op)
+        raise LaunchError(
+            f"kernel {prog.func.func_name}: parameter '{p}' must be a buffer: {_text(op)} reads through it"
+            f" and {branch} depends on the value"
+        )
 
     def _branch_needing(self, prog: KernelProgram, load: InstructionOp) -> str:
         for v in load.results:

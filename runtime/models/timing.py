@@ -598,6 +598,7 @@ class KernelTiming:
     def __init__(self, prog: KernelProgram, arch: Arch | str = DEFAULT_ARCH, footprint: float | None = None,
                  mem_occupancy: dict[InstructionOp, float] | None = None, reuse_hit: float = 0.0,
                  mem_latency: dict[InstructionOp, float] | None = None):
+        prog.materialize()  # the issue order follows SSA values
         self.prog = prog
         #: latencies of global loads from the cache model (where they were traced)
         self.mem_latency = mem_latency or {}
@@ -1007,6 +1008,7 @@ def _reg_weight(v: SSAValue) -> int:
 
 def max_live_registers(prog: KernelProgram) -> int:
     """The largest number of 32-bit registers live at one point (SSA liveness)."""
+    prog.materialize()
     cfg = prog.cfg
     nb = len(cfg)
     ids: dict[SSAValue, int] = {}
@@ -1220,6 +1222,7 @@ def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, re
         raise TimingError(f"estimate() takes a LaunchResult or a KernelProgram, not {type(result_or_program).__name__}")
     if counters is None:
         raise TimingError("no block counters: this emulator does not return them")
+    prog.materialize()  # the model reads the kernel's values (a reused program prepares again)
 
     mem_occ, sector_bytes = _mem_stats(prog, counters, a)
     if mem_occ:
