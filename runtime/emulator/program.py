@@ -289,7 +289,7 @@ class KernelProgram:
 
         bases = AddressBases(set(self.func.param_names), set(self.global_vars) | set(self.shared_vars))
         out = []
-        for op in self.slice_info.ops:
+        for op in sorted(self.slice_info.ops, key=self.instr_ids.__getitem__):  # in program order
             reads, _w = memory_effect(op)
             if not reads or isa.state_space(op.spec, op.modifiers) not in ("global", "generic"):
                 continue
