@@ -233,6 +233,7 @@ class Emulator:
         self.alias = alias
         self._programs: dict[tuple, KernelProgram] = {}
         self._func_index: dict[str, FuncOp] | None = None
+        self._func_addresses: dict[str, int] | None = None
         self._static_counts: dict[str | None, int] = {}
         self._kernels: list[FuncOp] | None = None
         self._kernel_index: dict[str, FuncOp] = {}
@@ -531,6 +532,14 @@ class Emulator:
         hit = self._kernel_index.get(name) if name is not None else None
         return hit if hit is not None else find_kernel(self.module, name, self._kernels)
 
+    def _function_addresses(self) -> dict[str, int]:
+        """The address of every function of the module (made once: a launch of a module of
+        313 kernels named each of them again)."""
+        if self._func_addresses is None:
+            self._func_addresses = {op.func_name: abi.function_address(op.func_name)
+                                    for op in self.module.ops if isinstance(op, FuncOp)}
+        return self._func_addresses
+
     def _functions(self) -> dict[str, FuncOp]:
         """The module's defined functions by name (made once: lookups stay O(1) per kernel)."""
         if self._func_index is None:
@@ -569,7 +578,8 @@ class Emulator:
             )
         # windows: fixed special windows, then global variables, then buffers
         glob_arrays: list[tuple[str, np.ndarray]] = []
-        symbols = _symbol_addresses(prog, self.module) if any(v.init for v in prog.global_vars.values()) else None
+        symbols = _symbol_addresses(prog, self._function_addresses()) \
+            if any(v.init for v in prog.global_vars.values()) else None
         host = self.host
         textures = host.textures if host is not None and host.textures is not None else TextureTable()
         handles: dict[str, int] = {}
@@ -1060,18 +1070,20 @@ def _text(op: InstructionOp) -> str:
     return instruction_text(op)
 
 
-def _symbol_addresses(prog: KernelProgram, module: ModuleOp | None = None) -> dict[str, int]:
+def _symbol_addresses(prog: KernelProgram, functions: dict[str, int]) -> dict[str, int]:
     """The generic addresses of the module's ``.global`` and ``.const`` variables,
     as the emulated code sees them (for initializers such as ``generic(counter)``), and of
-    its functions: every function of ``module``, not only those the kernel reaches (under
-    ``hypa run`` a variable's bytes are made once, by the first kernel that names it, and a
-    table of pointers such as a C++ vtable is read by later kernels that call through it)."""
+    its functions: every function of the module (``functions``:
+    ``Emulator._function_addresses``), not only those the kernel reaches (under ``hypa run`` a
+    variable's bytes are made once, by the first kernel that names it, and a table of pointers
+    such as a C++ vtable is read by later kernels that call through it)."""
     out = {name: (abi.WIN_FIRST_GLOBAL + k) << abi.WINDOW_SHIFT for k, name in enumerate(prog.global_vars)}
     for name, var in prog.const_vars.items():
         out[name] = (abi.WIN_CONST << abi.WINDOW_SHIFT) | var.offset
-    names = [op.func_name for op in module.ops if isinstance(op, FuncOp)] if module is not None else []
-    for name in [*prog.functions, *names]:  # a table of function pointers
+    for name in prog.functions:  # a table of function pointers
         out.setdefault(name, abi.function_address(name))
+    for name, address in functions.items():
+        out.setdefault(name, address)
     return out
 
 
