@@ -401,13 +401,14 @@ class Emulator:
         """The compiled program: the best tier cached (in this process or on disk), else a
         new compile at the tier ``HYPA_JIT`` asks for (``auto``: baseline first).  Returns
         it and a function giving the LLVM IR text (built at most once)."""
-        from .lowering import lower as lower_program
         from .jit import cached, compile_ir, jit_policy
 
         texts: dict = {}
 
         def lower(tier: str = "baseline"):
             if tier not in texts:
+                from .lowering import lower as lower_program  # not imported where the code is cached
+
                 with phase("prepare"):
                     prog.materialize()
                 with phase("lower"):

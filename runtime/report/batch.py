@@ -383,7 +383,6 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             raise LaunchError(f"no kernel '{L.kernel}' in {where}" if L.kernel else f"no kernel in {where}")
 
     static: list[StaticRecord] = []
-    from hypa.passes.count import count_function
     from hypa.ptxdialect.dialect import FuncOp
 
     for src in given:
@@ -391,6 +390,8 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration and (src.label, op.func_name) not in launched:
                 if opts.kernel is not None and not kernel_matches(op.func_name, opts.kernel):
                     continue
+                from hypa.passes.count import count_function
+
                 c = count_function(op)
                 static.append(StaticRecord(src, op.func_name, c.total.instructions, len(c.blocks)))
 
