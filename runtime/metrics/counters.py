@@ -1,4 +1,4 @@
-"""Metrics of a launch from per-block execution counters (docs/design.md section 5).
+"""Metrics of a launch from per-block execution counters (docs/design.md, "Metrics").
 
 Every count is derived from the per-block warp and thread execution counts
 the emulator collects, times the block's static facts from the ISA table --

@@ -1,5 +1,5 @@
-"""Texture and surface instructions through launch specs (runtime/emulator/textures.py, docs/design.md
-section 6): values computed by hand from the CUDA programming guide's texture fetching rules."""
+"""Texture and surface instructions through launch specs (runtime/emulator/textures.py, docs/guide.md,
+"Launch specification"): values computed by hand from the CUDA programming guide's texture fetching rules."""
 
 from __future__ import annotations
 
