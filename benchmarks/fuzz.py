@@ -33,8 +33,8 @@ Targets (each mutates a valid seed input and feeds it to the code a user's input
     truncated or extended; read by ``load_sources`` with hypa's own fatbin reader, the PTX it
     yields parsed, and the ELF reader of ``hypa run`` (``cudart.program.inspect``) run on it.
 
-Outcomes: ``accepted`` (ran), ``rejected`` (the input error a user sees: LaunchError,
-EmulationError, InputError ... with a message), ``crash`` (any other exception: a hypa bug; the
+Outcomes: ``accepted`` (ran), ``rejected`` (the input error a user sees: a ``HypaError`` --
+LaunchError, EmulationError, InputError ... -- with a message), ``crash`` (any other exception: a hypa bug; the
 input is written to ``--save DIR`` and its traceback printed), ``hang`` (a case that ran past
 ``--case-seconds``, 60 s by default: stopped by an alarm, also saved). Emulations get a step
 budget too. The exit status is 1 when any case crashed or hung.
@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -54,6 +55,8 @@ import random
 import sys
 import time
 import traceback
+
+from hypa.ptxdialect.diagnostics import HypaError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEP_BUDGET = 2_000_000
@@ -132,7 +135,7 @@ class Targets:
 
             (launch,) = launches_from_dict(copy.deepcopy(SPEC))
             emu = self.emulators["full"]
-            emu.memory_metrics = False
+            emu.options = dataclasses.replace(emu.options, memory_metrics=False)
             r = emu.run(launch)
             src = Source(os.path.join(ROOT, "examples", "saxpy.ptx"), "", "ptx")
             d = record_dict(LaunchRecord(0, src, launch, kernel="saxpy", result=r))
@@ -173,7 +176,7 @@ class Targets:
                 launch.kernel = launch.kernel if isinstance(launch.kernel, str) else "saxpy"
                 for emu in self.emulators.values():
                     emu.run(launch)
-        except USER_ERRORS:
+        except HypaError:
             return "rejected", spec
         return "accepted", spec
 
@@ -200,7 +203,7 @@ class Targets:
             launch.kernel = "saxpy"
             for emu in self.emulators.values():
                 emu.run(launch)
-        except USER_ERRORS:
+        except HypaError:
             return "rejected", text
         return "accepted", text
 
@@ -242,7 +245,7 @@ class Targets:
             emu = Emulator(module, mode=rng.choice(["slice", "full"]), step_budget=STEP_BUDGET)
             for k in module_kernels(module)[:2]:
                 build_module(emu.program(k.func_name))
-        except USER_ERRORS as e:
+        except HypaError as e:
             self.last_ptx = (text, str(e))
             return "rejected", text
         self.last_ptx = (text, None)
@@ -313,7 +316,7 @@ class Targets:
             try:
                 for src in load_sources(f.name, InputOptions(cuobjdump=False)):
                     parse_ptx(src.ptx, filename=f.name)
-            except USER_ERRORS:
+            except HypaError:
                 return "rejected", bytes(data)
         return "accepted", bytes(data)
 
@@ -331,18 +334,6 @@ def _ptx_files() -> list[str]:
 
 
 
-def _user_errors():
-    from hypa.runtime.emulator.emulator import EmulationError
-    from hypa.runtime.report.errors import LAUNCH_ERRORS
-    from hypa.runtime.report.inputs import InputError
-    from hypa.runtime.emulator.launch import LaunchError
-
-    from hypa.runtime.models.timing import TimingError
-
-    return (LaunchError, EmulationError, InputError, TimingError, *LAUNCH_ERRORS)
-
-
-USER_ERRORS: tuple = ()
 TARGETS = {"report-json": "report_json", "launch-spec": "launch_spec", "emulate-string": "emulate_string", "ptx": "ptx",
            "arch-file": "arch_file", "binary": "binary"}
 
@@ -416,8 +407,6 @@ def campaign(targets: list[str], cases: int | None, seconds: float | None, seed:
     hypa accepted or rejected (for ``compare_with_ptxas``)."""
     import signal
 
-    global USER_ERRORS
-    USER_ERRORS = _user_errors()
     t = Targets()
     rng = random.Random(seed)
     counts = {name: {"accepted": 0, "rejected": 0, "crash": 0, "hang": 0} for name in targets}

@@ -118,7 +118,7 @@ def emulate_all(data: dict, jobs: int = 1) -> list[tuple]:
     from hypa.ptxdialect import parse_ptx_file
     from hypa.runtime.emulator.emulator import Emulator
     from hypa.runtime.emulator.launch import launches_from_toml
-    from hypa.runtime.models.timing import TRACE_RECORDS, emulator_program
+    from hypa.runtime.models.timing import TRACE_RECORDS
 
     out = []
     files: dict[str, list] = {}
@@ -135,7 +135,7 @@ def emulate_all(data: dict, jobs: int = 1) -> list[tuple]:
             if emu is None:
                 emu = emus[L.file] = Emulator(parse_ptx_file(L.file), address_trace=TRACE_RECORDS)
             r = emu.run(L, jobs=jobs).without_memory()  # the estimate needs the sizes, not the data
-            out.append((L, r, emulator_program(emu, L), float(k["median_us"]), f"{Path(k['toml']).name}[{k['launch_index']}]"))
+            out.append((L, r, emu.program_for(L), float(k["median_us"]), f"{Path(k['toml']).name}[{k['launch_index']}]"))
         except Exception as e:  # one launch must not stop the fit
             print(f"skipped {k['toml']}[{k['launch_index']}]: {type(e).__name__}: {e}", file=sys.stderr)
     return out

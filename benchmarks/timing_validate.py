@@ -75,7 +75,8 @@ def compare(data: dict, arch: str = "sm_90", metric: str = "median_us", register
     from hypa.runtime.emulator.demangle import demangle
     from hypa.runtime.emulator.emulator import Emulator
     from hypa.runtime.emulator.launch import launches_from_toml
-    from hypa.runtime.models.timing import TRACE_RECORDS, estimate_run, load_arch
+    from hypa.runtime.models.timing import TRACE_RECORDS, load_arch
+    from hypa.runtime.report.batch import estimate_run
 
     a = load_arch(arch)
     empty = (data.get("empty_kernel") or {}).get(metric)

@@ -174,8 +174,9 @@ def _mapping_length(alloc) -> int:
                 continue
             at = ctypes.addressof(buf)
             del buf
-            if at == alloc.start:
-                return -(-len(o) // PAGE) * PAGE
+            skip = alloc.start - at  # the page of slack before the allocation (flat_memory.py)
+            if 0 <= skip < len(o) and skip % PAGE == 0:
+                return -(-(len(o) - skip) // PAGE) * PAGE
     return 0
 
 
@@ -346,7 +347,7 @@ class Capture:
 
     def _holds_addresses(self, chunk: np.ndarray) -> bool:
         """Whether an aligned 8-byte word of ``chunk`` is an address inside an allocation."""
-        starts, _ends, exact = self.rt.memory.tables()
+        _reach, _ends, starts, exact = self.rt.memory.tables()
         words = chunk[: len(chunk) // 8 * 8].view(np.uint64)
         if not len(starts) or not words.size:
             return False

@@ -13,6 +13,7 @@ when the program exits (``FINISH``).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import struct
@@ -25,16 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from hypa.runtime.abi import DEFAULT_STACK_SIZE
+from hypa.runtime.emulator.options import RUN_STEP_BUDGET, EmulationOptions
+from hypa.ptxdialect.diagnostics import HypaError
 
 from . import errors as E
 from .api import API, FINISH, UNSUPPORTED
+from .graph_api import GraphRuntime
 from .texture_api import TextureRuntime
 
 FATBIN_WRAPPER_MAGIC = 0x466243B1
-#: warp-instructions one launch may take under `hypa run` (a real program's launches are
-#: larger than a spec's; a runaway loop still stops, after some minutes)
-RUN_STEP_BUDGET = 100_000_000_000
 FATBIN_MAGIC = 0xBA55ED50
 
 # cudaMemcpyKind
@@ -45,12 +45,10 @@ H2H, H2D, D2H, D2D, DEFAULT = range(5)
 class RunOptions:
     """What ``hypa run`` passes to the program's process (environment ``HYPA_RUN``, JSON)."""
 
-    mode: str = "full"
-    step_budget: int = 0  # 0: the emulator's default
-    memory_metrics: bool = False
-    bounds_check: bool = True  # --mode slice: check accesses outside the slice too
-    initcheck: bool = True  # reads of shared/local bytes never written: a warning
-    strict: bool = False  # ... an error (the launch fails)
+    #: how launches are emulated (runtime/emulator/options.py): full mode by default, so the
+    #: program sees its real results; a launch's step budget is a real program's
+    emulation: EmulationOptions = field(default_factory=lambda: EmulationOptions(mode="full",
+                                                                                 step_budget=RUN_STEP_BUDGET))
     arch: str = "sm_90"
     results: str | None = None  # where the records go (JSON), read back by `hypa run`
     capture: str | None = None
@@ -65,7 +63,12 @@ class RunOptions:
     @classmethod
     def from_environment(cls) -> "RunOptions":
         raw = os.environ.get("HYPA_RUN")
-        return cls(**json.loads(raw)) if raw else cls()
+        if not raw:
+            return cls()
+        d = json.loads(raw)
+        if "emulation" in d:
+            d["emulation"] = EmulationOptions.of(None, **d["emulation"])
+        return cls(**d)
 
     @property
     def sm(self) -> int:
@@ -80,6 +83,8 @@ class Module:
     handle: int
     blob: bytes
     index: int
+    #: where the program keeps the fatbin (finds the file it came from: -rdc objects' PTX)
+    address: int = 0
     ptx: str | None = None
     arch: int | None = None
     error: str | None = None
@@ -109,7 +114,7 @@ class Event:
     recorded: int | None = None  # launches completed when it was recorded
 
 
-class HostRuntime(TextureRuntime):
+class HostRuntime(TextureRuntime, GraphRuntime):
     def __init__(self, major: int, opts: RunOptions) -> None:
         from hypa.runtime.emulator.device_heap import DeviceHeap
         from hypa.runtime.emulator.flat_memory import FlatMemory
@@ -124,12 +129,15 @@ class HostRuntime(TextureRuntime):
         self._grid_sync: dict[str, bool] = {}
         self.modules: dict[int, Module] = {}
         #: cudaLimitStackSize: call stack per thread (recursion, alloca), CUDA's default
-        self.stack_size = DEFAULT_STACK_SIZE
+        self.stack_size = opts.emulation.stack_size
         self.functions: dict[int, Kernel] = {}
         self.symbols: dict[int, Symbol] = {}
         self.config: list[tuple] = []
         self.last_error = 0
         self.sticky = 0
+        #: a fault of a launch that already ran (hypa runs launches to the end at once): sticky
+        #: from the next call that synchronizes with the device, where CUDA reports it
+        self.pending = 0
         self.device = 0
         self.streams: dict[int, int] = {}
         self.events: dict[int, Event] = {}
@@ -143,6 +151,7 @@ class HostRuntime(TextureRuntime):
         self.finished = False
         self._printf = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(self._device_printf)
         self._capturer = None  # capture.Capture, made at the first launch under --capture
+        self._graph_state()  # CUDA graphs, stream capture, memory pools (graph_api.py)
         self._lock = threading.RLock()
         self._printf_out: list[bytes] = []
 
@@ -188,6 +197,13 @@ class HostRuntime(TextureRuntime):
                     vals.append(w)
             name = proto.name.removesuffix("_ptsz").removesuffix("_ptds").removesuffix("_ptsa")
             impl = getattr(self, name.lstrip("_") if name.startswith("__cuda") else name)
+            if self.stream_captures:  # work onto a capturing stream is recorded, not run
+                at = next((i for i, (_k, n) in enumerate(proto.params) if n == "stream"), None)
+                captured = self.capture_call(name.lstrip("_") if name.startswith("__cuda") else name, vals, at)
+                if captured is not None:
+                    return captured
+            if self.pending and name in SYNCHRONIZING:
+                self.sticky, self.pending = self.pending, 0
             if self.sticky and name in ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
                                         "cudaMemcpy", "cudaDeviceReset"):
                 self._flush_printf()  # output printed before the fault still reaches the program
@@ -231,7 +247,7 @@ class HostRuntime(TextureRuntime):
             blob = b""
         else:
             blob = ctypes.string_at(data, hsize + size)
-        m = Module(handle, blob, len(self.modules))
+        m = Module(handle, blob, len(self.modules), data)
         if not blob:
             m.error = "the program registered device code hypa cannot read (no fatbin header)"
         self.modules[handle] = m
@@ -284,6 +300,15 @@ class HostRuntime(TextureRuntime):
             return False
         ptx = [(e.arch, e.payload.rstrip(b"\0").decode("utf-8", errors="replace")) for e in entries if e.kind == ENTRY_PTX]
         sass = sorted({e.arch for e in entries if e.kind == ENTRY_ELF})
+        linked = None
+        if not ptx:  # separate compilation (-rdc): nvlink linked the SASS; the objects' PTX is apart
+            try:
+                linked = self._relocatable_ptx(m)
+            except (InputError, PTXError) as e:
+                m.error = f"the program's separately compiled (-rdc) device code cannot be linked: {e}"
+                return False
+            if linked is not None:
+                ptx = [linked]
         if not ptx:
             a = sass[-1] if sass else 90
             m.error = (f"the program's device code holds machine code (SASS) for "
@@ -292,22 +317,34 @@ class HostRuntime(TextureRuntime):
             return False
         usable = [p for p in ptx if p[0] <= self.opts.sm] or ptx
         m.arch, m.ptx = max(usable, key=lambda p: (p[0], arch_specific(p[1])))
-        m.source = Source(self.opts.program, m.ptx, "elf", f"sm_{m.arch} PTX" + (f" {m.index + 1}" if m.index else ""),
-                          f"sm_{m.arch}")
+        m.source = Source(self.opts.program, m.ptx, "elf", f"sm_{m.arch} PTX" + (f" {m.index + 1}" if m.index else "")
+                          + (" (-rdc objects linked)" if linked is not None else ""), f"sm_{m.arch}")
         try:
             module_op = parse_ptx(m.ptx, filename=f"{self.opts.program}[sm_{m.arch} PTX]")
         except PTXError as e:
             m.error = f"the program's PTX does not parse: {e}"
             return False
-        emu = Emulator(module_op, mode=self.opts.mode, step_budget=self.opts.step_budget or RUN_STEP_BUDGET,
-                       memory_metrics=self.opts.memory_metrics, bounds_check=self.opts.bounds_check,
-                       initcheck=self.opts.initcheck, strict=self.opts.strict, stack_size=self.stack_size,
-                       address_trace=_trace_records(self.opts.memory_metrics))
+        emu = Emulator(module_op, options=self.opts.emulation, stack_size=self.stack_size,
+                       address_trace=_trace_records(self.opts.emulation.memory_metrics))
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
                                ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures,
                                heap=self.heap)
         m.emulator = emu
         return True
+
+    def _relocatable_ptx(self, m: Module) -> tuple[int, str] | None:
+        """(arch, PTX) linked from the relocatable objects (``__nv_relfatbin``) of the file
+        that holds the registered fatbin -- the executable or a shared library -- for the
+        newest architecture the device runs; None where it has none."""
+        from hypa.runtime.report.inputs import relocatable_ptx
+
+        path = _mapped_file(m.address)
+        if path is None:
+            return None
+        with open(path, "rb") as f:
+            linked = relocatable_ptx(path, f.read())
+        usable = [p for p in linked if p[0] <= self.opts.sm] or linked
+        return max(usable, key=lambda p: p[0]) if usable else None
 
     def _storage(self, m: Module, name: str, size: int) -> np.ndarray:
         arr = m.storage.get(name)
@@ -374,7 +411,6 @@ class HostRuntime(TextureRuntime):
         self._flush_printf()
         from hypa.runtime.report.batch import LaunchRecord
         from hypa.runtime.emulator.emulator import EmulationError
-        from hypa.runtime.report.errors import LAUNCH_ERRORS
         from hypa.runtime.emulator.launch import Launch, LaunchError
 
         k = self.functions.get(func)
@@ -382,12 +418,15 @@ class HostRuntime(TextureRuntime):
             self.say(f"a launch of a function hypa has not seen registered (host address {func:#x})", once=("fn", func))
             return E.cudaErrorInvalidDeviceFunction
         if not self._load(k.module):
-            self.say(f"kernel {k.name}: {k.module.error}", once=("mod", k.module.index))
-            return E.cudaErrorNoKernelImageForDevice
+            # a GPU would run it: going on would hand the program garbage for its results
+            self.say(f"kernel {k.name}: {k.module.error}; stopping the program (its results would be wrong)")
+            self.finish()
+            sys.stdout.flush()
+            os._exit(1)
         emu = k.module.emulator
         try:
             prog = emu.program(k.name)
-        except LAUNCH_ERRORS as e:
+        except HypaError as e:
             self.say(f"kernel {k.name}: {e}", once=("prog", k.name))
             return E.cudaErrorInvalidKernelImage
         if self._uses_grid_sync(k.name, prog):
@@ -414,11 +453,11 @@ class HostRuntime(TextureRuntime):
             for n in rec.result.notes:
                 if n.startswith("an access touched"):
                     self.say(f"warning: launch {index} ({k.name}): {n}")
-        except EmulationError as e:
+        except EmulationError as e:  # a fault: asynchronous, as on a GPU (the launch itself succeeds)
             rec.error = str(e)
-            self.sticky = E.for_emulation_error(e.code)
+            self.pending = self.pending or E.for_emulation_error(e.code)
             self.say(f"launch {index}: {e}")
-        except LAUNCH_ERRORS as e:  # the kernel did not run: later calls say so, as after a fault
+        except HypaError as e:  # the kernel did not run: later calls say so, as after a fault
             rec.error = str(e)
             self.say(f"launch {index} ({k.name}): {e}")
             self.records.append(rec)
@@ -453,10 +492,10 @@ class HostRuntime(TextureRuntime):
             t = None
             if rec.result is not None:
                 try:
-                    from hypa.runtime.models.timing import emulator_program, estimate
+                    from hypa.runtime.models.timing import estimate
 
                     t = estimate(rec.result, rec.launch, self.opts.arch if self.opts.arch != "sm_90" else "h100",
-                                 program=emulator_program(rec.source and self._module_of(rec).emulator, rec.launch)).time_us
+                                 program=self._module_of(rec).emulator.program_for(rec.launch)).time_us
                 except Exception as e:  # no estimate for this launch: say why, count it as zero
                     self.say(f"no timing estimate for launch {index}: {e}", once=("est", index))
             self.estimate_cache[index] = t
@@ -745,7 +784,7 @@ class HostRuntime(TextureRuntime):
             self.stack_size = int(value)
             for m in self.modules.values():
                 if getattr(m, "emulator", None) is not None:
-                    m.emulator.stack_size = self.stack_size
+                    m.emulator.options = dataclasses.replace(m.emulator.options, stack_size=self.stack_size)
         elif limit == 2 and not self.heap.set_size(int(value)):
             # cudaLimitMallocHeapSize: fixed once a kernel has called malloc, as in CUDA
             return E.cudaErrorInvalidValue
@@ -779,6 +818,7 @@ class HostRuntime(TextureRuntime):
             if a.kind in ("device", "managed"):
                 self.memory.release(a.start)
         self.sticky = 0
+        self.pending = 0
         self.last_error = 0
         return 0
 
@@ -1072,6 +1112,31 @@ def install(set_dispatch: int, major: int) -> None:
     proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int)
     _DISPATCH = proto(_RUNTIME.dispatch)
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(set_dispatch)(ctypes.cast(_DISPATCH, ctypes.c_void_p).value)
+
+
+#: the calls that wait for the device's earlier work, where a kernel's fault becomes visible
+#: (CUDA reports asynchronous errors "on a later, unrelated call"; these always see them)
+SYNCHRONIZING = frozenset({
+    "cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+    "cudaStreamQuery", "cudaEventQuery", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
+    "cudaMemcpyFromSymbol", "cudaMemcpyToArray", "cudaMemcpyFromArray", "cudaMemcpy2DToArray",
+    "cudaMemcpy2DFromArray", "cudaFree", "cudaFreeHost", "cudaFreeArray",
+})
+
+
+def _mapped_file(address: int) -> str | None:
+    """The file whose mapping holds ``address`` in this process (/proc/self/maps), or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                if lo <= address < hi and len(parts) == 6 and parts[5].startswith("/"):
+                    path = parts[5].strip()
+                    return path if os.path.isfile(path) else None
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _trace_records(memory_metrics: bool) -> int:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from hypa.ptxdialect.diagnostics import HypaError
+
 DT_NEEDED = 1
 PT_DYNAMIC = 2
 PT_LOAD = 1
@@ -22,8 +24,8 @@ class ProgramInfo:
     has_device_code: bool
 
 
-class NotAProgram(Exception):
-    pass
+class NotAProgram(HypaError):
+    """A file ``hypa run`` cannot run: not an ELF executable, or a damaged one."""
 
 
 def inspect(path: str) -> ProgramInfo:

@@ -21,13 +21,15 @@ import subprocess
 import sysconfig
 import tempfile
 
+from hypa.ptxdialect.diagnostics import HypaError
+
 from .api import API, FINISH, UNSUPPORTED, Prototype
 
 SUPPORTED_MAJORS = (12, 13)
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class BuildError(Exception):
+class BuildError(HypaError):
     """The runtime library cannot be built here (no compiler, no Python headers ...)."""
 
 

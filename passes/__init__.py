@@ -15,6 +15,7 @@ _PASSES = {
     "ptx-out-of-ssa": ("out_of_ssa", "PTXOutOfSSA"),
     "slice-branches": ("slice", "SliceBranches"),
     "hoist-bounds-checks": ("hoist_checks", "HoistBoundsChecks"),
+    "ptx-contract-fma": ("contract", "ContractFMA"),
     "count-instructions": ("count", "CountInstructions"),
     "print-cfg-dot": ("cfg_dot", "PrintCFGDot"),
     "instrument-block-counters": ("instrument", "InstrumentBlockCounters"),

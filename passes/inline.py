@@ -46,6 +46,7 @@ from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import (
     ArgsAttr,
     BranchTargetsOp,
@@ -84,8 +85,8 @@ SCOPE_STRIDE = 1 << 20
 MAX_INLINES = 4096
 
 
-class InlineError(Exception):
-    pass
+class InlineError(HypaError):
+    """A call ``ptx-inline`` cannot inline (reported as the pass's diagnostic)."""
 
 
 def callee_name(call: InstructionOp) -> tuple[str | None, bool]:

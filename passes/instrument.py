@@ -58,6 +58,7 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import (
     INSTRUCTION_OPS,
@@ -88,8 +89,8 @@ MAP_VERSION = 1
 MIN_PTX_VERSION = (6, 2)  # activemask
 
 
-class InstrumentError(DiagnosticException):
-    pass
+class InstrumentError(HypaError, DiagnosticException):
+    """A module ``instrument-block-counters`` cannot instrument."""
 
 
 @dataclass
@@ -170,7 +171,10 @@ class CounterMap:
         ``not_predicated_off_thread_inst_executed`` counts a guarded branch
         for every active lane, as the emulator does;
         ``not_predicated_off_thread_inst_executed_taken`` counts only the lanes
-        that take it (docs/design.md's definition for a guarded ``bra``)."""
+        that take it (docs/design.md's definition for a guarded ``bra``).
+
+        Counts only: their ratios (``branch_efficiency`` ...) are the metric registry's
+        (``hypa.runtime.metrics.registry.with_ratios``), computed there as for the emulator."""
         c = [int(x) for x in counters]
         inst = thread_inst = npo = npo_taken = 0
         flops = {"sp": 0, "dp": 0, "hp": 0, "special": 0}
@@ -211,7 +215,6 @@ class CounterMap:
             "flop_count_special": flops["special"],
             "branch": branch,
             "divergent_branch": divergent,
-            "branch_efficiency": 100.0 * (branch - divergent) / branch if branch else 100.0,
         }
 
 

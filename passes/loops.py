@@ -40,14 +40,6 @@ class LoopInfo:
     loops: list[Loop]
     irreducible_edges: list[tuple[int, int]]
 
-    def loop_of(self, block: int) -> Loop | None:
-        """The innermost loop containing ``block``."""
-        best: Loop | None = None
-        for lp in self.loops:
-            if block in lp.blocks and (best is None or len(lp.blocks) < len(best.blocks)):
-                best = lp
-        return best
-
     @property
     def is_reducible(self) -> bool:
         return not self.irreducible_edges

@@ -45,30 +45,13 @@ from hypa.ptxdialect.dialect import (
 )
 from hypa.ptxdialect.isa import TYPE_BITS, VECTOR_REG_TYPES
 from hypa.ptxdialect.operands import Operand, iter_regs, map_regs
-from hypa.ptxdialect.printer import Namer
 
 from .cfg import CFG, block_label
 from .dominance import dominator_tree_children, immediate_dominators
+from .liveness import Liveness, edge_uses, op_uses
 from .ssa import CC_TYPE, SSA_ATTR, is_ssa
 
 Name = tuple[str, int]  # (register name, scope)
-
-
-def _instr_operands(op: Operation):
-    if isinstance(op, InstructionOp):
-        return op.instruction_operands()
-    if isinstance(op, FallthroughOp):
-        return ()
-    return op.operands
-
-
-def _edge_operands(term: Operation) -> list[list[SSAValue]]:
-    """Block arguments passed along each successor slot of a terminator."""
-    if isinstance(term, FallthroughOp):
-        return [list(term.operands)]
-    if isinstance(term, InstructionOp):
-        return [list(term.successor_operands(k)) for k in range(len(term.successors))]
-    return [[] for _ in term.successors]
 
 
 def _type_of(v: SSAValue) -> str:
@@ -93,7 +76,7 @@ class _Homes:
                         self.home[v] = (d[1], d[2])
             term = block.last_op
             if term is not None:
-                for s, vals in zip(term.successors, _edge_operands(term)):
+                for s, vals in zip(term.successors, edge_uses(term)):
                     for a, v in zip(s.args, vals):
                         incoming.setdefault(a, []).append(v)
         # a block argument merges one register: take it from its inputs
@@ -114,39 +97,6 @@ class _Homes:
 
     def __getitem__(self, v: SSAValue) -> Name:
         return self.home[v]
-
-
-def _liveness(cfg: CFG) -> list[set[SSAValue]]:
-    """Live-out sets of every block (successor arguments are used on the edge)."""
-    n = len(cfg)
-    use: list[set[SSAValue]] = [set() for _ in range(n)]
-    defs: list[set[SSAValue]] = [set() for _ in range(n)]
-    edge_uses: list[set[SSAValue]] = [set() for _ in range(n)]
-    for bi, block in enumerate(cfg.blocks):
-        d = defs[bi]
-        d.update(block.args)
-        for op in block.ops:
-            for v in _instr_operands(op):
-                if v not in d:
-                    use[bi].add(v)
-            if op is block.last_op:
-                for vals in _edge_operands(op):
-                    edge_uses[bi].update(vals)
-            d.update(op.results)
-    live_in: list[set[SSAValue]] = [set() for _ in range(n)]
-    live_out: list[set[SSAValue]] = [set() for _ in range(n)]
-    changed = True
-    while changed:
-        changed = False
-        for bi in reversed(range(n)):
-            out = set(edge_uses[bi])
-            for s in cfg.succs[bi]:
-                out |= live_in[s] - set(cfg.blocks[s].args)
-            inn = use[bi] | (out - defs[bi])
-            if out != live_out[bi] or inn != live_in[bi]:
-                live_out[bi], live_in[bi] = out, inn
-                changed = True
-    return live_out
 
 
 class _Function:
@@ -198,18 +148,18 @@ class _Function:
 
     def assign(self) -> dict[Operation, list[tuple[Name, Name, str]]]:
         cfg, homes = self.cfg, self.homes
-        live_out = _liveness(cfg)
+        liveness = Liveness.of(cfg)
         conflicts: dict[SSAValue, list[SSAValue]] = {}
         for bi, block in enumerate(cfg.blocks):
             live: dict[Name, set[SSAValue]] = {}
-            for v in live_out[bi]:
+            for v in liveness.live_out(bi):
                 live.setdefault(homes[v], set()).add(v)
             for op in reversed(list(block.ops)):
                 for v in op.results:
                     bucket = live.get(homes[v], set())
                     conflicts[v] = [u for u in bucket if u is not v]
                     bucket.discard(v)
-                for v in _instr_operands(op):
+                for v in op_uses(op):
                     live.setdefault(homes[v], set()).add(v)
             for v in block.args:
                 conflicts[v] = [u for u in live.get(homes[v], ()) if u is not v]
@@ -271,7 +221,7 @@ class _Function:
                 continue
             new_term = term.prev_op if isinstance(term, InstructionOp) else term
             assert new_term is not None
-            for k, (s, vals) in enumerate(zip(list(term.successors), _edge_operands(term))):
+            for k, (s, vals) in enumerate(zip(list(term.successors), edge_uses(term))):
                 copies = [(self.name(a), self.name(v), _type_of(a)) for a, v in zip(s.args, vals) if self.name(a) != self.name(v)]
                 if copies:
                     self._place_copies(bi, new_term, k, s, _sequentialize(copies, self))
@@ -485,8 +435,3 @@ class PTXOutOfSSA(ModulePass):
         for func in op.walk():
             if isinstance(func, FuncOp):
                 convert_function(func)
-
-
-def ptx_namer(module: ModuleOp) -> Namer | None:
-    """Register form prints its ``args`` as they are; kept for the printer's API."""
-    return None

@@ -10,22 +10,22 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .diagnostics import PTXError, PTXSyntaxError
+    from .diagnostics import HypaError, InputError, PTXError, PTXSyntaxError
     from .dialect import PTX, FuncOp, InstructionOp, is_instruction
     from .parser import parse_ptx, parse_ptx_file
     from .printer import module_to_ptx, print_ptx
 
 #: exported name -> the submodule that defines it
 _EXPORTS = {
-    "PTXError": "diagnostics", "PTXSyntaxError": "diagnostics",
+    "HypaError": "diagnostics", "InputError": "diagnostics", "PTXError": "diagnostics", "PTXSyntaxError": "diagnostics",
     "PTX": "dialect", "FuncOp": "dialect", "InstructionOp": "dialect", "is_instruction": "dialect",
     "parse_ptx": "parser", "parse_ptx_file": "parser",
     "module_to_ptx": "printer", "print_ptx": "printer",
 }
-_SUBMODULES = ("diagnostics", "dialect", "isa", "lexer", "operands", "parser", "printer", "target")
+_SUBMODULES = ("declarations", "diagnostics", "dialect", "isa", "lexer", "operands", "parser", "printer", "symbols")
 
 __all__ = [
-    "PTX", "FuncOp", "InstructionOp", "PTXError", "PTXSyntaxError", "is_instruction",
+    "PTX", "FuncOp", "HypaError", "InputError", "InstructionOp", "PTXError", "PTXSyntaxError", "is_instruction",
     "module_to_ptx", "parse_ptx", "parse_ptx_file", "print_ptx",
 ]
 

@@ -42,24 +42,67 @@ class SourceFile:
         return self.text[starts[line] : end if end >= 0 else len(self.text)]
 
 
-class PTXError(Exception):
-    """A diagnostic about PTX input, rendered as ``file:line:col: error: msg``."""
+class HypaError(Exception):
+    """The base of the errors hypa reports to a user: a message that says what is wrong with
+    the input, the launch or the kernel, and -- when it points into a file -- where
+    (``file``, 1-based ``line`` and ``column``; 0 where unknown), like xDSL's
+    ``DiagnosticException``.  A command prints ``render(prog)`` and fails; a
+    batch of launches ends the launch that raised one and goes on.  Any other exception is a
+    bug in hypa.  Signals caught where they are raised never reach a user and are not
+    ``HypaError``: ``isa.UnknownOpcode``/``UnknownModifier`` (the parser's lookups), a lane's
+    ``TextureFault`` (the launch reports it as an ``EmulationError``), the demangler's
+    ``_Fail``, the executor's ``WorkerTraceback`` (the traceback text of a worker's error)."""
+
+    file: str | None = None
+    line: int = 0
+    column: int = 0
+
+    def __init__(self, message: str = "", *, file: str | None = None, line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.message = message
+        if file is not None:
+            self.file, self.line, self.column = file, line, column
+
+    def render(self, prog: str) -> str:
+        """The line a command prints: ``file:line:col: error: message`` for an error that
+        points into a file, else ``prog: error: message``."""
+        if self.file is None:
+            return f"{prog}: error: {self}"
+        where = ":".join([self.file, *(str(n) for n in (self.line, self.column) if n)])
+        return f"{where}: error: {self.message}"
+
+
+class InputError(HypaError):
+    """An input that cannot be read or turned into PTX (missing, a directory, a binary with no
+    PTX for the target ...), with a message that says why and what to do."""
+
+
+class PTXError(HypaError):
+    """A diagnostic about PTX input, rendered as ``file:line:col: error: msg`` with the line
+    and a caret under the column."""
 
     def __init__(self, source: SourceFile | None, offset: int, message: str):
+        super().__init__(message)
         self.source = source
         self.offset = offset
-        self.message = message
-        super().__init__(self.render())
 
-    @property
+    @property  # type: ignore[override]
+    def file(self) -> str | None:
+        return self.source.filename if self.source else None
+
+    @property  # type: ignore[override]
     def line(self) -> int:
         return self.source.location(self.offset)[0] if self.source else 0
 
-    @property
+    @property  # type: ignore[override]
     def column(self) -> int:
         return self.source.location(self.offset)[1] if self.source else 0
 
-    def render(self) -> str:
+    def __str__(self) -> str:
+        return self.render()
+
+    def render(self, prog: str | None = None) -> str:
+        """The located diagnostic (``prog`` is not shown: the file names the input)."""
         if self.source is None:
             return f"error: {self.message}"
         line, col = self.source.location(self.offset)

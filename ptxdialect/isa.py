@@ -951,10 +951,6 @@ def flop_weights(instr: Instr, mods: tuple[str, ...]) -> tuple[str, int]:
     return ("hp", instr.flops * mult)
 
 
-def writes_cc(instr: Instr, mods: tuple[str, ...]) -> bool:
-    return ".cc" in mods
-
-
 def parse_only_entries() -> list[str]:
     return sorted(i.name for i in INSTRUCTIONS if i.status == "parse")
 

@@ -57,24 +57,6 @@ from typing import Any
 
 Operand = tuple[Any, ...]
 
-SINK: Operand = ("sink",)
-
-
-def reg(name: str, scope: int = 0) -> Operand:
-    return ("reg", name, scope)
-
-
-def imm(text: str) -> Operand:
-    return ("imm", text)
-
-
-def sym(name: str, offset: int = 0) -> Operand:
-    return ("sym", name, offset)
-
-
-def addr(base: Operand, offset: int = 0, suffix: str = "") -> Operand:
-    return ("addr", base, offset, suffix)
-
 
 def _fmt_offset(offset: int) -> str:
     # nvcc writes negative offsets as "+-8"; both forms assemble.
@@ -118,10 +100,6 @@ def format_operand(op: Operand, reg_name: Callable[[Operand], str] | None = None
     if kind == "neg":
         return "-" + format_operand(op[1], reg_name)
     raise ValueError(f"unknown operand kind {kind!r}")
-
-
-def format_operands(args: tuple[Operand, ...], reg_name: Callable[[Operand], str] | None = None) -> str:
-    return ", ".join(format_operand(a, reg_name) for a in args)
 
 
 def format_reg_annotated(op: Operand) -> str:

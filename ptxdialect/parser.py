@@ -398,7 +398,6 @@ class PTXParser:
         return t[0] == NUM and not is_float_immediate(t[1])
 
     def _const_expr(self, what: str) -> int:
-        start = self.peek()
         v = self._ternary(what)
         v &= (1 << 64) - 1
         return v - (1 << 64) if v >> 63 else v

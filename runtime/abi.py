@@ -67,7 +67,7 @@ CTX_FLAT_N = CTX_FLAT_START + 2                      # number of ranges (0: no f
 CTX_FLAT_HINT = CTX_FLAT_START + 3                   # index of the range hit last
 CTX_PRINTF = CTX_FLAT_START + 4                      # device printf: void(*)(ctx, fmt, args) or 0
 CTX_FLAT_EXACT_END = CTX_FLAT_START + 5               # pointer to i64 ends of the bytes asked for
-CTX_FLAT_SLACK = CTX_FLAT_START + 6                   # first address touched past an exact end (0: none)
+CTX_FLAT_SLACK = CTX_FLAT_START + 6                   # first address touched outside the bytes asked for (0: none)
 # initcheck (reads of shared/local bytes no thread wrote): a shadow byte per byte, 0xFF once
 # written, CTX_SHADOW_* bytes after the byte (shared: after the CTA's shared bytes, local:
 # after the CTA's local block); 0 when initcheck is off
@@ -99,7 +99,8 @@ CTX_CTA_STEPS = CTX_FLAT_START + 22                  # pointer to i64 pairs per 
 CTX_HEAP = CTX_FLAT_START + 23                       # device malloc/free: int64(*)(ctx, op, lanes, in, out) (runtime/emulator/device_heap.py)
 CTX_TRACE_ATOMICS = CTX_FLAT_START + 24              # atomic sector requests seen by the trace (kept or not)
 CTX_TRACE_ATOMIC_EXTRA = CTX_FLAT_START + 25         # their operations beyond the first on one word
-CTX_WORDS = CTX_FLAT_START + 26
+CTX_FLAT_EXACT_START = CTX_FLAT_START + 26          # pointer to i64 starts of the bytes asked for
+CTX_WORDS = CTX_FLAT_START + 27
 
 #: trace record kinds (bits 48.. of a record's second word)
 TRACE_LOAD = 0        # cached in L1 (ld.global .ca/.nc/default, generic loads)

@@ -20,27 +20,6 @@ if TYPE_CHECKING:
     from hypa.runtime.emulator.emulator import Emulator, LaunchResult
     from hypa.runtime.emulator.launch import Launch
 
-#: (module, class) of the errors a launch reports as ``prog: error: ...``
-_ERROR_CLASSES = (
-    ("hypa.runtime.emulator.launch", "LaunchError"),
-    ("hypa.runtime.emulator.emulator", "EmulationError"),
-    ("hypa.runtime.emulator.program", "ProgramError"),
-    ("hypa.runtime.models.timing", "TimingError"),
-    ("hypa.runtime.emulator.lowering.rules", "LoweringError"),
-)
-
-
-def loaded_errors() -> tuple[type[Exception], ...]:
-    """The classes of ``_ERROR_CLASSES`` whose modules are loaded, for an ``except`` clause:
-    an exception of a class that was never imported cannot have been raised."""
-    out = []
-    for m, c in _ERROR_CLASSES:
-        cls = getattr(sys.modules.get(m), c, None)
-        if cls is not None:
-            out.append(cls)
-    return tuple(out)
-
-
 def arch_argument(text: str) -> str:
     """argparse ``type=`` of ``--estimate-time``: ``runtime/models/timing.py``'s check, loaded when the option is given."""
     from hypa.runtime.models.timing import arch_argument as check
@@ -49,54 +28,38 @@ def arch_argument(text: str) -> str:
 
 
 def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = True) -> None:
-    """The emulation options.  With ``with_emulate`` (``hypa-opt``), ``--step-budget``
-    defaults to None and ``run_launches`` substitutes the emulator's default, so that
-    parsing the options does not load the emulator."""
-    if with_emulate:
-        step_budget_default = None
-    else:
-        from hypa.runtime.emulator.emulator import DEFAULT_STEP_BUDGET as step_budget_default
+    """The emulation options: ``EmulationOptions``' fields (runtime/emulator/options.py), and
+    what says which launches to run and how to print them.  With ``with_emulate``
+    (``hypa-opt``): ``--emulate``."""
+    from hypa.runtime.emulator import options
+
     g = p.add_argument_group("emulation")
     if with_emulate:
         g.add_argument("--emulate", nargs="?", const="", default=None, metavar="SPEC",
                        help="emulate a launch and print its metrics instead of the IR; SPEC is "
                             "'grid=N block=N args=a,b,... buffer.NAME=dtype:count[:init] kernel=NAME'")
     g.add_argument("--launch", metavar="FILE", help="launches from a TOML file (docs/guide.md, \"Launch specification\")")
-    g.add_argument("--mode", choices=("slice", "full"), default="slice",
-                   help="emulate only the slice (default) or every instruction")
     g.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
     g.add_argument("--csv-columns", choices=("hypa-py", "hypa", "blocks", "mix", "memory"), default="hypa-py",
                    help="CSV rows: one per launch with our columns (hypa-py) or HyPA's (Kernel, Static, Dynamic, "
                         "%% to execute); or one per basic block (blocks), per opcode of the kernel and of each "
                         "block (mix), per memory instruction (memory, with --memory-metrics)")
-    g.add_argument("--exact-predicates", action="store_true", default=None,
-                   help="also slice guard predicates so predicated-off counts are exact (default: as a slice "
-                        "recorded in the IR says, else off)")
-    g.add_argument("--step-budget", type=int, default=step_budget_default, metavar="N",
-                   help="stop after N warp-instructions (runaway loops)")
-    g.add_argument("--stack-size", type=int, default=None, metavar="BYTES",
-                   help="call stack per thread for recursion and alloca (default 1024, CUDA's cudaLimitStackSize)")
     g.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                    help="stop the whole command after SECONDS of wall-clock time (exit status 124)")
     g.add_argument("--kernel", default=None, help="kernel to launch (mangled or demangled name)")
     g.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="spread CTAs over N processes")
-    g.add_argument("--memory-metrics", action="store_true",
-                   help="also slice memory addresses: sectors/lines per request (global), bank conflicts (shared)")
-    g.add_argument("--no-bounds-check", dest="bounds_check", action="store_false", default=True,
-                   help="slice mode: do not compute and bounds-check the addresses of accesses outside the "
-                        "slice (faster; an out-of-bounds access then goes unreported)")
-    g.add_argument("--no-initcheck", dest="initcheck", action="store_false", default=True,
-                   help="do not track which shared/local bytes were written (initcheck: a read of a byte no "
-                        "thread wrote is a warning; off in slice mode with --no-bounds-check)")
-    g.add_argument("--strict", action="store_true",
-                   help="a read of shared/local memory never written (initcheck) is an error, not a warning")
-    g.add_argument("--reconvergence", choices=("yield", "ipdom"), default="yield",
-                   help="where divergent lanes of a warp reconverge (warp-level counts only): at the immediate "
-                        "post-dominator, except that lanes waiting there go on alone when others run a spin loop "
-                        "(ptxas's YIELD, as on the GPU; the default), or always at the immediate post-dominator")
     g.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH", type=arch_argument,
                    help="also estimate the kernel's cycles and time on ARCH (sm_90 = H100 SXM5, the default; "
                         "sm_80 = A100; or an arch .toml): runtime/models/timing.py")
+    options.add_arguments(g)
+
+
+def emulation_options(args: argparse.Namespace):
+    """The ``EmulationOptions`` of a command line (with ``--estimate-time``, the address trace
+    its cache model reads)."""
+    from hypa.runtime.emulator import options
+
+    return options.from_arguments(args, address_trace=_trace_records(args))
 
 
 def launches_from_args(args: argparse.Namespace) -> list[Launch]:
@@ -137,17 +100,9 @@ def select_kernel(module: ModuleOp, launches: Sequence[Launch], name: str | None
 
 
 def run_launches(module: ModuleOp, launches: Sequence[Launch], args: argparse.Namespace) -> list[LaunchResult]:
-    from hypa.runtime import abi
-    from hypa.runtime.emulator.emulator import DEFAULT_STEP_BUDGET, Emulator
+    from hypa.runtime.emulator.emulator import Emulator
 
-    budget = args.step_budget if args.step_budget is not None else DEFAULT_STEP_BUDGET
-    stack = getattr(args, "stack_size", None)
-    emu = Emulator(module, mode=args.mode, exact_predicates=args.exact_predicates, step_budget=budget,
-                   stack_size=abi.DEFAULT_STACK_SIZE if stack is None else stack,
-                   memory_metrics=getattr(args, "memory_metrics", False),
-                   bounds_check=getattr(args, "bounds_check", True), initcheck=getattr(args, "initcheck", True),
-                   strict=getattr(args, "strict", False), reconvergence=getattr(args, "reconvergence", "yield"),
-                   address_trace=_trace_records(args))
+    emu = Emulator(module, options=emulation_options(args))
     launches = select_kernel(module, launches, getattr(args, "kernel", None))
     results = []
     for L in launches:  # one launch's memory at a time: the metrics are what is printed
@@ -170,11 +125,11 @@ def attach_estimate(result: LaunchResult, emu: Emulator, launch: Launch, args: a
     """With ``--estimate-time``: the timing estimate of ``result`` (``result.time_estimate``)."""
     arch = getattr(args, "estimate_time", None)
     if arch:
-        from hypa.runtime.models.timing import estimate_run
+        from hypa.runtime.models.timing import estimate
 
-        result.time_estimate = estimate_run(emu, launch, result, arch)  # type: ignore[attr-defined]
+        result.time_estimate = estimate(result, launch, arch, program=emu.program_for(launch))  # type: ignore[attr-defined]
         result.memory_trace = None  # read by the estimate alone; launches must not accumulate traces
-        if not getattr(args, "memory_metrics", False):  # traced for the estimate, shown only if asked
+        if not args.memory_metrics:  # traced for the estimate, shown only if asked
             result.metrics.memory = None
 
 

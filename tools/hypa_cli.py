@@ -24,10 +24,9 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from hypa.ptxdialect.diagnostics import PTXError
-from hypa.runtime.report.inputs import InputError
+from hypa.ptxdialect.diagnostics import HypaError
 
-from .emulate_cli import add_emulation_arguments, fail, loaded_errors
+from .emulate_cli import add_emulation_arguments, fail
 
 
 def _add_batch_arguments(p: argparse.ArgumentParser) -> None:
@@ -58,18 +57,14 @@ def _add_batch_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace):
+    from hypa.runtime.emulator.options import from_arguments
     from hypa.runtime.report.batch import ProfileOptions
     from hypa.runtime.report.inputs import InputOptions
 
     if args.jobs < 1:
         fail("hypa", "--jobs must be at least 1")
     return ProfileOptions(
-        mode=args.mode, exact_predicates=args.exact_predicates, step_budget=args.step_budget,
-        memory_metrics=getattr(args, "memory_metrics", False), bounds_check=getattr(args, "bounds_check", True),
-        initcheck=getattr(args, "initcheck", True), strict=getattr(args, "strict", False),
-        reconvergence=getattr(args, "reconvergence", "yield"),
-        **({"stack_size": args.stack_size} if getattr(args, "stack_size", None) is not None else {}),
-        jobs=args.jobs, per_cta=args.per_cta,
+        emulation=from_arguments(args), jobs=args.jobs, per_cta=args.per_cta,
         scheduler=args.scheduler, cta_chunk=args.cta_chunk, dedup=not args.no_dedup, kernel=args.kernel,
         fail_fast=args.fail_fast, estimate_time=getattr(args, "estimate_time", None),
         inputs=InputOptions(arch=args.arch, nvcc_flags=shlex.split(args.nvcc_flags), ptx_arch=args.ptx_arch,
@@ -184,10 +179,7 @@ def report_cmd(args: argparse.Namespace) -> int:
 def diff_cmd(args: argparse.Namespace) -> int:
     from hypa.runtime.report import diff
 
-    try:
-        pairs = diff.pair(diff.load(args.a), diff.load(args.b))
-    except diff.DiffError as e:
-        fail("hypa", str(e))
+    pairs = diff.pair(diff.load(args.a), diff.load(args.b))
     names = (args.a, args.b)
     text = diff.html_page(pairs, names) if args.output and args.output.endswith(".html") else diff.table(pairs, names)
     if args.output:
@@ -318,11 +310,9 @@ def _main(argv: Sequence[str] | None) -> None:
         if args.timing:
             print(timing_report(), file=sys.stderr)
         sys.exit(rc)
-    except PTXError as e:
-        print(e, file=sys.stderr)
+    except HypaError as e:
+        print(e.render("hypa"), file=sys.stderr)
         sys.exit(1)
-    except (*loaded_errors(), InputError) as e:
-        fail("hypa", str(e))
     except OSError as e:
         fail("hypa", f"{e.strerror}: {e.filename}")
     except KeyboardInterrupt:

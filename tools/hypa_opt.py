@@ -51,10 +51,10 @@ from xdsl.utils.exceptions import (  # noqa: E402
 )
 from xdsl.xdsl_opt_main import xDSLOptMain  # noqa: E402
 
-from hypa.ptxdialect.diagnostics import PTXError  # noqa: E402
+from hypa.ptxdialect.diagnostics import HypaError, InputError, PTXError  # noqa: E402
 
 # the emulator, numpy, LLVM and the report load only when --emulate/--launch runs
-from .emulate_cli import add_emulation_arguments, loaded_errors  # noqa: E402
+from .emulate_cli import add_emulation_arguments  # noqa: E402
 
 #: this process is the hypa-opt command (not a program that imported this module)
 _COMMAND = __name__ == "__main__" or os.path.basename(sys.argv[0]) in ("hypa-opt", "hypa-opt.exe")
@@ -66,10 +66,6 @@ if _gc_paused and not _COMMAND:
 
 #: the first thing in a PTX text, comments and blank space aside, is a directive
 _PTX_START = re.compile(rb"\A(?:\s+|//[^\n]*|/\*.*?\*/)*\.[A-Za-z_]", re.S)
-
-
-class InputError(Exception):
-    """An input file that cannot be read at all (missing, a directory ...)."""
 
 
 class _PassFlag(argparse.Action):
@@ -264,8 +260,6 @@ class HypaOptMain(xDSLOptMain):
             else:
                 self._llvm_target_options()
                 super().run()
-        except PTXError as e:
-            _fail(e.render())
         except ParseError as e:
             note = ""
             if self.args.input_file is None and not self.args.frontend:
@@ -274,34 +268,43 @@ class HypaOptMain(xDSLOptMain):
                     "'.version' (or pass -f ptx)"
                 )
             _fail(_render_parse_error(e) + note)
-        except (VerifyException, DiagnosticException, PassFailedException) as e:
+        except (VerifyException, DiagnosticException, PassFailedException) as e:  # a pass's (InstrumentError too)
             _fail(f"{self.get_input_name()}: error: {e}")
-        except InputError as e:
-            _fail(f"hypa-opt: error: {e}")
-        except loaded_errors() as e:  # LaunchError, EmulationError ... (emulate_cli._ERROR_CLASSES)
-            _fail(f"hypa-opt: error: {e}")
+        except HypaError as e:  # PTXError (located), InputError, LaunchError, EmulationError ...
+            _fail(e.render("hypa-opt"))
         except ValueError as e:
             # xDSL's own input errors (unknown file extension, bad pipeline ...)
             hint = " (choose a front end with -f ptx or -f mlir)" if "file extension" in str(e) else ""
-            _fail(f"hypa-opt: error: {e}{hint}")
+            _fail(f"hypa-opt: error: {_kebab_option_names(str(e))}{hint}")
 
 
     def _llvm_target_options(self) -> None:
-        """``-t llvm`` takes ``--mode``, ``--kernel``, ``--exact-predicates`` and
-        ``--memory-metrics`` as the emulation does (``-t 'llvm{mode=full}'`` spells them as
-        target options; given both ways, the target's own win)."""
+        """Without ``--emulate``/``--launch`` the emulation options act only on ``-t llvm``,
+        and there only those that change the code (``EmulationOptions.key()``) and
+        ``--kernel``: they become target options (``-t 'llvm{mode=full}'`` spells them so;
+        given both ways, the target's own win).  Any other one given is an error, not ignored."""
+        from hypa.runtime.emulator import options
+
         a = self.args
-        if getattr(a, "target", None) != "llvm":
+        target = getattr(a, "target", None) or ""
+        llvm = target.split("{")[0] == "llvm"
+        code = [f.name for f in options.cli_fields() if f.metadata["code"]] if llvm else []
+        idle = options.given_flags(a, [f.name for f in options.cli_fields() if f.name not in code])
+        if idle:
+            raise InputError(f"{', '.join(idle)} {'has' if len(idle) == 1 else 'have'} no effect without --emulate "
+                             f"or --launch" + (" (-t llvm takes the options that change the code)" if llvm else ""))
+        if not llvm:
             return
-        opts = []
-        if a.mode != "slice":
-            opts.append(f"mode={a.mode}")
-        if getattr(a, "kernel", None):
+        own = target[len("llvm"):].strip().removeprefix("{").removesuffix("}").strip()
+        named = {t.split("=")[0].replace("-", "_") for t in own.split()}
+        opts = [own] if own else []
+        given = options.from_arguments(a)
+        for name in code:
+            value = getattr(given, name)
+            if name not in named and options.given_flags(a, [name]):
+                opts.append(f"{name}={str(value).lower() if isinstance(value, bool) else value}")
+        if getattr(a, "kernel", None) and "kernel" not in named:
             opts.append(f"kernel={a.kernel}")
-        if getattr(a, "exact_predicates", None):
-            opts.append("exact_predicates=true")
-        if getattr(a, "memory_metrics", False):
-            opts.append("memory_metrics=true")
         if opts:
             a.target = "llvm{" + " ".join(opts) + "}"
 
@@ -327,6 +330,14 @@ class HypaOptMain(xDSLOptMain):
         finally:
             if out is not sys.stdout:
                 out.close()
+
+
+def _kebab_option_names(msg: str) -> str:
+    """xDSL names pass and target options by their Python fields (``exact_predicates``);
+    pipelines spell them as MLIR does (``exact-predicates``), and so do hypa's messages."""
+    if "expected arguments" not in msg and "requires argument" not in msg:
+        return msg
+    return re.sub(r'"([a-z0-9]+(?:_[a-z0-9]+)+)"', lambda m: '"' + m.group(1).replace("_", "-") + '"', msg)
 
 
 def _render_parse_error(e: ParseError) -> str:
@@ -393,10 +404,10 @@ def _main(argv: Sequence[str] | None) -> None:
         try:
             tool = HypaOptMain(args=argv)
         except (ValueError, ArgSpecParseError) as e:  # a bad pass pipeline or target spec
-            _fail(f"hypa-opt: error: {' '.join(str(e).split())}")
+            _fail(f"hypa-opt: error: {_kebab_option_names(' '.join(str(e).split()))}")
         tool.run()
-    except InputError as e:
-        _fail(f"hypa-opt: error: {e}")
+    except HypaError as e:  # an input file that cannot be read at all (InputError)
+        _fail(e.render("hypa-opt"))
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:

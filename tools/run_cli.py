@@ -9,6 +9,7 @@ from ``--format`` or the file's extension) or, without one, to stderr after the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -16,6 +17,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+
+from hypa.runtime.emulator import options
 
 from .deadline import EXIT_TIMEOUT, positive_seconds
 
@@ -34,26 +37,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                "a message naming it.", formatter_class=argparse.RawDescriptionHelpFormatter)
     rp.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
                     help="the program and its arguments, after --")
-    rp.add_argument("--mode", choices=("full", "slice"), default="full",
-                    help="full (default): every instruction, so results are right; slice: only what control flow "
-                         "needs (faster; use only where the program never reads results back)")
     rp.add_argument("--arch", default="sm_90",
                     help="the GPU the program sees (device properties, which embedded PTX runs; default sm_90, an H100)")
-    rp.add_argument("--step-budget", type=int, default=0, metavar="N",
-                    help="stop a launch after N warp-instructions (default 1e11)")
     rp.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                     help="stop the program after SECONDS of wall-clock time (exit status 124)")
     rp.add_argument("--exact-bounds", action="store_true",
-                    help="report every access past the bytes a program allocated, as compute-sanitizer's memcheck "
+                    help="report every access outside the bytes a program allocated (before or past them), as compute-sanitizer's memcheck "
                          "does (default: as a GPU, which does not fault within CUDA's 256-byte allocation alignment)")
-    rp.add_argument("--memory-metrics", action="store_true", help="also count requests, sectors and shared-memory wavefronts")
-    rp.add_argument("--no-bounds-check", dest="bounds_check", action="store_false", default=True,
-                    help="--mode slice: do not bound-check the accesses outside the slice (full mode checks every one)")
-    rp.add_argument("--no-initcheck", dest="initcheck", action="store_false", default=True,
-                    help="do not track which shared/local bytes were written (initcheck: reading one no thread "
-                         "wrote is a warning)")
-    rp.add_argument("--strict", action="store_true",
-                    help="a read of shared/local memory never written (initcheck) fails the launch")
     rp.add_argument("-j", "--jobs", type=int, default=1, help="CTAs of one launch on N processes (default 1)")
     rp.add_argument("-o", "--output", help="write the report here (default: a table on stderr)")
     rp.add_argument("--format", choices=("table", "json", "csv"), default=None,
@@ -70,6 +60,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                          "(example: 'gemm*,0-9,%%100')")
     rp.add_argument("--build-only", action="store_true",
                     help="build hypa's CUDA runtime libraries, print where they are, and stop")
+    g = rp.add_argument_group("emulation")
+    # full mode by default: the program reads its results back
+    options.add_arguments(g, defaults={"mode": "full", "step_budget": options.RUN_STEP_BUDGET})
     return rp
 
 
@@ -96,8 +89,10 @@ def run(args: argparse.Namespace) -> int:
         _fail("no program given: hypa run [options] -- PROGRAM [ARGS]")
     if args.jobs < 1:
         _fail("--jobs must be at least 1")
-    if args.step_budget < 0:
-        _fail("--step-budget must be positive")
+    try:
+        emulation = options.from_arguments(args)
+    except options.OptionError as e:
+        _fail(str(e))
     if args.capture_launches is not None:
         from hypa.cudart.capture import LaunchSelection
 
@@ -133,9 +128,8 @@ def run(args: argparse.Namespace) -> int:
         os.makedirs(args.capture, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="hypa-run-")
     results = os.path.join(tmp, "results.json")
-    opts = {"mode": args.mode, "step_budget": args.step_budget, "memory_metrics": args.memory_metrics,
-            "bounds_check": args.bounds_check,
-            "initcheck": args.initcheck, "strict": args.strict, "arch": args.arch, "results": results, "capture": os.path.abspath(args.capture) if args.capture else None,
+    opts = {"emulation": dataclasses.asdict(emulation), "arch": args.arch, "results": results,
+            "capture": os.path.abspath(args.capture) if args.capture else None,
             "capture_launches": args.capture_launches,
             "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs}
     env = dict(os.environ)

@@ -46,6 +46,7 @@ _hypa()
 
 from hypa.passes.instrument import CounterMap  # noqa: E402
 from hypa.ptxdialect import isa  # noqa: E402
+from hypa.runtime.metrics.registry import with_ratios  # noqa: E402
 
 THREAD_METRICS = ("thread_inst_executed", "flop_count_sp", "flop_count_dp", "flop_count_hp", "flop_count_special")
 BRANCH_METRICS = ("branch", "divergent_branch")
@@ -139,7 +140,7 @@ def emulate(record: dict, mode: str = "full"):
 
     ln, text = launch_of(record)
     t = time.perf_counter()
-    r = Emulator(parse_ptx(text), mode, exact_predicates=True).run(ln)
+    r = Emulator(parse_ptx(text), mode=mode, exact_predicates=True).run(ln)
     return r, 1000 * (time.perf_counter() - t)
 
 
@@ -162,7 +163,7 @@ def compare_counts(record: dict, result, outputs: dict | None = None) -> LaunchC
     """Compare one recorded launch with an emulator result of the same launch."""
     cmap = CounterMap.from_dict(record["counter_map"])
     counters = record["counters"]
-    gpu = cmap.metrics(counters)
+    gpu = with_ratios(cmap.metrics(counters))
     dec = cmap.decode(counters)
     ours = dict(result.metrics.values)
     c = LaunchComparison(record["id"], gpu=gpu, ours={k: ours.get(k) for k in gpu if k in ours})
@@ -418,7 +419,7 @@ def report_rows(doc: dict, run_emulator: bool = True) -> list[dict]:
         ncu = rec.get("ncu") or {}
         row["ncu"] = ncu.get("metrics", {})
         row["ncu_wall_s"] = ncu.get("wall_s")
-        row["gpu"] = CounterMap.from_dict(rec["counter_map"]).metrics(rec["counters"])
+        row["gpu"] = with_ratios(CounterMap.from_dict(rec["counter_map"]).metrics(rec["counters"]))
         row["emulator_on_gpu_host"] = rec.get("emulator")
         if run_emulator:
             try:

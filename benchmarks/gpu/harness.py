@@ -537,7 +537,7 @@ class EmulatorBackend:
                 args.append(bytes.fromhex(p["hex"]))
         bufs = {k: v.copy() for k, v in host.items()}
         t = time.perf_counter()
-        r = Emulator(parse_ptx(ptx), "full").run(
+        r = Emulator(parse_ptx(ptx), mode="full").run(
             Launch(kernel=job["entry"], grid=job["grid"], block=job["block"], args=args, buffers=bufs,
                    shared_bytes=job.get("shared_bytes", 0)))
         return r, 1000 * (time.perf_counter() - t), np
@@ -826,7 +826,7 @@ def emulate_job(job: dict) -> dict:
     for mode in ("slice",) + (("full",) if os.environ.get("HYPA_EMULATE_FULL") else ()):
         for run in ("cold", "warm"):
             t = time.perf_counter()
-            r = Emulator(parse_ptx(text), mode).run(
+            r = Emulator(parse_ptx(text), mode=mode).run(
                 Launch(kernel=job["entry"], grid=job["grid"], block=job["block"], args=args,
                        buffers={k: v.copy() for k, v in host.items()}, shared_bytes=job["shared_bytes"]))
             out[f"{mode}_{run}_ms"] = 1000 * (time.perf_counter() - t)
@@ -891,6 +891,7 @@ def assemble_launch_record(rec: dict, job: dict, res: dict, arrays: dict | None 
     import numpy as np
 
     from hypa.passes.instrument import CounterMap
+    from hypa.runtime.metrics.registry import with_ratios
 
     rec["status"] = res.get("status")
     if res.get("status") != "ok":
@@ -903,7 +904,7 @@ def assemble_launch_record(rec: dict, job: dict, res: dict, arrays: dict | None 
     counters = res["counters"]
     rec["counters"] = counters
     rec.update(cmap.decode(counters))
-    rec["metrics"] = cmap.metrics(counters)
+    rec["metrics"] = with_ratios(cmap.metrics(counters))
     rec["gpu_time_ms"] = res.get("gpu_time_ms")
     bufs = {}
     total = sum(v.nbytes for v in arrays.values()) if arrays is not None else 0

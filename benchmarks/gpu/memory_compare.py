@@ -82,7 +82,7 @@ def emulate(record: dict):
 
     ln, text = compare.launch_of(record)
     t = time.perf_counter()
-    r = Emulator(parse_ptx(text), "slice", memory_metrics=True).run(ln)
+    r = Emulator(parse_ptx(text), mode="slice", memory_metrics=True).run(ln)
     return r, 1000 * (time.perf_counter() - t)
 
 
@@ -135,7 +135,7 @@ def compare_all(doc: dict) -> tuple[list[dict], dict]:
                          "equal": False})
             continue
         ln, text = compare.launch_of(rec)
-        plain = Emulator(parse_ptx(text), "slice").run(ln)
+        plain = Emulator(parse_ptx(text), mode="slice").run(ln)
         # duration_ms is the whole run() (compile included)
         timing["memory_run_ms"] += result.duration_ms - result.compile_ms
         timing["memory_compile_ms"] += result.compile_ms

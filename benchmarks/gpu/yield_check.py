@@ -30,6 +30,7 @@ from hypa.passes.instrument import instrument_ptx  # noqa: E402
 from hypa.passes.spin_loops import independent_thread_scheduling, spin_loops  # noqa: E402
 from hypa.ptxdialect import parse_ptx  # noqa: E402
 from hypa.runtime.report.inputs import find_tool  # noqa: E402
+from hypa.runtime.emulator.options import EmulationOptions  # noqa: E402
 from hypa.runtime.emulator.program import module_kernels, prepare  # noqa: E402
 
 
@@ -70,7 +71,7 @@ def check(path: str, arch: str, plain: bool, tool: str) -> list[tuple[str, int, 
     module = parse_ptx(text)
     its = independent_thread_scheduling(module)
     for k in module_kernels(module):
-        prog = prepare(parse_ptx(text), k.func_name, "full", reconvergence="ipdom")
+        prog = prepare(parse_ptx(text), k.func_name, EmulationOptions(mode="full", reconvergence="ipdom"))
         rows.append((k.func_name, len(spin_loops(prog.cfg)) if its else 0, sass.get(k.func_name, 0)))
     return rows
 

@@ -15,7 +15,7 @@ import importlib
 #: public name -> the module (in this package) that defines it
 _EXPORTS = {
     "Emulator": "emulator", "LaunchResult": "emulator", "EmulationError": "emulator",
-    "emulate": "emulator", "DEFAULT_STEP_BUDGET": "emulator",
+    "emulate": "emulator", "DEFAULT_STEP_BUDGET": "options", "EmulationOptions": "options",
     "Launch": "launch", "LaunchError": "launch", "BufferSpec": "launch",
     "KernelProgram": "program", "ProgramError": "program",
 }

@@ -22,12 +22,14 @@ import re
 
 import numpy as np
 
+from hypa.ptxdialect.diagnostics import HypaError
+
 FORMAT = "hypa-chunks-1"
 CHUNK_BYTES = 64 * 1024
 _HEX = re.compile(r"[0-9a-f]{32}")
 
 
-class ChunkError(Exception):
+class ChunkError(HypaError):
     """A manifest or chunk that cannot be read, with the file and what was expected."""
 
 

@@ -127,10 +127,11 @@ class DeviceHeap:
 
     def _tables(self, ctx: int) -> None:
         words = (ctypes.c_int64 * abi.CTX_WORDS).from_address(ctx)
-        starts, ends, exact = self.memory.tables()
-        self._keep.append((starts, ends, exact))
+        starts, ends, exact_starts, exact = self.memory.tables()
+        self._keep.append((starts, ends, exact_starts, exact))
         words[abi.CTX_FLAT_START] = starts.ctypes.data
         words[abi.CTX_FLAT_END] = ends.ctypes.data
+        words[abi.CTX_FLAT_EXACT_START] = exact_starts.ctypes.data
         words[abi.CTX_FLAT_EXACT_END] = exact.ctypes.data
         words[abi.CTX_FLAT_N] = len(starts)
         words[abi.CTX_FLAT_HINT] = 0

@@ -24,17 +24,18 @@ from xdsl.dialects.builtin import ModuleOp
 
 from hypa.passes.cfg import block_name
 from hypa.ptxdialect import isa
+from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 
 from .. import abi
 from .device_heap import DeviceHeap
 from .launch import Launch, LaunchError, check_numeric
+from .options import EmulationOptions
 from ..metrics.counters import Metrics, compute
 from .phases import phase
 from .program import KernelProgram, ProgramError, find_kernel, module_kernels, prepare
 from .textures import TextureTable
 
-DEFAULT_STEP_BUDGET = 2_000_000_000  # warp-instructions per launch
 #: recompile optimized when the time optimized code would save on the rest of a launch is
 #: this many times the optimized compile (estimated: ``jit.OPTIMIZED_SPEEDUP``,
 #: ``jit.OPTIMIZED_COMPILE_FACTOR``); 1: when it repays itself
@@ -44,7 +45,7 @@ REPAY_FACTOR = 1.0
 _BASELINE_SECONDS_PER_INSTRUCTION = 3e-4
 
 
-class EmulationError(Exception):
+class EmulationError(HypaError):
     """The launch stopped: out-of-bounds access, step budget, trap, deadlock.
     ``code`` is the ``abi.ERR_*`` code the generated code reported."""
 
@@ -181,56 +182,17 @@ class PerCta(Sequence):
 class Emulator:
     """Emulates the kernels of one PTX module; compiled programs are reused."""
 
-    def __init__(
-        self,
-        module: ModuleOp,
-        mode: str = "slice",
-        exact_predicates: bool | None = None,
-        step_budget: int = DEFAULT_STEP_BUDGET,
-        alias: str = "param",
-        memory_metrics: bool = False,
-        bounds_check: bool = True,
-        initcheck: bool = True,
-        strict: bool = False,
-        stack_size: int = abi.DEFAULT_STACK_SIZE,
-        reconvergence: str = "yield",
-        address_trace: int = 0,
-        hoist_checks: bool = True,
-    ):
-        #: records of the address trace kept per launch (0: none), for the timing estimate's
-        #: cache model (runtime/models/cache_model.py); a trace needs the memory-metrics slots
-        if isinstance(address_trace, bool) or not isinstance(address_trace, (int, np.integer)) or address_trace < 0:
-            raise LaunchError(f"the address trace size must be a number of records, not {address_trace!r}")
-        self.address_trace = int(address_trace)
-        memory_metrics = memory_metrics or self.address_trace > 0
-        self.memory_metrics = memory_metrics
-        #: how divergent lanes reconverge: "yield" (IPDOM, except where a spin loop's YIELD
-        #: releases waiting lanes, as on the GPU) or "ipdom" (runtime/emulator/program.prepare)
-        self.reconvergence = reconvergence
-        if isinstance(stack_size, bool) or not isinstance(stack_size, (int, np.integer)) or stack_size < 0:
-            raise LaunchError(f"the stack size must be a number of bytes per thread, not {stack_size!r}")
-        #: bytes of call stack per thread (real calls, alloca), as cudaLimitStackSize
-        self.stack_size = int(stack_size)
+    def __init__(self, module: ModuleOp, *, options: EmulationOptions | None = None, **changes: Any):
+        """``options`` (default: the defaults), with ``changes`` by field name:
+        ``Emulator(module, mode="full", memory_metrics=True)``."""
+        self.options = EmulationOptions.of(options, **changes)
+        problem = self.options.problem()
+        if problem is not None:
+            raise LaunchError(problem)
         #: device malloc/free of launches without a host program (``hypa run`` shares the
         #: program's, ``HostBinding.heap``); made on first use, kept across launches as on a GPU
         self.heap: DeviceHeap | None = None
-        #: count reads of shared/local bytes that no thread of the CTA wrote (a warning note);
-        #: ``strict``: such a read is an error, as are the other warnings a launch can give
-        self.initcheck = bool(initcheck)
-        self.strict = bool(strict)
-        #: slice mode: also compute and bounds-check the address of every access (full mode
-        #: always checks); False: accesses outside the slice are not checked (cheaper)
-        self.bounds_check = bool(bounds_check)
-        #: slice mode's bounds checks of affine accesses once per loop entry (False: every
-        #: access, every trip: the same results, slower; for comparisons)
-        self.hoist_checks = bool(hoist_checks)
         self.module = module
-        self.mode = mode
-        self.exact_predicates = exact_predicates
-        if isinstance(step_budget, bool) or not isinstance(step_budget, (int, np.integer)) or step_budget < 1:
-            raise LaunchError(f"the step budget must be a positive number of warp-instructions, not {step_budget!r}")
-        self.step_budget = step_budget
-        self.alias = alias
         self._programs: dict[tuple, KernelProgram] = {}
         self._func_index: dict[str, FuncOp] | None = None
         self._static_counts: dict[str | None, int] = {}
@@ -240,9 +202,11 @@ class Emulator:
         #: a real program's memory, variables and printf (``hypa run``); None for launch specs
         self.host = None
 
-    def program(self, kernel: str | None, alias: str | None = None) -> KernelProgram:
-        key = (kernel, self.mode, self.exact_predicates, alias or self.alias, self.memory_metrics, self.bounds_check,
-               self.initcheck, self.reconvergence, self.hoist_checks)
+    def program(self, kernel: str | None, options: EmulationOptions | None = None) -> KernelProgram:
+        """The prepared ``kernel`` (with ``options``, default this emulator's): prepared once
+        per kernel and ``options.key()``."""
+        options = options or self.options
+        key = (kernel, options.key())
         p = self._programs.get(key)
         if p is None:
             with phase("prepare"):
@@ -250,10 +214,7 @@ class Emulator:
                     from hypa.passes.reachable import SymbolIndex
 
                     self._symbols = SymbolIndex.of(self.module)
-                p = prepare(self.module, self.kernel(kernel), self.mode, self.exact_predicates, alias or self.alias,
-                            self.memory_metrics, index=self._symbols, bounds_check=self.bounds_check,
-                            initcheck=self.initcheck, reconvergence=self.reconvergence,
-                            hoist_checks=self.hoist_checks)
+                p = prepare(self.module, self.kernel(kernel), options, index=self._symbols)
             self._programs[key] = p
         return p
 
@@ -261,8 +222,8 @@ class Emulator:
         """The program a launch runs: re-sliced conservatively when it binds one buffer twice."""
         prog = self.program(launch.kernel)
         names_bound = [a for a in launch.args if isinstance(a, str)]
-        if prog.mode == "slice" and self.alias == "param" and len(set(names_bound)) < len(names_bound):
-            prog = self.program(launch.kernel, alias="space")
+        if prog.mode == "slice" and self.options.alias == "param" and len(set(names_bound)) < len(names_bound):
+            prog = self.program(launch.kernel, dataclasses.replace(self.options, alias="space"))
             if notes is not None:
                 notes.append("two pointer parameters share a buffer: sliced without the distinct-buffer assumption")
         return prog
@@ -321,9 +282,13 @@ class Emulator:
         run_s = time.perf_counter() - t0
         slack = int(ctx[abi.CTX_FLAT_SLACK]) & 0xFFFFFFFFFFFFFFFF if self.host is not None else 0
         if slack:
-            a = self.host.memory.find(slack - 1)
-            where = (f"{slack - (a.start + a.size)} bytes past the end of the {a.size}-byte {a.kind} allocation at "
-                     f"{a.start:#x}" if a is not None else "past the end of an allocation")
+            a = self.host.memory.nearest(slack)
+            if a is None:
+                where = "outside an allocation"
+            elif slack < a.start:
+                where = f"{a.start - slack} bytes before the {a.size}-byte {a.kind} allocation at {a.start:#x}"
+            else:
+                where = f"{slack - (a.start + a.size)} bytes past the end of the {a.size}-byte {a.kind} allocation at {a.start:#x}"
             notes.append(f"an access touched {slack:#x}, {where}: a GPU does not fault on such small overruns, "
                          f"compute-sanitizer reports them (--exact-bounds makes it an error)")
         if rc != abi.RC_EXIT:
@@ -333,7 +298,7 @@ class Emulator:
         trace = self._trace(ctx, keep)
         uninit = self._uninitialized_reads(prog, launch, ctx)
         if uninit:
-            if self.strict:
+            if self.options.strict:
                 raise EmulationError(uninit + " (an error under --strict)")
             notes.append(uninit + " (--strict makes it an error)")
         counters = keep["counters"]
@@ -531,9 +496,6 @@ class Emulator:
                                 if isinstance(op, FuncOp) and not op.is_declaration}
         return self._func_index
 
-    def _defined(self, name: str) -> bool:
-        return name in self._functions()
-
     def _static_instructions(self, kernel: str | None) -> int:
         n = self._static_counts.get(kernel)
         if n is None:
@@ -659,7 +621,7 @@ class Emulator:
         shared_size = _align_up(prog.shared_static_bytes + launch.shared_bytes, 16)
         shadows = 2 if prog.initcheck else 1  # initcheck: a shadow byte per byte, after the bytes
         shared = _aligned_zeros(shadows * shared_size + 16)
-        local_size = prog.stack_base + prog.stack_bytes(self.stack_size) if prog.uses_stack else _align_up(prog.local_bytes, 16)
+        local_size = prog.stack_base + prog.stack_bytes(self.options.stack_size) if prog.uses_stack else _align_up(prog.local_bytes, 16)
         local = _aligned_zeros(shadows * threads * local_size + 16)
         cparam_size = _align_up(prog.call_param_bytes, 16)
         cparam = _aligned_zeros(threads * cparam_size + 16)
@@ -702,20 +664,20 @@ class Emulator:
             ctx[abi.CTX_NTID + k] = launch.block[k]
             ctx[abi.CTX_NCTAID + k] = launch.grid[k]
         ctx[abi.CTX_COUNTERS] = counters.ctypes.data
-        ctx[abi.CTX_BUDGET] = self.step_budget
+        ctx[abi.CTX_BUDGET] = self.options.step_budget
         ctx[abi.CTX_WS] = ws.ctypes.data
         ctx[abi.CTX_WS_STRIDE] = ws_stride
         ctx[abi.CTX_NWARPS] = nwarps
         ctx[abi.CTX_NTHREADS] = threads
         ctx[abi.CTX_DYN_SHARED] = launch.shared_bytes
         ctx[abi.CTX_SMCOUNT] = 132
-        ctx[abi.CTX_STACK_SIZE] = self.stack_size
+        ctx[abi.CTX_STACK_SIZE] = self.options.stack_size
         ctx[abi.CTX_TEXTURE] = textures.address
-        if self.address_trace:
+        if self.options.address_trace:
             keep["memory_ranges"] = self._memory_ranges(launch, buffers, buf_ids)
-            keep["trace"] = np.zeros(2 * self.address_trace, np.int64)
+            keep["trace"] = np.zeros(2 * self.options.address_trace, np.int64)
             ctx[abi.CTX_TRACE] = keep["trace"].ctypes.data
-            ctx[abi.CTX_TRACE_CAP] = self.address_trace
+            ctx[abi.CTX_TRACE_CAP] = self.options.address_trace
             keep["cta_steps"] = np.zeros((max(1, launch.num_ctas), 2), np.int64)
             ctx[abi.CTX_CTA_STEPS] = keep["cta_steps"].ctypes.data
         if host is not None:
@@ -810,9 +772,9 @@ class Emulator:
             return f"out-of-bounds access at {where}: {instr} (block {bname}) touches {what}"
         if code == abi.ERR_STEP_BUDGET:
             if block < 0:  # checked as a CTA starts
-                return (f"step budget of {self.step_budget} warp-instructions exhausted before CTA {cta} of kernel "
+                return (f"step budget of {self.options.step_budget} warp-instructions exhausted before CTA {cta} of kernel "
                         f"{prog.func.func_name} started ({cta_lin} CTAs ran; raise it with --step-budget)")
-            return (f"step budget of {self.step_budget} warp-instructions exhausted at {where} in block {bname} "
+            return (f"step budget of {self.options.step_budget} warp-instructions exhausted at {where} in block {bname} "
                     f"(a runaway loop? raise it with --step-budget)")
         if code == abi.ERR_TRAP:
             return f"trap executed at {where} in block {bname}"
@@ -825,14 +787,14 @@ class Emulator:
             depth = int(ctx[abi.CTX_ERR_ADDR])
             if instr is not None and instr.startswith("alloca"):
                 return (f"call stack overflow at {where}: {instr} (block {bname}) asks for more than the "
-                        f"{self.stack_size} bytes of stack per thread (raise it with --stack-size)")
+                        f"{self.options.stack_size} bytes of stack per thread (raise it with --stack-size)")
             call = prog.real_calls[aux] if 0 <= aux < len(prog.real_calls) else None
             from .demangle import demangle
 
             caller = demangle(call.caller) if call else "?"
             callee = demangle(call.callee) if call else "?"
             return (f"call stack overflow at {where}: {instr} in {caller} (block {bname}) would enter {callee} at call "
-                    f"depth {depth}, past the {self.stack_size} bytes of stack per thread or the deepest call "
+                    f"depth {depth}, past the {self.options.stack_size} bytes of stack per thread or the deepest call "
                     f"counted ({abi.CALL_DEPTH_COUNTERS - 1}); raise the stack with --stack-size")
         if code == abi.ERR_BAD_CALL_TARGET:
             addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF

@@ -35,9 +35,10 @@ class Allocation:
 class FlatMemory:
     """Allocations by start address, and the sorted [start, end) arrays generated code reads."""
 
-    #: bytes past the end of an allocation hypa made that emulated code may touch: a GPU
-    #: does not fault on small overruns (allocations come from larger pages), compute-sanitizer
-    #: does; hypa allows them, maps them, and reports the first one of a launch as a warning
+    #: bytes before the start and past the end of an allocation hypa made that emulated code
+    #: may touch: a GPU does not fault on small overruns either way (allocations come from
+    #: larger pages), compute-sanitizer does; hypa allows them, maps them, and reports the
+    #: first one of a launch as a warning
     SLACK = 1024
 
     def __init__(self, exact_bounds: bool = False) -> None:
@@ -55,8 +56,10 @@ class FlatMemory:
         import mmap
 
         n = max(size, 1)
-        m = mmap.mmap(-1, n + self.SLACK, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
-        arr = np.frombuffer(m, np.uint8, n)
+        # a page before the allocation (the slack before it, the start page-aligned) and the
+        # slack after it
+        m = mmap.mmap(-1, mmap.PAGESIZE + n + self.SLACK, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+        arr = np.frombuffer(m, np.uint8, n, offset=mmap.PAGESIZE)
         assert arr.ctypes.data % min(align, mmap.PAGESIZE) == 0
         return self.register(arr.ctypes.data, size, kind, owner=(m, arr), label=label)
 
@@ -99,17 +102,32 @@ class FlatMemory:
     def __len__(self) -> int:
         return len(self._starts)
 
-    def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(starts, ends emulated code may reach, ends of the bytes asked for)."""
+    def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(starts and ends emulated code may reach, starts and ends of the bytes asked for).
+        The reachable ranges stay sorted and apart: the slack lies in each allocation's own
+        mapping."""
         if self._tables is None:
             allocs = [self._by_start[s] for s in self._starts]
-            starts = np.array(self._starts, np.uint64).view(np.int64)
-            exact = np.array([a.start + a.size for a in allocs], np.uint64).view(np.int64)
             slack = 0 if self.exact_bounds else self.SLACK
-            ends = np.array([a.start + a.size + (slack if a.owner is not None else 0) for a in allocs],
-                            np.uint64).view(np.int64)
-            self._tables = tuple(np.ascontiguousarray(x) for x in (starts, ends, exact))
+
+            def table(values) -> np.ndarray:
+                return np.ascontiguousarray(np.array(values, np.uint64).view(np.int64))
+
+            starts = table([a.start - (slack if a.owner is not None else 0) for a in allocs])
+            ends = table([a.start + a.size + (slack if a.owner is not None else 0) for a in allocs])
+            exact_starts = table([a.start for a in allocs])
+            exact_ends = table([a.start + a.size for a in allocs])
+            self._tables = (starts, ends, exact_starts, exact_ends)
         return self._tables
+
+    def nearest(self, addr: int) -> Allocation | None:
+        """The allocation whose reachable range (its slack included) holds ``addr``."""
+        slack = 0 if self.exact_bounds else self.SLACK
+        i = bisect.bisect_right(self._starts, addr + slack) - 1
+        if i < 0:
+            return None
+        a = self._by_start[self._starts[i]]
+        return a if a.start - slack <= addr < a.start + a.size + slack else None
 
 
 @dataclass
@@ -127,7 +145,7 @@ class HostBinding:
     _keep: list = field(default_factory=list)
 
     def setup_context(self, ctx: np.ndarray, nwin: int) -> None:
-        starts, ends, exact = self.memory.tables()
+        starts, ends, exact_starts, exact = self.memory.tables()
         for a in self.memory:
             w = a.start >> abi.WINDOW_SHIFT
             if 0 < w < nwin:
@@ -138,9 +156,10 @@ class HostBinding:
         ctx[abi.CTX_FLAT_N] = len(starts)
         ctx[abi.CTX_FLAT_HINT] = 0
         ctx[abi.CTX_PRINTF] = self.printf
+        ctx[abi.CTX_FLAT_EXACT_START] = exact_starts.ctypes.data
         ctx[abi.CTX_FLAT_EXACT_END] = exact.ctypes.data
         ctx[abi.CTX_FLAT_SLACK] = 0
-        self._keep = [starts, ends, exact]
+        self._keep = [starts, ends, exact_starts, exact]
 
 
 def host_address(ctx_address: int, addr: int, size: int = 1) -> int | None:

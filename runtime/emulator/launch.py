@@ -18,10 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from hypa.ptxdialect.diagnostics import HypaError
+
 from . import buffer_image
 
 
-class LaunchError(Exception):
+class LaunchError(HypaError):
     """A launch specification that cannot be used, with a message that says why."""
 
 

@@ -10,6 +10,7 @@ a global number for every instruction (for counters and error messages).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
+from hypa.passes.contract import mark_contractions
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
 from hypa.passes.inline import (
     CALL_ATTR,
@@ -32,14 +34,16 @@ from hypa.passes.inline import (
     callee_name,
     has_calls_to_inline,
 )
+from hypa.passes.liveness import Liveness
 from hypa.passes.spin_loops import independent_thread_scheduling, yield_headers
 from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
 from hypa.passes.ssa import PTXToSSA, is_ssa
 from hypa.ptxdialect import isa
-
+from hypa.ptxdialect.diagnostics import HypaError
 from .. import abi
+from .options import EmulationOptions
 from hypa.ptxdialect.dialect import (
     EntryValueOp,
     FallthroughOp,
@@ -58,11 +62,7 @@ LANES = 32
 SLOT_ALIGN = 64
 
 
-#: how divergent lanes reconverge (``prepare``'s ``reconvergence``)
-RECONVERGENCE_MODELS = ("yield", "ipdom")
-
-
-class ProgramError(Exception):
+class ProgramError(HypaError):
     """The kernel cannot be emulated (with a message that says why)."""
 
 
@@ -141,7 +141,6 @@ class KernelProgram:
     call_param_bytes: int
     origins: list[tuple[str, int]]  # per block: (function, block index) it came from
     slice_info: FunctionSlice | None = None
-    exact_predicates: bool = False
     key: str = ""
     #: work done preparing: operations copied from the input module, functions reached
     ops_cloned: int = 0
@@ -190,7 +189,7 @@ class KernelProgram:
         if call.caller == self.func.func_name:
             return []
         if self._live_in is None:
-            self._live_in = _live_in(self.cfg, self.slots)
+            self._live_in = _live_in(self.cfg)
         live = self._live_in[call.rest]
         return [v for v in self._slot_order() if v in live and self.activations[_block_of(v, self.cfg)] == call.caller]
 
@@ -226,7 +225,9 @@ class KernelProgram:
     #: headers of the spin loops whose ``YIELD`` releases lanes waiting at reconvergence
     #: points (``passes/spin_loops.py``); empty with ``reconvergence="ipdom"``
     yield_blocks: frozenset[int] = frozenset()
-    reconvergence: str = "yield"
+    #: the options it was prepared with, as they act (``EmulationOptions.effective``, with
+    #: ``exact_predicates`` as the slice was made)
+    options: EmulationOptions = field(default_factory=EmulationOptions)
 
     @property
     def reported(self) -> set[InstructionOp]:
@@ -326,23 +327,18 @@ def find_kernel(module: ModuleOp, name: str | None, kernels: list[FuncOp] | None
 def prepare(
     module: ModuleOp,
     kernel: str | FuncOp | None,
-    mode: str = "slice",
-    exact_predicates: bool | None = None,
-    alias: str = "param",
-    memory_metrics: bool = False,
+    options: EmulationOptions | None = None,
     index: SymbolIndex | None = None,
-    bounds_check: bool = True,
-    initcheck: bool = True,
-    reconvergence: str = "yield",
-    hoist_checks: bool = True,
 ) -> KernelProgram:
     """Prepare one kernel of a module for lowering: the end of a pass pipeline.
 
-    The module may be in register or SSA form, inlined or not, sliced or not.  A slice
-    that ``slice-branches`` recorded in the IR is what gets lowered (``exact_predicates``
-    None: as recorded); where there is none, or it does not fit the run (other options,
-    calls still to inline), the same passes run here: ``ptx-out-of-ssa`` where inlining
-    needs register form, ``ptx-inline``, ``ptx-to-ssa``, ``slice-branches``.
+    ``options`` (``runtime/emulator/options.py``; default: the defaults) are the emulation's;
+    those that change the code are in ``options.key()``.  The module may be in register or SSA
+    form, inlined or not, sliced or not.  A slice that ``slice-branches`` recorded in the IR
+    is what gets lowered (``exact_predicates`` None: as recorded); where there is none, or it
+    does not fit the run (other options, calls still to inline), the same passes run here:
+    ``ptx-out-of-ssa`` where inlining needs register form, ``ptx-inline``, ``ptx-to-ssa``,
+    ``slice-branches``.
 
     Only the kernel and what it reaches are copied (``passes/reachable.py``): the
     caller's IR is left untouched, and the cost does not grow with the module.
@@ -359,10 +355,16 @@ def prepare(
     post-dominator except where a spin loop's ``YIELD`` releases them
     (``passes/spin_loops.py``, docs/design.md, "Execution model"); ``"ipdom"``: always there.
     """
-    if reconvergence not in RECONVERGENCE_MODELS:
-        raise ProgramError(f"reconvergence must be one of {', '.join(RECONVERGENCE_MODELS)}, not '{reconvergence}'")
-    if mode not in ("slice", "full"):
-        raise ProgramError(f"mode must be 'slice' or 'full', not '{mode}'")
+    options = options or EmulationOptions()
+    problem = options.problem()
+    if problem is not None:
+        raise ProgramError(problem)
+    # bounds checks, their hoisting and initcheck as they act in this mode (options.effective)
+    effective = options.effective()
+    mode, exact_predicates, alias, memory_metrics = (effective.mode, effective.exact_predicates, effective.alias,
+                                                     effective.memory_metrics)
+    bounds_check, initcheck, hoist_checks = effective.bounds_check, effective.initcheck, effective.hoist_checks
+    reconvergence = effective.reconvergence
     func = kernel if isinstance(kernel, FuncOp) else find_kernel(module, kernel)
     yields = reconvergence == "yield" and independent_thread_scheduling(module)
     extracted = extract_kernel(module, func, index)
@@ -383,15 +385,11 @@ def prepare(
                          f"this run needs {wanted}")
             recorded = None
     exact_predicates = bool(exact_predicates)
+    effective = dataclasses.replace(effective, exact_predicates=exact_predicates)
     # the key names the code this preparation produces: the input it starts from (and the
     # slice it records), the options, and (in runtime/emulator/jit.py) the sources of the passes and
     # the code generator
-    bounds_check = bool(bounds_check) and mode == "slice"
-    initcheck = bool(initcheck) and (mode == "full" or bounds_check)
-    hoist_checks = bool(hoist_checks) and bounds_check
-    key = _program_key(module, func, mode, exact_predicates, alias, memory_metrics,
-                       _slice_signature(func) if recorded is not None else "", bounds_check, initcheck, reconvergence,
-                       hoist_checks)
+    key = _program_key(module, func, effective, _slice_signature(func) if recorded is not None else "")
     try:
         if has_calls_to_inline(module, func):
             if is_ssa(func):  # inlining works on register form
@@ -410,6 +408,8 @@ def prepare(
             op.erase(safe_erase=False)
     if not is_ssa(func):
         PTXToSSA(verify=False).apply(ctx, module)
+    if options.fmad:  # the adds ptxas fuses with a mul compute as that fma (passes/contract.py)
+        mark_contractions(module)
     if mode == "slice" and recorded is None:
         SliceBranches(exact_predicates=exact_predicates, alias=alias, memory_addresses=memory_metrics).apply(ctx, module)
         recorded = recorded_slice(func)
@@ -432,6 +432,10 @@ def prepare(
             callee = [name] if direct and name else []
             if callee and callee[0] not in defined and callee[0] in HEAP_FUNCTIONS:
                 heap_calls = True
+            elif callee and callee[0] not in defined and callee[0].startswith(("cuda", "__cudaCDP")):
+                raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}' of the CUDA device runtime "
+                                   f"(cudadevrt: kernel launches from the device, dynamic parallelism), which hypa "
+                                   f"does not provide")
             elif callee and callee[0] not in defined and callee[0] not in ("__assertfail", "vprintf"):
                 # running on would be a wrong result; a GPU cannot load such a module unlinked either
                 raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}', which this module declares but does "
@@ -585,7 +589,6 @@ def prepare(
         hoist=hoist,
         hoist_masks=hoist_masks,
         initcheck=initcheck,
-        exact_predicates=exact_predicates,
         notes=notes,
         activations=activations,
         real_calls=real_calls,
@@ -597,7 +600,7 @@ def prepare(
         uses_stack=uses_stack,
         heap_calls=heap_calls,
         yield_blocks=yield_blocks,
-        reconvergence=reconvergence,
+        options=effective,
     )
     prog.ops_cloned = extracted.ops_cloned
     prog.functions = extracted.functions
@@ -730,20 +733,16 @@ def _edge_values(term, k: int) -> list[SSAValue]:
     return []
 
 
-def _program_key(module: ModuleOp, func: FuncOp, mode: str, exact: bool, alias: str, mem: bool,
-                 recorded: str, bounds_check: bool = True, initcheck: bool = True, reconvergence: str = "yield",
-                 hoist_checks: bool = True) -> str:
+def _program_key(module: ModuleOp, func: FuncOp, options: EmulationOptions, recorded: str) -> str:
     """A hash of the kernel's input (as PTX text: the fast printer, not xDSL's, with the
     kernel's own names made positional: ``canonical_names``), the slice the input records
-    (if any) and the options."""
+    (if any) and the options that change the code (``options.key()``)."""
     from hypa.ptxdialect.printer import module_to_ptx
 
     text, name = canonical_names(module_to_ptx(module), func.func_name, func.param_names)
     h = hashlib.sha256()
     h.update(text.encode())
-    h.update(f"|{name}|{mode}|{exact}|{alias}|{mem}|{recorded}|{bounds_check}|{initcheck}|{reconvergence}".encode())
-    if not hoist_checks and bounds_check:
-        h.update(b"|no-hoist")
+    h.update(f"|{name}|{recorded}|{options.key()!r}".encode())
     return h.hexdigest()[:32]
 
 
@@ -788,33 +787,11 @@ def _block_of(v: SSAValue, cfg: CFG) -> int:
     return cfg.index[block]  # type: ignore[index]
 
 
-def _live_in(cfg: CFG, slots: dict[SSAValue, int]) -> list[set[SSAValue]]:
-    """The frame values live at the start of each block (backward dataflow over the CFG;
-    an edge's block arguments are read at the end of the block it leaves)."""
-    n = len(cfg)
-    uses: list[set[SSAValue]] = [set() for _ in range(n)]
-    defs: list[set[SSAValue]] = [set() for _ in range(n)]
-    for bi, b in enumerate(cfg.blocks):
-        d = defs[bi]
-        d.update(b.args)
-        for op in b.ops:
-            for v in op.operands:
-                if v in slots and v not in d:
-                    uses[bi].add(v)
-            d.update(op.results)
-    live = [set(u) for u in uses]
-    changed = True
-    while changed:
-        changed = False
-        for bi in reversed(range(n)):
-            out: set[SSAValue] = set()
-            for t in cfg.succs[bi]:
-                out |= live[t]
-            new = uses[bi] | (out - defs[bi])
-            if len(new) != len(live[bi]):
-                live[bi] = new
-                changed = True
-    return live
+def _live_in(cfg: CFG) -> list[set[SSAValue]]:
+    """The values live at the start of each block (``passes/liveness.py``): a real call saves
+    those of its return block."""
+    liveness = Liveness.of(cfg)
+    return [liveness.live_in(b) for b in range(len(cfg))]
 
 
 def reconvergence(prog: KernelProgram, block: int) -> int:

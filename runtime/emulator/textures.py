@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from hypa.ptxdialect.diagnostics import HypaError
+
 from .. import abi
 
 #: channel formats by CUDA's vector type names: (kind, bits per channel, channels)
@@ -49,7 +51,7 @@ _NP_CHANNEL = {("s", 8): np.int8, ("u", 8): np.uint8, ("s", 16): np.int16, ("u",
                ("s", 32): np.int32, ("u", 32): np.uint32, ("f", 16): np.float16, ("f", 32): np.float32}
 
 
-class TextureError(ValueError):
+class TextureError(HypaError, ValueError):
     """A texture or surface description that cannot be used, with a message that says why."""
 
 

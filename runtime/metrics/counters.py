@@ -1,4 +1,6 @@
-"""Metrics of a launch from per-block execution counters (docs/design.md, "Metrics").
+"""Metrics of a launch from per-block execution counters (docs/design.md, "Metrics"): the raw
+counter array decoded once (``CounterView``), the counts made of it, and the metrics
+runtime/metrics/registry.py declares over those counts.
 
 Every count is derived from the per-block warp and thread execution counts
 the emulator collects, times the block's static facts from the ISA table --
@@ -11,17 +13,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
 
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import InstructionOp
 
 from .. import abi
-
-METRIC_NAMES = (
-    "static_instructions", "static_estimate", "inst_executed", "thread_inst_executed",
-    "not_predicated_off_thread_inst_executed", "flop_count_sp", "flop_count_dp", "flop_count_hp",
-    "flop_count_special", "branch", "divergent_branch", "branch_efficiency", "executed_fraction",
-)
+from . import registry
 
 
 @dataclass
@@ -65,16 +65,17 @@ class MemoryInstructionMetrics:
     wavefronts: int
     ideal_wavefronts: int
 
+    def counts(self) -> dict[str, int]:
+        return {"requests": self.requests, "sectors": self.sectors, "lines": self.lines,
+                "wavefronts": self.wavefronts, "ideal_wavefronts": self.ideal_wavefronts}
+
+    def value(self, name: str) -> float:
+        """A memory metric (runtime/metrics/registry.py ``MEMORY``) of this instruction."""
+        return registry.metric(name).value(self.counts())
+
     def as_dict(self) -> dict:
-        d = {"instruction": self.instruction, "block": self.block, "space": self.space, "requests": self.requests}
-        if self.space == "shared":
-            d["wavefronts"] = self.wavefronts
-            d["bank_conflicts"] = self.wavefronts - self.ideal_wavefronts
-        else:
-            d["sectors"] = self.sectors
-            d["lines"] = self.lines
-            d["sectors_per_request"] = self.sectors / self.requests if self.requests else 0.0
-        return d
+        return {"instruction": self.instruction, "block": self.block, "space": self.space,
+                **registry.memory_values(self.counts(), self.space)}
 
 
 @dataclass
@@ -128,9 +129,65 @@ class Metrics:
         return self.values.get(k, default)
 
 
+class MemoryCounts(NamedTuple):
+    """One memory instruction's counters (``--memory-metrics``), summed over its executions."""
+
+    requests: int
+    sectors: int
+    lines: int
+    wavefronts: int
+    ideal_wavefronts: int
+
+
+class CounterView:
+    """A launch's raw counter array (or one CTA's row) decoded once by the program's layout
+    (runtime/abi.py): the only reader of the counter offsets besides the lowering that writes
+    them.  Per block: ``warps``, ``threads``, ``divergent``, ``taken``; per guarded instruction
+    its true lanes; per memory instruction its ``MemoryCounts``; the warp slots; the call depths."""
+
+    def __init__(self, prog: "KernelProgram", counters) -> None:
+        self.prog = prog
+        self.counters = counters
+        nb = prog.num_blocks
+        per_block = np.asarray(counters[: abi.BLOCK_COUNTERS * nb], dtype=np.int64).reshape(nb, abi.BLOCK_COUNTERS)
+        self.warps, self.threads, self.divergent, self.taken = per_block.T.tolist()
+        self._guards = abi.BLOCK_COUNTERS * nb
+        self._memory = self._guards + len(prog.pred_counters)
+
+    def lanes_true(self, op: InstructionOp) -> int | None:
+        """Lanes whose guard was true, summed over the executions of ``op``; None where the
+        guard was not counted."""
+        k = self.prog.pred_counters.get(op)
+        return None if k is None else int(self.counters[self._guards + k])
+
+    def memory(self, slot: int) -> MemoryCounts:
+        base = self._memory + abi.MEM_COUNTERS * slot
+        return MemoryCounts(*(int(x) for x in self.counters[base : base + abi.MEM_COUNTERS]))
+
+    def memory_ops(self):
+        """(instruction, its counts) of every memory instruction the launch counted."""
+        return ((op, self.memory(slot)) for op, slot in self.prog.mem_ops.items())
+
+    @property
+    def warp_slots(self) -> list[int]:
+        """Warp-instructions per warp slot of a CTA (empty where the array has none)."""
+        base = self.prog.warp_counter_base
+        if len(self.counters) < base + abi.WARP_SLOTS:
+            return []
+        return [int(x) for x in self.counters[base : base + abi.WARP_SLOTS]]
+
+    @property
+    def call_depths(self) -> list[int]:
+        """Warp-level real calls that entered each depth (empty without real calls)."""
+        if not self.prog.real_calls:
+            return []
+        base = self.prog.call_counter_base
+        return [int(c) for c in self.counters[base : base + abi.CALL_DEPTH_COUNTERS]]
+
+
 def compute(prog: "KernelProgram", counters, static_instructions: int, threads: int, block_names: dict) -> Metrics:
-    nb = prog.num_blocks
-    vals: dict[str, float] = {}
+    """The metrics of a launch (or a CTA) from its raw counters."""
+    view = CounterView(prog, counters)
     inst = thread_inst = npo = 0
     emulated_thread_inst = 0
     flops = Counter()
@@ -142,10 +199,8 @@ def compute(prog: "KernelProgram", counters, static_instructions: int, threads: 
     thread_categories: Counter = Counter()
     opcode_categories: dict[str, str] = {}
     per_origin: dict[tuple[str, int], BlockMetrics] = {}
-    for bi in range(nb):
-        warps = int(counters[abi.BLOCK_COUNTERS * bi])
-        thr = int(counters[abi.BLOCK_COUNTERS * bi + 1])
-        div = int(counters[abi.BLOCK_COUNTERS * bi + 2])
+    for bi in range(prog.num_blocks):
+        warps, thr, div = view.warps[bi], view.threads[bi], view.divergent[bi]
         instrs = prog.block_instrs[bi]
         n = len(instrs)
         inst += warps * n
@@ -154,9 +209,9 @@ def compute(prog: "KernelProgram", counters, static_instructions: int, threads: 
         for op in instrs:
             lanes_true = thr
             if op.guard_pred is not None and not op.spec.terminator:
-                k = prog.pred_counters.get(op)
-                if k is not None:
-                    lanes_true = int(counters[abi.BLOCK_COUNTERS * nb + k])
+                counted = view.lanes_true(op)
+                if counted is not None:
+                    lanes_true = counted
                 else:
                     estimated = True
             npo += lanes_true
@@ -184,73 +239,70 @@ def compute(prog: "KernelProgram", counters, static_instructions: int, threads: 
             bm.warps += warps
             bm.threads += thr
         bm.divergent += div
-        bm.taken += int(counters[abi.BLOCK_COUNTERS * bi + 3])
+        bm.taken += view.taken[bi]
         bm.inst_executed += warps * n
         bm.thread_inst_executed += thr * n
         if warps:
             for op in instrs:
                 bm.opcodes[op.opcode] += warps
                 bm.thread_opcodes[op.opcode] += thr
-    vals["static_instructions"] = static_instructions
-    vals["static_estimate"] = static_instructions * threads
-    vals["inst_executed"] = inst
-    vals["thread_inst_executed"] = thread_inst
-    vals["not_predicated_off_thread_inst_executed"] = npo
-    vals["flop_count_sp"] = flops["sp"]
-    vals["flop_count_dp"] = flops["dp"]
-    vals["flop_count_hp"] = flops["hp"]
-    vals["flop_count_special"] = flops["special"]
-    vals["branch"] = branch
-    vals["divergent_branch"] = divergent
-    vals["branch_efficiency"] = 100.0 * (branch - divergent) / branch if branch else 100.0
-    vals["executed_fraction"] = emulated_thread_inst / thread_inst if thread_inst else 0.0
-    if prog.real_calls:
-        # real calls (recursion): warp-level calls that entered each depth
-        base = prog.call_counter_base
-        depths = [int(c) for c in counters[base : base + abi.CALL_DEPTH_COUNTERS]]
-        vals["calls"] = sum(depths)
-        vals["max_call_depth"] = max((d for d, c in enumerate(depths) if c), default=0)
+    counts = {
+        "static_instructions": static_instructions, "static_estimate": static_instructions * threads,
+        "inst_executed": inst, "thread_inst_executed": thread_inst, "not_predicated_off_thread_inst_executed": npo,
+        "flop_count_sp": flops["sp"], "flop_count_dp": flops["dp"], "flop_count_hp": flops["hp"],
+        "flop_count_special": flops["special"], "branch": branch, "divergent_branch": divergent,
+        "emulated_thread_inst_executed": emulated_thread_inst,
+    }
+    depths = view.call_depths
+    if depths:
+        counts["calls"] = sum(depths)
+        counts["max_call_depth"] = max((d for d, c in enumerate(depths) if c), default=0)
     blocks = sorted(per_origin.values(), key=lambda m: (m.function != prog.func.func_name, m.function, m.block))
-    mem_list, mem_totals = _memory(prog, counters)
-    base = prog.warp_counter_base
-    slots = [int(x) for x in counters[base : base + abi.WARP_SLOTS]] if len(counters) >= base + abi.WARP_SLOTS else []
+    mem_list, mem_totals = _memory(prog, view)
+    slots = view.warp_slots
     while slots and slots[-1] == 0:
         slots.pop()
-    return Metrics(vals, blocks, opcodes, categories, estimated, thread_opcodes, thread_categories,
-                   mem_totals, mem_list, opcode_categories, slots)
+    return Metrics(registry.launch_values(counts), blocks, opcodes, categories, estimated, thread_opcodes,
+                   thread_categories, mem_totals, mem_list, opcode_categories, slots)
 
 
-def _memory(prog: "KernelProgram", counters) -> tuple[list[MemoryInstructionMetrics], dict | None]:
+def _memory(prog: "KernelProgram", view: CounterView) -> tuple[list[MemoryInstructionMetrics], dict | None]:
     if not prog.mem_ops:
         return [], None
     from hypa.ptxdialect.printer import instruction_text
 
-    base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
     out: list[MemoryInstructionMetrics] = []
     tot = Counter()
-    for op, slot in prog.mem_ops.items():
-        c = [int(counters[base + abi.MEM_COUNTERS * slot + k]) for k in range(abi.MEM_COUNTERS)]
-        sp = isa.state_space(op.spec, op.modifiers) or "generic"
-        if op.spec.name == "cp.async":
-            sp = "global"
-        kind = "shared" if (sp.startswith("shared") or (sp == "generic" and c[3])) else "global"
+    for op, c in view.memory_ops():
+        kind = memory_space(op, c)
         bi = prog.cfg.index[op.parent]
-        out.append(MemoryInstructionMetrics(instruction_text(op), prog.cfg.name(bi), kind, *c))
+        mi = MemoryInstructionMetrics(instruction_text(op), prog.cfg.name(bi), kind, *c)
+        out.append(mi)
         reads, writes = _rw(op)
         d = "ld" if reads and not writes else ("st" if writes and not reads else "atom")
-        tot[f"{kind}_{d}_requests"] += c[0]
-        if kind == "global":
-            tot[f"global_{d}_sectors"] += c[1]
-            tot[f"global_{d}_lines"] += c[2]
-        else:
-            tot[f"shared_{d}_wavefronts"] += c[3]
-            tot[f"shared_{d}_bank_conflicts"] += c[3] - c[4]
+        for m in registry.MEMORY:
+            if m.reported and m.kind == registry.COUNT and m.space in ("", kind):
+                tot[f"{kind}_{d}_{m.name}"] += mi.value(m.name)
     totals: dict = dict(sorted(tot.items()))
-    for d in ("ld", "st", "atom"):
-        r = totals.get(f"global_{d}_requests", 0)
-        if r:
-            totals[f"global_{d}_sectors_per_request"] = totals.get(f"global_{d}_sectors", 0) / r
+    for kind in ("global", "shared"):
+        for d in ("ld", "st", "atom"):
+            prefix = f"{kind}_{d}_"
+            if not totals.get(prefix + "requests"):
+                continue
+            sums = {k[len(prefix):]: v for k, v in totals.items() if k.startswith(prefix)}
+            for m in registry.MEMORY:
+                if m.kind == registry.RATIO and m.reported and m.space in ("", kind):
+                    totals[prefix + m.name] = m.value(sums)
     return out, totals
+
+
+def memory_space(op: InstructionOp, c: MemoryCounts) -> str:
+    """"global" or "shared": where a memory instruction's requests went (a generic address:
+    shared where it counted wavefronts)."""
+    sp = isa.state_space(op.spec, op.modifiers) or "generic"
+    if op.spec.name == "cp.async":
+        sp = "global"
+    return "shared" if (sp.startswith("shared") or (sp == "generic" and c.wavefronts)) else "global"
 
 
 def _rw(op: InstructionOp) -> tuple[bool, bool]:

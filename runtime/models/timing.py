@@ -1,10 +1,12 @@
 """Timing estimate: kernel cycles and time from exact block counts and a pipeline model.
 
-    from hypa.runtime.models.timing import estimate, estimate_run
-    est = estimate_run(emulator, launch, arch="sm_90")       # emulate, then estimate
-    est = estimate(result, launch, "sm_80", program=emulator.program_for(launch))
-    est = estimate(kernel_program, launch)                    # emulates the launch itself
+    from hypa.runtime.models.timing import estimate
+    result = emulator.run(launch)
+    est = estimate(result, launch, "sm_80")        # the finished run's counts (and address trace)
     est.time_us, est.cycles, est.bound, est.occupancy.ctas_per_sm, est.blocks
+
+The model reads a finished run and never runs one; ``runtime.report.batch.estimate_run``
+runs a launch and estimates it.
 
 The model follows source-level performance simulation of GPU cores (Gerum,
 Bringmann and Rosenstiel, DATE 2015), rebuilt on PTX and on the emulator's
@@ -71,11 +73,14 @@ from typing import Any
 import numpy as np
 from xdsl.ir import Block, BlockArgument, SSAValue
 
+from hypa.passes.liveness import Liveness
 from hypa.ptxdialect import isa
+from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp
 
-from .. import abi
 from ..emulator.program import KernelProgram, value_bits
+from ..metrics import registry
+from ..metrics.counters import CounterView
 
 ARCH_DIR = Path(__file__).with_name("arch")
 DEFAULT_ARCH = "sm_90"
@@ -89,7 +94,7 @@ F, I, O, E, W = range(5)
 NS = len(STAGES)
 
 
-class TimingError(Exception):
+class TimingError(HypaError):
     """The estimate cannot be made (unknown architecture, a launch that cannot run ...)."""
 
 
@@ -1006,82 +1011,34 @@ def _reg_weight(v: SSAValue) -> int:
 
 
 def max_live_registers(prog: KernelProgram) -> int:
-    """The largest number of 32-bit registers live at one point (SSA liveness)."""
-    cfg = prog.cfg
-    nb = len(cfg)
-    ids: dict[SSAValue, int] = {}
-    weights: list[int] = []
+    """The largest number of 32-bit registers live at one point (SSA liveness,
+    ``passes/liveness.py``), scanning each block backwards from its live-out set."""
+    liveness = Liveness.of(prog.cfg)
+    index = liveness.index
+    weights = [_reg_weight(v) for v in liveness.values]
 
-    def vid(v: SSAValue) -> int:
-        k = ids.get(v)
-        if k is None:
-            k = ids[v] = len(weights)
-            weights.append(_reg_weight(v))
-        return k
+    def mask(values) -> int:
+        m = 0
+        for v in values:
+            m |= 1 << index[v]
+        return m
 
-    defs = [0] * nb
-    upward = [0] * nb
-    edge_use = [0] * nb
-    args = [0] * nb
-    body: list[list[tuple[int, int]]] = []  # per block, per op: (defs mask, uses mask)
-    for b, blk in enumerate(cfg.blocks):
-        d = 0
-        for a in blk.args:
-            d |= 1 << vid(a)
-        args[b] = d
-        up = 0
-        seq = []
-        for op in blk.ops:
-            if isinstance(op, InstructionOp):
-                u = 0
-                for v in op.instruction_operands():
-                    u |= 1 << vid(v)
-                r = 0
-                for v in op.results:
-                    r |= 1 << vid(v)
-                up |= u & ~d
-                d |= r
-                seq.append((r, u))
-        term = blk.last_op
-        eu = 0
-        if term is not None:
-            if isinstance(term, FallthroughOp):
-                for v in term.operands:
-                    eu |= 1 << vid(v)
-            elif isinstance(term, InstructionOp):
-                for k in range(len(term.successors)):
-                    for v in term.successor_operands(k):
-                        eu |= 1 << vid(v)
-        up |= eu & ~d
-        defs[b], upward[b], edge_use[b] = d, up, eu
-        body.append(seq)
-    live_in = [0] * nb
-    live_out = [0] * nb
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(range(nb)):
-            out = edge_use[b]
-            for s in cfg.succs[b]:
-                out |= live_in[s] & ~args[s]
-            inn = upward[b] | (out & ~defs[b])
-            if out != live_out[b] or inn != live_in[b]:
-                live_out[b], live_in[b] = out, inn
-                changed = True
-
-    def weight(mask: int) -> int:
+    def weight(m: int) -> int:
         w = 0
-        while mask:
-            low = mask & -mask
+        while m:
+            low = m & -m
             w += weights[low.bit_length() - 1]
-            mask ^= low
+            m ^= low
         return w
 
     best = 0
-    for b in range(nb):
-        live = live_out[b]
+    for b, block in enumerate(prog.cfg.blocks):
+        live = liveness.live_out_masks[b]
         best = max(best, weight(live))
-        for r, u in reversed(body[b]):
+        for op in reversed(list(block.ops)):
+            if not isinstance(op, InstructionOp):
+                continue
+            r, u = mask(op.results), mask(op.instruction_operands())
             best = max(best, weight(live | r))
             live = (live & ~r) | u
             best = max(best, weight(live))
@@ -1129,25 +1086,9 @@ class Estimate:
         }
 
 
-def emulator_program(emu, launch) -> KernelProgram:
-    """The program ``emu.run(launch)`` ran (cached in the emulator)."""
-    pf = getattr(emu, "program_for", None)
-    return pf(launch) if pf is not None else emu.program(launch.kernel)
-
-
-def estimate_run(emu, launch, result=None, arch: str | Arch = DEFAULT_ARCH, registers: int | None = None) -> Estimate:
-    """Emulate ``launch`` with ``emu`` (unless ``result`` is its result) and estimate it."""
-    if result is None:
-        result = emu.run(launch)
-    return estimate(result, launch, arch, registers, program=emulator_program(emu, launch))
-
-
 def _raw_counts(prog: KernelProgram, counters) -> tuple[list[int], list[int], list[int]]:
-    nb = prog.num_blocks
-    w = [int(counters[abi.BLOCK_COUNTERS * b]) for b in range(nb)]
-    t = [int(counters[abi.BLOCK_COUNTERS * b + 1]) for b in range(nb)]
-    d = [int(counters[abi.BLOCK_COUNTERS * b + 2]) for b in range(nb)]
-    return w, t, d
+    view = CounterView(prog, counters)
+    return view.warps, view.threads, view.divergent
 
 
 def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[InstructionOp, float], dict[InstructionOp, float]]:
@@ -1159,10 +1100,8 @@ def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[Instruct
     mem_ops = getattr(prog, "mem_ops", None) or {}
     if not mem_ops or counters is None:
         return occ, sector_bytes
-    base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
     per_smsp = arch.memory["lsu_bytes_per_clk"] / arch.sub_partitions
-    for op, slot in mem_ops.items():
-        c = [int(counters[base + abi.MEM_COUNTERS * slot + k]) for k in range(abi.MEM_COUNTERS)]
+    for op, c in CounterView(prog, counters).memory_ops():
         req, sectors, lines, wavefronts, _ideal = c
         if req <= 0:
             continue
@@ -1176,50 +1115,39 @@ def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[Instruct
     return occ, sector_bytes
 
 
-def estimate(result_or_program, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int | None = None,
+def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int | None = None,
              program: KernelProgram | None = None, counters=None) -> Estimate:
-    """Estimated cycles and time of one kernel launch on ``arch``.
+    """Estimated cycles and time of one finished kernel launch on ``arch``.
 
-    ``result_or_program``: a ``LaunchResult`` of ``Emulator.run(launch)``
-    (give ``program=emulator.program_for(launch)``, the program that run
-    used, unless the result carries it) or a ``KernelProgram`` (the launch is
-    then emulated here, unless ``counters`` -- the emulator's raw counter
-    array -- are given).  ``registers`` overrides the per-thread register
-    count (e.g. ptxas ``-v``'s figure).
+    ``run``: the ``LaunchResult`` of ``Emulator.run(launch)`` -- with ``program``, the
+    program that run used (``Emulator.program_for(launch)``), where the result does not
+    carry it (results sent back from worker processes drop it) -- or a ``KernelProgram``
+    with ``counters``, a raw counter array (written by hand, say; the buffers' sizes then
+    come from the launch).  The model reads a run's results and never runs a launch
+    (``runtime.report.batch.estimate_run`` runs one, then estimates it).  ``registers``
+    overrides the per-thread register count (e.g. ptxas ``-v``'s figure).
     """
-    from ..emulator.emulator import Emulator, LaunchResult
-
     a = load_arch(arch)
     notes: list[str] = []
     res = None
-    if isinstance(result_or_program, LaunchResult):
-        res = result_or_program
+    if isinstance(run, KernelProgram):
+        prog = run
+        if launch is None or counters is None:
+            raise TimingError("estimate(program, launch, counters=...): a program alone has no counts; "
+                              "estimate a finished run's result (runtime.report.batch.estimate_run runs one)")
+        buffers = None
+        res_bytes = sum(launch.buffer_nbytes().values())
+    elif hasattr(run, "counters"):
+        res = run
         prog = program if program is not None else getattr(res, "program", None)
-        counters = getattr(res, "counters", None) if counters is None else counters
+        counters = res.counters if counters is None else counters
         launch = launch if launch is not None else getattr(res, "launch", None)
         if prog is None or counters is None or launch is None:
             raise TimingError("estimate(result, launch, program=Emulator.program_for(launch)): "
                               "the result alone does not carry its program, counters and launch")
         buffers = res.buffers if res.buffers or not getattr(res, "buffer_bytes", 0) else None
-    elif isinstance(result_or_program, KernelProgram):
-        prog = result_or_program
-        if launch is None:
-            raise TimingError("estimate(program, launch): a launch is needed")
-        if counters is None:
-            emu = Emulator(prog.module, mode=prog.mode, exact_predicates=prog.exact_predicates,
-                           memory_metrics=bool(getattr(prog, "mem_ops", None)), reconvergence=prog.reconvergence,
-                           address_trace=TRACE_RECORDS)
-            res = emu.run(launch)
-            prog = emulator_program(emu, launch)
-            counters = res.counters
-            buffers = res.buffers
-        else:
-            buffers = None
-            res_bytes = sum(launch.buffer_nbytes().values())
     else:
-        raise TimingError(f"estimate() takes a LaunchResult or a KernelProgram, not {type(result_or_program).__name__}")
-    if counters is None:
-        raise TimingError("no block counters: this emulator does not return them")
+        raise TimingError(f"estimate() takes a LaunchResult or a KernelProgram, not {type(run).__name__}")
 
     mem_occ, sector_bytes = _mem_stats(prog, counters, a)
     if mem_occ:
@@ -1494,7 +1422,8 @@ def _load_latencies(prog: KernelProgram, counters, cache, arch: Arch) -> dict[In
     shares: with ``k`` sectors per request a warp waits for L2 unless all hit L1 (``p1 ** k``)
     and for DRAM if any misses L2."""
     m = arch.memory
-    base = abi.BLOCK_COUNTERS * prog.num_blocks + len(prog.pred_counters)
+    view = CounterView(prog, counters)
+    spr = registry.metric("sectors_per_request")
     out: dict[InstructionOp, float] = {}
     for op, slot in (getattr(prog, "mem_ops", None) or {}).items():
         rq = cache.request_levels(slot)
@@ -1505,9 +1434,7 @@ def _load_latencies(prog: KernelProgram, counters, cache, arch: Arch) -> dict[In
         lv = cache.slot_levels(slot)
         if lv is None:
             continue
-        req = int(counters[base + abi.MEM_COUNTERS * slot])
-        sectors = int(counters[base + abi.MEM_COUNTERS * slot + 1])
-        k = max(1.0, sectors / req) if req else 1.0
+        k = max(1.0, spr.value(view.memory(slot)._asdict()))
         p1, _p2, pd = lv
         all_l1 = p1 ** k
         any_dram = 1.0 - (1.0 - pd) ** k
@@ -1601,6 +1528,6 @@ def add_to_report(text: str, results, fmt: str) -> str:
 
 __all__ = [
     "Arch", "Estimate", "KernelTiming", "Occupancy", "TimingError", "available_archs", "classify",
-    "edge_frequencies", "emulator_program", "estimate", "estimate_registers", "estimate_run", "format_estimate", "load_arch", "occupancy",
+    "edge_frequencies", "estimate", "estimate_registers", "format_estimate", "load_arch", "occupancy",
     "solve_pipeline",
 ]

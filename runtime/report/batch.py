@@ -33,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import abi
-from ..emulator.emulator import DEFAULT_STEP_BUDGET, Emulator, LaunchResult
-from .errors import LAUNCH_ERRORS
+from hypa.ptxdialect.diagnostics import HypaError
+
+from ..emulator.emulator import Emulator, LaunchResult
+from ..emulator.options import EmulationOptions
 from ..emulator.executor import DaskCluster, Executor, Forked, InProcess, TaskFailed
 from .inputs import InputError, InputOptions, Source, expand_inputs, load_sources
 from ..emulator.launch import BufferSpec, Launch, LaunchError, launches_from_toml
@@ -44,15 +45,8 @@ from ..emulator.phases import phase
 
 @dataclass
 class ProfileOptions:
-    mode: str = "slice"
-    exact_predicates: bool | None = None  # None: as a slice recorded in the IR says, else False
-    step_budget: int = DEFAULT_STEP_BUDGET
-    memory_metrics: bool = False
-    bounds_check: bool = True  # slice mode: check the addresses of accesses outside the slice
-    initcheck: bool = True  # count reads of shared/local bytes never written (a warning note)
-    strict: bool = False  # ... an error instead
-    stack_size: int = abi.DEFAULT_STACK_SIZE  # call stack per thread (recursion, alloca)
-    reconvergence: str = "yield"  # "ipdom": no release by spin loops (runtime/emulator/program.prepare)
+    #: how each launch is emulated (runtime/emulator/options.py)
+    emulation: EmulationOptions = field(default_factory=EmulationOptions)
     jobs: int = 1
     per_cta: bool = False
     scheduler: str | None = None
@@ -66,19 +60,14 @@ class ProfileOptions:
     keep_buffers: bool = False
     inputs: InputOptions = field(default_factory=InputOptions)
 
-    def emulator_options(self) -> dict[str, Any]:
-        return {"mode": self.mode, "exact_predicates": self.exact_predicates, "step_budget": self.step_budget,
-                "memory_metrics": self.memory_metrics, "bounds_check": self.bounds_check,
-                "initcheck": self.initcheck, "strict": self.strict, "stack_size": self.stack_size,
-                "reconvergence": self.reconvergence, "address_trace": self.trace_records()}
-
-    def trace_records(self) -> int:
-        """Address-trace records per launch: the timing estimate's cache model needs them."""
+    def emulation_options(self) -> EmulationOptions:
+        """``emulation``, with the address trace the timing estimate's cache model reads when
+        there is one."""
         if not self.estimate_time:
-            return 0
+            return self.emulation
         from ..models.timing import TRACE_RECORDS
 
-        return TRACE_RECORDS
+        return dataclasses.replace(self.emulation, address_trace=TRACE_RECORDS)
 
 
 @dataclass
@@ -176,7 +165,7 @@ class Catalog:
     def emulator(self, src: Source) -> Emulator:
         e = self._emulators.get(src.label)
         if e is None:
-            e = self._emulators[src.label] = Emulator(self.module(src), **self.opts.emulator_options())
+            e = self._emulators[src.label] = Emulator(self.module(src), options=self.opts.emulation_options())
         return e
 
 
@@ -260,7 +249,7 @@ def launch_key(src_hash: str, kernel: str, prog, launch: Launch, opts: ProfileOp
     same contents in every buffer the emulated code may read."""
     buffers = launch.buffers
     h = hashlib.sha256()
-    h.update(repr((src_hash, kernel, sorted(opts.emulator_options().items()), opts.per_cta,
+    h.update(repr((src_hash, kernel, opts.emulation_options(), opts.per_cta,
                    launch.grid, launch.block, launch.shared_bytes)).encode())
     read = read_parameters(prog)
     params = [p[0] for p in prog.params]
@@ -434,7 +423,7 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             prog = emu.program_for(rec.launch)
             with phase("launches"):  # buffers are made when the launch runs, one launch at a time
                 rec.key = launch_key(source_hash(rec.source), rec.kernel or "", prog, rec.launch, opts)
-        except LAUNCH_ERRORS as e:
+        except HypaError as e:
             rec.error = str(e)
             if opts.fail_fast:
                 break
@@ -495,11 +484,11 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
         else:
             try:
                 rec.result = cat.emulator(rec.source).merge(rec.launch, ps)
-            except LAUNCH_ERRORS as e:
+            except HypaError as e:
                 rec.error = str(e)
     if opts.estimate_time:
         with phase("estimate"):
-            _attach_estimates(cat, records, opts.estimate_time, opts.memory_metrics)
+            _attach_estimates(cat, records, opts.estimate_time, opts.emulation.memory_metrics)
     for rec in records:
         if rec.reused_from is not None:
             src = records[rec.reused_from]
@@ -521,18 +510,30 @@ def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str, memo
 def _estimate(cat: Catalog, rec: LaunchRecord, result: LaunchResult, arch: str, memory_metrics: bool) -> None:
     """Attach the estimate of ``result`` (``result.time_estimate``), or a note saying why there
     is none; the address trace it read is dropped."""
-    from ..models.timing import TimingError, emulator_program, estimate
+    from ..models.timing import estimate
 
     try:
         emu = cat.emulator(rec.source)
         result.time_estimate = estimate(result, rec.launch, arch,  # type: ignore[attr-defined]
-                                        program=emulator_program(emu, rec.launch))
+                                        program=emu.program_for(rec.launch))
         if not memory_metrics:  # the trace needed the memory slots; the report shows them only if asked
             result.metrics.memory = None
-    except (TimingError, *LAUNCH_ERRORS) as e:
+    except HypaError as e:
         result.time_estimate = None  # type: ignore[attr-defined]
         result.notes.append(f"no timing estimate: {e}")
     result.memory_trace = None
+
+
+def estimate_run(emu: Emulator, launch: Launch, result: LaunchResult | None = None, arch=None,
+                 registers: int | None = None):
+    """Run ``launch`` on ``emu`` (unless ``result`` is that run's result), then the timing
+    model's ``Estimate`` of it on ``arch`` (default: the model's): the model reads a finished
+    run, this layer runs it."""
+    from ..models.timing import DEFAULT_ARCH, estimate
+
+    if result is None:
+        result = emu.run(launch)
+    return estimate(result, launch, arch or DEFAULT_ARCH, registers, program=emu.program_for(launch))
 
 
 def _executor(opts: ProfileOptions, n_units: int) -> Executor:
@@ -560,7 +561,7 @@ def run_units(ex: Executor, cat: Catalog, records: list[LaunchRecord], units: li
         fn = run_unit
     else:
         texts: dict[str, Any] = {}
-        options = tuple(sorted(opts.emulator_options().items()))
+        options = opts.emulation_options()
         tasks = []
         for u in units:
             src = records[u.record].source
@@ -575,7 +576,7 @@ def run_units(ex: Executor, cat: Catalog, records: list[LaunchRecord], units: li
         if opts.estimate_time and isinstance(r, LaunchResult) and units[k].ctas is None:
             # estimated as it arrives: the estimate reads the launch's address trace, which is
             # then dropped (traces kept for every launch would grow with the launches)
-            _estimate(cat, records[units[k].record], r, opts.estimate_time, opts.memory_metrics)
+            _estimate(cat, records[units[k].record], r, opts.estimate_time, opts.emulation.memory_metrics)
 
     return ex.map(fn, tasks, done=done, stop=stop)
 
@@ -585,14 +586,15 @@ def run_unit(emu: Emulator, launch: Launch, ctas, per_cta: bool, jobs: int = 1,
     """One unit of work: its result, or the message of the launch error that stopped it."""
     try:
         return emu.run(launch, jobs=jobs, per_cta=per_cta, ctas=ctas, keep_buffers=keep_memory)
-    except LAUNCH_ERRORS as e:
+    except HypaError as e:
         return str(e)
 
 
 _EMULATORS: dict[tuple, Emulator] = {}
 
 
-def run_unit_from_text(ptx: str, label: str, options: tuple, launch: Launch, ctas, per_cta: bool) -> LaunchResult | str:
+def run_unit_from_text(ptx: str, label: str, options: EmulationOptions, launch: Launch, ctas,
+                       per_cta: bool) -> LaunchResult | str:
     """``run_unit`` on a cluster's worker: the emulator is made from the PTX text, once per
     worker process and kernel source."""
     key = (hashlib.sha256(ptx.encode("utf-8", errors="replace")).hexdigest(), label, options)
@@ -600,5 +602,5 @@ def run_unit_from_text(ptx: str, label: str, options: tuple, launch: Launch, cta
     if emu is None:
         from hypa.ptxdialect import parse_ptx
 
-        emu = _EMULATORS[key] = Emulator(parse_ptx(ptx, label), **dict(options))
+        emu = _EMULATORS[key] = Emulator(parse_ptx(ptx, label), options=options)
     return run_unit(emu, launch, ctas, per_cta)

@@ -12,24 +12,26 @@ import html
 import json
 from dataclasses import dataclass, field
 
-from ..emulator.demangle import demangle
+from hypa.ptxdialect.diagnostics import HypaError
 
-FIGURES = (
-    ("inst_executed", "warp instr."),
-    ("thread_inst_executed", "thread instr."),
-    ("flops", "FLOPs"),
-    ("branch_efficiency", "branch eff. %"),
-    ("divergent_branch", "divergent"),
+from ..emulator.demangle import demangle
+from ..metrics import registry
+
+#: what the diff compares besides the metrics of ``registry.DIFF``: memory and time (sums)
+OTHER_FIGURES = (
     ("global_sectors", "global sectors"),
     ("bank_conflicts", "bank conflicts"),
     ("est_time_us", "est. time us"),
 )
 
 
+def figures() -> list[tuple[str, str]]:
+    """(key, label) of every compared figure, in the order shown."""
+    return [(k, registry.metric(k).label) for k in registry.DIFF] + list(OTHER_FIGURES)
+
+
 def _figures(d: dict) -> dict[str, float]:
-    out = {k: float(d.get(k, 0)) for k in ("inst_executed", "thread_inst_executed", "divergent_branch")}
-    out["flops"] = float(d.get("flop_count_sp", 0) + d.get("flop_count_dp", 0) + d.get("flop_count_hp", 0))
-    out["branch_efficiency"] = float(d.get("branch_efficiency", 100.0))
+    out = {k: float(registry.metric(k).of(d)) for k in registry.DIFF}
     mem = d.get("memory") or {}
     if mem:
         out["global_sectors"] = float(sum(v for k, v in mem.items() if k.startswith("global_") and k.endswith("_sectors")))
@@ -50,8 +52,8 @@ class Pair:
     fb: dict = field(default_factory=dict)
 
 
-class DiffError(Exception):
-    pass
+class DiffError(HypaError):
+    """A profile ``hypa diff`` cannot read."""
 
 
 def load(path: str) -> list[dict]:
@@ -96,24 +98,23 @@ def change(x: float | None, y: float | None) -> str:
 
 
 def kernel_rows(pairs: list[Pair]) -> list[dict]:
+    """Per kernel and side, the paired launches combined: the registry's metrics as it says
+    (a ratio from the summed counts), the memory and time figures summed."""
     rows: dict[str, dict] = {}
+    launches: dict[tuple[str, str], list[dict]] = {}
     for p in pairs:
         r = rows.setdefault(p.kernel, {"kernel": p.kernel, "launches_a": 0, "launches_b": 0, "a": {}, "b": {}})
         for side, d, f in (("a", p.a, p.fa), ("b", p.b, p.fb)):
             if d is None:
                 continue
             r[f"launches_{side}"] += 1
+            launches.setdefault((p.kernel, side), []).append(d)
             for k, v in f.items():
-                if k == "branch_efficiency":
-                    continue
-                r[side][k] = r[side].get(k, 0.0) + v
-            r[side]["_branch"] = r[side].get("_branch", 0.0) + float(d.get("branch", 0))
-    for r in rows.values():
-        for side in ("a", "b"):
-            s = r[side]
-            if r[f"launches_{side}"]:
-                br = s.pop("_branch", 0.0)
-                s["branch_efficiency"] = 100.0 * (br - s.get("divergent_branch", 0.0)) / br if br else 100.0
+                if k not in registry.DIFF:
+                    r[side][k] = r[side].get(k, 0.0) + v
+    for (kernel, side), ds in launches.items():
+        for k in registry.DIFF:
+            rows[kernel][side][k] = float(registry.metric(k).combine(ds))
     return list(rows.values())
 
 
@@ -125,7 +126,7 @@ def _num(v: float | None) -> str:
 
 def table(pairs: list[Pair], names: tuple[str, str]) -> str:
     krows = kernel_rows(pairs)
-    figs = [f for f in FIGURES if any(f[0] in r["a"] or f[0] in r["b"] for r in krows)]
+    figs = [f for f in figures() if any(f[0] in r["a"] or f[0] in r["b"] for r in krows)]
     lines = [f"A = {names[0]}", f"B = {names[1]}", "", "per kernel (paired launches summed):"]
     for r in krows:
         status = ("only in A" if not r["launches_b"] else "only in B" if not r["launches_a"] else
@@ -152,7 +153,7 @@ def html_page(pairs: list[Pair], names: tuple[str, str]) -> str:
 
     e = html.escape
     krows = kernel_rows(pairs)
-    figs = [f for f in FIGURES if any(f[0] in r["a"] or f[0] in r["b"] for r in krows)]
+    figs = [f for f in figures() if any(f[0] in r["a"] or f[0] in r["b"] for r in krows)]
     out = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>hypa diff</title><style>{CSS}</style>"
            f"</head><body><h1>hypa diff</h1><p class=sub>A = {e(names[0])}<br>B = {e(names[1])}</p>"
            "<h2>Kernels</h2><table><tr><th class=k>kernel</th><th>launches A/B</th>"]
@@ -163,7 +164,8 @@ def html_page(pairs: list[Pair], names: tuple[str, str]) -> str:
         for k, _label in figs:
             a, b = r["a"].get(k), r["b"].get(k)
             c = change(a, b)
-            worse = c.startswith("+") if k not in ("branch_efficiency",) else c.startswith("-")
+            better_higher = k in registry.DIFF and registry.metric(k).higher_is_better
+            worse = c.startswith("-") if better_higher else c.startswith("+")
             cls = "" if c in ("", "=") else ("bad" if worse else "good")
             cells.append(f"<td>{_num(a)}</td><td>{_num(b)}</td><td class={cls}>{e(c)}</td>")
         out.append(f"<tr><td class=k title='{e(r['kernel'])}'>{e(demangle(r['kernel']))}</td>"

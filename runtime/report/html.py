@@ -28,6 +28,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from ..emulator.demangle import demangle, short_names
+from ..metrics import registry
 from .tables import by_kernel, flops
 
 #: one colour per instruction category (the order of ptxdialect.isa.CATEGORIES)
@@ -243,8 +244,6 @@ def _counts_map(m) -> bool:
 def profile_problem(data) -> str | None:
     """Why ``data`` (parsed JSON) is not a profile the page can show, or None.  Checked before
     anything is drawn, so a damaged or hand-edited file is a message, not a traceback."""
-    from ..metrics.counters import METRIC_NAMES
-
     if not isinstance(data, list):
         return f"the top level is a {type(data).__name__}, not a list"
     for i, d in enumerate(data):
@@ -256,7 +255,7 @@ def profile_problem(data) -> str | None:
             if not isinstance(d["error"], str):
                 return f"entry {i}: 'error' is not text"
             continue  # a failed launch (hypa run): listed, not drawn
-        for k in METRIC_NAMES:
+        for k in registry.columns():
             if not _num(d.get(k)):
                 return f"entry {i} has no valid '{k}'"
         for k in ("duration_ms",):
@@ -474,7 +473,7 @@ def _cfg_section(dicts: list[dict], want: str | None, input_options, notices: li
 def _memory_time_section(dicts: list[dict], short: dict[str, str]) -> str:
     """Memory (--memory-metrics) and the timing model (--estimate-time) per launch, and a
     roofline of the launches that have both, against the architecture's ceilings."""
-    from .tables import memory_lines, memory_summary
+    from .tables import memory_lines, memory_summary, sectors_per_request
 
     rows = [d for d in dicts if d.get("reused_from") is None and (d.get("memory") or d.get("time_estimate"))]
     if not rows:
@@ -499,7 +498,8 @@ def _memory_time_section(dicts: list[dict], short: dict[str, str]) -> str:
         e = d.get("time_estimate")
         cells = f"<td>{_e(d.get('launch', ''))}</td><td class=k title='{_e(demangle(d['kernel']))}'>{_e(short[demangle(d['kernel'])])}</td>"
         if mem:
-            cells += (f"<td>{req:,}</td><td>{sec:,}</td><td>{sec / req:.2f}</td>" if req else "<td>0</td><td>0</td><td></td>")
+            cells += (f"<td>{req:,}</td><td>{sec:,}</td><td>{sectors_per_request(sec, req):.2f}</td>" if req
+                      else "<td>0</td><td>0</td><td></td>")
             cells += f"<td>{memory_lines(d):,}</td>"
             cells += f"<td class={'bad' if bank else ''}>{bank:,}</td>"
         if est:
@@ -577,6 +577,7 @@ _SOURCE_KERNELS = 8  # kernels shown in the source view (most thread instruction
 def _source_section(dicts: list[dict]) -> str:
     """Per kernel with line information (``-lineinfo``): each CUDA source line with its
     counts summed over the kernel's launches, shaded by thread instructions."""
+    spr = registry.metric("sectors_per_request")
     kernels: dict[str, dict[tuple, dict]] = {}
     hot: dict[str, dict[int, dict]] = {}
     for d in dicts:
@@ -595,7 +596,8 @@ def _source_section(dicts: list[dict]) -> str:
                 if isinstance(v, (int, float)) and k not in ("line", "sectors_per_request"):
                     g[k] = g.get(k, 0) + v
             if ln.get("sectors_per_request"):  # global requests of the line, to re-divide the sums
-                g["global_requests"] = g.get("global_requests", 0) + ln["sectors"] / ln["sectors_per_request"]
+                _sectors, requests = spr.parts({"sectors": ln["sectors"], "sectors_per_request": ln["sectors_per_request"]})
+                g["global_requests"] = g.get("global_requests", 0) + requests
     if not kernels and not hot:
         return ""
     order = sorted(kernels, key=lambda k: -sum(r.get("thread_inst_executed", 0) for r in kernels[k].values()))
@@ -612,14 +614,15 @@ def _source_section(dicts: list[dict]) -> str:
         for r in rows:
             t = r.get("thread_inst_executed", 0)
             fl = r.get("flop_count_sp", 0) + r.get("flop_count_dp", 0) + r.get("flop_count_hp", 0)
-            spr = f"{r['sectors'] / r['global_requests']:.2f}" if r.get("global_requests") else ""
+            per_request = (f"{spr.value({'sectors': r['sectors'], 'requests': r['global_requests']}):.2f}"
+                           if r.get("global_requests") else "")
             div = int(r.get("divergent_branch", 0))
             out.append(
                 f"<tr><td class=k title='{_e(r['file'])}'>{_e(os.path.basename(r['file']))}:{r['line']}</td>"
                 f"<td class='k code'>{_e(r.get('source') or '')}</td>"
                 f"<td class=heat style='--w:{100 * t / top:.1f}%'>{int(t):,}</td><td>{int(r.get('inst_executed', 0)):,}</td>"
                 f"<td>{int(r.get('predicated_off', 0)):,}</td><td>{int(fl):,}</td>"
-                f"<td class={'bad' if div else ''}>{div:,}</td><td>{spr}</td><td>{int(r.get('bank_conflicts', 0)):,}</td>"
+                f"<td class={'bad' if div else ''}>{div:,}</td><td>{per_request}</td><td>{int(r.get('bank_conflicts', 0)):,}</td>"
                 f"<td class=k>{_e(r.get('stall', ''))}</td></tr>")
         out.append("</table>")
     if len(order) > _SOURCE_KERNELS:
@@ -657,11 +660,11 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
     reused = sum(1 for d in dicts if d.get("reused_from") is not None)
     total_thr = sum(d["thread_inst_executed"] for d in dicts)
     total_fl = sum(flops(d) for d in dicts)
-    emulated = sum(d["executed_fraction"] * d["thread_inst_executed"] for d in dicts)
+    executed = registry.metric("executed_fraction").combine(dicts)
     parts.append(
         f"<p><b>{len(dicts)}</b> launches of <b>{len(groups)}</b> kernels; <b>{reused}</b> reused the result of an "
         f"identical launch. Thread instructions: <b>{total_thr:,}</b>; FLOPs: <b>{int(total_fl):,}</b>; "
-        f"executed fraction: <b>{100 * emulated / total_thr if total_thr else 0:.2f}%</b>.</p>")
+        f"executed fraction: <b>{100 * executed:.2f}%</b>.</p>")
     for e in errors or []:
         parts.append(f'<div class="error">{_e(e)}</div>')
     plots, files, missing = _plots(groups, plots_dir)

@@ -30,6 +30,8 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from hypa.ptxdialect.diagnostics import InputError
+
 FATBIN_MAGIC = 0xBA55ED50
 FATBIN_HEADER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries
 ENTRY_PTX = 1
@@ -43,10 +45,6 @@ FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 #: file name endings taken from a directory (other files are taken when they are ELF)
 SOURCE_SUFFIXES = (".ptx", ".cu", ".cubin", ".fatbin", ".o", ".so", ".a")
 _SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cache", ".pytest_cache"}
-
-
-class InputError(Exception):
-    """An input that cannot be turned into PTX, with a message that says why and what to do."""
 
 
 @dataclass
@@ -78,10 +76,6 @@ class FatbinEntry:
     flags: int
     payload: bytes  # decompressed
     compression: str | None  # "lz4" | "zstd" | None
-
-    @property
-    def kind_name(self) -> str:
-        return {ENTRY_PTX: "ptx", ENTRY_ELF: "elf"}.get(self.kind, f"kind{self.kind}")
 
 
 # -- expanding arguments -----------------------------------------------------------------
@@ -234,6 +228,10 @@ def _binary_sources(path: str, data: bytes, opts: InputOptions, kind: str) -> li
         ptxs, how = _cuobjdump_ptx(tool, path), "cuobjdump"
     else:
         ptxs, how = _own_ptx(path, data, kind)[0], "fatbin reader"
+    linked = relocatable_ptx(path, data) if kind == "elf" else []
+    if linked:  # -rdc=true: the objects' PTX, linked (cuobjdump -ptx does not list it)
+        ptxs = [p for p in ptxs if p[1] not in {t for _a, t in _relocatable_objects(path, data)}] + linked
+        how += "; the -rdc objects' PTX linked"
     if not ptxs:
         raise InputError(_no_ptx_message(path, data, kind, _own_ptx(path, data, kind)[1]))
     chosen = _choose(ptxs, opts.ptx_arch, path)
@@ -242,6 +240,30 @@ def _binary_sources(path: str, data: bytes, opts: InputOptions, kind: str) -> li
         member = f"sm_{arch} PTX" if len(chosen) == 1 else f"sm_{arch} PTX {n + 1}"
         out.append(Source(path, text, "fatbin" if kind == "fatbin" else "elf", member, f"sm_{arch}",
                           [f"PTX extracted with the {how}"]))
+    return out
+
+
+def _relocatable_objects(path: str, data: bytes) -> list[tuple[int, str]]:
+    """(arch, PTX) of every relocatable object (``__nv_relfatbin``, ``nvcc -rdc=true``)."""
+    out = []
+    for blob in elf_fatbin_sections(data, ("__nv_relfatbin",)):
+        for entries in fatbin_containers(blob, f"{path} (__nv_relfatbin)"):
+            out.extend((e.arch, e.payload.rstrip(b"\0").decode("utf-8", errors="replace"))
+                       for e in entries if e.kind == ENTRY_PTX)
+    return out
+
+
+def relocatable_ptx(path: str, data: bytes) -> list[tuple[int, str]]:
+    """The PTX of a program built with separate compilation, linked as nvlink links its
+    machine code (ptxdialect/link.py): one (arch, PTX) per architecture the objects share."""
+    from hypa.ptxdialect.link import link_ptx
+
+    objects = _relocatable_objects(path, data)
+    out = []
+    for arch in sorted({a for a, _t in objects}):
+        texts = [t for a, t in objects if a == arch]
+        named = [(f"{os.path.basename(path)}[object {i + 1}]", t) for i, t in enumerate(texts)]
+        out.append((arch, link_ptx(named)))
     return out
 
 
@@ -360,8 +382,10 @@ def _scan_magic(data: bytes) -> list[int]:
     return out
 
 
-def elf_fatbin_sections(data: bytes) -> list[bytes]:
-    """Contents of the ``.nv_fatbin`` / ``__nv_relfatbin`` sections of an ELF file (64- or 32-bit)."""
+def elf_fatbin_sections(data: bytes, sections: tuple[str, ...] = FATBIN_SECTIONS) -> list[bytes]:
+    """Contents of the ``.nv_fatbin`` / ``__nv_relfatbin`` sections (or those named in ``sections``) of
+    an ELF file (64- or 32-bit).  ``__nv_relfatbin`` holds the relocatable objects of a
+    program built with ``-rdc=true`` (their PTX), ``.nv_fatbin`` the linked device code."""
     if data[:4] != ELF_MAGIC or len(data) < 52:
         return []
     is64 = data[4] == 2
@@ -390,7 +414,7 @@ def elf_fatbin_sections(data: bytes) -> list[bytes]:
         for i in range(shnum):
             name, typ, off, size = section(i)
             nm = names[name : names.find(b"\0", name)].decode("ascii", errors="replace")
-            if nm in FATBIN_SECTIONS and typ != 8:  # not SHT_NOBITS
+            if nm in sections and typ != 8:  # not SHT_NOBITS
                 out.append(data[off : off + size])
         return out
     except (struct.error, OverflowError):  # a header pointing outside the file
@@ -404,7 +428,13 @@ MAX_ENTRY_BYTES = 256 << 20
 def read_fatbins(blob: bytes, where: str = "fatbin") -> list[FatbinEntry]:
     """Every entry of the fatbin containers laid one after another in ``blob``
     (a section may hold several, each 8-byte aligned)."""
-    entries: list[FatbinEntry] = []
+    return [e for entries in fatbin_containers(blob, where) for e in entries]
+
+
+def fatbin_containers(blob: bytes, where: str = "fatbin") -> list[list[FatbinEntry]]:
+    """The entries of each fatbin container in ``blob``, container by container (in
+    ``__nv_relfatbin`` a container is one relocatable object)."""
+    containers: list[list[FatbinEntry]] = []
     pos = 0
     while pos + FATBIN_HEADER.size <= len(blob):
         magic, _ver, hsize, size = FATBIN_HEADER.unpack_from(blob, pos)
@@ -415,9 +445,9 @@ def read_fatbins(blob: bytes, where: str = "fatbin") -> list[FatbinEntry]:
             break
         if hsize < FATBIN_HEADER.size:  # a container that does not move past its own header
             raise InputError(f"{where}: corrupt fatbin: container at offset {pos} has a header of {hsize} bytes")
-        entries.extend(_read_entries(blob, pos + hsize, pos + hsize + size, where))
+        containers.append(_read_entries(blob, pos + hsize, pos + hsize + size, where))
         pos = (pos + hsize + size + 7) // 8 * 8
-    return entries
+    return containers
 
 
 def _read_entries(blob: bytes, pos: int, end: int, where: str) -> list[FatbinEntry]:

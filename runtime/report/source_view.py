@@ -13,14 +13,14 @@ the kernel's own file.  Kernels without ``.loc`` are shown per PTX instruction.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import InstructionOp, RawDirectiveOp
 
-from .. import abi
+from ..metrics import registry
+from ..metrics.counters import CounterView, memory_space
 
 _LOC = re.compile(r"\s*(\d+)\s+(\d+)(?:\s+(\d+))?(?:.*inlined_at\s+(\d+)\s+(\d+))?")
 _FILE = re.compile(r'\s*(\d+)\s+"([^"]*)"')
@@ -104,14 +104,11 @@ def instruction_rows(prog, counters, files: dict[int, str], arch: str = "sm_90")
             return 0.0
         return float(c.latency) if not isinstance(c.latency, str) else float(a.level_latency(c.latency))
 
-    nb = prog.num_blocks
-    mem_base = abi.BLOCK_COUNTERS * nb + len(prog.pred_counters)
+    view = CounterView(prog, counters)
     rows: list[InstructionRow] = []
     loc: tuple[str | None, int | None, tuple | None] = (None, None, None)
     for bi, block in enumerate(prog.cfg.blocks):
-        warps = int(counters[abi.BLOCK_COUNTERS * bi])
-        thr = int(counters[abi.BLOCK_COUNTERS * bi + 1])
-        div = int(counters[abi.BLOCK_COUNTERS * bi + 2])
+        warps, thr, div = view.warps[bi], view.threads[bi], view.divergent[bi]
         bname = prog.cfg.name(bi)
         for op in block.ops:
             if isinstance(op, RawDirectiveOp) and op.directive.data == ".loc":
@@ -124,9 +121,9 @@ def instruction_rows(prog, counters, files: dict[int, str], arch: str = "sm_90")
                 continue
             true = thr
             if op.guard_pred is not None and not op.spec.terminator:
-                k = prog.pred_counters.get(op)
-                if k is not None:
-                    true = int(counters[abi.BLOCK_COUNTERS * nb + k])
+                counted = view.lanes_true(op)
+                if counted is not None:
+                    true = counted
             r = InstructionRow(len(rows), instruction_text(op), bname, loc[0], loc[1], loc[2],
                                inst_executed=warps, thread_inst_executed=thr, predicated_off=thr - true)
             counter, weight = isa.flop_weights(op.spec, op.modifiers)
@@ -141,16 +138,19 @@ def instruction_rows(prog, counters, files: dict[int, str], arch: str = "sm_90")
                 r.divergent_branch = div
             slot = prog.mem_ops.get(op)
             if slot is not None:
-                c = [int(counters[mem_base + abi.MEM_COUNTERS * slot + k]) for k in range(abi.MEM_COUNTERS)]
-                sp = isa.state_space(op.spec, op.modifiers) or "generic"
-                r.space = "shared" if (sp.startswith("shared") or (sp == "generic" and c[3])) else "global"
-                r.requests = c[0]
+                c = view.memory(slot)
+                r.space = memory_space(op, c)
+                r.requests = c.requests
                 if r.space == "shared":
-                    r.bank_conflicts = c[3] - c[4]
+                    r.bank_conflicts = registry.metric("bank_conflicts").value(c._asdict())
                 else:
-                    r.sectors = c[1]
+                    r.sectors = c.sectors
             rows.append(r)
     return rows
+
+
+def _sectors_per_request(sectors: int, requests: int) -> float:
+    return registry.metric("sectors_per_request").value({"sectors": sectors, "requests": requests})
 
 
 def _flop_key(kind: str) -> str:
@@ -168,7 +168,7 @@ def row_dict(r: InstructionRow) -> dict:
         if r.space == "shared":
             d["bank_conflicts"] = r.bank_conflicts
         else:
-            d.update(sectors=r.sectors, sectors_per_request=r.sectors / r.requests if r.requests else 0.0)
+            d.update(sectors=r.sectors, sectors_per_request=_sectors_per_request(r.sectors, r.requests))
     if r.call_site:
         d["call_site"] = f"{r.call_site[0]}:{r.call_site[1]}"
     if r.timing_class:
@@ -211,7 +211,7 @@ def line_dicts(rows: list[InstructionRow], read_source: bool = True) -> list[dic
     texts = _SourceCache() if read_source else None
     for g in out:
         gr = g.pop("global_requests", 0)  # sectors per request of the line's global accesses
-        g["sectors_per_request"] = g["sectors"] / gr if gr else 0.0
+        g["sectors_per_request"] = _sectors_per_request(g["sectors"], gr)
         if texts is not None:
             g["source"] = texts.line(g["file"], g["line"])
     return out
@@ -242,7 +242,3 @@ def result_lines(result, module=None, ptx: str | None = None) -> list[dict]:
     module or from the PTX text."""
     files = source_files(module) if module is not None else source_files_of_text(ptx or "")
     return line_dicts(instruction_rows(result.program, result.counters, files))
-
-
-def short_path(path: str) -> str:
-    return os.path.basename(path) if path else "?"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..emulator.demangle import demangle, short_names
 from ..emulator.emulator import LaunchResult
-from ..metrics.counters import METRIC_NAMES
+from ..metrics import registry
 
 #: HyPA's CSV columns (Metz et al.): static estimate, dynamic count, % to execute
 HYPA_COLUMNS = ("Kernel", "Static", "Dynamic", "% to execute")
@@ -37,11 +37,12 @@ def to_csv(results: Sequence[LaunchResult], columns: str = "hypa-py") -> str:
             w.writerow([demangle(r.kernel), int(m["static_estimate"]), int(m["thread_inst_executed"]),
                         f"{100 * m['executed_fraction']:.2f}"])
         return s.getvalue()
-    w.writerow(["kernel", "grid", "block", "mode", *METRIC_NAMES, "duration_ms"])
+    cols = registry.columns()
+    w.writerow(["kernel", "grid", "block", "mode", *cols, "duration_ms"])
     for r in results:
         m = r.metrics.values
         row = [r.kernel, "x".join(map(str, r.grid)), "x".join(map(str, r.block)), r.mode]
-        for k in METRIC_NAMES:
+        for k in cols:
             v = m[k]
             row.append(f"{v:.4f}" if isinstance(v, float) and not float(v).is_integer() else int(v))
         row.append(f"{r.duration_ms:.3f}")
@@ -95,17 +96,24 @@ def memory_csv(results: Sequence[LaunchResult], launches: Sequence[int] | None =
     """With --memory-metrics: one row per memory instruction of every launch."""
     s = io.StringIO()
     w = csv.writer(s, lineterminator="\n")
+    cols = [m for m in registry.MEMORY if m.reported]
     w.writerow((["launch"] if launches else []) + ["kernel", "grid", "block", "basic_block", "instruction", "space",
-                "requests", "sectors", "lines", "sectors_per_request", "wavefronts", "bank_conflicts"])
+                                                   *(m.name for m in cols)])
     for i, r in enumerate(results):
         head = _launch_cells(r, launches[i] if launches else None)
         for mi in r.metrics.memory_instructions:
-            g = mi.space != "shared"
-            w.writerow(head + [mi.block, mi.instruction, mi.space, mi.requests,
-                               mi.sectors if g else "", mi.lines if g else "",
-                               f"{mi.sectors / mi.requests:.4f}" if g and mi.requests else "",
-                               "" if g else mi.wavefronts, "" if g else mi.wavefronts - mi.ideal_wavefronts])
+            w.writerow(head + [mi.block, mi.instruction, mi.space, *(_memory_cell(mi, m) for m in cols)])
     return s.getvalue()
+
+
+def _memory_cell(mi, m: registry.Metric):
+    """A memory instruction's metric in the CSV: empty where it does not apply (a shared
+    instruction's sectors) or a ratio has no denominator."""
+    if m.space not in ("", mi.space):
+        return ""
+    if m.kind == registry.RATIO:
+        return f"{mi.value(m.name):.4f}" if mi.value(m.denominator) else ""
+    return mi.value(m.name)
 
 
 def _csv_table(kind: str, results: Sequence[LaunchResult], launches: Sequence[int] | None = None) -> str:
@@ -142,7 +150,8 @@ def _memory_lines(r: LaunchResult) -> list[str]:
             continue
         if space == "global":
             sec = tot.get(f"global_{op}_sectors", 0)
-            out.append(f"    global {op:<5} requests {req:>10}  sectors {sec:>10}  sectors/request {sec / req:>6.2f}"
+            spr = tot[f"global_{op}_sectors_per_request"]
+            out.append(f"    global {op:<5} requests {req:>10}  sectors {sec:>10}  sectors/request {spr:>6.2f}"
                        f"  lines {tot.get(f'global_{op}_lines', 0):>10}")
         else:
             out.append(f"    shared {op:<5} requests {req:>10}  wavefronts {tot.get(f'shared_{op}_wavefronts', 0):>10}"
@@ -151,8 +160,8 @@ def _memory_lines(r: LaunchResult) -> list[str]:
     if insts:
         out.append(f"    {'instruction':<44} {'block':<14} {'requests':>9} {'sect/req':>9} {'conflicts':>9}")
         for mi in insts:
-            spr = f"{mi.sectors / mi.requests:.2f}" if mi.space != "shared" and mi.requests else ""
-            conf = str(mi.wavefronts - mi.ideal_wavefronts) if mi.space == "shared" else ""
+            spr = f"{mi.value('sectors_per_request'):.2f}" if mi.space != "shared" and mi.requests else ""
+            conf = str(mi.value("bank_conflicts")) if mi.space == "shared" else ""
             text = mi.instruction if len(mi.instruction) <= 44 else mi.instruction[:43] + "~"
             out.append(f"    {text:<44} {mi.block[:14]:<14} {mi.requests:>9} {spr:>9} {conf:>9}".rstrip())
     return out
@@ -165,24 +174,8 @@ def to_table(results: Sequence[LaunchResult], blocks: bool = True) -> str:
         g = "x".join(map(str, r.grid))
         bl = "x".join(map(str, r.block))
         lines.append(f"kernel {demangle(r.kernel)}  grid {g}  block {bl}  ({r.mode} mode, {r.duration_ms:.1f} ms)")
-        rows = [
-            ("static_instructions", m["static_instructions"]),
-            ("static_estimate", m["static_estimate"]),
-            ("inst_executed", m["inst_executed"]),
-            ("thread_inst_executed", m["thread_inst_executed"]),
-            ("not_predicated_off_thread_inst_executed", m["not_predicated_off_thread_inst_executed"]),
-            ("flop_count_sp", m["flop_count_sp"]),
-            ("flop_count_dp", m["flop_count_dp"]),
-            ("flop_count_hp", m["flop_count_hp"]),
-            ("flop_count_special", m["flop_count_special"]),
-            ("branch", m["branch"]),
-            ("divergent_branch", m["divergent_branch"]),
-            ("branch_efficiency", f"{m['branch_efficiency']:.2f} %"),
-            ("executed_fraction", f"{100 * m['executed_fraction']:.2f} %"),
-        ]
-        rows += [(k, m[k]) for k in ("calls", "max_call_depth") if k in m]  # real calls (recursion)
-        for k, v in rows:
-            lines.append(f"  {k:<42} {v:>16}" if not isinstance(v, str) else f"  {k:<42} {v:>16}")
+        for k, v in m.items():
+            lines.append(f"  {k:<42} {registry.metric(k).display(v):>16}")
         if r.metrics.predicates_estimated:
             lines.append("  (guarded instructions' lanes estimated: run with --exact-predicates for exact figures)")
         if blocks:
@@ -212,10 +205,6 @@ def render(results: Sequence[LaunchResult], fmt: str, csv_columns: str = "hypa-p
 
 # -- batch profiles (``hypa profile``): one dict per launch, then writers --------------------
 
-#: metrics that add up over launches (the rest are ratios, recomputed)
-ADDITIVE = tuple(k for k in METRIC_NAMES if k not in ("branch_efficiency", "executed_fraction", "static_instructions"))
-
-
 def cta_coords(linear: int, grid: Sequence[int]) -> list[int]:
     gx, gy = grid[0], grid[1]
     return [linear % gx, (linear // gx) % gy, linear // (gx * gy)]
@@ -240,7 +229,8 @@ def record_dict(rec, per_cta: bool = False) -> dict:
         d["source_lines"] = result_lines(r, ptx=rec.source.ptx)
     if per_cta and r.per_cta is not None:
         first = r.ctas[0] if r.ctas else 0
-        d["ctas"] = [{"cta": cta_coords(first + i, r.grid), **{k: v[k] for k in METRIC_NAMES}}
+        cols = registry.columns()
+        d["ctas"] = [{"cta": cta_coords(first + i, r.grid), **{k: v[k] for k in cols}}
                      for i, v in enumerate(r.per_cta)]
     return d
 
@@ -256,38 +246,34 @@ def profile_dicts(profile, per_cta: bool = False) -> list[dict]:
 
 
 def flops(d: dict) -> float:
-    return d["flop_count_sp"] + d["flop_count_dp"] + d["flop_count_hp"]
+    return registry.metric("flops").of(d)
 
 
 def by_kernel(dicts: Sequence[dict]) -> list[dict]:
-    """Launches of the same kernel (same file) summed: additive metrics add up,
-    branch efficiency and executed fraction are recomputed from the sums."""
+    """Launches of the same kernel (same file) combined as the registry says: counts add up,
+    ratios are recomputed from the sums."""
+    metrics = [registry.metric(k) for k in registry.columns()]
     groups: dict[tuple, dict] = {}
+    members: dict[tuple, list[dict]] = {}
     for d in dicts:
         key = (d.get("file"), d.get("member"), d["kernel"])
         g = groups.get(key)
         if g is None:
             g = groups[key] = {"kernel": d["kernel"], "file": d.get("file"), "member": d.get("member"),
-                               "launches": 0, "reused": 0, "static_instructions": d["static_instructions"],
-                               **{k: 0 for k in ADDITIVE}, "_emulated": 0.0, "duration_ms": 0.0}
+                               "launches": 0, "reused": 0,
+                               **{m.name: 0 for m in metrics if m.kind != registry.RATIO}, "duration_ms": 0.0}
+        members.setdefault(key, []).append(d)
         g["launches"] += 1
         if d.get("reused_from") is not None:
             g["reused"] += 1
         else:
             g["duration_ms"] += d.get("duration_ms", 0.0)
-        for k in ADDITIVE:
-            g[k] += d[k]
         if d.get("time_estimate"):  # absent, or null in a JSON profile
             g["est_time_us"] = g.get("est_time_us", 0.0) + d["time_estimate"]["time_us"]
-        g["_emulated"] += d["executed_fraction"] * d["thread_inst_executed"]
-    out = []
-    for g in groups.values():
-        b, dv = g["branch"], g["divergent_branch"]
-        g["branch_efficiency"] = 100.0 * (b - dv) / b if b else 100.0
-        t = g["thread_inst_executed"]
-        g["executed_fraction"] = g.pop("_emulated") / t if t else 0.0
-        out.append(g)
-    return out
+    for key, g in groups.items():
+        for m in metrics:  # counts in their places, then the ratios
+            g[m.name] = m.combine(members[key])
+    return list(groups.values())
 
 
 def _num(v) -> str:
@@ -338,8 +324,9 @@ def write_records_json(out, records, per_cta: bool = False, errors: bool = False
         if not per_cta or r.per_cta is None:
             continue
         first = r.ctas[0] if r.ctas else 0
+        cols = registry.columns()
         for i, v in enumerate(r.per_cta):
-            entry = {"cta": cta_coords(first + i, r.grid), **{k: v[k] for k in METRIC_NAMES}}
+            entry = {"cta": cta_coords(first + i, r.grid), **{k: v[k] for k in cols}}
             out.write(("," if i else "") + "\n      " + json.dumps(entry, default=_json_default))
         out.write("\n    ]\n  }")
     out.write("\n]\n" if n else "]\n")
@@ -371,28 +358,29 @@ def profile_csv(profile, columns: str = "hypa-py", per_cta: bool = False, by: st
                         f"{100 * d['executed_fraction']:.2f}"])
         return s.getvalue()
     est = any("time_estimate" in d or "est_time_us" in d for d in dicts)
+    cols = registry.columns()
     if by == "kernel":
-        w.writerow(["kernel", "file", "launches", "reused", *METRIC_NAMES, "duration_ms", *(["est_time_us"] if est else [])])
+        w.writerow(["kernel", "file", "launches", "reused", *cols, "duration_ms", *(["est_time_us"] if est else [])])
         for d in dicts:
-            w.writerow([d["kernel"], _file(d), d["launches"], d["reused"], *(_num(d[k]) for k in METRIC_NAMES),
+            w.writerow([d["kernel"], _file(d), d["launches"], d["reused"], *(_num(d[k]) for k in cols),
                         f"{d['duration_ms']:.3f}", *([f"{d['est_time_us']:.3f}" if "est_time_us" in d else ""] if est else [])])
         return s.getvalue()
     if per_cta:
-        w.writerow(["launch", "kernel", "grid", "block", "cta_x", "cta_y", "cta_z", *METRIC_NAMES])
+        w.writerow(["launch", "kernel", "grid", "block", "cta_x", "cta_y", "cta_z", *cols])
         for d in dicts:
             for c in d.get("ctas", []):
                 w.writerow([d["launch"], d["kernel"], _dims(d["grid"]), _dims(d["block"]), *c["cta"],
-                            *(_num(c[k]) for k in METRIC_NAMES)])
+                            *(_num(c[k]) for k in cols)])
         return s.getvalue()
     est_cols = ["est_time_us", "est_cycles", "est_bound", "est_arch"] if est else []
     mem = any(d.get("memory") for d in dicts)
     mem_cols = ["global_sectors", "global_requests", "sectors_per_request", "bank_conflicts"] if mem else []
-    w.writerow(["launch", "kernel", "file", "grid", "block", "mode", *METRIC_NAMES, "duration_ms", "reused_from", *est_cols,
+    w.writerow(["launch", "kernel", "file", "grid", "block", "mode", *cols, "duration_ms", "reused_from", *est_cols,
                 *mem_cols])
     for d in dicts:
         e = d.get("time_estimate")
         w.writerow([d["launch"], d["kernel"], _file(d), _dims(d["grid"]), _dims(d["block"]), d["mode"],
-                    *(_num(d[k]) for k in METRIC_NAMES), f"{d['duration_ms']:.3f}",
+                    *(_num(d[k]) for k in cols), f"{d['duration_ms']:.3f}",
                     "" if d.get("reused_from") is None else d["reused_from"],
                     *(([f"{e['time_us']:.3f}", f"{e['cycles']:.0f}", e["bound"], e["arch"]] if e else ["", "", "", ""])
                       if est else []), *(_memory_cells(d) if mem else [])])
@@ -401,7 +389,11 @@ def profile_csv(profile, columns: str = "hypa-py", per_cta: bool = False, by: st
 
 def _memory_cells(d: dict) -> list:
     sec, req, bank = memory_summary(d)
-    return [sec, req, f"{sec / req:.4f}" if req else "", bank]
+    return [sec, req, f"{sectors_per_request(sec, req):.4f}" if req else "", bank]
+
+
+def sectors_per_request(sectors: int, requests: int) -> float:
+    return registry.metric("sectors_per_request").value({"sectors": sectors, "requests": requests})
 
 
 def memory_lines(d: dict) -> int:
@@ -492,7 +484,7 @@ def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bo
             tail = (f" {e['time_us']:>10.2f} {e['bound']:<10}" if e else f" {'-':>10}") if est else ""
             if mem:
                 sec, req, bank = memory_summary(d)
-                tail = (f" {sec / req:>8.2f}" if req else f" {'-':>8}") + f" {bank:>8}" + tail
+                tail = (f" {sectors_per_request(sec, req):>8.2f}" if req else f" {'-':>8}") + f" {bank:>8}" + tail
             lines.append(
                 f"{d['launch']:>4}  {names36[demangle(d['kernel'])]:<{w1}} {_dims(d['grid']):>11} {_dims(d['block']):>11} "
                 f"{int(d['inst_executed']):>14} {int(d['thread_inst_executed']):>14} {int(flops(d)):>12} "
@@ -520,10 +512,11 @@ def profile_table(profile, by: str = "launch", per_cta: bool = False, blocks: bo
                          f"CTAs with equal counts grouped, by linear id x + y*gx + z*gx*gy")
             lines.append(f"  {'CTAs':<24} {'count':>6} {'inst_executed':>14} {'thread_inst':>12} {'flops':>10} {'branch':>8} {'divergent':>9} {'br.eff':>8}")
             groups_c: dict[tuple, list[int]] = {}
+            cols = registry.columns()
             for i, c in enumerate(ctas):
-                groups_c.setdefault(tuple(c[k] for k in METRIC_NAMES), []).append(i)
+                groups_c.setdefault(tuple(c[k] for k in cols), []).append(i)
             for vals, ids in sorted(groups_c.items(), key=lambda kv: kv[1][0]):
-                c = dict(zip(METRIC_NAMES, vals))
+                c = dict(zip(cols, vals))
                 lines.append(f"  {_short(_ranges(ids), 24):<24} {len(ids):>6} {int(c['inst_executed']):>14} "
                              f"{int(c['thread_inst_executed']):>12} {int(flops(c)):>10} {int(c['branch']):>8} "
                              f"{int(c['divergent_branch']):>9} {c['branch_efficiency']:>7.2f}%")

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 from hypa.ptxdialect import parse_ptx_file
+from hypa.runtime.emulator.options import EmulationOptions
 from hypa.runtime.report.batch import ProfileOptions, run_profile, run_unit
 from hypa.runtime.emulator.emulator import Emulator
 from hypa.runtime.emulator.executor import DaskCluster, Forked, InProcess, TaskFailed
@@ -83,7 +84,7 @@ def test_launch_errors_are_the_same_message_here_and_in_workers():
 
 def _profile_errors(**kw) -> tuple[str, list]:
     toml = os.path.join(KERNELS, "launches", "saxpy.toml")  # two launches of several CTAs
-    p = run_profile([], [toml], ProfileOptions(step_budget=20, **kw), progress=False)
+    p = run_profile([], [toml], ProfileOptions(emulation=EmulationOptions(step_budget=20), **kw), progress=False)
     return p.where, [(r.error, r.result is None) for r in p.records]
 
 

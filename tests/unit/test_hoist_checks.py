@@ -12,6 +12,7 @@ from helpers import emulate, kernel
 from hypa.ptxdialect import parse_ptx
 from hypa.ptxdialect.printer import instruction_text
 from hypa.runtime.emulator.emulator import EmulationError
+from hypa.runtime.emulator.options import EmulationOptions
 from hypa.runtime.emulator.program import prepare
 
 #: out[t] = sum over trips j < n/2 of a[512j + t] + a[512j + 256 + t]: two loads a trip, the
@@ -144,7 +145,7 @@ def _outcome(fn, *args, **options):
 def test_plan_of_the_affine_loop():
     """Both loads of the loop are checked in its preheader; the address arithmetic and the
     index are computed only for lanes whose range check fails."""
-    prog = prepare(parse_ptx(COLSUM), "colsum", "slice")
+    prog = prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="slice"))
     assert prog.hoist is not None
     [lp] = prog.hoist.loops
     assert lp.label == "$L_loop"
@@ -152,11 +153,11 @@ def test_plan_of_the_affine_loop():
     assert sorted(instruction_text(op) for op in lp.conditional) == [
         "add.s32 %r4, %r4, 512;", "add.s64 %rd5, %rd3, %rd4;", "mul.wide.s32 %rd4, %r4, 4;"]
     assert [(a.name_hint, a.block is prog.cfg.blocks[lp.header]) for a in lp.conditional_args] == [("r4", True)]
-    assert prepare(parse_ptx(COLSUM), "colsum", "slice", hoist_checks=False).hoist is None
-    assert prepare(parse_ptx(COLSUM), "colsum", "full").hoist is None
-    assert prepare(parse_ptx(COLSUM), "colsum", "slice", bounds_check=False).hoist is None
+    assert prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="slice", hoist_checks=False)).hoist is None
+    assert prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="full")).hoist is None
+    assert prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="slice", bounds_check=False)).hoist is None
     # memory metrics count every access where it is: nothing is hoisted
-    assert prepare(parse_ptx(COLSUM), "colsum", "slice", memory_metrics=True).hoist is None
+    assert prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="slice", memory_metrics=True)).hoist is None
 
 
 def test_in_bounds_counts_and_outputs_unchanged():
@@ -196,7 +197,7 @@ def _until(n: int, stop: int, count: int, **options):
 def test_early_exit_is_not_reported():
     """The loop runs to trip ``stop`` (4) of n = 100: the buffer holds those 5 trips only, so
     the range of 100 trips is out of bounds, yet no access the loop makes is: no error."""
-    prog = prepare(parse_ptx(EARLY_EXIT), "until", "slice")
+    prog = prepare(parse_ptx(EARLY_EXIT), "until", EmulationOptions(mode="slice"))
     assert [lp.label for lp in prog.hoist.loops] == ["$L_loop"]  # hoisted despite the break
     r = _until(100, 4, 5 * 256)
     assert r.metrics.values == _until(100, 4, 5 * 256, hoist_checks=False).metrics.values
@@ -225,7 +226,7 @@ def test_a_narrow_index_that_wraps_inside_the_range_is_not_proven():
     at trip 2: the hoisted check must not prove the range (its no-wrap condition fails) and
     the access at a - 32768 is reported as without hoisting."""
     assert _wrap(2).metrics.values == _wrap(2, hoist_checks=False).metrics.values
-    prog = prepare(parse_ptx(WRAP16), "wrap", "slice")
+    prog = prepare(parse_ptx(WRAP16), "wrap", EmulationOptions(mode="slice"))
     [lp] = prog.hoist.loops
     assert [(o.aff.bits, o.signed) for o in lp.obligations] == [(16, True)]
     outcome = _outcome(_wrap, 3)

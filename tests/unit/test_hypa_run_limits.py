@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from helpers import build_cuda_program, run_hypa
 
 GRID_SYNC = r"""
@@ -79,3 +81,52 @@ def test_device_printf_is_flushed_where_cuda_flushes_it(tmp_path):
     gpu = os.path.join(os.path.dirname(__file__), "..", "ground_truth", "hypa_run", "printf_order_h200.txt")
     assert p.stdout == open(gpu).read()
     assert "1 line(s) of device printf output were never flushed" in p.stderr
+
+
+SASS_ONLY = r"""
+#include <cstdio>
+__global__ void k(int *x) { x[threadIdx.x] = 1; }
+int main() {
+  int *d; cudaMalloc(&d, 128); k<<<1, 32>>>(d);
+  int h[32] = {0}; cudaMemcpy(h, d, 128, cudaMemcpyDeviceToHost);
+  printf("after %d\n", h[0]);
+  return 0;
+}
+"""
+
+
+def test_device_code_hypa_cannot_run_stops_the_program(tmp_path):
+    """A GPU runs SASS-only code; hypa cannot, and going on would hand the program garbage
+    (issue 26: PolyBench printed 261,121 mismatches): the launch stops the program, exit 1."""
+    import shutil
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    (tmp_path / "so.cu").write_text(SASS_ONLY)
+    b = subprocess.run(["nvcc", "-cudart", "shared", "-gencode", "arch=compute_90,code=sm_90", "-o",
+                        str(tmp_path / "so"), str(tmp_path / "so.cu")], capture_output=True, text=True)
+    assert b.returncode == 0, b.stderr
+    p = run_hypa("run", "--", str(tmp_path / "so"))
+    assert p.returncode == 1
+    assert p.stdout == ""  # "after" never printed
+    assert "holds machine code (SASS) for sm_90 and no PTX" in p.stderr
+    assert "stopping the program (its results would be wrong)" in p.stderr
+
+
+@pytest.mark.parametrize("name", ["async_fault", "read_before_allocation"])
+def test_faults_surface_where_the_gpu_surfaces_them(tmp_path, name):
+    """tests/cuda_programs/faults/: what the H100 printed on each of 5 runs (recorded by
+    benchmarks/gpu/faults_native.sh into tests/ground_truth/hypa_run/faults_native.json): a fault
+    is seen at the next synchronizing call, not at the cudaEventRecord after the launch; a read
+    72 bytes before an allocation does not fault (hypa warns)."""
+    import json
+
+    from helpers import ROOT
+
+    src = (ROOT / "tests" / "cuda_programs" / "faults" / f"{name}.cu").read_text()
+    gpu = json.loads((ROOT / "tests" / "ground_truth" / "hypa_run" / "faults_native.json").read_text())
+    p = run_hypa("run", "--", build_cuda_program(tmp_path, name, src))
+    assert p.returncode == 0, p.stderr
+    assert {p.stdout} == set(gpu["programs"][name])
+    if name == "read_before_allocation":
+        assert "72 bytes before the 9216-byte device allocation" in p.stderr

@@ -61,11 +61,11 @@ def run_pair(text: str, launch: Launch, reference=None):
     instrumented module; return (reference result, decoded counters, counter map,
     instrumented result)."""
     try:
-        ref = (reference or Emulator(parse_ptx(text), "full", exact_predicates=True).run)(launch)
+        ref = (reference or Emulator(parse_ptx(text), mode="full", exact_predicates=True).run)(launch)
     except Exception as e:  # the emulator's gap, not the instrumentation's
         pytest.skip(f"the emulator cannot run the original kernel: {type(e).__name__}: {str(e)[:200]}")
     itext, cmap = instrument_ptx(text)
-    got = Emulator(parse_ptx(itext), "full").run(launch)
+    got = Emulator(parse_ptx(itext), mode="full").run(launch)
     raw = got.globals[COUNTER_SYMBOL]
     counters = np.frombuffer(raw.tobytes(), np.uint64)[: cmap.slots]
     dec = cmap.decode(counters)

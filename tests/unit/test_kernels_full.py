@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from hypa.runtime.emulator.launch import Launch, launches_from_toml
-from hypa.runtime.metrics.counters import METRIC_NAMES
+from hypa.runtime.metrics.registry import columns
 
 from helpers import KERNELS, LAUNCHES, KernelRuns
 
@@ -718,7 +718,7 @@ def test_slice_metrics_equal_full(name, index, launch, kernel_runs):
     sl = kernel_runs.run(launch, "slice")
     assert not sl.metrics.predicates_estimated
     # every metric of docs/guide.md, "Metrics" (and any the emulator adds) but the share emulated
-    names = sorted((set(METRIC_NAMES) | set(full.metrics.values) | set(sl.metrics.values)) - {"executed_fraction"})
+    names = sorted((set(columns()) | set(full.metrics.values) | set(sl.metrics.values)) - {"executed_fraction"})
     assert {m: sl.metrics.values.get(m) for m in names} == {m: full.metrics.values.get(m) for m in names}
     assert 0 < sl.metrics.values["executed_fraction"] <= 1.0
 

@@ -465,7 +465,8 @@ def test_by_kernel_and_hypa_columns(hypa_cli):
     assert "block" in out and "$L__BB0_2" in out
 
 
-def test_progress_bar_with_and_without_tqdm(monkeypatch):
+def test_progress_bar_with_tqdm():
+    pytest.importorskip("tqdm")  # an optional dependency (hypa[progress])
     s = io.StringIO()
     p = Progress(3, "hypa", enabled=True, stream=s)
     for _ in range(3):
@@ -473,6 +474,9 @@ def test_progress_bar_with_and_without_tqdm(monkeypatch):
     assert p._bar is not None and p._bar.n == 3  # tqdm's bar
     p.close()
     assert "hypa:" in s.getvalue() and "/3" in s.getvalue()
+
+
+def test_progress_lines_without_tqdm(monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm", None)
     s = io.StringIO()
     p = Progress(2, "hypa", enabled=True, stream=s)

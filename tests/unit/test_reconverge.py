@@ -24,6 +24,7 @@ from hypa.passes.spin_loops import spin_loops, yield_headers
 from hypa.ptxdialect import parse_ptx
 from hypa.runtime.emulator.emulator import Emulator
 from hypa.runtime.emulator.launch import launches_from_toml
+from hypa.runtime.emulator.options import EmulationOptions
 from hypa.runtime.emulator.program import ProgramError, prepare, reconvergence
 
 PROBES = ROOT / "benchmarks" / "gpu" / "launches" / "reconverge.toml"
@@ -61,9 +62,9 @@ def probe_results():
     module = parse_ptx((KERNEL_PTX / "hand" / "reconverge.ptx").read_text())
     out = {}
     for model in ("yield", "ipdom"):
-        emu = Emulator(module, "full", exact_predicates=True, reconvergence=model)
+        emu = Emulator(module, mode="full", exact_predicates=True, reconvergence=model)
         out[model] = {k: emu.run(L) for k, L in launches.items()}
-    emu = Emulator(module, "slice")
+    emu = Emulator(module, mode="slice")
     out["slice"] = {k: emu.run(L) for k, L in launches.items()}
     return out
 
@@ -148,7 +149,7 @@ L:
 
 
 def _cfg(body: str, sig: str = "k(.param .u64 k_p)") -> CFG:
-    prog = prepare(parse_ptx(kernel(sig, body)), "k", "full")
+    prog = prepare(parse_ptx(kernel(sig, body)), "k", EmulationOptions(mode="full"))
     return prog.cfg
 
 
@@ -206,13 +207,13 @@ def test_only_targets_with_independent_thread_scheduling(target, released):
     """ptxas gives PTX for targets before sm_70 no YIELD (atomic_cas.sm_52.ptx for sm_90)."""
     spin = "L:\n    atom.global.cas.b32 %r4, [%rd1], 0, 1;\n    setp.ne.u32 %p1, %r4, 0;\n    @%p1 bra L;\n"
     text = kernel("k(.param .u64 k_p)", PRE + spin + "    ret;", target=target)
-    prog = prepare(parse_ptx(text), "k", "full")
+    prog = prepare(parse_ptx(text), "k", EmulationOptions(mode="full"))
     assert bool(prog.yield_blocks) is released
 
 
 def test_option_is_checked():
     with pytest.raises(ProgramError, match="reconvergence must be one of yield, ipdom"):
-        prepare(parse_ptx(kernel("k()", "    ret;")), "k", "full", reconvergence="its")
+        prepare(parse_ptx(kernel("k()", "    ret;")), "k", EmulationOptions(mode="full", reconvergence="its"))
 
 
 # -- inlined returns -----------------------------------------------------------------------
@@ -223,14 +224,14 @@ def test_inlined_ret_is_not_an_exit():
     reconverges after it (it used to reconverge at the virtual exit, so the kernel's ret
     ran once more per partial warp than on the GPU: device_call#0, double_math#1)."""
     text = (KERNEL_PTX / "device_call.sm_80.ptx").read_text()
-    prog = prepare(parse_ptx(text), "_Z11device_callPKfPfPii", "full")
+    prog = prepare(parse_ptx(text), "_Z11device_callPKfPfPii", EmulationOptions(mode="full"))
     rets = [i for i, b in enumerate(prog.cfg.blocks) if b.last_op.name == "ptx.ret"]
     (kernel_ret,) = prog.cfg.exits
     assert len(rets) == 3 and kernel_ret in rets
     assert reconvergence(prog, 0) == kernel_ret
     # 18 warps, one of them split by `if (i < n)`: the GPU ran the kernel's ret 18 times
     (launch,) = [L for L in launches_from_toml(str(LAUNCHES / "device_call.toml")) if L.grid == (3, 1, 1)]
-    res = Emulator(parse_ptx(text), "full").run(launch)
+    res = Emulator(parse_ptx(text), mode="full").run(launch)
     assert {b.name: b.warps for b in res.metrics.blocks if b.function == "_Z11device_callPKfPfPii"} == {
         "bb0": 18, "bb1": 16, "$L__BB2_2": 18}
 

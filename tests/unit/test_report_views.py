@@ -48,9 +48,9 @@ def test_generated_names_stay_distinguishable():
     short = short_names(names, 36)
     assert len(set(short.values())) == 3 and all(len(s) <= 36 for s in short.values())
     assert short[names[0]].endswith("relu_10")
-    from hypa.runtime.report.tables import ADDITIVE
+    from hypa.runtime.metrics.registry import columns
 
-    dicts = [{**{k: 0 for k in ADDITIVE}, "launch": i, "kernel": n, "grid": [1, 1, 1], "block": [32, 1, 1], "inst_executed": 1, "static_instructions": 1,
+    dicts = [{**{k: 0 for k in columns()}, "launch": i, "kernel": n, "grid": [1, 1, 1], "block": [32, 1, 1], "inst_executed": 1, "static_instructions": 1,
               "thread_inst_executed": 32, "flop_count_sp": 0, "flop_count_dp": 0, "flop_count_hp": 0, "branch": 100,
               "divergent_branch": i, "branch_efficiency": 100.0 - 20 * i, "executed_fraction": 1.0, "blocks": [],
               "instruction_mix": {"opcodes": {}, "categories": {}}} for i, n in enumerate(names)]

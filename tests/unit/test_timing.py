@@ -15,7 +15,9 @@ from hypa.runtime import abi
 from hypa.runtime.models import timing as T
 from hypa.runtime.emulator.emulator import Emulator
 from hypa.runtime.emulator.launch import BufferSpec, Launch, launches_from_toml
+from hypa.runtime.emulator.options import EmulationOptions
 from hypa.runtime.emulator.program import prepare
+from hypa.runtime.report.batch import estimate_run
 
 from helpers import LAUNCHES, ROOT, kernel, load_script, strided_kernel
 
@@ -35,7 +37,7 @@ def straight_line(body: list[str], extra_regs: str = "", directives: str = "") -
 
 
 def block0_latency(text: str, arch: str = "sm_90") -> float:
-    prog = prepare(parse_ptx(text), "k", "full")
+    prog = prepare(parse_ptx(text), "k", EmulationOptions(mode="full"))
     assert prog.num_blocks == 1
     return T.KernelTiming(prog, arch).block_latency(0)
 
@@ -179,7 +181,7 @@ def test_instruction_classes():
             "ld.global.v4.f32 {%f13, %f14, %f15, %f16}, [%rd2];", "ld.shared.f32 %f17, [%rd2];",
             "bar.sync 0;", "shfl.sync.bfly.b32 %r5, %r1, 1, 31, -1;"]
     text = straight_line(body, ".reg .b32 %r<10>;")
-    prog = prepare(parse_ptx(text), "k", "full")
+    prog = prepare(parse_ptx(text), "k", EmulationOptions(mode="full"))
     got = {op.opcode: T.classify(op) for op in prog.block_instrs[0]}
     assert got["div.rn.f32"] == "fp32_div" and got["sin.approx.f32"] == "sfu" and got["fma.rn.f32"] == "fp32"
     assert got["cvt.rzi.s32.f32"] == "convert" and got["add.s64"] == "int64" and got["mul.wide.s32"] == "int_mul"
@@ -215,7 +217,7 @@ $L_loop:
 def loop_estimate(n, arch="sm_90", grid=1, block=32):
     emu = Emulator(parse_ptx(LOOP))
     L = Launch(kernel="loop", grid=grid, block=block, args=["out", n], buffers={"out": np.zeros(1, np.float32)})
-    return T.estimate_run(emu, L, arch=arch), T.emulator_program(emu, L)
+    return estimate_run(emu, L, arch=arch), emu.program_for(L)
 
 
 def test_loop_cost_scales_with_trip_count():
@@ -281,7 +283,7 @@ HOIST = kernel("hoist(.param .u64 h_a)", """
 def test_loads_issue_as_ptxas_schedules_them():
     # the second load and its address move up above the multiply: both loads in flight
     # at once; the load after the store may alias it and stays behind it
-    prog = prepare(parse_ptx(HOIST), "hoist", "full")
+    prog = prepare(parse_ptx(HOIST), "hoist", EmulationOptions(mode="full"))
     kt = T.KernelTiming(prog, "sm_90", footprint=1024)
     names = [f"{op.spec.name}:{T.classify(op)}" for op in kt.order[0]]
     assert names == ["ld:ld_param", "ld:ld_global", "add:int64", "ld:ld_global", "mul:fp32", "fma:fp32",
@@ -313,7 +315,7 @@ def test_loads_pass_stores_to_another_state_space():
     # global loads cannot alias shared stores: ptxas issues both global loads first; the
     # shared loads wait for the shared stores but pass the global store; the last global
     # load may not pass the global store
-    prog = prepare(parse_ptx(SPACES), "spaces", "full")
+    prog = prepare(parse_ptx(SPACES), "spaces", EmulationOptions(mode="full"))
     kt = T.KernelTiming(prog, "sm_90", footprint=1024)
     names = [f"{op.spec.name}.{T.classify(op)}" for op in kt.order[0]]
     assert names == ["ld.ld_param", "mov.move", "ld.ld_global", "ld.ld_global", "st.st_shared", "st.st_shared",
@@ -343,7 +345,7 @@ def test_a_block_after_a_divergent_branch_is_charged_once_per_execution():
     out = np.zeros(1, np.float32)
     emu = Emulator(parse_ptx(DIVERGE), mode="full")
     L = Launch(kernel="diverge", grid=1, block=32, args=["out"], buffers={"out": out})
-    est = T.estimate_run(emu, L)
+    est = estimate_run(emu, L)
     join = next(b for b in est.blocks if b.name == "$L_join")
     assert join.warp_executions == 1 and len(join.pair_costs) == 2
     costs = list(join.pair_costs.values())
@@ -351,7 +353,7 @@ def test_a_block_after_a_divergent_branch_is_charged_once_per_execution():
 
 
 def test_pairwise_overlap_exposes_and_hides_latency():
-    prog = prepare(parse_ptx(OVERLAP), "ov", "full")
+    prog = prepare(parse_ptx(OVERLAP), "ov", EmulationOptions(mode="full"))
     kt = T.KernelTiming(prog, "sm_90", footprint=1024)  # buffers in L2: loads take the L2 latency
     names = {prog.cfg.name(i): i for i in range(prog.num_blocks)}
     a, use, indep = 0, names["$L_use"], 1
@@ -414,13 +416,13 @@ def test_registers_from_liveness_and_maxnreg():
     body = [f"ld.global.f32 %f{10 + i}, [%rd2+{4 * i}];" for i in range(k)]
     body += [f"add.f32 %f{40 + i}, %f{40 + i - 1 if i else 10}, %f{11 + i};" for i in range(k - 1)]
     body += [f"mov.f32 %f1, %f{40 + k - 2};"]
-    prog = prepare(parse_ptx(straight_line(body)), "k", "full")
+    prog = prepare(parse_ptx(straight_line(body)), "k", EmulationOptions(mode="full"))
     # right after the last load: the address %rd2 (64 bits: 2 registers, live until
     # the final store) and the 24 loaded values; %rd1 died when cvta read it
     assert T.max_live_registers(prog) == 2 + k
     regs, how = T.estimate_registers(prog, "sm_90")
     assert regs == 2 + k + T.load_arch("sm_90").occupancy["register_reserve"] and how == "SSA liveness"
-    capped = prepare(parse_ptx(straight_line(body, directives="\n.maxnreg 16")), "k", "full")
+    capped = prepare(parse_ptx(straight_line(body, directives="\n.maxnreg 16")), "k", EmulationOptions(mode="full"))
     assert T.estimate_registers(capped, "sm_90") == (16, "SSA liveness, capped by .maxnreg")
 
 
@@ -442,7 +444,7 @@ COPY = kernel("copy(.param .u64 copy_x, .param .u64 copy_y)", """
 def synthetic(grid, block=256, count=1 << 20, arch="sm_90"):
     """Estimate COPY for a launch whose counts are written by hand: one block,
     every warp runs it once with 32 threads.  ``count`` floats per buffer."""
-    prog = prepare(parse_ptx(COPY), "copy", "full")
+    prog = prepare(parse_ptx(COPY), "copy", EmulationOptions(mode="full"))
     L = Launch(kernel="copy", grid=grid, block=block, args=["x", "y"],
                buffers={"x": BufferSpec("x", "float32", count), "y": BufferSpec("y", "float32", count)})
     counters = np.zeros(abi.BLOCK_COUNTERS * prog.num_blocks + 1, np.int64)
@@ -495,10 +497,10 @@ def test_dram_bound_when_buffers_exceed_l2():
 # -- whole launches -----------------------------------------------------------------------
 
 
-def test_estimate_from_a_program_emulates_the_launch():
-    prog = prepare(parse_ptx(LOOP), "loop", "slice")
+def test_estimate_run_emulates_the_launch():
+    emu = Emulator(parse_ptx(LOOP), mode="slice")
     L = Launch(kernel="loop", grid=2, block=64, args=["out", 7], buffers={"out": np.zeros(1, np.float32)})
-    est = T.estimate(prog, L, "sm_80")
+    est = estimate_run(emu, L, arch="sm_80")
     body = next(b for b in est.blocks if b.name == "$L_loop")
     assert body.warp_executions == 7 * 4
     assert est.arch == "sm_80" and est.occupancy.warps_per_cta == 2
@@ -509,7 +511,7 @@ def test_memory_metrics_make_strided_loads_dearer():
     for stride in (1, 32):
         emu = Emulator(parse_ptx(strided_kernel(stride)), memory_metrics=True)
         L = Launch(kernel="strided", grid=1, block=32, args=["a"], buffers={"a": np.zeros(32 * 32, np.float32)})
-        est = T.estimate_run(emu, L)
+        est = estimate_run(emu, L)
         lsu[stride] = est.warp["unit_cycles"]["lsu"]
         assert any("measured sectors" in n for n in est.notes)
     # coalesced: 4 sectors of one line per request = 4 clocks of a sub-partition (the SM's
@@ -526,7 +528,7 @@ def test_smoke_project_kernels(path):
         emu = Emulator(parse_ptx_file(L.file))
         r = emu.run(L)
         for arch in ("sm_90", "sm_80"):
-            est = T.estimate_run(emu, L, r, arch)
+            est = estimate_run(emu, L, r, arch)
             a = T.load_arch(arch)
             assert math.isfinite(est.cycles) and est.cycles > 0
             assert est.time_us == pytest.approx(est.cycles / a.clock_mhz + a.launch_overhead_us)
@@ -596,7 +598,7 @@ def test_timing_validate_errors_and_summary():
     # measured times made from the estimates: twice the estimate, and equal to it
     emu = Emulator(parse_ptx_file(os.path.join(ROOT, "tests/kernels/ptx/saxpy.sm_80.ptx")), address_trace=T.TRACE_RECORDS)
     Ls = launches_from_toml(os.path.join(ROOT, "tests/kernels/launches/saxpy.toml"))
-    est = [T.estimate_run(emu, L).time_us for L in Ls]
+    est = [estimate_run(emu, L).time_us for L in Ls]
     data = {"empty_kernel": {"median_us": 1.0}, "kernels": [
         {"toml": "tests/kernels/launches/saxpy.toml", "launch_index": 0, "median_us": 2 * est[0]},
         {"toml": "tests/kernels/launches/saxpy.toml", "launch_index": 1, "median_us": est[1]},
@@ -652,11 +654,11 @@ def test_a_cta_lasts_as_long_as_its_critical_warp():
     r = emu.run(L)
     steps, crit = int(r.cta_steps[0]), int(r.cta_critical_steps[0])
     assert crit == 4 + 2 + 200 * 4 + 2 and steps == crit + 7 * 5  # the 7 idle warps: 4 + ret
-    est = T.estimate_run(emu, L, r)
+    est = estimate_run(emu, L, r)
     assert est.memory["warp_skew"] == pytest.approx(8 * crit / steps)
     assert f"(the critical warp: {8 * crit / steps:.2f}x the mean warp's steps)" in T.format_estimate(est)
     r.cta_critical_steps = None  # without the critical steps: the mean warp
-    mean = T.estimate(r, L, program=T.emulator_program(emu, L))
+    mean = T.estimate(r, L, program=emu.program_for(L))
     assert mean.memory["warp_skew"] == 1.0
     assert est.warp["latency"] == pytest.approx(mean.warp["latency"] * 8 * crit / steps)
 
@@ -690,7 +692,7 @@ def test_integer_work_shares_the_fma_pipe(fp32):
     ptx = INT_LOOP.replace("FP", "\n    ".join(["fma.rn.f32 %f1, %f1, %f1, %f1;"] * fp32))
     emu = Emulator(parse_ptx(ptx), mode="full")
     L = Launch(kernel="intloop", grid=1, block=128, args=["out", 100], buffers={"out": np.zeros(1, np.float32)})
-    est = T.estimate_run(emu, L)
+    est = estimate_run(emu, L)
     ci, cf = est.warp["unit_cycles"]["int"], est.warp["unit_cycles"].get("fp32", 0.0)
     assert ci >= 2 * 5 * 100  # 5 int ops an iteration, 2 clocks each on the ALU pipe alone
     want = max(ci * 64 / 128, (ci * 64 + cf * 128) / 192)

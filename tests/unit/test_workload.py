@@ -259,6 +259,7 @@ def test_step_budget_holds_for_loop_free_kernels_on_large_grids():
 def test_the_workload_benchmark_builds_specs_and_scaled_modules(tmp_path):
     """benchmarks/workload.py's generated inputs: one launch per kernel with the kernel's
     .reqntid block, and modules of k copies whose kernels all profile like the original."""
+    from hypa.runtime.emulator.options import EmulationOptions
     from hypa.runtime.report.batch import ProfileOptions, run_profile
 
     wl = load_script("benchmarks/workload.py")
@@ -270,7 +271,8 @@ def test_the_workload_benchmark_builds_specs_and_scaled_modules(tmp_path):
         f"{f}_{i}{s}" for f in ("kern", "twice") for i in range(2) for s in ("", "_x1", "_x2"))
     (tmp_path / "m.ptx").write_text(scaled)
     (tmp_path / "m.toml").write_text(wl.scaled_spec(text, 3, 1024))
-    prof = run_profile([str(tmp_path / "m.ptx")], [str(tmp_path / "m.toml")], ProfileOptions(mode="slice"))
+    prof = run_profile([str(tmp_path / "m.ptx")], [str(tmp_path / "m.toml")],
+                       ProfileOptions(emulation=EmulationOptions(mode="slice")))
     assert len(prof.records) == 6 and not prof.errors
     by_kernel = {r.kernel: r.result.metrics.values["thread_inst_executed"] for r in prof.records}
     for k in ("kern_0", "kern_1"):

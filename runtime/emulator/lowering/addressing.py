@@ -155,10 +155,11 @@ def _flat_check(wf: WarpFunction, addr: ir.Value, n: ir.Value, bits: ir.Value) -
                            b.icmp_unsigned("<=", last, wf.splat_value(end))),
                     b.icmp_unsigned(">=", last, addr))
     miss = b.and_(bits, b.not_(wf.mask_to_i32(inside)))
-    # lanes inside the allowed slack past the bytes asked for: the first such address is kept
+    # lanes inside the allowed slack before or past the bytes asked for: the first such address is kept
     exact = b.load(b.gep(wf.ctx_ptr(abi.CTX_FLAT_EXACT_END), [safe], source_etype=i64), typ=i64)
-    over = b.and_(b.and_(bits, wf.mask_to_i32(inside)),
-                  wf.mask_to_i32(b.icmp_unsigned(">", last, wf.splat_value(exact))))
+    exact_start = b.load(b.gep(wf.ctx_ptr(abi.CTX_FLAT_EXACT_START), [safe], source_etype=i64), typ=i64)
+    outside = b.or_(b.icmp_unsigned(">", last, wf.splat_value(exact)), b.icmp_unsigned("<", addr, wf.splat_value(exact_start)))
+    over = b.and_(b.and_(bits, wf.mask_to_i32(inside)), wf.mask_to_i32(outside))
     with b.if_then(b.icmp_unsigned("!=", over, ir.Constant(i32, 0)), likely=False):
         slack_p = b.gep(wf.ctx, [ir.Constant(i64, abi.CTX_FLAT_SLACK)], source_etype=i64)
         lane = lowest_lane(b, wf.module, over)
@@ -299,8 +300,10 @@ def flat_lanes_function(module: ir.Module) -> ir.Function:
     k_found.add_incoming(safe_hint, search)
     k_found.add_incoming(safe_k, miss_from)
     exact = b.load(b.gep(b.inttoptr(word(abi.CTX_FLAT_EXACT_END), ptr), [k_found], source_etype=i64), typ=i64)
+    exact_start = b.load(b.gep(b.inttoptr(word(abi.CTX_FLAT_EXACT_START), ptr), [k_found], source_etype=i64), typ=i64)
     slack_p = b.gep(ctx, [ir.Constant(i64, abi.CTX_FLAT_SLACK)], source_etype=i64)
-    with b.if_then(b.and_(b.icmp_unsigned(">", end, exact), b.icmp_unsigned("==", b.load(slack_p, typ=i64), ir.Constant(i64, 0))),
+    outside = b.or_(b.icmp_unsigned(">", end, exact), b.icmp_unsigned("<", a, exact_start))
+    with b.if_then(b.and_(outside, b.icmp_unsigned("==", b.load(slack_p, typ=i64), ir.Constant(i64, 0))),
                    likely=False):
         b.store(a, slack_p)
     bit = b.shl(ir.Constant(i32, 1), lane)

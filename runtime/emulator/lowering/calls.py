@@ -189,11 +189,3 @@ def emit_dispatch(wf, bi: int, targets: list[str]) -> list[tuple[int, ir.Value]]
         groups.append((j, m))
     wf.error_if(e.instr_id, b.and_(wf.active, b.not_(matched)), abi.ERR_BAD_CALL_TARGET, fptr)
     return groups
-
-
-def stack_pointer(wf) -> ir.Value:
-    return wf.ws_word(abi.WS_SP)
-
-
-def set_stack_pointer(wf, value: ir.Value) -> None:
-    wf.set_ws_word(abi.WS_SP, value)

@@ -15,7 +15,7 @@ from xdsl.ir import SSAValue
 
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.dialect import InstructionOp, RegType, def_positions, keeps_old_values
-from hypa.ptxdialect.operands import Operand, is_float_immediate, iter_regs, leaves, parse_int_immediate
+from hypa.ptxdialect.operands import Operand, is_float_immediate, leaves, parse_int_immediate
 
 from ..program import value_bits
 from . import initcheck

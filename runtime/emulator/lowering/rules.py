@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hypa.ptxdialect.diagnostics import HypaError
 
-class LoweringError(Exception):
+
+class LoweringError(HypaError):
     """An instruction the emulator cannot lower: no rule, or a form its rule does not cover."""
 
 

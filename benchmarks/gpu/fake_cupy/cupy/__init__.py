@@ -146,7 +146,7 @@ def _launch_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> 
             args.append(name)
         else:
             args.append(raw)
-    r = Emulator(m["module"], "full").run(
+    r = Emulator(m["module"], mode="full").run(
         Launch(kernel=entry, grid=(gx, gy, gz), block=(bx, by, bz), args=args, buffers=buffers, shared_bytes=shared),
         in_place=True)  # the arrays stand for device memory: the kernel writes them
     for name, addr in m["globals"].items():

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from hypa.passes.contract import CONTRACT_ATTR
+
 from ..rules import rule
 from ..softfloat import (
     CANON_NAN, FMTS, PACKED, QUIET, K, Fmt, bool_splat, canon_bits, differs, encode, equals,
@@ -170,12 +172,35 @@ def _arith(e, op: str, nsrc: int) -> None:
     e.dst(0, pack_parts(e, out))
 
 
+def _fused(e, sub: bool) -> bool:
+    """An ``add``/``sub`` that ``ptxas`` fuses with the ``mul`` feeding its operand ``k``
+    (``hypa.contract``, passes/contract.py): computed as that ``fma``, one rounding, as
+    the GPU runs it.  False: not fused (computed as written)."""
+    mark = e.op.attributes.get(CONTRACT_ATTR)
+    if mark is None:
+        return False
+    k = mark.value.data
+    mul = type(e)(e.wf, e.op.arg_operands(k)[0].owner)  # the mul's operands, read here (SSA)
+    kind, n = layout(e)
+    sign = 1 << (FMTS[kind].width - 1)
+    a, b = src_parts(mul, 1, kind, n), src_parts(mul, 2, kind, n)
+    c = src_parts(e, 3 - k, kind, n)
+    if sub and k == 1:  # a*b - c
+        c = [e.b.xor(x, K(e, sign, FMTS[kind].width)) for x in c]
+    elif sub:  # c - a*b = fma(-a, b, c)
+        a = [e.b.xor(x, K(e, sign, FMTS[kind].width)) for x in a]
+    e.dst(0, pack_parts(e, [arith_element(e, "fma", [a[i], b[i], c[i]], kind, "rn") for i in range(n)]))
+    return True
+
+
 def float_add(e) -> None:
-    _arith(e, "add", 2)
+    if not _fused(e, sub=False):
+        _arith(e, "add", 2)
 
 
 def float_sub(e) -> None:
-    _arith(e, "sub", 2)
+    if not _fused(e, sub=True):
+        _arith(e, "sub", 2)
 
 
 def float_mul(e) -> None:

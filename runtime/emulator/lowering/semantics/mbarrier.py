@@ -118,10 +118,6 @@ def complete_tx(e, mbar_ptrs: ir.Value, nbytes: ir.Value, mask: ir.Value | None 
     update(e, mbar_ptrs, lambda w, lane: _step(b, w, tx_add=b.neg(b.extract_element(nbytes, lane))), mask)
 
 
-def _lane_src(e, k: int, lane: ir.Value) -> ir.Value:
-    return e.b.zext(e.b.extract_element(e.src(k, 32), lane), i64)
-
-
 @rule("mbarrier.init")
 def mbarrier_init(e) -> None:
     """``mbarrier.init.b64 [a], count``: phase 0, ``count`` pending and expected, tx-count 0."""
