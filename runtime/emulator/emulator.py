@@ -195,6 +195,7 @@ class Emulator:
         self.module = module
         self._programs: dict[tuple, KernelProgram] = {}
         self._func_index: dict[str, FuncOp] | None = None
+        self._func_addresses: dict[str, int] | None = None
         self._static_counts: dict[str | None, int] = {}
         self._kernels: list[FuncOp] | None = None
         self._kernel_index: dict[str, FuncOp] = {}
@@ -214,7 +215,7 @@ class Emulator:
                     from hypa.passes.reachable import SymbolIndex
 
                     self._symbols = SymbolIndex.of(self.module)
-                p = prepare(self.module, self.kernel(kernel), options, index=self._symbols)
+                p = prepare(self.module, self.kernel(kernel), options, index=self._symbols, reuse=True)
             self._programs[key] = p
         return p
 
@@ -360,13 +361,16 @@ class Emulator:
         """The compiled program: the best tier cached (in this process or on disk), else a
         new compile at the tier ``HYPA_JIT`` asks for (``auto``: baseline first).  Returns
         it and a function giving the LLVM IR text (built at most once)."""
-        from .lowering import lower as lower_program
         from .jit import cached, compile_ir, jit_policy
 
         texts: dict = {}
 
         def lower(tier: str = "baseline"):
             if tier not in texts:
+                from .lowering import lower as lower_program  # not imported where the code is cached
+
+                with phase("prepare"):
+                    prog.materialize()
                 with phase("lower"):
                     texts[tier] = lower_program(prog, tier)
             return texts[tier]
@@ -489,6 +493,14 @@ class Emulator:
         hit = self._kernel_index.get(name) if name is not None else None
         return hit if hit is not None else find_kernel(self.module, name, self._kernels)
 
+    def _function_addresses(self) -> dict[str, int]:
+        """The address of every function of the module (made once: a launch of a module of
+        313 kernels named each of them again)."""
+        if self._func_addresses is None:
+            self._func_addresses = {op.func_name: abi.function_address(op.func_name)
+                                    for op in self.module.ops if isinstance(op, FuncOp)}
+        return self._func_addresses
+
     def _functions(self) -> dict[str, FuncOp]:
         """The module's defined functions by name (made once: lookups stay O(1) per kernel)."""
         if self._func_index is None:
@@ -524,7 +536,8 @@ class Emulator:
             )
         # windows: fixed special windows, then global variables, then buffers
         glob_arrays: list[tuple[str, np.ndarray]] = []
-        symbols = _symbol_addresses(prog, self.module)
+        symbols = _symbol_addresses(prog, self._function_addresses()) \
+            if any(v.init for v in prog.global_vars.values()) else None
         host = self.host
         textures = host.textures if host is not None and host.textures is not None else TextureTable()
         handles: dict[str, int] = {}
@@ -697,31 +710,25 @@ class Emulator:
 
     def _check_needed_buffers(self, prog: KernelProgram, launch: Launch) -> None:
         """A pointer parameter that a sliced load reads through must be bound to a buffer."""
-        if prog.slice_info is None:
-            return
-        from hypa.passes.slice import AddressBases, memory_effect
-
-        bases = AddressBases(set(prog.func.param_names), set(prog.global_vars) | set(prog.shared_vars))
         by_name = {n: a for (n, *_), a in zip(prog.params, launch.args)}
-        for op in prog.slice_info.ops:
-            reads, _w = memory_effect(op)
-            if not reads or isa.state_space(op.spec, op.modifiers) not in ("global", "generic"):
-                continue
-            roots = bases.of_access(op)
-            if roots == "?" or not roots:
-                continue
-            # the roots also hold scalars used in the offset (``p[i * n]``: p and n):
-            # the access is fine when one root is a buffer or a variable
-            params = sorted(r[6:] for r in roots if r.startswith("param:"))  # type: ignore[union-attr]
-            if len(params) < len(roots) or any(isinstance(by_name.get(p), (str, np.ndarray)) for p in params):
-                continue
-            ptr_sized = [p for (n, t, *_r) in prog.params for p in params if n == p and t in (".u64", ".b64", ".s64")]
-            p = (ptr_sized or params)[0]
-            branch = self._branch_needing(prog, op)
-            raise LaunchError(
-                f"kernel {prog.func.func_name}: parameter '{p}' must be a buffer: {_text(op)} reads through it"
-                f" and {branch} depends on the value"
-            )
+
+        def unbound():
+            for op, params in prog.buffer_reads():
+                if not any(isinstance(by_name.get(p), (str, np.ndarray)) for p in params):
+                    return op, params
+            return None
+
+        if unbound() is None:
+            return
+        prog.materialize()  # the message follows the load's value to a branch
+        op, params = unbound()
+        ptr_sized = [p for (n, t, *_r) in prog.params for p in params if n == p and t in (".u64", ".b64", ".s64")]
+        p = (ptr_sized or params)[0]
+        branch = self._branch_needing(prog, op)
+        raise LaunchError(
+            f"kernel {prog.func.func_name}: parameter '{p}' must be a buffer: {_text(op)} reads through it"
+            f" and {branch} depends on the value"
+        )
 
     def _branch_needing(self, prog: KernelProgram, load: InstructionOp) -> str:
         for v in load.results:
@@ -1021,18 +1028,20 @@ def _text(op: InstructionOp) -> str:
     return instruction_text(op)
 
 
-def _symbol_addresses(prog: KernelProgram, module: ModuleOp | None = None) -> dict[str, int]:
+def _symbol_addresses(prog: KernelProgram, functions: dict[str, int]) -> dict[str, int]:
     """The generic addresses of the module's ``.global`` and ``.const`` variables,
     as the emulated code sees them (for initializers such as ``generic(counter)``), and of
-    its functions: every function of ``module``, not only those the kernel reaches (under
-    ``hypa run`` a variable's bytes are made once, by the first kernel that names it, and a
-    table of pointers such as a C++ vtable is read by later kernels that call through it)."""
+    its functions: every function of the module (``functions``:
+    ``Emulator._function_addresses``), not only those the kernel reaches (under ``hypa run`` a
+    variable's bytes are made once, by the first kernel that names it, and a table of pointers
+    such as a C++ vtable is read by later kernels that call through it)."""
     out = {name: (abi.WIN_FIRST_GLOBAL + k) << abi.WINDOW_SHIFT for k, name in enumerate(prog.global_vars)}
     for name, var in prog.const_vars.items():
         out[name] = (abi.WIN_CONST << abi.WINDOW_SHIFT) | var.offset
-    names = [op.func_name for op in module.ops if isinstance(op, FuncOp)] if module is not None else []
-    for name in [*prog.functions, *names]:  # a table of function pointers
+    for name in prog.functions:  # a table of function pointers
         out.setdefault(name, abi.function_address(name))
+    for name, address in functions.items():
+        out.setdefault(name, address)
     return out
 
 

@@ -131,7 +131,7 @@ def _full_key(key: str, tier: str) -> str:
     h.update(key.encode())
     h.update(repr(TIERS[tier]).encode())
     h.update(_host().encode())
-    h.update(_sources_digest().encode())
+    h.update(sources_digest().encode())
     h.update(_MAGIC)
     return h.hexdigest()[:40]
 
@@ -140,19 +140,21 @@ _SOURCES: str | None = None
 
 
 def source_files() -> list[str]:
-    """The sources whose code transforms a kernel on its way to native code: the passes,
-    the preparation and every module of ``runtime/emulator/lowering/`` (its rules included)."""
+    """The sources whose code transforms a kernel on its way to native code: the dialect
+    (its ISA table), the passes, the preparation and every module of
+    ``runtime/emulator/lowering/`` (its rules included)."""
     import glob
 
     here = os.path.dirname(__file__)
     runtime = os.path.dirname(here)
-    passes = os.path.join(os.path.dirname(runtime), "passes")
+    root = os.path.dirname(runtime)
     return sorted([os.path.join(here, "program.py"), os.path.join(runtime, "abi.py")]
                   + glob.glob(os.path.join(here, "lowering", "**", "*.py"), recursive=True)
-                  + glob.glob(os.path.join(passes, "*.py")))
+                  + glob.glob(os.path.join(root, "passes", "*.py"))
+                  + glob.glob(os.path.join(root, "ptxdialect", "*.py")))
 
 
-def _sources_digest() -> str:
+def sources_digest() -> str:
     """A hash of ``source_files()``: program keys hash the kernel's input, so editing any
     code that transforms it invalidates the cache."""
     global _SOURCES
@@ -322,11 +324,11 @@ def _read_entry(path: str):
     return entry
 
 
-def _write_entry(key: str, data: bytes) -> None:
+def _write_entry(key: str, data: bytes, suffix: str = ".o") -> None:
     d = cache_dir()
     if not d:
         return
-    path = os.path.join(d, key + ".o")
+    path = os.path.join(d, key + suffix)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         with open(tmp, "wb") as f:
@@ -335,6 +337,38 @@ def _write_entry(key: str, data: bytes) -> None:
     except OSError as e:
         _warn_once(f"hypa: warning: cannot write the compile cache ({d}: {e.strerror}); "
                    f"kernels will be compiled again next time")
+
+
+def read_record(name: str, magic: bytes) -> bytes | None:
+    """The payload of the cache's record ``name`` (``write_record``), or None where it is
+    missing, damaged or of another format (a damaged one is removed, never trusted)."""
+    d = cache_dir()
+    if not d:
+        return None
+    path = os.path.join(d, name + ".rec")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    head = len(magic) + 32
+    payload = data[head:]
+    if data.startswith(magic) and hashlib.sha256(payload).digest() == data[len(magic):head]:
+        return payload
+    import sys
+
+    print(f"hypa: warning: damaged entry in the compile cache ({path}): preparing again", file=sys.stderr)
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+    return None
+
+
+def write_record(name: str, magic: bytes, payload: bytes) -> None:
+    """Store ``payload`` in the cache as record ``name``: ``magic``, its SHA-256, itself
+    (``read_record`` checks both)."""
+    _write_entry(name, magic + hashlib.sha256(payload).digest() + payload, ".rec")
 
 
 def _load_helpers(manifest: list[tuple[str, str]]) -> bool:

@@ -37,7 +37,7 @@ from hypa.passes.inline import (
 from hypa.passes.liveness import Liveness
 from hypa.passes.spin_loops import independent_thread_scheduling, yield_headers
 from hypa.passes.out_of_ssa import PTXOutOfSSA
-from hypa.passes.reachable import SymbolIndex, extract_kernel
+from hypa.passes.reachable import SymbolIndex, extract_kernel, reachable
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
 from hypa.passes.ssa import PTXToSSA, is_ssa
 from hypa.ptxdialect import isa
@@ -249,6 +249,61 @@ class KernelProgram:
     def instruction_text(self, i: int) -> str:
         return instruction_text(self.instructions[i])
 
+    def materialize(self) -> None:
+        """Make every field the whole preparation's (a ``ReusedProgram`` prepares again)."""
+
+    def read_parameters(self) -> set[str] | None:
+        """Kernel parameters whose buffers the emulated code may read (``None``: any).
+
+        The emulated instructions are the slice (or everything in full mode); a buffer no
+        emulated instruction reads cannot change the counts, so its contents need not be part
+        of a launch's key."""
+        from hypa.passes.slice import AddressBases, memory_effect
+
+        bases = AddressBases(set(self.func.param_names), set(self.global_vars) | set(self.shared_vars))
+        out: set[str] = set()
+        for op in self.instructions:
+            if op not in self.emulated:
+                continue
+            name = op.spec.name
+            if op.spec.kind == "texture" or name.startswith("cp."):
+                return None  # textures, surfaces, bulk copies: not traced here
+            reads, _writes = memory_effect(op)
+            if not reads:
+                continue
+            if isa.state_space(op.spec, op.modifiers) not in ("global", "generic", None):
+                continue
+            roots = bases.of_access(op)
+            if not isinstance(roots, frozenset):
+                return None
+            for r in roots:
+                if r.startswith("param:"):
+                    out.add(r[6:])
+        return out
+
+    def buffer_reads(self) -> list[tuple[InstructionOp, list[str]]]:
+        """Sliced loads of global memory whose address comes from parameters alone, with
+        those parameters: a launch must bind one of them to a buffer."""
+        if self.slice_info is None:
+            return []
+        from hypa.passes.slice import AddressBases, memory_effect
+
+        bases = AddressBases(set(self.func.param_names), set(self.global_vars) | set(self.shared_vars))
+        out = []
+        for op in sorted(self.slice_info.ops, key=self.instr_ids.__getitem__):  # in program order
+            reads, _w = memory_effect(op)
+            if not reads or isa.state_space(op.spec, op.modifiers) not in ("global", "generic"):
+                continue
+            roots = bases.of_access(op)
+            if roots == "?" or not roots:
+                continue
+            # the roots also hold scalars used in the offset (``p[i * n]``: p and n):
+            # the access is fine when one root is a buffer or a variable
+            params = sorted(r[6:] for r in roots if r.startswith("param:"))  # type: ignore[union-attr]
+            if len(params) == len(roots):
+                out.append((op, params))
+        return out
+
 
 def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
@@ -329,6 +384,7 @@ def prepare(
     kernel: str | FuncOp | None,
     options: EmulationOptions | None = None,
     index: SymbolIndex | None = None,
+    reuse: bool = False,
 ) -> KernelProgram:
     """Prepare one kernel of a module for lowering: the end of a pass pipeline.
 
@@ -354,6 +410,12 @@ def prepare(
     ``reconvergence``: ``"yield"`` (default) reconverges divergent lanes at the immediate
     post-dominator except where a spin loop's ``YIELD`` releases them
     (``passes/spin_loops.py``, docs/design.md, "Execution model"); ``"ipdom"``: always there.
+
+    ``reuse``: a kernel in register form without calls to inline whose program key was
+    prepared before (in this process, or in the cache: ``PreparedSummary``) skips the passes:
+    its blocks and layout come from the input, what the passes decided (the slice, the
+    counted guards, the frame size ...) from the record, and the rest of the preparation
+    runs only when something needs it (lowering, an error message): ``ReusedProgram``.
     """
     options = options or EmulationOptions()
     problem = options.problem()
@@ -366,6 +428,13 @@ def prepare(
     bounds_check, initcheck, hoist_checks = effective.bounds_check, effective.initcheck, effective.hoist_checks
     reconvergence = effective.reconvergence
     func = kernel if isinstance(kernel, FuncOp) else find_kernel(module, kernel)
+    if reuse and not is_ssa(func) and (mode == "full" or recorded_slice(func) is None) \
+            and not has_calls_to_inline(module, func):
+        # the options as the key of a whole preparation has them (no slice recorded in the IR)
+        keyed = dataclasses.replace(effective, exact_predicates=bool(exact_predicates))
+        prog = _reused(module, func, index, keyed, lambda: prepare(module, func, options, index))
+        if prog is not None:
+            return prog
     yields = reconvergence == "yield" and independent_thread_scheduling(module)
     extracted = extract_kernel(module, func, index)
     module, func = extracted.module, extracted.kernel
@@ -390,6 +459,7 @@ def prepare(
     # slice it records), the options, and (in runtime/emulator/jit.py) the sources of the passes and
     # the code generator
     key = _program_key(module, func, effective, _slice_signature(func) if recorded is not None else "")
+    reusable = reuse and recorded is None and not is_ssa(func) and not has_calls_to_inline(module, func)
     try:
         if has_calls_to_inline(module, func):
             if is_ssa(func):  # inlining works on register form
@@ -425,22 +495,7 @@ def prepare(
         block_instrs.append(bi)
         instructions.extend(bi)
     instr_ids = {op: i for i, op in enumerate(instructions)}
-    heap_calls = False
-    for op in instructions:
-        if op.spec.name == "call":
-            name, direct = callee_name(op)
-            callee = [name] if direct and name else []
-            if callee and callee[0] not in defined and callee[0] in HEAP_FUNCTIONS:
-                heap_calls = True
-            elif callee and callee[0] not in defined and callee[0].startswith(("cuda", "__cudaCDP")):
-                raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}' of the CUDA device runtime "
-                                   f"(cudadevrt: kernel launches from the device, dynamic parallelism), which hypa "
-                                   f"does not provide")
-            elif callee and callee[0] not in defined and callee[0] not in ("__assertfail", "vprintf"):
-                # running on would be a wrong result; a GPU cannot load such a module unlinked either
-                raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}', which this module declares but does "
-                                   f"not define (a function of another translation unit or of the CUDA device "
-                                   f"runtime, linked by nvcc -rdc=true): hypa runs one module and cannot run it")
+    heap_calls = _calls_heap(func, instructions, defined)
     notes = list(dict.fromkeys(notes))
 
     slice_info: FunctionSlice | None = None
@@ -500,7 +555,291 @@ def prepare(
         if computed:
             pred_counters[op] = len(pred_counters)
 
-    # memory layout
+    layout = _layout([op for op in module.walk() if isinstance(op, VarOp)], module, func, cfg, instructions,
+                     origins, activations)
+
+    prog = KernelProgram(
+        module=module,
+        func=func,
+        mode=mode,
+        cfg=cfg,
+        ipdom=ipdom,
+        emulated=emulated,
+        emulated_args=emulated_args,
+        slots=slots,
+        local_values=local_values,
+        frame_bytes=frame_bytes,
+        instr_ids=instr_ids,
+        instructions=instructions,
+        block_instrs=block_instrs,
+        barriers=barriers,
+        yields=yields,
+        pred_counters=pred_counters,
+        mem_ops=mem_ops,
+        origins=origins,
+        slice_info=slice_info,
+        checked=checked,
+        sliced=sliced if support else None,
+        bounds_check=bounds_check,
+        hoist=hoist,
+        hoist_masks=hoist_masks,
+        initcheck=initcheck,
+        notes=notes,
+        activations=activations,
+        heap_calls=heap_calls,
+        yield_blocks=yield_blocks,
+        options=effective,
+        **layout,
+    )
+    prog.ops_cloned = extracted.ops_cloned
+    prog.functions = extracted.functions
+    from .phases import count
+
+    count("operations copied from the input", extracted.ops_cloned)
+    count("kernels prepared")
+    count("functions prepared (kernels and the functions they call)", len(extracted.functions))
+    prog.key = key
+    if reusable:
+        _remember(key, PreparedSummary.of(prog))
+    return prog
+
+
+# -- reusing a preparation ------------------------------------------------------------------
+# A warm run prepared every kernel again although its compiled code came from the cache:
+# the passes cost more than the rest of the run (HyPA's module_0002: 1.1 s of 2.7 s).  What
+# the passes decide is recorded per program key (the kernel's text with its names made
+# positional, the module-level declarations it uses, the options) beside the compiled code;
+# a kernel whose key was prepared before takes its blocks and layout from the input and the
+# decisions from the record, and kernels that differ only in their names (an XLA module's
+# copies of one fusion) share one record in a process too.
+
+#: the format of a record (``jit.read_record``); a record of another format is prepared again
+PREPARED_MAGIC = b"HYPAPREP1"
+#: records of this process, by program key
+_summaries: dict[str, "PreparedSummary"] = {}
+
+
+def _fingerprint(block_instrs: list[list[InstructionOp]], params: int) -> str:
+    """The shape a record's indices refer to: each block's opcodes and guards, and the number
+    of parameters (the same in register and SSA form; names left out)."""
+    h = hashlib.sha256(f"{params}|{len(block_instrs)}".encode())
+    for ops in block_instrs:
+        h.update(("|" + ";".join(op.opcode + ("@" if op.guard_pred is not None else "") for op in ops)).encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class PreparedSummary:
+    """What the passes decided for a program, by instruction index (layout order) and
+    parameter index: what reports, launch keys and the launch's memory need from them."""
+
+    fingerprint: str
+    frame_bytes: int
+    #: the instructions reports count as emulated, the guards whose true lanes are counted
+    #: and the memory instructions measured (in counter order)
+    reported: tuple[int, ...]
+    pred_counters: tuple[int, ...]
+    mem_ops: tuple[int, ...]
+    notes: tuple[str, ...]
+    #: sliced loads whose address comes from parameters alone: (instruction, parameters)
+    buffer_reads: tuple[tuple[int, tuple[int, ...]], ...]
+    #: ``read_parameters`` (None: any)
+    read_params: tuple[int, ...] | None
+
+    @staticmethod
+    def of(prog: KernelProgram) -> "PreparedSummary":
+        ids = prog.instr_ids
+        pnames = prog.func.param_names
+        read = prog.read_parameters()
+        return PreparedSummary(
+            _fingerprint(prog.block_instrs, len(prog.params)), prog.frame_bytes,
+            tuple(sorted(ids[op] for op in prog.reported)),
+            tuple(ids[op] for op in sorted(prog.pred_counters, key=prog.pred_counters.__getitem__)),
+            tuple(ids[op] for op in sorted(prog.mem_ops, key=prog.mem_ops.__getitem__)),
+            tuple(prog.notes),
+            tuple((ids[op], tuple(pnames.index(p) for p in params)) for op, params in prog.buffer_reads()),
+            None if read is None else tuple(sorted(pnames.index(p) for p in read)))
+
+    def to_bytes(self) -> bytes:
+        import json
+
+        return json.dumps(self.__dict__).encode()
+
+    @staticmethod
+    def from_bytes(data: bytes) -> "PreparedSummary | None":
+        """The record, or None where it is not one of this format."""
+        import json
+
+        try:
+            d = json.loads(data)
+            ints = lambda xs: tuple(int(x) for x in xs)  # noqa: E731
+            s = PreparedSummary(str(d["fingerprint"]), int(d["frame_bytes"]), ints(d["reported"]),
+                                ints(d["pred_counters"]), ints(d["mem_ops"]), tuple(str(n) for n in d["notes"]),
+                                tuple((int(i), ints(ps)) for i, ps in d["buffer_reads"]),
+                                None if d["read_params"] is None else ints(d["read_params"]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+        return s if len(d) == len(s.__dict__) else None
+
+    def fits(self, instructions: int, params: int) -> bool:
+        """Whether every index names an instruction or parameter of the program."""
+        idx = [*self.reported, *self.pred_counters, *self.mem_ops, *(i for i, _ in self.buffer_reads)]
+        pidx = [*(p for _, ps in self.buffer_reads for p in ps), *(self.read_params or ())]
+        return all(0 <= i < instructions for i in idx) and all(0 <= p < params for p in pidx)
+
+
+def _record_name(key: str) -> str:
+    """A record's name in the cache: the program key, the sources that prepare it
+    (``jit.sources_digest``) and the record's format."""
+    from .jit import sources_digest
+
+    return hashlib.sha256(f"{key}|{sources_digest()}|".encode() + PREPARED_MAGIC).hexdigest()[:40]
+
+
+def _recall(key: str) -> PreparedSummary | None:
+    s = _summaries.get(key)
+    if s is None:
+        from .jit import read_record
+
+        data = read_record(_record_name(key), PREPARED_MAGIC)
+        s = PreparedSummary.from_bytes(data) if data is not None else None
+    return s
+
+
+def _remember(key: str, summary: PreparedSummary) -> None:
+    from .jit import write_record
+
+    _summaries[key] = summary
+    write_record(_record_name(key), PREPARED_MAGIC, summary.to_bytes())
+
+
+class _TopLevel:
+    """Module-level operations printed as a module (``module_to_ptx`` reads ``ops``)."""
+
+    def __init__(self, ops: list) -> None:
+        self.ops = ops
+
+
+def _reused(module: ModuleOp, func: FuncOp, index: SymbolIndex | None, options: EmulationOptions,
+            again) -> "ReusedProgram | None":
+    """The program of a kernel (register form, nothing to inline) from its record, made from
+    the input's own operations (nothing is copied: a ``ReusedProgram`` never changes its IR);
+    None where there is no record, or it does not fit the kernel's blocks.  ``options``:
+    ``_program_key``'s, as ``prepare`` normalizes them; ``again``: the whole preparation."""
+    from .phases import count
+
+    keep, reached = reachable(module, func, index)
+    key = _program_key(_TopLevel(keep), func, options, "")  # type: ignore[arg-type]
+    summary = _recall(key)
+    if summary is None:
+        return None
+    cfg = CFG.of(func)
+    block_instrs = [[op for op in b.ops if isinstance(op, InstructionOp)] for b in cfg.blocks]
+    instructions = [op for ops in block_instrs for op in ops]
+    nparams = len(func.params.data)
+    if summary.fingerprint != _fingerprint(block_instrs, nparams) or not summary.fits(len(instructions), nparams):
+        _summaries.pop(key, None)
+        count("prepared programs whose record did not fit (prepared again)")
+        return None
+    _summaries[key] = summary
+    origins = block_origins(func)
+    activations = block_activations(func)
+    heap_calls = _calls_heap(func, instructions, set(reached))
+    var_ops: list[VarOp] = []  # as the walk of prepare's copy, which holds only the kernel's body
+    for op in keep:
+        if isinstance(op, VarOp):
+            var_ops.append(op)
+        elif op is func:
+            var_ops.extend(o for o in func.body.walk() if isinstance(o, VarOp))
+    prog = ReusedProgram.__new__(ReusedProgram)
+    prog.__dict__.update(
+        module=module, func=func, mode=options.mode, cfg=cfg, instructions=instructions, block_instrs=block_instrs,
+        instr_ids={op: i for i, op in enumerate(instructions)}, frame_bytes=summary.frame_bytes,
+        sliced={instructions[i] for i in summary.reported},
+        pred_counters={instructions[i]: k for k, i in enumerate(summary.pred_counters)},
+        mem_ops={instructions[i]: k for k, i in enumerate(summary.mem_ops)},
+        origins=origins, activations=activations, key=key, notes=list(summary.notes), ops_cloned=0,
+        functions=reached, heap_calls=heap_calls, bounds_check=options.bounds_check, initcheck=options.initcheck,
+        options=options, **_layout(var_ops, module, func, cfg, instructions, origins, activations))
+    prog._summary, prog._again, prog.materialized = summary, again, False
+    count("kernels prepared")
+    count("functions prepared (kernels and the functions they call)", len(reached))
+    count("kernels prepared from a record (passes skipped)")
+    return prog
+
+
+class ReusedProgram(KernelProgram):
+    """A program made from a record (``PreparedSummary``): its blocks are the input's, in
+    register form; the fields only lowering and error messages read (frame slots, the slice's
+    values, the hoisted checks ...) come from preparing the kernel again, the first time one
+    is read (``materialize``), which replaces every field with the whole preparation's."""
+
+    materialized: bool
+
+    def materialize(self) -> None:
+        if not self.materialized:
+            self.__dict__.update(self._again().__dict__)
+            self.materialized = True
+
+    def read_parameters(self) -> set[str] | None:
+        if self.materialized:
+            return super().read_parameters()
+        read = self._summary.read_params
+        return None if read is None else {self.func.param_names[p] for p in read}
+
+    def buffer_reads(self) -> list[tuple[InstructionOp, list[str]]]:
+        if self.materialized:
+            return super().buffer_reads()
+        names = self.func.param_names
+        return [(self.instructions[i], [names[p] for p in ps]) for i, ps in self._summary.buffer_reads]
+
+
+def _prepared_field(name: str) -> property:
+    def get(self):
+        if name not in self.__dict__:
+            self.materialize()
+        return self.__dict__[name]
+
+    def put(self, value) -> None:
+        self.__dict__[name] = value
+
+    return property(get, put)
+
+
+for _name in ("emulated", "emulated_args", "slots", "local_values", "barriers", "yields", "ipdom", "slice_info",
+              "checked", "hoist", "hoist_masks", "yield_blocks", "_live_in"):
+    setattr(ReusedProgram, _name, _prepared_field(_name))
+del _name
+
+
+
+def _calls_heap(func: FuncOp, instructions: list[InstructionOp], defined: set[str]) -> bool:
+    """Whether the kernel calls the device heap; a ProgramError where it calls a function the
+    module declares but does not define."""
+    heap_calls = False
+    for op in instructions:
+        if op.spec.name == "call":
+            name, direct = callee_name(op)
+            callee = [name] if direct and name else []
+            if callee and callee[0] not in defined and callee[0] in HEAP_FUNCTIONS:
+                heap_calls = True
+            elif callee and callee[0] not in defined and callee[0].startswith(("cuda", "__cudaCDP")):
+                raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}' of the CUDA device runtime "
+                                   f"(cudadevrt: kernel launches from the device, dynamic parallelism), which hypa "
+                                   f"does not provide")
+            elif callee and callee[0] not in defined and callee[0] not in ("__assertfail", "vprintf"):
+                # running on would be a wrong result; a GPU cannot load such a module unlinked either
+                raise ProgramError(f"kernel {func.func_name} calls '{callee[0]}', which this module declares but does "
+                                   f"not define (a function of another translation unit or of the CUDA device "
+                                   f"runtime, linked by nvcc -rdc=true): hypa runs one module and cannot run it")
+    return heap_calls
+
+
+def _layout(var_ops: list[VarOp], module: ModuleOp, func: FuncOp, cfg: CFG, instructions: list[InstructionOp],
+            origins: list[tuple[str, int, int]], activations: list[str]) -> dict:
+    """The memory layout of a kernel's state spaces, its real calls and its stack: the
+    ``KernelProgram`` fields that follow from the blocks and declarations alone
+    (``var_ops``: the declarations of the module holding the kernel, in module order)."""
     params = []
     poff = 0
     for _text, name, space, ptx_type, align, dims in func.params.data:
@@ -512,7 +851,6 @@ def prepare(
         poff = _align(poff, a)
         params.append((name, ptx_type, poff, size))
         poff += size
-    var_ops = [op for op in module.walk() if isinstance(op, VarOp)]
     shared_ops = [v for v in var_ops if v.space == ".shared"]
     shared_vars, shared_static = _var_layout([v for v in shared_ops if v.size_bytes() not in (None, 0)])
     dyn = [v for v in shared_ops if v.size_bytes() in (None, 0)]
@@ -552,65 +890,11 @@ def prepare(
         [v for v in var_ops if v.space == ".param" and v.parent_op() is not module]
     )
 
-    prog = KernelProgram(
-        module=module,
-        func=func,
-        mode=mode,
-        cfg=cfg,
-        ipdom=ipdom,
-        emulated=emulated,
-        emulated_args=emulated_args,
-        slots=slots,
-        local_values=local_values,
-        frame_bytes=frame_bytes,
-        instr_ids=instr_ids,
-        instructions=instructions,
-        block_instrs=block_instrs,
-        barriers=barriers,
-        yields=yields,
-        pred_counters=pred_counters,
-        mem_ops=mem_ops,
-        params=params,
-        param_bytes=poff,
-        shared_vars=shared_vars,
-        shared_static_bytes=dyn_off,
-        const_vars=const_vars,
-        const_bytes=const_bytes,
-        global_vars=global_vars,
-        local_vars=local_vars,
-        local_bytes=local_bytes,
-        call_params=call_params,
-        call_param_bytes=call_param_bytes,
-        origins=origins,
-        slice_info=slice_info,
-        checked=checked,
-        sliced=sliced if support else None,
-        bounds_check=bounds_check,
-        hoist=hoist,
-        hoist_masks=hoist_masks,
-        initcheck=initcheck,
-        notes=notes,
-        activations=activations,
-        real_calls=real_calls,
-        function_entries=function_entries,
-        real_returns=real_returns,
-        frame_vars=frame_vars,
-        frame_sizes=frame_sizes,
-        formals=formals,
-        uses_stack=uses_stack,
-        heap_calls=heap_calls,
-        yield_blocks=yield_blocks,
-        options=effective,
-    )
-    prog.ops_cloned = extracted.ops_cloned
-    prog.functions = extracted.functions
-    from .phases import count
-
-    count("operations copied from the input", extracted.ops_cloned)
-    count("kernels prepared")
-    count("functions prepared (kernels and the functions they call)", len(extracted.functions))
-    prog.key = key
-    return prog
+    return dict(params=params, param_bytes=poff, shared_vars=shared_vars, shared_static_bytes=dyn_off,
+                const_vars=const_vars, const_bytes=const_bytes, global_vars=global_vars, local_vars=local_vars,
+                local_bytes=local_bytes, call_params=call_params, call_param_bytes=call_param_bytes,
+                real_calls=real_calls, function_entries=function_entries, real_returns=real_returns,
+                frame_vars=frame_vars, frame_sizes=frame_sizes, formals=formals, uses_stack=uses_stack)
 
 
 def _plan_hoisting(func: FuncOp, cfg: CFG, slice_info: FunctionSlice, support: set[InstructionOp],

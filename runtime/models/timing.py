@@ -603,6 +603,7 @@ class KernelTiming:
     def __init__(self, prog: KernelProgram, arch: Arch | str = DEFAULT_ARCH, footprint: float | None = None,
                  mem_occupancy: dict[InstructionOp, float] | None = None, reuse_hit: float = 0.0,
                  mem_latency: dict[InstructionOp, float] | None = None):
+        prog.materialize()  # the issue order follows SSA values
         self.prog = prog
         #: latencies of global loads from the cache model (where they were traced)
         self.mem_latency = mem_latency or {}
@@ -1013,6 +1014,7 @@ def _reg_weight(v: SSAValue) -> int:
 def max_live_registers(prog: KernelProgram) -> int:
     """The largest number of 32-bit registers live at one point (SSA liveness,
     ``passes/liveness.py``), scanning each block backwards from its live-out set."""
+    prog.materialize()
     liveness = Liveness.of(prog.cfg)
     index = liveness.index
     weights = [_reg_weight(v) for v in liveness.values]
@@ -1148,6 +1150,7 @@ def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int |
         buffers = res.buffers if res.buffers or not getattr(res, "buffer_bytes", 0) else None
     else:
         raise TimingError(f"estimate() takes a LaunchResult or a KernelProgram, not {type(run).__name__}")
+    prog.materialize()  # the model reads the kernel's values (a reused program prepares again)
 
     mem_occ, sector_bytes = _mem_stats(prog, counters, a)
     if mem_occ:

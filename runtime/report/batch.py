@@ -192,37 +192,6 @@ def source_hash(src: Source) -> str:
     return h
 
 
-def read_parameters(prog) -> set[str] | None:
-    """Kernel parameters whose buffers the emulated code may read (``None``: any).
-
-    The emulated instructions are the slice (or everything in full mode); a
-    buffer no emulated instruction reads cannot change the counts, so its
-    contents need not be part of a launch's key."""
-    from hypa.passes.slice import AddressBases, memory_effect
-    from hypa.ptxdialect import isa
-
-    bases = AddressBases(set(prog.func.param_names), set(prog.global_vars) | set(prog.shared_vars))
-    out: set[str] = set()
-    for op in prog.instructions:
-        if op not in prog.emulated:
-            continue
-        name = op.spec.name
-        if op.spec.kind == "texture" or name.startswith("cp."):
-            return None  # textures, surfaces, bulk copies: not traced here
-        reads, _writes = memory_effect(op)
-        if not reads:
-            continue
-        if isa.state_space(op.spec, op.modifiers) not in ("global", "generic", None):
-            continue
-        roots = bases.of_access(op)
-        if not isinstance(roots, frozenset):
-            return None
-        for r in roots:
-            if r.startswith("param:"):
-                out.add(r[6:])
-    return out
-
-
 def _hash_array(h, arr: np.ndarray) -> None:
     a = np.ascontiguousarray(arr)
     h.update(f"{a.dtype.str}:{a.size}:".encode())
@@ -251,7 +220,7 @@ def launch_key(src_hash: str, kernel: str, prog, launch: Launch, opts: ProfileOp
     h = hashlib.sha256()
     h.update(repr((src_hash, kernel, opts.emulation_options(), opts.per_cta,
                    launch.grid, launch.block, launch.shared_bytes)).encode())
-    read = read_parameters(prog)
+    read = prog.read_parameters()
     params = [p[0] for p in prog.params]
     first_use: dict[Any, int] = {}
     for i, a in enumerate(launch.args):
@@ -403,7 +372,6 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             raise LaunchError(f"no kernel '{L.kernel}' in {where}" if L.kernel else f"no kernel in {where}")
 
     static: list[StaticRecord] = []
-    from hypa.passes.count import count_function
     from hypa.ptxdialect.dialect import FuncOp
 
     for src in given:
@@ -411,6 +379,8 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             if isinstance(op, FuncOp) and op.is_kernel and not op.is_declaration and (src.label, op.func_name) not in launched:
                 if opts.kernel is not None and not kernel_matches(op.func_name, opts.kernel):
                     continue
+                from hypa.passes.count import count_function
+
                 c = count_function(op)
                 static.append(StaticRecord(src, op.func_name, c.total.instructions, len(c.blocks)))
 

@@ -55,7 +55,7 @@ SMALL = [
     # every measurement the README's Speed section quotes, small, under a dated header
     ("speed.py", ["--small"], (), r"^speed: \d+ measurements$"),
     # whole processes over 64 MiB buffers; the 2x module does exactly twice the work
-    ("workload.py", ["--small"], (), r"^\| 2x \| 6 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 114 \| 6 \|$"),
+    ("workload.py", ["--small"], (), r"^\| 2x \| 6 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 57 \| 6 \|$"),
     ("gpu/time_kernels.py", ["--dry-run", "tests/kernels/launches", "benchmarks/gpu/launches"], (),
      r"^dry run: (\d+) launches, \d+ ok, 1 call printf, 0 broken$"),
     ("gpu/resnet_compare.py", [f"{RESULTS}/hypa_resnet18.json", f"{RESULTS}/ncu_resnet18.csv",

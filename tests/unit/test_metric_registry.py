@@ -106,7 +106,7 @@ def test_the_source_view_and_the_metrics_agree_on_cp_async():
     path = os.path.join(KERNELS, "launches", "cp_async.toml")
     (launch,) = launches_from_toml(path)
     with open(launch.file) as f:
-        r = Emulator(parse_ptx(f.read()), "full", memory_metrics=True).run(launch)
+        r = Emulator(parse_ptx(f.read()), mode="full", memory_metrics=True).run(launch)
     copies = [mi for mi in r.metrics.memory_instructions if mi.instruction.startswith("cp.async")]
     texts = [mi.instruction for mi in copies]
     rows = [row_dict(x) for x in instruction_rows(r.program, r.counters, {}) if x.text in texts]

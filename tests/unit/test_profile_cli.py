@@ -18,7 +18,7 @@ import pytest
 
 from hypa.ptxdialect import parse_ptx_file
 from hypa.runtime.report import inputs as inp
-from hypa.runtime.report.batch import ProfileOptions, Progress, read_parameters, run_profile
+from hypa.runtime.report.batch import ProfileOptions, Progress, run_profile
 from hypa.runtime.emulator.emulator import Emulator
 from hypa.runtime.emulator.launch import launches_from_toml
 
@@ -238,11 +238,11 @@ def test_python_api(tmp_path):
 
 def test_read_parameters_is_the_slice_s_reads():
     prog = Emulator(parse_ptx_file(os.path.join(PTX, "spmv_csr.sm_80.ptx")), bounds_check=False).program(None)
-    assert read_parameters(prog) == {prog.params[1][0]}  # row_ptr only
+    assert prog.read_parameters() == {prog.params[1][0]}  # row_ptr only
     # bounds checks also load col[j] for the address of x[col[j]]: j is loaded, its base unknown
-    assert read_parameters(Emulator(parse_ptx_file(os.path.join(PTX, "spmv_csr.sm_80.ptx"))).program(None)) is None
+    assert Emulator(parse_ptx_file(os.path.join(PTX, "spmv_csr.sm_80.ptx"))).program(None).read_parameters() is None
     full = Emulator(parse_ptx_file(os.path.join(PTX, "spmv_csr.sm_80.ptx")), mode="full").program(None)
-    assert read_parameters(full) is None  # x[col[j]]: an address loaded from memory
+    assert full.read_parameters() is None  # x[col[j]]: an address loaded from memory
 
 
 # -- many processes ---------------------------------------------------------------------------------
