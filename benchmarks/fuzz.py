@@ -12,7 +12,7 @@ Targets (each mutates a valid seed input and feeds it to the code a user's input
     types, NaN, negative or huge numbers, lists truncated; checked by ``profile_problem`` and,
     if accepted, rendered by ``html_report.build``.
 ``launch-spec``
-    a launch-spec table (docs/design.md section 6) with mutated grid, block, shared memory,
+    a launch-spec table (docs/guide.md, "Launch specification") with mutated grid, block, shared memory,
     arguments, buffers and initialisers; read by ``launches_from_dict`` and, if accepted,
     emulated on the bundled saxpy kernel (slice and full mode).
 ``emulate-string``

@@ -1,4 +1,4 @@
-"""``hypa run --capture DIR``: launches as launch specs (docs/design.md section 6) with the input
+"""``hypa run --capture DIR``: launches as launch specs (docs/guide.md, "Launch specification") with the input
 they had, so ``hypa profile DIR`` replays any launch later, alone, with the same counts.
 
 Written before the launch runs: the kernel's module (``module_<n>.ptx``, once), one

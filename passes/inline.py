@@ -32,7 +32,7 @@ A **recursive** function (one that can reach itself through calls) cannot be
 inlined: it gets one copy in the kernel, entered by *real calls*
 (``ptx.fallthrough`` after the ``call`` with attribute ``hypa.call``) and left
 through one return block (``ptx.implicit_ret`` with ``hypa.real_return``); the
-emulator keeps a per-thread call stack for them (docs/design.md section 8).
+emulator keeps a per-thread call stack for them (docs/design.md, "Execution model").
 """
 
 from __future__ import annotations

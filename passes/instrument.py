@@ -97,7 +97,7 @@ class InstrumentError(HypaError, DiagnosticException):
 class CounterMap:
     """Where each count lives in the counter array (one ``u64`` per slot), and
     the static facts of each instrumented block needed to turn block counts
-    into the metrics of docs/design.md section 5."""
+    into the metrics of docs/guide.md, "Metrics"."""
 
     symbol: str = COUNTER_SYMBOL
     slots: int = 0
@@ -162,7 +162,7 @@ class CounterMap:
         return {"blocks": blocks, "branches": branches, "guards": guards}
 
     def metrics(self, counters) -> dict[str, Any]:
-        """The docs/design.md section 5 metrics these counters determine, summed over
+        """The docs/guide.md, "Metrics" metrics these counters determine, summed over
         every instrumented function (counters of functions a launch does not
         reach stay 0).  Warp-level figures (``inst_executed``, ``branch``,
         ``divergent_branch``) are what the hardware's scheduling gave;

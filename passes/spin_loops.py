@@ -211,7 +211,7 @@ def _reachable(cfg: CFG, start: set[int]) -> set[int]:
 def yield_headers(cfg: CFG) -> set[int]:
     """Headers of the spin loops (SSA form) whose ``YIELD`` releases waiting lanes: a
     warp fragment that runs one leaves every reconvergence point it was waiting for
-    (``docs/design.md`` section 8).  Spin loops followed by an instruction that
+    (docs/design.md, "Execution model").  Spin loops followed by an instruction that
     exchanges values between lanes are left out (see the module's docstring)."""
     out: set[int] = set()
     for loop in spin_loops(cfg):

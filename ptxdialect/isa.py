@@ -960,7 +960,7 @@ def fully_described_entries() -> list[str]:
 
 
 def coverage_rows() -> list[tuple[str, str, str]]:
-    """``(entry, kind, status)`` for every entry, in table order (for the README)."""
+    """``(entry, kind, status)`` for every entry, in table order (for docs/opcode-coverage.md)."""
     return [(i.name, i.kind, i.status) for i in INSTRUCTIONS]
 
 

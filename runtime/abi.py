@@ -130,7 +130,7 @@ WS_EXITED = 4          # lanes that have exited
 WS_STATUS = 5          # scheduler: 0 ready, 1 waiting at a barrier, 2 done
 WS_BAR_ID = 6
 WS_BAR_EXPECT = 7      # warps the barrier waits for (0: every live warp)
-# the per-thread call stack (real calls, alloca; docs/design.md section 8), the same for
+# the per-thread call stack (real calls, alloca; docs/design.md, "Execution model"), the same for
 # every lane of the warp: local-memory offsets of the stack top, the running function's
 # frame and its call record; the call depth
 WS_SP = 8

@@ -38,7 +38,7 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
         g.add_argument("--emulate", nargs="?", const="", default=None, metavar="SPEC",
                        help="emulate a launch and print its metrics instead of the IR; SPEC is "
                             "'grid=N block=N args=a,b,... buffer.NAME=dtype:count[:init] kernel=NAME'")
-    g.add_argument("--launch", metavar="FILE", help="launches from a TOML file (docs/design.md section 6)")
+    g.add_argument("--launch", metavar="FILE", help="launches from a TOML file (docs/guide.md, \"Launch specification\")")
     g.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
     g.add_argument("--csv-columns", choices=("hypa-py", "hypa", "blocks", "mix", "memory"), default="hypa-py",
                    help="CSV rows: one per launch with our columns (hypa-py) or HyPA's (Kernel, Static, Dynamic, "

@@ -8,7 +8,7 @@
 
 Inputs are files (``.ptx``, ``.cu``, fatbins, cubins, executables, shared
 libraries, object files), directories (searched recursively) and globs.
-Launches come from a TOML file (docs/design.md section 6) or a directory's
+Launches come from a TOML file (docs/guide.md, "Launch specification") or a directory's
 ``launches.toml``; a launch with ``file`` runs on that file, one without runs
 on every given file that defines its kernel.  Kernels that no launch names are
 counted statically and the output says so.  Identical launches are analysed

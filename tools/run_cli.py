@@ -33,7 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "emulator (full mode: the program sees its real results) and is counted as "
                     "`hypa profile` counts it.",
         epilog="example: hypa run -o run.json -- ./bfs graph.txt\n\nThe runtime functions provided are listed in "
-               "hypa/cudart/api.py (README: `hypa run`); any other libcudart function stops the program with "
+               "hypa/cudart/api.py (docs/guide.md, \"hypa run\"); any other libcudart function stops the program with "
                "a message naming it.", formatter_class=argparse.RawDescriptionHelpFormatter)
     rp.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
                     help="the program and its arguments, after --")

@@ -6,7 +6,7 @@ records every Triton launch: the kernel's PTX, grid, block (num_warps x 32),
 dynamic shared memory, scalar arguments and, for each tensor argument, its
 dtype and the number of elements from its data pointer to the end of its
 storage.  The output folder holds ``kernels/*.ptx``, ``launches.toml``
-(docs/design.md section 6, one ``[[launch]]`` per launch with ``file =``) and
+(docs/guide.md, "Launch specification", one ``[[launch]]`` per launch with ``file =``) and
 ``capture.json`` (versions, device, command, diagnostics)::
 
     python workloads/capture_triton.py --model resnet18 --out workloads/resnet18

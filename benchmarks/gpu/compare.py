@@ -54,7 +54,7 @@ WARP_METRICS = ("inst_executed",)
 
 MORE_FRAGMENTS = (
     "the GPU executed this block as more warp fragments than the emulator's reconvergence model (IPDOM, "
-    "with spin loops releasing waiting lanes: docs/design.md section 8): on Volta and later (independent "
+    "with spin loops releasing waiting lanes: docs/design.md, \"Execution model\"): on Volta and later (independent "
     "thread scheduling) lanes that split earlier can run this block apart"
 )
 FEWER_FRAGMENTS = (

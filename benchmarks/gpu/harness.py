@@ -6,7 +6,7 @@ Run on a machine with an NVIDIA GPU, CuPy and (optionally) ``ncu``; see
 ``--out``:
 
 ``counts.json``
-    per launch of every launch TOML given (docs/design.md section 6): the
+    per launch of every launch TOML given (docs/guide.md, "Launch specification"): the
     instrumented kernel's per-block warp and thread counts, per-branch
     executed/divergent/taken counts, per-guard true-lane counts (the
     ``instrument-block-counters`` pass, with its counter map), the metrics

@@ -6,7 +6,7 @@ timing estimate (runtime/models/timing.py) is validated against.
         -o benchmarks/gpu/results/kernel_times.h100.json --reps 200
     python benchmarks/timing_validate.py benchmarks/gpu/results/kernel_times.h100.json
 
-Every ``[[launch]]`` of the given TOML files (docs/design.md section 6) is loaded
+Every ``[[launch]]`` of the given TOML files (docs/guide.md, "Launch specification") is loaded
 from its PTX with ``cupy.RawModule(path=...)`` (the driver JIT-compiles PTX of
 any older target), its buffers are built exactly as the emulator builds them,
 and it is timed:
@@ -342,7 +342,7 @@ def run(items: list[dict], args) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("tomls", nargs="+", help="launch files (docs/design.md section 6)")
+    ap.add_argument("tomls", nargs="+", help="launch files (docs/guide.md, \"Launch specification\")")
     ap.add_argument("-o", "--output", default=str(ROOT / "benchmarks/gpu/results/kernel_times.json"))
     ap.add_argument("--reps", type=int, default=200, help="timed single launches per kernel (default 200)")
     ap.add_argument("--warmup", type=int, default=20)

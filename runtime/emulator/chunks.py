@@ -1,4 +1,4 @@
-"""Buffers stored as content-addressed chunks (``hypa run --capture``; docs/design.md section 10).
+"""Buffers stored as content-addressed chunks (``hypa run --capture``; docs/design.md, "Capture format").
 
 A captured buffer is a *manifest* (JSON, ``buffers/<digest>.manifest``) naming the chunks its
 bytes are made of: the memory it lies in, cut every ``chunk_bytes`` (64 KiB) from the start of

@@ -69,7 +69,7 @@ class LaunchResult:
     counters: np.ndarray | None = None
     #: the CTA range run, ``None`` for the whole grid
     ctas: tuple[int, int] | None = None
-    #: with ``run(per_cta=True)``: each CTA's metric values (docs/design.md section 5), in
+    #: with ``run(per_cta=True)``: each CTA's metric values (docs/guide.md, "Metrics"), in
     #: linear CTA order from the first CTA run
     per_cta: "PerCta | None" = None
     #: the prepared kernel the counts refer to (block numbering, slice, layout)

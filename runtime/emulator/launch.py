@@ -1,4 +1,4 @@
-"""Kernel launches: the launch-spec contract of docs/design.md section 6.
+"""Kernel launches: the launch-spec contract of docs/guide.md, "Launch specification".
 
 A launch names the kernel (mangled or demangled), grid, block, dynamic shared
 memory, one argument per ``.param`` (scalars by value, pointers by buffer

@@ -96,7 +96,7 @@ class Variable:
 
 @dataclass
 class RealCall:
-    """A real call (docs/design.md section 8): the block that ends with it, the function it
+    """A real call (docs/design.md, "Execution model"): the block that ends with it, the function it
     enters, the call parameters copied in and out (``(actual, formal)``), the block it
     returns to, and the activation that makes it (whose values and formals it saves)."""
 
@@ -409,7 +409,7 @@ def prepare(
     counted (full mode, and slice mode with ``bounds_check``: it sees every access there).
     ``reconvergence``: ``"yield"`` (default) reconverges divergent lanes at the immediate
     post-dominator except where a spin loop's ``YIELD`` releases them
-    (``passes/spin_loops.py``, ``docs/design.md`` section 8); ``"ipdom"``: always there.
+    (``passes/spin_loops.py``, docs/design.md, "Execution model"); ``"ipdom"``: always there.
 
     ``reuse``: a kernel in register form without calls to inline whose program key was
     prepared before (in this process, or in the cache: ``PreparedSummary``) skips the passes:

@@ -1,4 +1,4 @@
-"""Metrics of a launch from per-block execution counters (docs/design.md section 5): the raw
+"""Metrics of a launch from per-block execution counters (docs/design.md, "Metrics"): the raw
 counter array decoded once (``CounterView``), the counts made of it, and the metrics
 runtime/metrics/registry.py declares over those counts.
 

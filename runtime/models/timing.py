@@ -58,7 +58,7 @@ exact per-block execution counts:
    (sectors from ``--memory-metrics`` when present, else coalesced
    accesses).  Time = cycles / clock + the launch overhead.
 
-What is approximate and why is listed in README.md ("Timing estimate").
+What is approximate and why is listed in docs/guide.md, "What is approximate".
 """
 
 from __future__ import annotations

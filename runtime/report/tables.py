@@ -1,4 +1,4 @@
-"""Writers for launch results: a readable table, JSON (the docs/design.md section 6
+"""Writers for launch results: a readable table, JSON (the docs/guide.md, "Launch specification"
 contract) and CSV (our columns, or HyPA's column set for old scripts)."""
 
 from __future__ import annotations

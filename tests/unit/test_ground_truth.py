@@ -6,7 +6,7 @@ the emulator (full mode, exact predicates) must give the GPU's thread-level
 figures exactly: per-block thread executions, ``thread_inst_executed`` and
 the FLOP counts, and -- unless ``explanations.json`` explains why the
 hardware's warp scheduling departs from the emulator's reconvergence model for
-that launch (IPDOM, with the release by spin loops of docs/design.md section 8)
+that launch (IPDOM, with the release by spin loops of docs/design.md, "Execution model")
 -- ``branch``, ``divergent_branch``, per-block warp executions and
 ``inst_executed``.
 Every recorded probe must match bit for bit (or within the stated error of
@@ -133,7 +133,7 @@ def test_launch_matches_gpu(path, launch_id):
         warnings.warn(f"{launch_id}: buffer {d['buffer']} differs from the GPU's: {d}", stacklevel=1)
     nd = _nondeterministic(path).get(launch_id)
     if c.failures and nd:
-        # docs/design.md section 7: exact equality is required where control flow is deterministic
+        # docs/validation.md, "Ground truth": exact equality is required where control flow is deterministic
         pytest.skip(f"{launch_id}: control flow depends on thread timing ({nd}); differences: " + "; ".join(c.failures))
     assert not c.failures, f"{launch_id}: thread-level counts differ from the GPU:\n" + "\n".join(c.failures)
     note = rec.get("warp_level_note") or _explanations(path).get(launch_id)

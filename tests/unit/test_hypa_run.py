@@ -331,7 +331,7 @@ EXACT = {
         # stats: 30 before the CAS loop, 5 a trip (add, atom.cas, setp, mov, @p bra), ret.  All
         # lanes of a warp read the same count, and each trip one CAS succeeds, so lane k of a
         # warp leaves after k+1 trips: 528 trips a warp, 32 loop branches of which 31 diverge.
-        # The loop is a spin loop (ptxas's YIELD, docs/design.md section 8): each lane that
+        # The loop is a spin loop (ptxas's YIELD, docs/design.md, "Execution model"): each lane that
         # leaves runs the ret on its own, 32 a warp.
         # 60 warps: 60 * (30 + 32*5 + 32) = 13320, 60 * (32*31 + 5*528) = 217920.
         (13320, 217920, 1920, 1860, 0),

@@ -4,7 +4,7 @@
 The counters array is a module ``.global`` variable, which the emulator
 allocates like the GPU does; ``LaunchResult.globals`` returns it.  Thread
 counts are model-independent; warp and divergent counts agree here because
-both runs use the emulator's reconvergence model (docs/design.md section 8: the
+both runs use the emulator's reconvergence model (docs/design.md, "Execution model": the
 counters' ``vote.sync`` on ``activemask`` gathers no other lanes, so spin loops
 release waiting lanes in both).
 

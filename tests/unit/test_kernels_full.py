@@ -1,13 +1,13 @@
 """The project's CUDA test kernels (``tests/kernels/*.cu``) under the emulator.
 
-Every launch of ``tests/kernels/launches/*.toml`` (the docs/design.md section 6 format; the
+Every launch of ``tests/kernels/launches/*.toml`` (the docs/guide.md, "Launch specification" format; the
 same launches are the GPU ground-truth launches of issue 5):
 
 * full mode computes the kernel's outputs, compared with a numpy reference written here:
   exact for integer results and wherever the float operations can be replayed in the
   kernel's order; a tolerance (stated per kernel) where the summation order or an
   approximate instruction (``ex2.approx``, ``rsqrt.approx``, libdevice) differs;
-* slice mode gives exactly the metrics of full mode (every docs/design.md section 5 metric but
+* slice mode gives exactly the metrics of full mode (every docs/guide.md, "Metrics" metric but
   ``executed_fraction``, which says how much was emulated, and every per-block count),
   with ``exact_predicates=True`` in both modes;
 * the sm_90 PTX of the kernel (and sm_52/sm_70 where they exist) computes the same
@@ -717,7 +717,7 @@ def test_slice_metrics_equal_full(name, index, launch, kernel_runs):
     full = kernel_runs.run(launch, "full")  # the full-mode test's result
     sl = kernel_runs.run(launch, "slice")
     assert not sl.metrics.predicates_estimated
-    # every metric of docs/design.md section 5 (and any the emulator adds) but the share emulated
+    # every metric of docs/guide.md, "Metrics" (and any the emulator adds) but the share emulated
     names = sorted((set(columns()) | set(full.metrics.values) | set(sl.metrics.values)) - {"executed_fraction"})
     assert {m: sl.metrics.values.get(m) for m in names} == {m: full.metrics.values.get(m) for m in names}
     assert 0 < sl.metrics.values["executed_fraction"] <= 1.0

@@ -1,4 +1,4 @@
-"""Reconvergence around spin loops and inlined returns (issue 16; docs/design.md section 8).
+"""Reconvergence around spin loops and inlined returns (issue 16; docs/design.md, "Execution model").
 
 Divergent lanes reconverge at the immediate post-dominator, except that a spin loop's
 ``YIELD`` (``passes/spin_loops.py``) lets the lanes waiting there go on alone: the

@@ -1,5 +1,5 @@
-"""Texture and surface instructions through launch specs (runtime/emulator/textures.py, docs/design.md
-section 6): values computed by hand from the CUDA programming guide's texture fetching rules."""
+"""Texture and surface instructions through launch specs (runtime/emulator/textures.py, docs/guide.md,
+"Launch specification"): values computed by hand from the CUDA programming guide's texture fetching rules."""
 
 from __future__ import annotations
 
@@ -405,7 +405,7 @@ def test_tex_query_program(isa_runs):
                                "modes 1 0 layers 0; channel desc 32 0 0 0 kind 2")
     assert "layers 4" in lines[3] and "channel desc 16 16 0 0 kind 0" in lines[2]
     # the H100 (CUDA 13.0 ptxas, recorded in isa_native.json) answers 0 to every txq of a texture
-    # object; hypa answers what the PTX ISA defines: an open difference (README, textures)
+    # object; hypa answers what the PTX ISA defines: an open difference (docs/validation.md, "Newer instructions on an H100")
     rec = gpu_recorded_run("tex_query")
     if rec is not None:
         assert all("width 0 height 0 depth 0" in g for g in rec["stdout"].splitlines())

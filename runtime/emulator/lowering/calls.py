@@ -12,8 +12,8 @@ and the depth are warp-wide words of the warp state (``abi.WS_SP`` ...): only on
 activation of a warp runs at a time, and the SIMT stack keeps divergent paths of a caller
 waiting until the callee returns.  The callee starts as a fresh SIMT entry (reconvergence
 block -1) and ends in its return block, which every ``ret`` of it branches to, so its
-lanes reconverge there before the return restores the caller.  Docs: docs/design.md
-section 8.
+lanes reconverge there before the return restores the caller.  Docs: docs/design.md,
+"Execution model".
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the ``.npy`` inputs of the launch specs in this folder.
 
-Most buffers of ``*.toml`` here use the inline init forms of docs/design.md section 6
+Most buffers of ``*.toml`` here use the inline init forms of docs/guide.md, "Launch specification"
 (``arange``, ``{random = ...}``, ``{value = ...}``); the few that need structure those
 forms cannot express (CSR arrays with irregular row lengths, a BFS frontier, per-word
 initial values) are ``{file = "data/<name>.npy"}``, made here.  Deterministic: the same

@@ -301,7 +301,7 @@ def check_access(e) -> None:
 
 
 # -- the per-thread stack (alloca, stacksave, stackrestore) ------------------------------
-# The stack top is a warp-wide local-memory offset (``abi.WS_SP``, docs/design.md section 8):
+# The stack top is a warp-wide local-memory offset (``abi.WS_SP``, docs/design.md, "Execution model"):
 # ``alloca`` gives every executing lane the same offset in its own local memory, sized for
 # the largest request among them; a real call's return frees what the callee allocated.
 
