@@ -59,6 +59,8 @@ class RunOptions:
     by: str = "launch"
     jobs: int = 1
     quiet: bool = False
+    #: ``--estimate-time ARCH``: each launch's timing estimate in the report
+    estimate_time: str | None = None
 
     @classmethod
     def from_environment(cls) -> "RunOptions":
@@ -325,7 +327,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             m.error = f"the program's PTX does not parse: {e}"
             return False
         emu = Emulator(module_op, options=self.opts.emulation, stack_size=self.stack_size,
-                       address_trace=_trace_records(self.opts.emulation.memory_metrics))
+                       address_trace=_trace_records(self.opts.emulation.memory_metrics or bool(self.opts.estimate_time)))
         emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
                                ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures,
                                heap=self.heap)
@@ -464,9 +466,11 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             self.sticky = E.cudaErrorLaunchFailure
             return E.cudaErrorLaunchFailure
         self.records.append(rec)
-        if rec.result is not None and rec.result.memory_trace is not None:
+        if rec.result is not None and (rec.result.memory_trace is not None or self.opts.estimate_time):
             self._estimate_us(index)  # the cache model reads the address trace: estimate now, then drop
             rec.result.memory_trace = None  # it (a trace per launch would grow with the launches)
+            if self.opts.estimate_time and not self.opts.emulation.memory_metrics:
+                rec.result.metrics.memory = None  # the trace needed the memory slots; shown only if asked
         return 0
 
     def _uses_grid_sync(self, name: str, prog) -> bool:
@@ -494,8 +498,12 @@ class HostRuntime(TextureRuntime, GraphRuntime):
                 try:
                     from hypa.runtime.models.timing import estimate
 
-                    t = estimate(rec.result, rec.launch, self.opts.arch if self.opts.arch != "sm_90" else "h100",
-                                 program=self._module_of(rec).emulator.program_for(rec.launch)).time_us
+                    arch = self.opts.estimate_time or (self.opts.arch if self.opts.arch != "sm_90" else "h100")
+                    est = estimate(rec.result, rec.launch, arch,
+                                   program=self._module_of(rec).emulator.program_for(rec.launch))
+                    t = est.time_us
+                    if self.opts.estimate_time:
+                        rec.result.time_estimate = est  # the report's estimate columns
                 except Exception as e:  # no estimate for this launch: say why, count it as zero
                     self.say(f"no timing estimate for launch {index}: {e}", once=("est", index))
             self.estimate_cache[index] = t

@@ -58,6 +58,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                          "an index (7; launches count from 0), a range (0-9, 100-), every n-th (%%10: 0, 10, 20 ...), "
                          "a kernel name as --kernel of `hypa profile` takes it, with * ? [..] wildcards "
                          "(example: 'gemm*,0-9,%%100')")
+    rp.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH",
+                    help="also estimate each launch's time on ARCH (sm_90 = H100 SXM5, the default; sm_80 = A100; "
+                         "or an arch .toml) with the cache model fed by the launch's address trace, as `hypa profile "
+                         "--estimate-time` does; the report gets the estimate's columns")
     rp.add_argument("--build-only", action="store_true",
                     help="build hypa's CUDA runtime libraries, print where they are, and stop")
     g = rp.add_argument_group("emulation")
@@ -89,6 +93,13 @@ def run(args: argparse.Namespace) -> int:
         _fail("no program given: hypa run [options] -- PROGRAM [ARGS]")
     if args.jobs < 1:
         _fail("--jobs must be at least 1")
+    if args.estimate_time is not None:
+        from hypa.runtime.models.timing import arch_argument
+
+        try:
+            arch_argument(args.estimate_time)
+        except argparse.ArgumentTypeError as e:
+            _fail(f"--estimate-time: {e}")
     try:
         emulation = options.from_arguments(args)
     except options.OptionError as e:
@@ -131,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
     opts = {"emulation": dataclasses.asdict(emulation), "arch": args.arch, "results": results,
             "capture": os.path.abspath(args.capture) if args.capture else None,
             "capture_launches": args.capture_launches,
-            "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs}
+            "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs,
+            "estimate_time": args.estimate_time}
     env = dict(os.environ)
     libdir = os.path.dirname(lib)
     env["LD_LIBRARY_PATH"] = libdir + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")

@@ -130,3 +130,27 @@ def test_faults_surface_where_the_gpu_surfaces_them(tmp_path, name):
     assert {p.stdout} == set(gpu["programs"][name])
     if name == "read_before_allocation":
         assert "72 bytes before the 9216-byte device allocation" in p.stderr
+
+
+def test_estimate_time_puts_the_timing_model_in_the_report(tmp_path):
+    """``hypa run --estimate-time [ARCH]``: every launch of tests/cuda_programs/graphs.cu gets
+    the timing model's estimate on ARCH in the JSON report (launches doing the same work the
+    same estimate); an unknown architecture is an error before the program starts."""
+    import json
+
+    from helpers import ROOT
+
+    exe = build_cuda_program(tmp_path, "graphs", (ROOT / "tests" / "cuda_programs" / "graphs.cu").read_text())
+    got = {}
+    for arch in ("sm_90", "sm_80"):
+        out = tmp_path / f"{arch}.json"
+        p = run_hypa("run", "--estimate-time", arch, "-o", str(out), "--", exe)
+        assert p.returncode == 0, p.stderr
+        recs = json.loads(out.read_text())
+        assert [r["time_estimate"]["arch"] for r in recs] == [arch] * 7
+        assert all(r["time_estimate"]["time_us"] > 0 for r in recs) and "memory" not in recs[0]
+        got[arch] = [r["time_estimate"]["time_us"] for r in recs]
+        assert got[arch][0] == got[arch][2] and got[arch][1] == got[arch][3]  # the graph launched twice
+    assert got["sm_90"] != got["sm_80"]
+    bad = run_hypa("run", "--estimate-time", "sm_77", "--", exe)
+    assert bad.returncode == 2 and "unknown architecture 'sm_77'" in bad.stderr and bad.stdout == ""
