@@ -58,6 +58,7 @@ class RunOptions:
     format: str = "table"
     by: str = "launch"
     jobs: int = 1
+    #: ``--quiet``: no progress line (there is one only where stderr is a terminal)
     quiet: bool = False
     #: ``--estimate-time ARCH``: each launch's timing estimate in the report
     estimate_time: str | None = None
@@ -153,6 +154,9 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         self.finished = False
         self._printf = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(self._device_printf)
         self._capturer = None  # capture.Capture, made at the first launch under --capture
+        self._progress_on: bool | None = None  # decided at the first launch (stderr a terminal?)
+        self._progress_at = 0.0
+        self._progress_shown = False
         self._graph_state()  # CUDA graphs, stream capture, memory pools (graph_api.py)
         self._lock = threading.RLock()
         self._printf_out: list[bytes] = []
@@ -231,8 +235,30 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             if once in self._said:
                 return
             self._said.add(once)
+        if self._progress_shown:  # the message replaces the progress line, which comes back later
+            sys.stderr.write("\r\x1b[K")
+            self._progress_shown = False
         sys.stderr.write(f"hypa run: {text}\n")
         sys.stderr.flush()
+
+    def _progress(self, index: int, kernel: str) -> None:
+        """The progress line on stderr (a terminal; not with ``--quiet``): from 2 s into the run,
+        at most twice a second, the launch, its kernel and the emulation's throughput."""
+        now = time.perf_counter()
+        if self._progress_on is None:
+            self._progress_on = not self.opts.quiet and os.isatty(2)
+        if not self._progress_on or now - self.t0 < PROGRESS_AFTER_S or now - self._progress_at < 0.5:
+            return
+        self._progress_at = now
+        done = [r.result for r in self.records if r.result is not None]
+        ti = sum(float(r.metrics.values["thread_inst_executed"]) for r in done)
+        emu_s = sum(r.duration_ms for r in done) / 1000 or 1e-9
+        from hypa.runtime.emulator.demangle import demangle
+
+        sys.stderr.write(f"\rhypa run: launch {index} ({demangle(kernel)[:40]}), {ti / emu_s:.2e} "
+                         f"thread-instructions/s emulated, {now - self.t0:.0f} s\x1b[K")
+        sys.stderr.flush()
+        self._progress_shown = True
 
     # -- registration --------------------------------------------------------------------
 
@@ -466,6 +492,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             self.sticky = E.cudaErrorLaunchFailure
             return E.cudaErrorLaunchFailure
         self.records.append(rec)
+        self._progress(index, k.name)
         if rec.result is not None and (rec.result.memory_trace is not None or self.opts.estimate_time):
             self._estimate_us(index)  # the cache model reads the address trace: estimate now, then drop
             rec.result.memory_trace = None  # it (a trace per launch would grow with the launches)
@@ -1053,6 +1080,9 @@ class HostRuntime(TextureRuntime, GraphRuntime):
 
     def finish(self) -> None:
         """Write the records (once) where ``hypa run`` reads them."""
+        if self._progress_shown:
+            sys.stderr.write("\r\x1b[K")
+            self._progress_shown = False
         if self._printf_out:  # nothing synchronised after the last launch: a GPU drops this output too
             n = sum(t.count(b"\n") for t in self._printf_out)
             self.say(f"warning: {n} line(s) of device printf output were never flushed (no synchronisation after "
@@ -1121,6 +1151,9 @@ def install(set_dispatch: int, major: int) -> None:
     _DISPATCH = proto(_RUNTIME.dispatch)
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(set_dispatch)(ctypes.cast(_DISPATCH, ctypes.c_void_p).value)
 
+
+#: seconds into a run before the progress line appears (short runs print none)
+PROGRESS_AFTER_S = 2.0
 
 #: the calls that wait for the device's earlier work, where a kernel's fault becomes visible
 #: (CUDA reports asynchronous errors "on a later, unrelated call"; these always see them)

@@ -58,6 +58,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                          "an index (7; launches count from 0), a range (0-9, 100-), every n-th (%%10: 0, 10, 20 ...), "
                          "a kernel name as --kernel of `hypa profile` takes it, with * ? [..] wildcards "
                          "(example: 'gemm*,0-9,%%100')")
+    rp.add_argument("-q", "--quiet", action="store_true",
+                    help="no progress line (by default one on stderr, when it is a terminal, once a run takes more "
+                         "than 2 s: the launch, its kernel, thread-instructions emulated per second)")
     rp.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH",
                     help="also estimate each launch's time on ARCH (sm_90 = H100 SXM5, the default; sm_80 = A100; "
                          "or an arch .toml) with the cache model fed by the launch's address trace, as `hypa profile "
@@ -142,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     opts = {"emulation": dataclasses.asdict(emulation), "arch": args.arch, "results": results,
             "capture": os.path.abspath(args.capture) if args.capture else None,
             "capture_launches": args.capture_launches,
-            "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs,
+            "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs, "quiet": args.quiet,
             "estimate_time": args.estimate_time}
     env = dict(os.environ)
     libdir = os.path.dirname(lib)

@@ -154,3 +154,57 @@ def test_estimate_time_puts_the_timing_model_in_the_report(tmp_path):
     assert got["sm_90"] != got["sm_80"]
     bad = run_hypa("run", "--estimate-time", "sm_77", "--", exe)
     assert bad.returncode == 2 and "unknown architecture 'sm_77'" in bad.stderr and bad.stdout == ""
+
+
+LONG_RUN = r"""
+#include <cstdio>
+__global__ void spin(float *x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = x[i];
+  for (int k = 0; k < n; ++k) v = v * 0.999f + 0.001f;
+  x[i] = v;
+}
+int main() {
+  float *x; cudaMalloc(&x, 1 << 20);
+  for (int r = 0; r < 8; ++r) spin<<<64, 256>>>(x, 200000);
+  cudaDeviceSynchronize();
+  printf("done\n");
+  return 0;
+}
+"""
+
+
+def _on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """``hypa run args...`` with stderr on a pseudo-terminal: (exit status, stdout, stderr)."""
+    import pty
+    import sys
+
+    master, slave = pty.openpty()
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "run", *args], stderr=slave,
+                       stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, timeout=300)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the other side is closed
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    return p.returncode, p.stdout, err.decode(errors="replace")
+
+
+def test_progress_line_on_a_terminal_and_quiet(tmp_path):
+    """A run longer than 2 s shows a progress line on a terminal (launch, kernel, throughput),
+    rewritten in place and cleared before the report; ``--quiet`` has none."""
+    exe = build_cuda_program(tmp_path, "long", LONG_RUN)
+    rc, out, err = _on_a_terminal("--", str(exe))
+    assert rc == 0 and out == "done\n"
+    lines = [seg for seg in err.split("\r") if seg.startswith("hypa run: launch ")]
+    assert lines, err[:2000]
+    assert all("(spin(float*, int))" in ln and "thread-instructions/s emulated" in ln for ln in lines)
+    assert "\x1b[K" in err and "\r\x1b[K" in err  # rewritten in place, then cleared
+    rc, out, err = _on_a_terminal("--quiet", "--", str(exe))
+    assert rc == 0 and out == "done\n" and "hypa run: launch " not in err
