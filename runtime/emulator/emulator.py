@@ -748,6 +748,9 @@ class Emulator:
         return "a branch"
 
     def _error_message(self, prog: KernelProgram, launch: Launch, ctx: np.ndarray, keep) -> str:
+        # the message follows values through what the passes made (an assertion's strings, a
+        # load's address): a program reused from its record prepares again here, once
+        prog.materialize()
         code = int(ctx[abi.CTX_ERR_CODE])
         warp = int(ctx[abi.CTX_ERR_WARP])
         lane = int(ctx[abi.CTX_ERR_LANE])

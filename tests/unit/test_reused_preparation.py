@@ -218,3 +218,27 @@ def test_a_reused_program_reports_an_unbound_buffer_as_a_whole_one(fresh):
     with pytest.raises(LaunchError) as reused:
         again.run(bad)
     assert str(reused.value) == str(whole.value) and "must be a buffer" in str(whole.value)
+
+
+@pytest.mark.parametrize("mode", ["slice", "full"])
+def test_a_reused_program_names_a_failed_assertion_as_a_whole_one(fresh, mode):
+    """A failing assert(): the message follows the call's arguments to the assertion's strings
+    (file, line, function, expression), which a program made from its record prepares again to
+    read (a fresh clone's CI caught the reused one saying only "(call __assertfail)")."""
+    from hypa.runtime.emulator.emulator import EmulationError
+
+    from helpers import ROOT
+
+    module = parse_ptx_file(str(ROOT / "tests" / "filecheck" / "Execution" / "emulate-assert.ptx"))
+    launch = Launch(grid=1, block=64, args=["in", "out", 64, 40],
+                    buffers={"in": np.arange(64, dtype=np.int32), "out": np.zeros(64, np.int32)})
+    messages = []
+    for _ in range(2):
+        emu = Emulator(module, mode=mode)
+        with pytest.raises(EmulationError) as e:
+            emu.run(launch)
+        messages.append(str(e.value))
+    assert type(emu.program(None)) is P.ReusedProgram
+    assert messages[0] == messages[1]
+    assert messages[1].endswith("clamp_assert.cu:6: void checked_scale(const int *, int *, int, int): "
+                                "Assertion `in[i] < limit` failed.")
