@@ -227,6 +227,15 @@ def _parse(text: str) -> tuple[Prototype, ...]:
 
 API: tuple[Prototype, ...] = _parse(PROTOTYPES)
 
+#: the calls that wait for the device's earlier work, where a kernel's fault becomes visible
+#: (CUDA reports asynchronous errors "on a later, unrelated call"; these always see them)
+SYNCHRONIZING = frozenset({
+    "cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+    "cudaStreamQuery", "cudaEventQuery", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
+    "cudaMemcpyFromSymbol", "cudaMemcpyToArray", "cudaMemcpyFromArray", "cudaMemcpy2DToArray",
+    "cudaMemcpy2DFromArray", "cudaFree", "cudaFreeHost", "cudaFreeArray",
+})
+
 #: dispatcher codes above the API's indices
 FINISH = -1        # the program is exiting: write the results
 UNSUPPORTED = -2   # the program called a function hypa does not provide (args[0]: its name)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import errors as E
+from .api import SYNCHRONIZING
 
 #: cudaStreamCaptureStatus
 _NONE, _ACTIVE, _INVALIDATED = 0, 1, 2
@@ -35,12 +36,9 @@ CAPTURABLE = frozenset({
     "cudaMemsetAsync", "cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync", "cudaLaunchHostFunc",
     "cudaMemcpy2DToArrayAsync", "cudaGraphLaunch",
 })
-#: the calls that wait for a stream or the device: not allowed while a stream captures
-WAITING = frozenset({
-    "cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-    "cudaStreamQuery", "cudaEventQuery", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemset",
-    "cudaMemset2D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaFree",
-})
+#: not allowed while a stream captures: the calls that wait for the device, and work on the
+#: legacy stream, which waits for a capturing (blocking) stream
+WAITING = SYNCHRONIZING | {"cudaMemset", "cudaMemset2D"}
 
 
 @dataclass
@@ -85,14 +83,14 @@ class GraphRuntime:
     """The graph and memory-pool calls of ``HostRuntime`` (cudart/host.py)."""
 
     def _graph_state(self) -> None:
-        if not hasattr(self, "graphs"):
-            self.graphs: dict[int, Graph] = {}
-            self.graph_nodes: dict[int, Node] = {}
-            self.graph_execs: dict[int, list[tuple[int, Node]]] = {}  # exec -> (node handle, node)
-            self.stream_captures: dict[int, StreamCapture] = {}  # capturing stream -> its capture
-            self.event_captures: dict[int, tuple[StreamCapture, list[int]]] = {}
-            self.capture_mode = 0
-            self.mem_pools: dict[int, dict[int, int]] = {}
+        """The graph state (``HostRuntime.__init__`` makes it)."""
+        self.graphs: dict[int, Graph] = {}
+        self.graph_nodes: dict[int, Node] = {}
+        self.graph_execs: dict[int, list[tuple[int, Node]]] = {}  # exec -> (node handle, node)
+        self.stream_captures: dict[int, StreamCapture] = {}  # capturing stream -> its capture
+        self.event_captures: dict[int, tuple[StreamCapture, list[int]]] = {}
+        self.capture_mode = 0
+        self.mem_pools: dict[int, dict[int, int]] = {}
 
     def _handle(self, kind: str) -> int:
         return self.memory.allocate(8, kind).start
@@ -133,7 +131,6 @@ class GraphRuntime:
         return out
 
     def _new_node(self, pGraphNode: int, graph: int, deps: int, n: int, node: Node | int) -> int:
-        self._graph_state()
         if graph not in self.graphs:
             return E.cudaErrorInvalidValue
         if isinstance(node, int):
@@ -146,14 +143,12 @@ class GraphRuntime:
         return 0
 
     def cudaGraphCreate(self, pGraph, flags):
-        self._graph_state()
         h = self._handle("graph")
         self.graphs[h] = Graph()
         ctypes.c_void_p.from_address(pGraph).value = h
         return 0
 
     def cudaGraphDestroy(self, graph):
-        self._graph_state()
         g = self.graphs.pop(graph, None)
         if g is None:
             return E.cudaErrorInvalidValue
@@ -165,7 +160,6 @@ class GraphRuntime:
         return self._new_node(pGraphNode, graph, pDependencies, numDependencies, self._kernel_node(pNodeParams))
 
     def cudaGraphKernelNodeSetParams(self, node, pNodeParams):
-        self._graph_state()
         old = self.graph_nodes.get(node)
         new = self._kernel_node(pNodeParams)
         if old is None or old.kind != "kernel":
@@ -201,7 +195,6 @@ class GraphRuntime:
         return self._new_node(pGraphNode, graph, pDependencies, numDependencies, Node("empty"))
 
     def cudaGraphAddChildGraphNode(self, pGraphNode, graph, pDependencies, numDependencies, childGraph):
-        self._graph_state()
         if childGraph not in self.graphs:
             return E.cudaErrorInvalidValue
         # the child is copied: later changes to it do not reach this node (as CUDA clones it)
@@ -209,7 +202,6 @@ class GraphRuntime:
         return self._new_node(pGraphNode, graph, pDependencies, numDependencies, Node("graph", child=copy))
 
     def cudaGraphAddDependencies(self, graph, frm, to, edgeData, numDependencies):
-        self._graph_state()
         g = self.graphs.get(graph)
         if g is None:
             return E.cudaErrorInvalidValue
@@ -223,20 +215,20 @@ class GraphRuntime:
         return 0
 
     def _write_nodes(self, hs: list[int], out: int, num: int) -> int:
-        if out:
+        if out:  # at most *num of them; *num says how many were written
             n = ctypes.c_size_t.from_address(num).value
             for i, h in enumerate(hs[:n]):
                 ctypes.c_void_p.from_address(out + 8 * i).value = h
-        ctypes.c_size_t.from_address(num).value = len(hs) if not out else min(len(hs), ctypes.c_size_t.from_address(num).value)
+            ctypes.c_size_t.from_address(num).value = min(n, len(hs))
+        else:
+            ctypes.c_size_t.from_address(num).value = len(hs)
         return 0
 
     def cudaGraphGetNodes(self, graph, nodes, numNodes):
-        self._graph_state()
         g = self.graphs.get(graph)
         return E.cudaErrorInvalidValue if g is None else self._write_nodes(g.nodes, nodes, numNodes)
 
     def cudaGraphGetRootNodes(self, graph, pRootNodes, pNumRootNodes):
-        self._graph_state()
         g = self.graphs.get(graph)
         if g is None:
             return E.cudaErrorInvalidValue
@@ -252,7 +244,6 @@ class GraphRuntime:
         return h
 
     def cudaGraphClone(self, pGraphClone, originalGraph):
-        self._graph_state()
         if originalGraph not in self.graphs:
             return E.cudaErrorInvalidValue
         ctypes.c_void_p.from_address(pGraphClone).value = self._clone(originalGraph)
@@ -261,7 +252,6 @@ class GraphRuntime:
     # -- executable graphs ---------------------------------------------------------------------
 
     def cudaGraphInstantiate(self, pGraphExec, graph, flags):
-        self._graph_state()
         g = self.graphs.get(graph)
         if g is None:
             return E.cudaErrorInvalidValue
@@ -275,7 +265,6 @@ class GraphRuntime:
         return self.cudaGraphInstantiate(pGraphExec, graph, flags)
 
     def cudaGraphExecKernelNodeSetParams(self, hGraphExec, node, pNodeParams):
-        self._graph_state()
         ex = self.graph_execs.get(hGraphExec)
         new = self._kernel_node(pNodeParams)
         if ex is None:
@@ -289,11 +278,9 @@ class GraphRuntime:
         return E.cudaErrorInvalidValue
 
     def cudaGraphUpload(self, graphExec, stream):
-        self._graph_state()
         return 0 if graphExec in self.graph_execs else E.cudaErrorInvalidValue
 
     def cudaGraphLaunch(self, graphExec, stream):
-        self._graph_state()
         ex = self.graph_execs.get(graphExec)
         if ex is None:
             return E.cudaErrorInvalidValue
@@ -307,7 +294,6 @@ class GraphRuntime:
         return 0
 
     def cudaGraphExecDestroy(self, graphExec):
-        self._graph_state()
         return 0 if self.graph_execs.pop(graphExec, None) is not None else E.cudaErrorInvalidValue
 
     def _run_node(self, node: Node) -> int:
@@ -340,7 +326,6 @@ class GraphRuntime:
     # -- stream capture ------------------------------------------------------------------------
 
     def cudaStreamBeginCapture(self, stream, mode):
-        self._graph_state()
         if stream in (0, 1, 2):  # the legacy and per-thread default streams cannot capture
             return E.cudaErrorStreamCaptureUnsupported
         if self._stream_ok(stream):
@@ -353,7 +338,6 @@ class GraphRuntime:
         return 0
 
     def cudaStreamEndCapture(self, stream, pGraph):
-        self._graph_state()
         cap = self.stream_captures.get(stream)
         if cap is None:
             return E.cudaErrorIllegalState
@@ -370,14 +354,12 @@ class GraphRuntime:
         return 0
 
     def cudaStreamIsCapturing(self, stream, pCaptureStatus):
-        self._graph_state()
         cap = self.stream_captures.get(stream)
         ctypes.c_int.from_address(pCaptureStatus).value = _NONE if cap is None else cap.status
         return 0 if cap is not None or not self._stream_ok(stream) else E.cudaErrorInvalidResourceHandle
 
     def cudaStreamGetCaptureInfo(self, stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
                                  numDependencies_out):
-        self._graph_state()
         cap = self.stream_captures.get(stream)
         ctypes.c_int.from_address(captureStatus_out).value = _NONE if cap is None else cap.status
         if cap is not None:
@@ -396,7 +378,6 @@ class GraphRuntime:
         return 0
 
     def cudaThreadExchangeStreamCaptureMode(self, mode):
-        self._graph_state()
         p = ctypes.c_int.from_address(mode)
         p.value, self.capture_mode = self.capture_mode, p.value
         return 0
@@ -463,7 +444,6 @@ class GraphRuntime:
     # -- memory pools (one per device: cudaMallocAsync memory is cudaMalloc memory) --------------
 
     def cudaDeviceGetDefaultMemPool(self, memPool, device):
-        self._graph_state()
         if device != 0:
             return E.cudaErrorInvalidDevice
         if not self.mem_pools:
@@ -475,22 +455,18 @@ class GraphRuntime:
         return self.cudaDeviceGetDefaultMemPool(memPool, device)
 
     def cudaDeviceSetMemPool(self, device, memPool):
-        self._graph_state()
         return 0 if memPool in self.mem_pools else E.cudaErrorInvalidValue
 
     def cudaMemPoolCreate(self, memPool, poolProps):
-        self._graph_state()
         h = self._handle("memory pool")
         self.mem_pools[h] = {}
         ctypes.c_void_p.from_address(memPool).value = h
         return 0
 
     def cudaMemPoolDestroy(self, memPool):
-        self._graph_state()
         return 0 if self.mem_pools.pop(memPool, None) is not None else E.cudaErrorInvalidValue
 
     def cudaMemPoolSetAttribute(self, memPool, attr, value):
-        self._graph_state()
         pool = self.mem_pools.get(memPool)
         if pool is None:
             return E.cudaErrorInvalidValue
@@ -498,7 +474,6 @@ class GraphRuntime:
         return 0
 
     def cudaMemPoolGetAttribute(self, memPool, attr, value):
-        self._graph_state()
         pool = self.mem_pools.get(memPool)
         if pool is None:
             return E.cudaErrorInvalidValue
@@ -506,11 +481,9 @@ class GraphRuntime:
         return 0
 
     def cudaMemPoolTrimTo(self, memPool, minBytesToKeep):
-        self._graph_state()
         return 0 if memPool in self.mem_pools else E.cudaErrorInvalidValue
 
     def cudaMallocFromPoolAsync(self, ptr, size, memPool, stream):
-        self._graph_state()
         if memPool not in self.mem_pools:
             return E.cudaErrorInvalidValue
         return self.cudaMallocAsync(ptr, size, stream)

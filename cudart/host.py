@@ -30,7 +30,7 @@ from hypa.runtime.emulator.options import RUN_STEP_BUDGET, EmulationOptions
 from hypa.ptxdialect.diagnostics import HypaError
 
 from . import errors as E
-from .api import API, FINISH, UNSUPPORTED
+from .api import API, FINISH, SYNCHRONIZING, UNSUPPORTED
 from .graph_api import GraphRuntime
 from .texture_api import TextureRuntime
 
@@ -1154,16 +1154,6 @@ def install(set_dispatch: int, major: int) -> None:
 
 #: seconds into a run before the progress line appears (short runs print none)
 PROGRESS_AFTER_S = 2.0
-
-#: the calls that wait for the device's earlier work, where a kernel's fault becomes visible
-#: (CUDA reports asynchronous errors "on a later, unrelated call"; these always see them)
-SYNCHRONIZING = frozenset({
-    "cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-    "cudaStreamQuery", "cudaEventQuery", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
-    "cudaMemcpyFromSymbol", "cudaMemcpyToArray", "cudaMemcpyFromArray", "cudaMemcpy2DToArray",
-    "cudaMemcpy2DFromArray", "cudaFree", "cudaFreeHost", "cudaFreeArray",
-})
-
 
 def _mapped_file(address: int) -> str | None:
     """The file whose mapping holds ``address`` in this process (/proc/self/maps), or None."""
