@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from hypa.runtime.emulator.options import RUN_STEP_BUDGET, EmulationOptions
+from hypa.runtime.emulator.options import RUN_DEFAULTS, EmulationOptions
 from hypa.ptxdialect.diagnostics import HypaError
 
 from . import errors as E
@@ -45,10 +45,9 @@ H2H, H2D, D2H, D2D, DEFAULT = range(5)
 class RunOptions:
     """What ``hypa run`` passes to the program's process (environment ``HYPA_RUN``, JSON)."""
 
-    #: how launches are emulated (runtime/emulator/options.py): full mode by default, so the
-    #: program sees its real results; a launch's step budget is a real program's
-    emulation: EmulationOptions = field(default_factory=lambda: EmulationOptions(mode="full",
-                                                                                 step_budget=RUN_STEP_BUDGET))
+    #: how launches are emulated (runtime/emulator/options.py): ``RUN_DEFAULTS`` (full mode, so
+    #: the program sees its real results; a real program's step budget; interleaved warps)
+    emulation: EmulationOptions = field(default_factory=lambda: EmulationOptions(**RUN_DEFAULTS))
     arch: str = "sm_90"
     results: str | None = None  # where the records go (JSON), read back by `hypa run`
     capture: str | None = None
@@ -129,7 +128,6 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         self.arrays = {}  # cudaArray_t -> texture_api.CudaArray
         self.textures = TextureTable()  # texture and surface objects
         self.heap = DeviceHeap(self.memory)  # device malloc/free (cudaLimitMallocHeapSize)
-        self._grid_sync: dict[str, bool] = {}
         self.modules: dict[int, Module] = {}
         #: cudaLimitStackSize: call stack per thread (recursion, alloca), CUDA's default
         self.stack_size = opts.emulation.stack_size
@@ -433,13 +431,25 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         return self._launch(func, grid, block, args, sharedMem)
 
     def cudaLaunchCooperativeKernel(self, func, grid, block, args, sharedMem, stream) -> int:
-        return self._launch(func, grid, block, args, sharedMem)
+        """Every CTA resident at once (the emulator interleaves them), so the grid may hold at
+        most what the GPU's SMs hold together: CUDA refuses more."""
+        prog = self._program(func)
+        if prog is None:
+            return E.cudaErrorInvalidDeviceFunction
+        per_sm = self._max_active_blocks(prog, block[0] * block[1] * block[2], sharedMem)
+        from .properties import h100_properties
 
-    def _launch(self, func: int, grid, block, args: int, shared: int) -> int:
+        sms = int(h100_properties(self.opts.sm)["multiProcessorCount"])
+        if grid[0] * grid[1] * grid[2] > per_sm * sms:
+            return E.cudaErrorCooperativeLaunchTooLarge
+        return self._launch(func, grid, block, args, sharedMem, cooperative=True)
+
+    def _launch(self, func: int, grid, block, args: int, shared: int, cooperative: bool = False) -> int:
         self._flush_printf()
         from hypa.runtime.report.batch import LaunchRecord
         from hypa.runtime.emulator.emulator import EmulationError
         from hypa.runtime.emulator.launch import Launch, LaunchError
+        from hypa.runtime.emulator.program import syncs_grid
 
         k = self.functions.get(func)
         if k is None:
@@ -457,22 +467,25 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         except HypaError as e:
             self.say(f"kernel {k.name}: {e}", once=("prog", k.name))
             return E.cudaErrorInvalidKernelImage
-        if self._uses_grid_sync(k.name, prog):
-            self.say(f"kernel {k.name} synchronizes the whole grid (cooperative groups' grid.sync(), which reads the "
-                     f"grid workspace in %envreg1/%envreg2); hypa runs one CTA at a time and does not support it",
-                     once=("gridsync", k.name))
-            self.sticky = E.cudaErrorNotSupported
-            return E.cudaErrorNotSupported
         argv = []
         for i, (_n, _t, _off, size) in enumerate(prog.params):
             p = ctypes.c_void_p.from_address(args + 8 * i).value or 0
             argv.append(ctypes.string_at(p, size) if size else b"")
         try:
-            launch = Launch(kernel=k.name, grid=grid, block=block, args=argv, shared_bytes=shared)
+            launch = Launch(kernel=k.name, grid=grid, block=block, args=argv, shared_bytes=shared, cooperative=cooperative)
         except LaunchError as e:
             self.say(f"launch of {k.name}: {e}")
             return E.cudaErrorInvalidConfiguration
         index = len(self.records)
+        if not cooperative and syncs_grid(prog):
+            per_sm = self._max_active_blocks(prog, launch.threads_per_cta, shared)
+            from .properties import h100_properties
+
+            most = per_sm * int(h100_properties(self.opts.sm)["multiProcessorCount"])
+            if launch.num_ctas > most:
+                self.say(f"warning: launch {index} ({k.name}): the kernel syncs the grid, and a plain launch of "
+                         f"{launch.num_ctas} CTAs is more than the GPU holds at once ({most}): on a GPU it never "
+                         f"finishes (cudaLaunchCooperativeKernel refuses such a grid)")
         rec = LaunchRecord(index, k.module.source, launch, kernel=k.name)
         if self.opts.capture:
             self._capture(rec, prog)
@@ -499,15 +512,6 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             if self.opts.estimate_time and not self.opts.emulation.memory_metrics:
                 rec.result.metrics.memory = None  # the trace needed the memory slots; shown only if asked
         return 0
-
-    def _uses_grid_sync(self, name: str, prog) -> bool:
-        hit = self._grid_sync.get(name)
-        if hit is None:
-            from hypa.ptxdialect.printer import instruction_text
-
-            hit = self._grid_sync[name] = any("%envreg1" in instruction_text(op) or "%envreg2" in instruction_text(op)
-                                              for op in prog.instructions if op.opcode.startswith("mov"))
-        return hit
 
     def _capture(self, rec, prog) -> None:
         if self._capturer is None:
@@ -926,12 +930,20 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         if blockSize <= 0:
             ctypes.c_int.from_address(numBlocks).value = 0
             return 0
-        warps = (blockSize + 31) // 32
-        by_threads = 64 // warps  # 2048 threads = 64 warps per SM
-        shared = prog.shared_static_bytes + dynamicSMemSize
-        by_shared = (233472 // (shared + 1024)) if shared else 32
-        ctypes.c_int.from_address(numBlocks).value = max(0, min(32, by_threads, by_shared))
+        ctypes.c_int.from_address(numBlocks).value = self._max_active_blocks(prog, blockSize, dynamicSMemSize)
         return 0
+
+    @staticmethod
+    def _max_active_blocks(prog, block_size: int, dynamic_shared: int) -> int:
+        """CTAs of ``block_size`` threads one SM holds at once (sm_90: 2,048 threads, 32 CTAs,
+        228 KiB of shared memory with 1 KiB reserved per CTA; registers are not modelled)."""
+        if block_size <= 0:
+            return 0
+        warps = (block_size + 31) // 32
+        by_threads = 64 // warps  # 2048 threads = 64 warps per SM
+        shared = prog.shared_static_bytes + dynamic_shared
+        by_shared = (233472 // (shared + 1024)) if shared else 32
+        return max(0, min(32, by_threads, by_shared))
 
     def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(self, numBlocks, func, blockSize, dynamicSMemSize, flags):
         return self.cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize)

@@ -135,17 +135,18 @@ def _lane_uniform(value: SSAValue) -> bool:
     return True
 
 
-def _spin_source(cfg: CFG, op: InstructionOp) -> bool:
+def _spin_source(cfg: CFG, op: InstructionOp, uniform_too: bool = False) -> bool:
     """``op``'s result may be changed by another thread while a loop runs: an ``atom``, a
-    ``bar.red``, or a strong load from an address that differs between lanes."""
+    ``bar.red``, or a strong load from an address that differs between lanes (any address
+    with ``uniform_too``)."""
     if op.spec.kind == "atomic" or (op.spec.sync == "barrier" and op.results):
         return True  # an atomic's result, or a CTA barrier's reduction (bar.red)
     if op.spec.transfer == "load" and op.modifier("ordering") in (".volatile", ".relaxed", ".acquire", ".mmio"):
-        return not all(_lane_uniform(v) for v in op.instruction_operands())
+        return uniform_too or not all(_lane_uniform(v) for v in op.instruction_operands())
     return False
 
 
-def _depends_on_spin_source(cfg: CFG, loop: Loop, value: SSAValue) -> bool:
+def _depends_on_spin_source(cfg: CFG, loop: Loop, value: SSAValue, uniform_too: bool = False) -> bool:
     """``value`` depends, through registers computed in ``loop``, on a spin source in the
     loop (not through a warp-synchronous instruction)."""
     seen: set[SSAValue] = set()
@@ -164,7 +165,7 @@ def _depends_on_spin_source(cfg: CFG, loop: Loop, value: SSAValue) -> bool:
         op = v.op
         if not isinstance(op, InstructionOp) or cfg.index.get(op.parent_block()) not in loop.blocks:
             continue
-        if _spin_source(cfg, op):
+        if _spin_source(cfg, op, uniform_too):
             return True
         if synchronises_lanes(op):
             continue
@@ -206,6 +207,28 @@ def _reachable(cfg: CFG, start: set[int]) -> set[int]:
                 seen.add(s)
                 work.append(s)
     return seen
+
+
+def waiting_loop_headers(cfg: CFG) -> set[int]:
+    """Headers of the loops (SSA form) that wait for another thread: an exit depends on an
+    ``atom`` result or a strong load, from any address (cooperative groups' grid barrier
+    spins on one word).  Where every warp of a CTA spins in one or waits at a barrier, the
+    CTA waits for another (a cooperative launch runs another CTA meanwhile)."""
+    n = len(cfg)
+    if not n:
+        return set()
+    idom = immediate_dominators(n, 0, cfg.succs)
+    out: set[int] = set()
+    for loop in find_loops(n, 0, cfg.succs, cfg.preds, idom).loops:
+        for b in loop.blocks:
+            term = cfg.blocks[b].last_op
+            if not isinstance(term, InstructionOp) or term.guard_pred is None:
+                continue
+            leaves = term.spec.name in ("ret", "exit") or any(s not in loop.blocks for s in cfg.succs[b])
+            if leaves and _depends_on_spin_source(cfg, loop, term.operands[0], uniform_too=True):
+                out.add(loop.header)
+                break
+    return out
 
 
 def yield_headers(cfg: CFG) -> set[int]:

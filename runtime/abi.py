@@ -100,7 +100,30 @@ CTX_HEAP = CTX_FLAT_START + 23                       # device malloc/free: int64
 CTX_TRACE_ATOMICS = CTX_FLAT_START + 24              # atomic sector requests seen by the trace (kept or not)
 CTX_TRACE_ATOMIC_EXTRA = CTX_FLAT_START + 25         # their operations beyond the first on one word
 CTX_FLAT_EXACT_START = CTX_FLAT_START + 26          # pointer to i64 starts of the bytes asked for
-CTX_WORDS = CTX_FLAT_START + 27
+# a cooperative launch (cudaLaunchCooperativeKernel): every CTA of the grid resident at once.
+# Its CTAs run interleaved: one runs until its warps all spin or wait (a grid-wide barrier
+# is a spin on a global word), then its state moves to its save area and the next runs.
+CTX_COOP = CTX_FLAT_START + 27                        # pointer to the CTAs' save areas, or 0: CTAs one after another
+CTX_COOP_STRIDE = CTX_FLAT_START + 28                 # bytes per CTA's save area (coop_save_bytes)
+CTX_GRID_WORKSPACE = CTX_FLAT_START + 29              # %envreg1:%envreg2, cooperative groups' grid workspace (0: none)
+CTX_WORDS = CTX_FLAT_START + 30
+
+# a cooperative CTA's save area: these words, the barrier words, then its shared, local and
+# call-parameter memory (shadows included) and its warp states, each as the CTA has them
+COOP_STATE = 0       # 0: not started, 1: suspended, 2: done
+COOP_DONE = 1        # warps that have exited
+COOP_WAITERS = 2     # warps waiting at a barrier
+COOP_CRITICAL = 3    # critical steps so far
+COOP_ROUND_MAX = 4   # the longest warp of the phase so far
+COOP_STEPS = 5       # warp-instructions the CTA ran so far
+COOP_EPOCH = 6       # CTX_MBAR_EPOCH
+COOP_HEADER_WORDS = 8
+
+
+def coop_save_bytes(shared: int, local: int, cparam: int, ws: int) -> int:
+    """Bytes of one CTA's save area, given its memories' sizes (shadows included)."""
+    raw = 8 * (COOP_HEADER_WORDS + BARRIER_SLOTS * BAR_WORDS) + shared + local + cparam + ws
+    return (raw + 63) // 64 * 64
 
 #: trace record kinds (bits 48.. of a record's second word)
 TRACE_LOAD = 0        # cached in L1 (ld.global .ca/.nc/default, generic loads)
@@ -139,6 +162,7 @@ WS_REC = 10
 WS_DEPTH = 11
 WS_STACK_USED = 12  # bytes of the stack used, counted as the GPU counts frames (the limit's measure)
 WS_YIELDED = 13        # 1: a lane group yielded at a spin loop; the next to reach one runs on
+WS_PHASE_STEPS = 14    # scheduler: warp-instructions the warp ran since the last barrier release
 WS_STACK = 16          # SIMT stack: 3 words per entry (pc, rpc, mask)
 STACK_DEPTH = 256
 WS_FRAME_BYTES_OFFSET = (WS_STACK + 3 * STACK_DEPTH) * 8  # values of the warp
@@ -148,6 +172,9 @@ RC_EXIT = 0
 RC_BARRIER = 1
 RC_ERROR = 2
 RC_YIELD = 3       # a failed mbarrier wait: run the other warps, then retry (status stays ready)
+RC_TURN = 4        # the interleaved schedule: the warp's turn ended (stays ready)
+RC_SPIN = 5        # ... at a spin loop's header: it waits for another thread (a CTA all of whose
+                   # warps spin or wait is blocked: a cooperative launch runs another CTA)
 
 # -- error codes (CTX_ERR_CODE) -------------------------------------------------
 ERR_NONE = 0

@@ -69,7 +69,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="build hypa's CUDA runtime libraries, print where they are, and stop")
     g = rp.add_argument_group("emulation")
     # full mode by default: the program reads its results back
-    options.add_arguments(g, defaults={"mode": "full", "step_budget": options.RUN_STEP_BUDGET})
+    options.add_arguments(g, defaults=options.RUN_DEFAULTS)
     return rp
 
 

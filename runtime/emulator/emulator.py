@@ -33,7 +33,7 @@ from .launch import Launch, LaunchError, check_numeric
 from .options import EmulationOptions
 from ..metrics.counters import Metrics, compute
 from .phases import phase
-from .program import KernelProgram, ProgramError, find_kernel, module_kernels, prepare
+from .program import KernelProgram, ProgramError, find_kernel, module_kernels, prepare, syncs_grid
 from .textures import TextureTable
 
 #: recompile optimized when the time optimized code would save on the rest of a launch is
@@ -221,10 +221,17 @@ class Emulator:
 
     def program_for(self, launch: Launch, notes: list[str] | None = None) -> KernelProgram:
         """The program a launch runs: re-sliced conservatively when it binds one buffer twice."""
-        prog = self.program(launch.kernel)
+        options = self.options
+        prog = self.program(launch.kernel, options)
+        if options.schedule != "interleave" and (launch.cooperative or syncs_grid(prog)):
+            # a grid-wide barrier is a spin on a global word: the spinning warps must give way
+            options = dataclasses.replace(options, schedule="interleave")
+            prog = self.program(launch.kernel, options)
+            if notes is not None:
+                notes.append("the kernel syncs the grid: its warps and CTAs ran interleaved (--schedule interleave)")
         names_bound = [a for a in launch.args if isinstance(a, str)]
-        if prog.mode == "slice" and self.options.alias == "param" and len(set(names_bound)) < len(names_bound):
-            prog = self.program(launch.kernel, dataclasses.replace(self.options, alias="space"))
+        if prog.mode == "slice" and options.alias == "param" and len(set(names_bound)) < len(names_bound):
+            prog = self.program(launch.kernel, dataclasses.replace(options, alias="space"))
             if notes is not None:
                 notes.append("two pointer parameters share a buffer: sliced without the distinct-buffer assumption")
         return prog
@@ -262,6 +269,9 @@ class Emulator:
         if not in_place and any(isinstance(a, np.ndarray) for a in launch.args):
             launch = dataclasses.replace(launch, args=[np.array(a, copy=True, order="C") if isinstance(a, np.ndarray) else a
                                                        for a in launch.args])
+        if (launch.cooperative or syncs_grid(prog)) and (per_cta or ctas is not None):
+            raise LaunchError("a cooperative launch runs its whole grid at once (its CTAs wait for each other): "
+                              "it has no per-CTA results and cannot be cut into CTA ranges")
         first, last = (0, launch.num_ctas) if ctas is None else (int(ctas[0]), int(ctas[1]))
         if not 0 <= first <= last <= launch.num_ctas:
             raise LaunchError(f"CTA range [{first}, {last}) is outside the grid of {launch.num_ctas} CTAs")
@@ -398,6 +408,8 @@ class Emulator:
         from .jit import OPTIMIZED_COMPILE_FACTOR, OPTIMIZED_SPEEDUP, compile_ir, jit_policy
 
         rows0 = None
+        if ctx[abi.CTX_COOP]:  # every CTA resident: one call runs the grid
+            return compiled.run_ctas(ctx.ctypes.data, first, last), compiled
         if compiled.tier == "baseline" and jit_policy() == "auto" and last - first > 1:
             t = time.perf_counter()
             if per_cta:
@@ -577,6 +589,11 @@ class Emulator:
                 anon += 1
                 buf_ids[name] = abi.WIN_FIRST_GLOBAL + len(arrays)
                 arrays.append((name, a))
+        workspace_window = 0
+        grid_sync = launch.cooperative or syncs_grid(prog)
+        if grid_sync:  # cooperative groups' grid workspace: the barrier's arrival count
+            workspace_window = abi.WIN_FIRST_GLOBAL + len(arrays)
+            arrays.append(("<grid workspace>", np.zeros(16, np.uint8)))
         for t in launch.textures.values():
             handles[t.name] = textures.add(t.desc(buffers[t.buffer].nbytes, window=buf_ids[t.buffer]))
         for k, (name, _arr) in enumerate(glob_arrays):
@@ -686,6 +703,13 @@ class Emulator:
         ctx[abi.CTX_SMCOUNT] = 132
         ctx[abi.CTX_STACK_SIZE] = self.options.stack_size
         ctx[abi.CTX_TEXTURE] = textures.address
+        if grid_sync:  # every CTA resident (a plain launch too: a GPU gives it a workspace as well)
+            ctx[abi.CTX_GRID_WORKSPACE] = workspace_window << abi.WINDOW_SHIFT
+            stride = abi.coop_save_bytes(shadows * shared_size, shadows * threads * local_size,
+                                         threads * cparam_size, nwarps * ws_stride)
+            keep["coop"] = np.zeros(stride * max(1, launch.num_ctas), np.uint8)  # untouched pages cost nothing
+            ctx[abi.CTX_COOP] = keep["coop"].ctypes.data
+            ctx[abi.CTX_COOP_STRIDE] = stride
         if self.options.address_trace:
             keep["memory_ranges"] = self._memory_ranges(launch, buffers, buf_ids)
             keep["trace"] = np.zeros(2 * self.options.address_trace, np.int64)

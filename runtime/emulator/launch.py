@@ -293,6 +293,10 @@ class Launch:
     #: texture and surface objects by name (``TextureSpec``): an argument or a
     #: ``.texref``/``.surfref`` variable naming one gets its handle
     textures: dict[str, TextureSpec] = field(default_factory=dict)
+    #: ``cudaLaunchCooperativeKernel``: every CTA of the grid resident at once, so a grid-wide
+    #: barrier (cooperative groups' ``grid.sync()``) can wait for all of them (its CTAs run
+    #: interleaved, under the interleaved warp schedule; docs/design.md, "Execution model")
+    cooperative: bool = False
 
     def __post_init__(self) -> None:
         self.grid = dim3(self.grid, "grid")
@@ -390,7 +394,7 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
             textures[n] = _texture_from_table(n, t, surface, key, buffers)
     out: list[Launch] = []
     for i, t in enumerate(tables):
-        known = {"file", "kernel", "grid", "block", "shared_bytes", "args", "variables"}
+        known = {"file", "kernel", "grid", "block", "shared_bytes", "args", "variables", "cooperative"}
         bad = set(t) - known
         if bad:
             raise LaunchError(f"{where}: launch {i + 1}: unknown keys {', '.join(sorted(bad))}")
@@ -427,12 +431,19 @@ def launches_from_dict(data: dict[str, Any], base_dir: str = ".", where: str = "
                 args=args,
                 buffers=used,  # type: ignore[arg-type]
                 shared_bytes=t.get("shared_bytes", 0),
+                cooperative=_flag(t.get("cooperative", False), f"{where}: launch {i + 1}: cooperative"),
                 file=file,
                 variables=dict(variables),
                 textures=used_tex,
             )
         )
     return out
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise LaunchError(f"{what} must be true or false, not {value!r}")
+    return value
 
 
 def _texture_from_table(name: str, t: Any, surface: bool, key: str, buffers: dict[str, Any]) -> TextureSpec:
@@ -507,10 +518,11 @@ def launch_from_cli(spec: str) -> Launch:
             if count < 0:
                 raise LaunchError(f"--emulate: buffer '{name}': count {count} is negative")
             buffers[name] = BufferSpec(name, parts[0], count, init)
-        elif k in ("grid", "block", "args", "kernel", "shared", "shared_bytes"):
+        elif k in ("grid", "block", "args", "kernel", "shared", "shared_bytes", "cooperative"):
             fields[k] = v
         else:
-            raise LaunchError(f"--emulate: unknown key {k!r} (grid, block, args, kernel, shared, buffer.NAME, texture.NAME, surface.NAME)")
+            raise LaunchError(f"--emulate: unknown key {k!r} (grid, block, args, kernel, shared, cooperative, "
+                              f"buffer.NAME, texture.NAME, surface.NAME)")
     if "grid" not in fields or "block" not in fields:
         raise LaunchError("--emulate needs grid=... and block=...")
     try:
@@ -535,6 +547,8 @@ def launch_from_cli(spec: str) -> Launch:
         args=args,
         buffers=buffers,  # type: ignore[arg-type]
         shared_bytes=shared,
+        cooperative=_flag({"true": True, "1": True, "false": False, "0": False}.get(
+            fields.get("cooperative", "false").lower(), fields.get("cooperative")), "--emulate: cooperative"),
     )
 
 

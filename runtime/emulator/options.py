@@ -29,6 +29,9 @@ DEFAULT_STEP_BUDGET = 2_000_000_000
 #: ... under ``hypa run``: a real program's launches are larger than a spec's; a runaway loop
 #: still stops, after some minutes
 RUN_STEP_BUDGET = 100_000_000_000
+#: ``hypa run``'s own defaults: a program sees its real results (full mode), a real program's
+#: step budget, and warps that advance together as on the GPU (docs/guide.md, "hypa run")
+RUN_DEFAULTS = {"mode": "full", "step_budget": RUN_STEP_BUDGET, "schedule": "interleave"}
 
 
 class OptionError(HypaError, ValueError):
@@ -85,6 +88,12 @@ class EmulationOptions:
                  "post-dominator, except that lanes waiting there go on alone when others run a spin loop (ptxas's "
                  "YIELD, as on the GPU; the default), or always at the immediate post-dominator",
         code=True, choices=("yield", "ipdom"))
+    schedule: str = option(
+        "warp", "how the warps of a CTA take turns: each runs until it exits or waits at a barrier (warp: the "
+                "fastest; a race between warps shows in the results) or round-robin, one basic block per turn, as "
+                "the warps of a CTA advance together on the GPU (interleave: a race the GPU never loses resolves as "
+                "there); counts of race-free kernels are the same; default %(default)s",
+        code=True, choices=("warp", "interleave"))
     strict: bool = option(False, "a read of shared/local memory never written (initcheck) is an error, not a warning",
                           needs=(("initcheck", True),))
     step_budget: int = option(DEFAULT_STEP_BUDGET, "stop a launch after N warp-instructions (runaway loops; default "

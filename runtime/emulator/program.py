@@ -35,7 +35,7 @@ from hypa.passes.inline import (
     has_calls_to_inline,
 )
 from hypa.passes.liveness import Liveness
-from hypa.passes.spin_loops import independent_thread_scheduling, yield_headers
+from hypa.passes.spin_loops import independent_thread_scheduling, waiting_loop_headers, yield_headers
 from hypa.passes.out_of_ssa import PTXOutOfSSA
 from hypa.passes.reachable import SymbolIndex, extract_kernel, reachable
 from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded_slice, slice_options_text
@@ -176,6 +176,12 @@ class KernelProgram:
     uses_stack: bool = False
     #: the kernel calls the device heap (``malloc``/``free`` without a body: runtime/emulator/device_heap.py)
     heap_calls: bool = False
+    #: the interleaved schedule (``EmulationOptions.schedule``): the writes to memory other
+    #: threads see, before which a warp's turn ends (``lowering/warp.py``, ``gen_turn``)
+    turns: list[InstructionOp] = field(default_factory=list)
+    #: ... and the headers of the loops that wait for another thread, where its turn ends
+    #: with ``RC_SPIN`` (``passes/spin_loops.py``, ``waiting_loop_headers``)
+    wait_blocks: frozenset[int] = frozenset()
 
     @property
     def stack_base(self) -> int:
@@ -487,6 +493,7 @@ def prepare(
     cfg = CFG.of(func)
     ipdom = immediate_post_dominators(len(cfg), cfg.succs, cfg.exits)
     yield_blocks = frozenset(yield_headers(cfg)) if yields else frozenset()
+    wait_blocks = frozenset(waiting_loop_headers(cfg)) if effective.schedule == "interleave" else frozenset()
 
     instructions: list[InstructionOp] = []
     block_instrs: list[list[InstructionOp]] = []
@@ -536,7 +543,9 @@ def prepare(
     hoist = None
     if hoist_checks and checked and slice_info is not None:
         hoist = _plan_hoisting(func, cfg, slice_info, support, emulated_args, checked, mem_ops)
-    local_values = _block_local_values(cfg, emulated | address_users, set(barriers) | set(yields))
+    turns = [op for op in instructions if op in emulated and is_turn_write(op)] \
+        if effective.schedule == "interleave" else []
+    local_values = _block_local_values(cfg, emulated | address_users, set(barriers) | set(yields) | set(turns))
     if hoist is not None:  # computed in some lanes only, or read by a preheader: in the frame
         local_values -= hoist.conditional_values() | hoist.leaves()
     slots, frame_bytes = _frame_slots(cfg, emulated, emulated_args, address_users, local_values)
@@ -574,6 +583,8 @@ def prepare(
         block_instrs=block_instrs,
         barriers=barriers,
         yields=yields,
+        turns=turns,
+        wait_blocks=wait_blocks,
         pred_counters=pred_counters,
         mem_ops=mem_ops,
         origins=origins,
@@ -806,7 +817,7 @@ def _prepared_field(name: str) -> property:
     return property(get, put)
 
 
-for _name in ("emulated", "emulated_args", "slots", "local_values", "barriers", "yields", "ipdom", "slice_info",
+for _name in ("emulated", "emulated_args", "slots", "local_values", "barriers", "yields", "turns", "wait_blocks", "ipdom", "slice_info",
               "checked", "hoist", "hoist_masks", "yield_blocks", "_live_in"):
     setattr(ReusedProgram, _name, _prepared_field(_name))
 del _name
@@ -969,6 +980,23 @@ def _frame_slots(cfg: CFG, emulated: set[InstructionOp], emulated_args: set[Bloc
                                 f"internal error: slice misses {instruction_text(owner)} feeding a block argument"
                             )
     return slots, _align(off, SLOT_ALIGN)
+
+
+def syncs_grid(prog: KernelProgram) -> bool:
+    """The kernel reads cooperative groups' grid workspace (``%envreg1``/``%envreg2``): a
+    ``grid.sync()``, whose CTAs wait for each other, so every CTA must be resident."""
+    hit = getattr(prog, "_syncs_grid", None)
+    if hit is None:
+        hit = any(a[0] == "sreg" and a[1] in ("%envreg1", "%envreg2")
+                  for op in prog.instructions for a in op.operands_ast if isinstance(a, tuple))
+        prog._syncs_grid = hit  # type: ignore[attr-defined]
+    return hit
+
+
+def is_turn_write(op: InstructionOp) -> bool:
+    """A write to memory that other threads see (not ``.local``/``.param``): the
+    interleaved schedule ends a warp's turn before it."""
+    return "w" in op.spec.memory and isa.state_space(op.spec, op.modifiers) not in ("local", "param")
 
 
 def _block_local_values(cfg: CFG, emulated: set[InstructionOp], barriers: set[InstructionOp]) -> set[SSAValue]:

@@ -422,7 +422,7 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
     split = opts.cta_chunk > 0 and (opts.scheduler or opts.jobs > 1)
     for i in todo:
         n = records[i].launch.num_ctas
-        if split and n > opts.cta_chunk:
+        if split and n > opts.cta_chunk and not records[i].launch.cooperative:  # its CTAs wait for each other
             units.extend(Unit(i, (a, min(a + opts.cta_chunk, n))) for a in range(0, n, opts.cta_chunk))
         else:
             units.append(Unit(i, None))

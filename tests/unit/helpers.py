@@ -263,18 +263,19 @@ class KernelRuns:
 
     @staticmethod
     @functools.lru_cache(maxsize=None)
-    def emulator(path: str, mode: str):
+    def emulator(path: str, mode: str, schedule: str = "warp"):
         from hypa.runtime.emulator.emulator import Emulator
 
-        return Emulator(KernelRuns.module(os.path.normpath(path)), mode=mode, exact_predicates=True)
+        return Emulator(KernelRuns.module(os.path.normpath(path)), mode=mode, exact_predicates=True,
+                        schedule=schedule)
 
-    def run(self, launch, mode: str, path: str | None = None):
-        """``launch`` (of a launch file) in ``mode``, on the PTX of ``path`` (default: the
-        launch's own file)."""
+    def run(self, launch, mode: str, path: str | None = None, schedule: str = "warp"):
+        """``launch`` (of a launch file) in ``mode`` and under ``schedule``, on the PTX of
+        ``path`` (default: the launch's own file)."""
         path = os.path.normpath(path or launch.file)
-        key = (path, mode, repr(launch))
+        key = (path, mode, schedule, repr(launch))
         if key not in self._results:
-            self._results[key] = self.emulator(path, mode).run(launch)
+            self._results[key] = self.emulator(path, mode, schedule).run(launch)
         return self._results[key]
 
 

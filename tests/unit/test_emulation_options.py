@@ -80,8 +80,9 @@ def test_existing_spellings_and_defaults():
     assert (o.mode, o.exact_predicates, o.step_budget, o.stack_size, o.bounds_check, o.reconvergence) == (
         "slice", None, 2_000_000_000, 1024, True, "yield")
     run = argparse.ArgumentParser()
-    add_arguments(run, defaults={"mode": "full", "step_budget": options_module.RUN_STEP_BUDGET})
-    assert from_arguments(run.parse_args([])) == EmulationOptions(mode="full", step_budget=100_000_000_000)
+    add_arguments(run, defaults=options_module.RUN_DEFAULTS)
+    assert from_arguments(run.parse_args([])) == EmulationOptions(mode="full", step_budget=100_000_000_000,
+                                                                  schedule="interleave")
 
 
 def test_the_api_takes_options_or_field_names_and_rejects_unknown_ones():
@@ -165,4 +166,5 @@ def test_hypa_run_passes_every_option_to_the_program(monkeypatch):
     monkeypatch.setenv("HYPA_RUN", json.dumps({"emulation": dataclasses.asdict(given), "arch": "sm_80"}))
     got = RunOptions.from_environment()
     assert got.emulation == given and got.arch == "sm_80"
-    assert RunOptions().emulation == EmulationOptions(mode="full", step_budget=options_module.RUN_STEP_BUDGET)
+    assert RunOptions().emulation == EmulationOptions(mode="full", step_budget=options_module.RUN_STEP_BUDGET,
+                                                      schedule="interleave")

@@ -362,6 +362,9 @@ class WarpFunction:
             return self.splat_value(b.trunc(self.ctx_word(abi.CTX_DYN_SHARED), i32))
         if base in ("%total_smem_size", "%aggr_smem_size"):
             return self.splat_value(b.trunc(self.ctx_word(abi.CTX_SHARED_SIZE), i32))
+        if base in ("%envreg1", "%envreg2"):  # a cooperative launch's grid workspace: high, low word
+            w = self.ctx_word(abi.CTX_GRID_WORKSPACE)
+            return self.splat_value(b.trunc(b.lshr(w, ir.Constant(i64, 32)) if base == "%envreg1" else w, i32))
         # %smid, %gridid, %envregN, %pmN, cluster registers of a 1-CTA cluster
         # a launch without clusters: each CTA is a cluster of one (%cluster_ctaid, %cluster_ctarank
         # and %is_explicit_cluster are 0), so the clusters are the CTAs

@@ -53,8 +53,14 @@ class WarpCodegen(WarpFunction):
         self.block_bbs: list[ir.Block] = []
         self.resume_bbs: list[ir.Block] = []
         self.barrier_index: dict[InstructionOp, int] = {op: i for i, op in enumerate(prog.barriers)}
-        #: resume points: the barriers, then the mbarrier waits
+        #: resume points: the barriers, then the mbarrier waits, then (interleaved schedule) every block's start
         self.yield_index: dict[InstructionOp, int] = {op: len(prog.barriers) + i for i, op in enumerate(prog.yields)}
+        self.interleave = getattr(prog.options, "schedule", "warp") == "interleave"
+        self.turn_base = len(prog.barriers) + len(prog.yields)
+        #: the interleaved schedule's resume points: before writes, then at loop heads (``generate``)
+        self.write_turns: dict[InstructionOp, int] = {
+            op: self.turn_base + i for i, op in enumerate(prog.turns)} if self.interleave else {}
+        self.head_turns: dict[int, int] = {}
 
     # -- SIMT control --------------------------------------------------------------------
 
@@ -173,7 +179,10 @@ class WarpCodegen(WarpFunction):
         self.load_state()
         self.load_stable_words()
         self.steps = b.alloca(i64, name="steps")
-        b.store(self.ctx_word(abi.CTX_STEPS), self.steps)
+        #: the launch's step count when this turn began (the interleaved schedule ends a turn
+        #: at the first block start after the warp has run anything)
+        self.turn_start = self.ctx_word(abi.CTX_STEPS)
+        b.store(self.turn_start, self.steps)
         self.setup_lanes()
         self.loop_heads = _retreating_targets(prog.cfg)
         n = prog.num_blocks
@@ -182,7 +191,12 @@ class WarpCodegen(WarpFunction):
         self.pop_bb = self.fn.append_basic_block("pop")
         self.dispatch_bb = self.fn.append_basic_block("dispatch")
         self.start_bb = self.fn.append_basic_block("start")
-        self.resume_bbs = [self.fn.append_basic_block(f"resume{k}") for k in range(len(prog.barriers) + len(prog.yields))]
+        if self.interleave:
+            base = self.turn_base + len(self.write_turns)
+            self.head_turns = {bi: base + i for i, bi in enumerate(sorted(self.loop_heads))}
+        turns = len(self.write_turns) + len(self.head_turns)
+        self.resume_bbs = [self.fn.append_basic_block(f"resume{k}")
+                           for k in range(len(prog.barriers) + len(prog.yields) + turns)]
         # entry: resume point
         resume = b.trunc(self.ws_word(abi.WS_RESUME), i32)
         sw = b.switch(resume, self.start_bb)
@@ -238,6 +252,9 @@ class WarpCodegen(WarpFunction):
         b = self.b
         self.cur_block = bi
         b.position_at_end(self.block_bbs[bi])
+        if bi in self.head_turns:  # a loop that writes nothing still gives turns
+            ran = b.icmp_unsigned("!=", b.load(self.steps, typ=i64), self.turn_start)
+            self.gen_turn(self.head_turns[bi], f"b{bi}", ran, abi.RC_SPIN if bi in prog.wait_blocks else abi.RC_TURN)
         if bi in prog.yield_blocks:
             self.gen_yield(bi)
         self.active = self.i32_to_mask(b.load(self.cur_mask, typ=i32))
@@ -272,6 +289,12 @@ class WarpCodegen(WarpFunction):
 
     def gen_instruction(self, op: InstructionOp) -> None:
         prog = self.prog
+        k = self.write_turns.get(op)
+        if k is not None:
+            self.b.store(self.mask_to_i32(self.active), self.cur_mask)
+            self.gen_turn(k, f"w{k}")
+            self.active = self.i32_to_mask(self.b.load(self.cur_mask, typ=i32))
+            self.local_values = {}
         k = prog.pred_counters.get(op)
         if k is not None:
             # lanes whose guard is true (counted whether or not the op is emulated)
@@ -319,6 +342,31 @@ class WarpCodegen(WarpFunction):
             fn(e)
         finally:
             self.cross_lane = False
+
+    def gen_turn(self, k: int, label: str, when: ir.Value | None = None, code: int = abi.RC_TURN) -> None:
+        """The interleaved schedule: the warp gives the other warps of its CTA their turns
+        (``RC_TURN``, still ready) and resumes here, at resume point ``k``; ``when``: only if
+        it is true.  Turns end before every write to memory other threads see and at loop
+        heads, so the warps of a CTA read what they read before any of them writes, as warps
+        advancing together on the GPU do (a race the GPU never loses resolves as there)."""
+        b = self.b
+        turn_bb = self.fn.append_basic_block(f"{label}_turn")
+        go_bb = self.fn.append_basic_block(f"{label}_go")
+        if when is None:
+            b.branch(turn_bb)
+        else:
+            b.cbranch(when, turn_bb, go_bb)
+        b.position_at_end(turn_bb)
+        self.set_ws_word(abi.WS_MASK, b.zext(b.load(self.cur_mask, typ=i32), i64))
+        self.set_ws_word(abi.WS_RPC, b.sext(b.load(self.cur_rpc, typ=i32), i64))
+        self.set_ws_word(abi.WS_RESUME, ir.Constant(i64, k + 1))
+        self.ret(code)
+        b.position_at_end(self.resume_bbs[k])
+        b.store(b.trunc(self.ws_word(abi.WS_MASK), i32), self.cur_mask)
+        b.store(b.trunc(self.ws_word(abi.WS_RPC), i32), self.cur_rpc)
+        self.set_ws_word(abi.WS_RESUME, ir.Constant(i64, 0))
+        b.branch(go_bb)
+        b.position_at_end(go_bb)
 
     def gen_barrier(self, op: InstructionOp) -> None:
         """Suspend the warp here; the scheduler resumes it when the barrier releases."""
