@@ -100,7 +100,28 @@ CTX_HEAP = CTX_FLAT_START + 23                       # device malloc/free: int64
 CTX_TRACE_ATOMICS = CTX_FLAT_START + 24              # atomic sector requests seen by the trace (kept or not)
 CTX_TRACE_ATOMIC_EXTRA = CTX_FLAT_START + 25         # their operations beyond the first on one word
 CTX_FLAT_EXACT_START = CTX_FLAT_START + 26          # pointer to i64 starts of the bytes asked for
-CTX_WORDS = CTX_FLAT_START + 27
+# racecheck (hazards between threads of a CTA on shared memory with no barrier between them,
+# runtime/emulator/lowering/racecheck.py): a shadow of RACE_SHADOW_WORDS i64 per shared byte
+# (0: racecheck off), the synchronisation epoch (one more at each CTA start, barrier release,
+# mbarrier update and bar.warp.sync), the hazards by kind and the first one
+CTX_RACE_SHADOW = CTX_FLAT_START + 27
+CTX_RACE_EPOCH = CTX_FLAT_START + 28
+CTX_RACE_COUNT = CTX_FLAT_START + 29                  # .. +31: WAW, WAR, RAW hazards (thread accesses)
+CTX_RACE_KIND = CTX_FLAT_START + 32                   # the first hazard: RACE_WAW/WAR/RAW
+CTX_RACE_INSTR = CTX_FLAT_START + 33                  # .. the later access's instruction
+CTX_RACE_THREAD = CTX_FLAT_START + 34                 # .. its thread (linear in the CTA)
+CTX_RACE_OTHER = CTX_FLAT_START + 35                  # .. the earlier access's shadow word
+CTX_RACE_ADDR = CTX_FLAT_START + 36                   # .. the shared offset
+CTX_RACE_CTA = CTX_FLAT_START + 37                    # .. linear CTA id
+CTX_WORDS = CTX_FLAT_START + 38
+
+#: racecheck hazard kinds (the index of their count after CTX_RACE_COUNT)
+RACE_WAW, RACE_WAR, RACE_RAW = 0, 1, 2
+#: racecheck shadow: per shared byte, the last write and two reads of different threads since the
+#: last synchronisation, each a word: bits 0-31 the epoch, 32-42 the thread + 1, 43 atomic,
+#: 44-63 the instruction
+RACE_SHADOW_WORDS = 3
+RACE_THREAD_SHIFT, RACE_ATOMIC_BIT, RACE_INSTR_SHIFT = 32, 43, 44
 
 #: trace record kinds (bits 48.. of a record's second word)
 TRACE_LOAD = 0        # cached in L1 (ld.global .ca/.nc/default, generic loads)

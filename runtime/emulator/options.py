@@ -77,6 +77,10 @@ class EmulationOptions:
                                 needs=(("mode", "slice"), ("bounds_check", True)))
     initcheck: bool = option(True, "do not track which shared/local bytes were written (initcheck: a read of a byte "
                                    "no thread wrote is a warning; off in slice mode with --no-bounds-check)", code=True)
+    racecheck: bool = option(False, "report hazards between threads of a CTA on the same shared-memory bytes with no "
+                                    "barrier between them (write-after-write, write-after-read, read-after-write), as "
+                                    "compute-sanitizer's racecheck does; a warning", code=True,
+                             needs=(("bounds_check", True),))
     fmad: bool = option(True, "compute every add/sub as its own instruction, as ptxas does under nvcc -fmad=false "
                               "(default: the adds ptxas fuses with a mul compute as that fma, passes/contract.py)",
                         code=True, also="--fmad")
@@ -85,7 +89,8 @@ class EmulationOptions:
                  "post-dominator, except that lanes waiting there go on alone when others run a spin loop (ptxas's "
                  "YIELD, as on the GPU; the default), or always at the immediate post-dominator",
         code=True, choices=("yield", "ipdom"))
-    strict: bool = option(False, "a read of shared/local memory never written (initcheck) is an error, not a warning",
+    strict: bool = option(False, "a read of shared/local memory never written (initcheck) or a shared-memory hazard "
+                                 "(--racecheck) is an error, not a warning",
                           needs=(("initcheck", True),))
     step_budget: int = option(DEFAULT_STEP_BUDGET, "stop a launch after N warp-instructions (runaway loops; default "
                               "%(default)s)", minimum=1, unit="warp-instructions", metavar="N")
@@ -132,7 +137,7 @@ class EmulationOptions:
         """These options as they act: an address trace needs the memory-metrics slots; the
         slice's options (its predicates, aliasing, bounds checks outside it) mean nothing in
         full mode, which computes and checks everything; hoisting needs bounds checks;
-        initcheck needs every access seen (full mode, or slice mode with bounds checks)."""
+        initcheck and racecheck need every access seen (full mode, or slice mode with bounds checks)."""
         sliced = self.mode == "slice"
         memory_metrics = bool(self.memory_metrics) or self.address_trace > 0
         bounds_check = bool(self.bounds_check) and sliced
@@ -140,7 +145,8 @@ class EmulationOptions:
                                    exact_predicates=self.exact_predicates if sliced else None,
                                    alias=self.alias if sliced else "param",
                                    hoist_checks=bool(self.hoist_checks) and bounds_check,
-                                   initcheck=bool(self.initcheck) and (not sliced or bounds_check))
+                                   initcheck=bool(self.initcheck) and (not sliced or bounds_check),
+                                   racecheck=bool(self.racecheck) and (not sliced or bounds_check))
 
     def key(self) -> tuple[tuple[str, Any], ...]:
         """The options that change the prepared program and its compiled code (``code`` fields),

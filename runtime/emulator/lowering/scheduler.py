@@ -55,6 +55,9 @@ def _scheduler(module: ir.Module) -> ir.Function:
     def ld(p):
         return b.load(p, typ=i64)
 
+    def bump_race_epoch():
+        b.store(b.add(ld(cw(abi.CTX_RACE_EPOCH)), ir.Constant(i64, 1)), cw(abi.CTX_RACE_EPOCH))
+
     nwarps = ld(cw(abi.CTX_NWARPS))
     ws_stride = ld(cw(abi.CTX_WS_STRIDE))
     ws_base = b.inttoptr(ld(cw(abi.CTX_WS)), ptr)
@@ -101,6 +104,7 @@ def _scheduler(module: ir.Module) -> ir.Function:
     b.call(memset, [b.gep(ctx, [ir.Constant(i64, abi.CTX_BAR)], source_etype=i64), zero8,
                     ir.Constant(i64, 8 * abi.BARRIER_SLOTS * abi.BAR_WORDS), f])
     b.store(ir.Constant(i64, 0), cw(abi.CTX_MBAR_EPOCH))
+    bump_race_epoch()  # racecheck: a new CTA's accesses race with none of the last one's
     steps0 = ld(cw(abi.CTX_STEPS))
     b.store(ir.Constant(i64, 0), done_slot)
     b.store(ir.Constant(i64, 0), critical)
@@ -181,6 +185,7 @@ def _scheduler(module: ir.Module) -> ir.Function:
         b.store(ir.Constant(i64, 0), cw(b.add(bw, ir.Constant(i64, abi.BAR_WAITING))))
         b.store(ir.Constant(i64, 0), cw(b.add(bw, ir.Constant(i64, abi.BAR_EXPECTED))))
         b.store(b.add(b.load(released, typ=i64), waiting), released)
+        bump_race_epoch()  # racecheck: accesses after a barrier are ordered after those before
     bl.close()
     stuck = b.and_(b.icmp_signed("==", b.load(released, typ=i64), ir.Constant(i64, 0)),
                    b.icmp_signed("==", ld(cw(abi.CTX_MBAR_EPOCH)), epoch0))
