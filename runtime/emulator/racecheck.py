@@ -11,6 +11,7 @@ import numpy as np
 from hypa.ptxdialect.dialect import InstructionOp, RawDirectiveOp
 
 from .. import abi
+from .demangle import demangle
 
 _LOC = re.compile(r"\s*(\d+)\s+(\d+)")
 _FILE = re.compile(r'\s*(\d+)\s+"([^"]*)"')
@@ -74,6 +75,6 @@ def hazards(prog, launch, ctx: np.ndarray, cta_and_thread) -> str | None:
     parts = ", ".join(f"{c} {k}" for k, c in zip(KINDS, counts) if c)
     same = " (the same instruction, at once)" if kind == "WAW" and later == earlier and not atomic else ""
     return (f"racecheck: {n} shared-memory hazard{'s' if n != 1 else ''} between threads of a CTA with no barrier "
-            f"between the accesses ({parts}); the first: kernel {prog.func.func_name}, CTA {coords}: {kind} hazard "
+            f"between the accesses ({parts}); the first: kernel {demangle(prog.func.func_name)}, CTA {coords}: {kind} hazard "
             f"at shared offset {addr:#x}: thread {thread} {verb} it with {later} after thread {other_thread} "
             f"{before} it with {earlier}{same}")
