@@ -60,7 +60,7 @@ def hazards(prog, launch, ctx: np.ndarray, cta_and_thread) -> str | None:
     _c, other_thread = cta_and_thread(launch, cta, other_tid // abi.LANES, other_tid % abi.LANES)
 
     def described(i: int) -> tuple[str, InstructionOp | None]:
-        if not 0 <= i < len(prog.instructions):
+        if not 0 <= i < min(len(prog.instructions), (1 << (64 - abi.RACE_INSTR_SHIFT)) - 1):  # past: not recorded
             return "an instruction", None
         op = prog.instructions[i]
         line = source_line(prog, op)
