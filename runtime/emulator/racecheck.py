@@ -73,8 +73,7 @@ def hazards(prog, launch, ctx: np.ndarray, cta_and_thread) -> str | None:
     before = "read" if kind == "WAR" else "updated" if other_atomic else "wrote"
     addr = int(ctx[abi.CTX_RACE_ADDR])
     parts = ", ".join(f"{c} {k}" for k, c in zip(KINDS, counts) if c)
-    same = " (the same instruction, at once)" if kind == "WAW" and later == earlier and not atomic else ""
     return (f"racecheck: {n} shared-memory hazard{'s' if n != 1 else ''} between threads of a CTA with no barrier "
             f"between the accesses ({parts}); the first: kernel {demangle(prog.func.func_name)}, CTA {coords}: {kind} hazard "
             f"at shared offset {addr:#x}: thread {thread} {verb} it with {later} after thread {other_thread} "
-            f"{before} it with {earlier}{same}")
+            f"{before} it with {earlier}")

@@ -82,15 +82,15 @@ def test_write_after_read():
 
 
 def test_one_store_of_many_lanes_to_one_word():
-    """Every lane of a warp stores to s[0] in one instruction: which value lands is undefined,
-    a WAW hazard for the 31 lanes whose value does not (the last lane's does, as on hypa);
-    the second warp's 32 stores then follow the first warp's (32 more)."""
+    """Every lane of a warp stores to s[0] in one instruction: which value lands is undefined, a
+    WAW hazard between the lanes (31: each lane after the first meets one other's write); the
+    second warp's 32 stores then follow the first warp's (32 more)."""
     note = _notes(_kernel("st.shared.u32 [%r3], %r1;"))
     assert note == [
         "racecheck: 63 shared-memory hazards between threads of a CTA with no barrier between the accesses (63 WAW); "
-        "the first: kernel k, CTA (0, 0, 0): WAW hazard at shared offset 0x0: thread (0, 0, 0) writes it with "
-        "st.shared.u32 [%r3], %r1; after thread (31, 0, 0) wrote it with st.shared.u32 [%r3], %r1; (the same "
-        "instruction, at once) (--strict makes it an error)"]
+        "the first: kernel k, CTA (0, 0, 0): WAW hazard at shared offset 0x0: thread (1, 0, 0) writes it with "
+        "st.shared.u32 [%r3], %r1; after thread (0, 0, 0) wrote it with st.shared.u32 [%r3], %r1; "
+        "(--strict makes it an error)"]
 
 
 def test_lanes_of_one_load_do_not_race():

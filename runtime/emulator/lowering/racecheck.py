@@ -13,10 +13,9 @@ Each shared byte has a shadow (``abi.RACE_SHADOW_WORDS`` words): the last write 
 reads by different threads, each with its epoch, thread and instruction (an atomic counts as
 both, marked atomic).  An access by thread ``t`` is a hazard when the shadow holds an access
 of this epoch by another thread: a read after a write (RAW), a write after a write (WAW), a
-write after a read (WAR); an atomic after an atomic is none.  The lanes of one warp executing one instruction act at once:
-all of them are checked against the shadow as it was before the instruction, then recorded,
-so a load does not race with itself; two lanes storing to one byte in one instruction are a
-WAW hazard (which value lands is undefined), found by reading the written shadow back.
+write after a read (WAR); an atomic after an atomic is none.  The lanes of one warp executing one instruction act at once: a
+load of many lanes does not race with itself, nor an atomic; two lanes storing to one byte in
+one instruction are a WAW hazard (which value lands is undefined).
 Entries of older epochs are stale, so the shadow is never cleared.
 
 Hazards are counted per thread access, by kind, and the first is kept (``abi.CTX_RACE_*``);
@@ -35,7 +34,7 @@ from .function import WarpFunction, as_i64
 from .irbuild import each_lane, helper_function
 from .types import VPTR, i32, i64, ivec, ptr
 
-#: how an access uses its bytes (the helper's ``kind`` argument)
+#: how an access uses its bytes (a helper each)
 READ, WRITE, ATOMIC = 0, 1, 2
 _KINDS = {initcheck.READ: READ, initcheck.WRITE: WRITE, initcheck.READ_WRITE: ATOMIC}
 _SHARED_SPACES = ("shared", "shared::cta", "shared::cluster", "generic")
@@ -56,8 +55,8 @@ def access(wf: WarpFunction, instr: int | ir.Value, space: str, ptrs: ir.Value, 
         return
     b = wf.b
     n = nbytes if isinstance(nbytes, ir.Value) else wf.splat(nbytes, i64)
-    b.call(_check_function(wf.module), [wf.ctx, ptrs, n, wf.mask_to_i32(mask), as_i64(instr),
-                                        b.zext(wf.warp, i64), ir.Constant(i32, kind)])
+    b.call(_check_function(wf.module, kind), [wf.ctx, ptrs, n, wf.mask_to_i32(mask), as_i64(instr),
+                                              b.zext(wf.warp, i64)])
 
 
 def bump_epoch(wf: WarpFunction) -> None:
@@ -67,14 +66,22 @@ def bump_epoch(wf: WarpFunction) -> None:
     b.store(b.add(b.load(p, typ=i64), ir.Constant(i64, 1)), p)
 
 
-def _check_function(module: ir.Module) -> ir.Function:
-    """``void hypa_racecheck(ctx, <32 x ptr> p, <32 x i64> n, i32 lanes, i64 instr, i64 warp,
-    i32 kind)``: the module's docstring, for the ``n[l]`` bytes at ``p[l]`` of each lane."""
-    f, new = helper_function(module, "hypa_racecheck", ir.VoidType(), [ptr, VPTR, ivec(64), i32, i64, i64, i32])
+def _check_function(module: ir.Module, kind: int) -> ir.Function:
+    """``void hypa_racecheck.KIND(ctx, <32 x ptr> p, <32 x i64> n, i32 lanes, i64 instr, i64 warp)``:
+    the module's docstring, for the ``n[l]`` bytes at ``p[l]`` of each lane, one helper per kind.
+
+    One pass, lane after lane, each byte checked then recorded.  Lanes of one instruction do
+    not meet as RAW or WAR: a read records only reads (a plain read does not race with reads,
+    a recorded atomic only with plain accesses), an atomic meets other lanes' atomics, which
+    do not race; two lanes storing to one byte do meet, as WAW, as they should."""
+    name = f"hypa_racecheck.{('read', 'write', 'atomic')[kind]}"
+    f, new = helper_function(module, name, ir.VoidType(), [ptr, VPTR, ivec(64), i32, i64, i64])
     if not new:
         return f
-    ctx, ptrs, n, lanes, instr, warp, kind = f.args
+    ctx, ptrs, n, lanes, instr, warp = f.args
     b = ir.IRBuilder(f.append_basic_block("entry"))
+    is_read, is_write, is_atomic = kind == READ, kind == WRITE, kind == ATOMIC
+    t, fl = ir.Constant(ir.IntType(1), 1), ir.Constant(ir.IntType(1), 0)
 
     def word(k: int) -> ir.Value:
         return b.load(b.gep(ctx, [ir.Constant(i64, k)], source_etype=i64), typ=i64)
@@ -82,25 +89,15 @@ def _check_function(module: ir.Module) -> ir.Function:
     def c64(v: int) -> ir.Constant:
         return ir.Constant(i64, v)
 
-    found = b.alloca(i32)  # lanes already reported by this access
-    b.store(ir.Constant(i32, 0), found)
     shadow = word(abi.CTX_RACE_SHADOW)
-    base = word(abi.CTX_SHARED)
-    size = word(abi.CTX_SHARED_SIZE)
     now = b.trunc(word(abi.CTX_RACE_EPOCH), i32)
-    offs = b.sub(b.ptrtoint(ptrs, ivec(64)), _splat(b, base))
-    inside = b.bitcast(b.icmp_unsigned("<", offs, _splat(b, size)), i32)
-    lanes = b.and_(lanes, inside)
-    done = f.append_basic_block("done")
-    go = f.append_basic_block("go")
-    b.cbranch(b.icmp_unsigned("==", lanes, ir.Constant(i32, 0)), done, go)
-    b.position_at_end(go)
-    is_read = b.icmp_unsigned("==", kind, ir.Constant(i32, READ))
-    is_write = b.icmp_unsigned("==", kind, ir.Constant(i32, WRITE))
-    is_atomic = b.icmp_unsigned("==", kind, ir.Constant(i32, ATOMIC))
+    offs = b.sub(b.ptrtoint(ptrs, ivec(64)), _splat(b, word(abi.CTX_SHARED)))
+    inside = b.bitcast(b.icmp_unsigned("<", offs, _splat(b, word(abi.CTX_SHARED_SIZE))), i32)
+    lanes = b.and_(lanes, inside)  # generic addresses elsewhere are not shared memory
     instr_f = b.select(b.icmp_unsigned("<", instr, c64(_INSTR_MAX)), instr, c64(_INSTR_MAX))
-    mine0 = b.or_(b.or_(b.zext(now, i64), b.shl(instr_f, c64(abi.RACE_INSTR_SHIFT))),
-                  b.select(is_atomic, c64(1 << abi.RACE_ATOMIC_BIT), c64(0)))
+    mine0 = b.or_(b.zext(now, i64), b.shl(instr_f, c64(abi.RACE_INSTR_SHIFT)))
+    if is_atomic:
+        mine0 = b.or_(mine0, c64(1 << abi.RACE_ATOMIC_BIT))
     record = _record_function(module)
 
     def fields(w: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -110,97 +107,59 @@ def _check_function(module: ir.Module) -> ir.Function:
         atomic = b.trunc(b.lshr(w, c64(abi.RACE_ATOMIC_BIT)), ir.IntType(1))
         return cur, tag, atomic
 
-    def each_byte(lane: ir.Value, body) -> None:
-        """``body(slot, tag, tid, off)`` for each byte of the lane's access, in a loop that
-        ``body`` may leave early by returning an i1 (true: stop)."""
+    def lane_body(b: ir.IRBuilder, lane: ir.Value) -> None:
         tid = b.add(b.mul(warp, c64(abi.LANES)), b.zext(lane, i64))
         tag = b.add(tid, c64(1))
+        mine = b.or_(mine0, b.shl(tag, c64(abi.RACE_THREAD_SHIFT)))
         off0 = b.extract_element(offs, lane)
         nb = b.extract_element(n, lane)
         pre = b.block
-        head, body_bb, out = (f.append_basic_block(x) for x in ("byte", "byte.body", "byte.done"))
+        head, body, out = (f.append_basic_block(x) for x in ("byte", "byte.body", "byte.done"))
         b.branch(head)
         b.position_at_end(head)
         k = b.phi(i64)
         k.add_incoming(c64(0), pre)
-        b.cbranch(b.icmp_unsigned("<", k, nb), body_bb, out)
-        b.position_at_end(body_bb)
+        reported = b.phi(ir.IntType(1))  # one hazard a lane's access at most
+        reported.add_incoming(fl, pre)
+        b.cbranch(b.icmp_unsigned("<", k, nb), body, out)
+        b.position_at_end(body)
         off = b.add(off0, k)
         slot = b.inttoptr(b.add(shadow, b.mul(off, c64(8 * abi.RACE_SHADOW_WORDS))), ptr)
-        stop = body(slot, tag, tid, off)
+        sw = [b.gep(slot, [c64(j)], source_etype=i64) for j in range(abi.RACE_SHADOW_WORDS)]
+        w, r1, r2 = (b.load(p, typ=i64) for p in sw)
+        # the last write: a read or write after another thread's (not an atomic after an atomic)
+        w_cur, w_tag, w_atomic = fields(w)
+        hazard = b.and_(w_cur, b.icmp_unsigned("!=", w_tag, tag))
+        if is_atomic:
+            hazard = b.and_(hazard, b.not_(w_atomic))
+        other = w
+        hkind = ir.Constant(i32, abi.RACE_RAW if is_read else abi.RACE_WAW)
+        # the reads (and atomics) of two threads: a write after either, an atomic after a plain
+        # read, a read after an atomic
+        (r1_cur, r1_tag, r1_atomic), (r2_cur, r2_tag, r2_atomic) = fields(r1), fields(r2)
+        for r, r_cur, r_tag, r_atomic in ((r1, r1_cur, r1_tag, r1_atomic), (r2, r2_cur, r2_tag, r2_atomic)):
+            conflict = t if is_write else r_atomic if is_read else b.not_(r_atomic)
+            race = b.and_(b.and_(b.not_(hazard), conflict), b.and_(r_cur, b.icmp_unsigned("!=", r_tag, tag)))
+            other = b.select(race, r, other)
+            hkind = b.select(race, ir.Constant(i32, abi.RACE_RAW if is_read else abi.RACE_WAR), hkind)
+            hazard = b.or_(hazard, race)
+        new_hazard = b.and_(hazard, b.not_(reported))
+        with b.if_then(new_hazard, likely=False):
+            b.call(record, [ctx, hkind, instr, tid, other, off])
+        # record: a write or atomic replaces the last write; a read or atomic fills the first
+        # read slot of this epoch, or the second when the first is another thread's
+        if not is_write:
+            b.store(b.select(r1_cur, r1, mine), sw[1])
+            second = b.and_(b.and_(r1_cur, b.icmp_unsigned("!=", r1_tag, tag)), b.not_(r2_cur))
+            b.store(b.select(second, mine, r2), sw[2])
+        if not is_read:
+            b.store(mine, sw[0])
         k.add_incoming(b.add(k, c64(1)), b.block)
-        b.cbranch(stop, out, head)
+        reported.add_incoming(b.or_(reported, hazard), b.block)
+        b.branch(head)
         b.position_at_end(out)
 
-    def sw(slot: ir.Value, j: int) -> ir.Value:
-        return b.gep(slot, [c64(j)], source_etype=i64)
-
-    def report(hkind: ir.Value, tid, other, off, lane) -> None:
-        b.call(record, [ctx, hkind, instr, tid, other, off])
-        b.store(b.or_(b.load(found, typ=i32), b.shl(ir.Constant(i32, 1), lane)), found)
-
-    # 1. each lane against the shadow as it was before this instruction
-    def check(lane):
-        def body(slot, tag, tid, off):
-            w = b.load(sw(slot, 0), typ=i64)
-            w_cur, w_tag, w_atomic = fields(w)
-            after_write = b.and_(b.and_(w_cur, b.icmp_unsigned("!=", w_tag, tag)), b.not_(b.and_(w_atomic, is_atomic)))
-            hazard, other = after_write, w
-            hkind = b.select(is_read, ir.Constant(i32, abi.RACE_RAW), ir.Constant(i32, abi.RACE_WAW))
-            for j in (1, 2):  # another thread's read or atomic: a write after either, an atomic
-                r = b.load(sw(slot, j), typ=i64)  # after a read, a read after an atomic
-                r_cur, r_tag, r_atomic = fields(r)
-                conflict = b.or_(is_write, b.select(is_read, r_atomic, b.not_(r_atomic)))
-                race = b.and_(b.and_(b.not_(hazard), conflict), b.and_(r_cur, b.icmp_unsigned("!=", r_tag, tag)))
-                other = b.select(race, r, other)
-                hkind = b.select(race, b.select(is_read, ir.Constant(i32, abi.RACE_RAW), ir.Constant(i32, abi.RACE_WAR)),
-                                 hkind)
-                hazard = b.or_(hazard, race)
-            with b.if_then(hazard, likely=False):
-                report(hkind, tid, other, off, lane)
-            return hazard
-        each_byte(lane, body)
-
-    each_lane(b, module, lanes, lambda _b, lane: check(lane))
-
-    # 2. record the accesses: a write or atomic replaces the last write; a read or atomic fills
-    # the first read slot of this epoch, or the second when the first is another thread's
-    # (an atomic is both: atomics of two threads stay known after a third's)
-    def update(lane):
-        def body(slot, tag, tid, off):
-            mine = b.or_(mine0, b.shl(tag, c64(abi.RACE_THREAD_SHIFT)))
-            with b.if_then(b.not_(is_write)):
-                r1 = b.load(sw(slot, 1), typ=i64)
-                r1_cur, r1_tag, _ = fields(r1)
-                with b.if_else(r1_cur) as (same, older):
-                    with same:
-                        r2_cur, _t, _a = fields(b.load(sw(slot, 2), typ=i64))
-                        with b.if_then(b.and_(b.icmp_unsigned("!=", r1_tag, tag), b.not_(r2_cur))):
-                            b.store(mine, sw(slot, 2))
-                    with older:
-                        b.store(mine, sw(slot, 1))
-            with b.if_then(b.not_(is_read)):
-                b.store(mine, sw(slot, 0))
-            return ir.Constant(ir.IntType(1), 0)
-        each_byte(lane, body)
-
-    each_lane(b, module, lanes, lambda _b, lane: update(lane))
-
-    # 3. stores: a byte whose last write is now another lane's was stored by two lanes at once
-    with b.if_then(is_write):
-        def again(lane):
-            def body(slot, tag, tid, off):
-                w = b.load(sw(slot, 0), typ=i64)
-                _c, w_tag, _a = fields(w)
-                hazard = b.icmp_unsigned("!=", w_tag, tag)
-                with b.if_then(hazard, likely=False):
-                    report(ir.Constant(i32, abi.RACE_WAW), tid, w, off, lane)
-                return hazard
-            each_byte(lane, body)
-
-        each_lane(b, module, b.and_(lanes, b.not_(b.load(found, typ=i32))), lambda _b, lane: again(lane))
-    b.branch(done)
-    b.position_at_end(done)
+    each_lane(b, module, lanes, lane_body)
     b.ret_void()
     return f
 
