@@ -12,9 +12,9 @@ __global__ void neighbour(const int *in, int *out) {
     out[t] = s[(t + 1) % blockDim.x];
 }
 
-// A histogram per round: threads 0..7 clear the bins, every thread adds one sample, and the
-// last thread copies the bins out.  The barrier at the end of a round is missing: the next
-// round's clearing races with the last thread's copy.
+// A histogram per round: threads 0..7 clear the bins, every thread adds one sample, and
+// thread 0 copies the bins out.  The barrier at the end of a round is missing: the next
+// round's clearing races with thread 0's copy.
 __global__ void histogram(const unsigned *samples, unsigned *out, int rounds) {
     __shared__ unsigned bins[8];
     for (int r = 0; r < rounds; ++r) {
@@ -22,7 +22,7 @@ __global__ void histogram(const unsigned *samples, unsigned *out, int rounds) {
         __syncthreads();
         atomicAdd(&bins[samples[r * blockDim.x + threadIdx.x] % 8], 1u);
         __syncthreads();
-        if (threadIdx.x == blockDim.x - 1)
+        if (threadIdx.x == 0)
             for (int b = 0; b < 8; ++b) out[r * 8 + b] = bins[b];
         // __syncthreads();  (missing)
     }
