@@ -142,6 +142,19 @@ def test_generic_addresses_into_shared_and_global_memory():
     assert "thread (0, 0, 0) reads it with ld.u32 %r5, [%rd6];" in note[0]
 
 
+def test_an_mbarrier_phase_orders_producer_and_consumer():
+    """tests/filecheck/Execution/emulate-mbarrier-pipeline.ptx: warp 1 writes buf and arrives
+    on an mbarrier, warp 0 waits for the phase, then reads: no hazard.  Without the wait, warp 0
+    (scheduled first) reads buf before warp 1 writes it: 32 WAR."""
+    ptx = (ROOT / "tests" / "filecheck" / "Execution" / "emulate-mbarrier-pipeline.ptx").read_text()
+    assert _notes(ptx) == []
+    unsynced = ptx.replace("    mbarrier.try_wait.parity.shared.b64 %p3, [bar], %r10;\n    @!%p3 bra $L_wait;\n", "")
+    assert unsynced != ptx
+    note = _notes(unsynced)
+    assert note[0].startswith("racecheck: 32 shared-memory hazards ") and "(32 WAR)" in note[0]
+    assert "thread (32, 0, 0) writes it with st.shared.u32 [%r6], %r7; after thread (0, 0, 0) read it" in note[0]
+
+
 HISTOGRAM = kernel("hist(.param .u64 out)", """
     ld.param.u64 %rd1, [out];
     mov.u32 %r1, %tid.x;
