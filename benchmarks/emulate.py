@@ -153,7 +153,7 @@ SMALL_SPECS = ("gemm_tiled", "layernorm", "softmax")
 def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice", small: bool = False) -> int:
     """``mode`` with and without an ``Emulator`` option (``bounds_check``: slice mode's bounds
     checks, also with them but without hoisting them out of loops; ``initcheck``: the shadow
-    bytes of shared/local memory), the same launches in one process: every bundled launch
+    bytes of shared/local memory; ``racecheck``: its shadow of shared memory), the same launches in one process: every bundled launch
     spec (tests/kernels/launches), saxpy on 1M threads (three accesses a thread, all outside
     the slice), the FMA loop (no access in the loop) and column sums (a loop of loads whose
     checks are hoisted).  Emulation time is the median of ``repeats`` runs of the compiled
@@ -224,7 +224,12 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice",
         if "unhoisted" in variants:
             row += f" {comp['unhoisted'] / comp['off'] if comp['off'] else float('nan'):>14.2f}"
         print(row)
-        counts = {v: [emu.run(L).metrics.values for L in launches] for v, emu in emus.items()}
+        runs = {v: [emu.run(L) for L in launches] for v, emu in emus.items()}
+        counts = {v: [r.metrics.values for r in rs] for v, rs in runs.items()}
+        for r in runs["on"]:
+            for note in r.notes:
+                if note.startswith("racecheck:"):
+                    print(f"  {name}: {note}")
         if any(c != counts["off"] for c in counts.values()):
             print(f"FAIL {name}: the counts differ with {option} " + ", ".join(variants))
             return 1
@@ -250,13 +255,19 @@ def main() -> None:
                          "(--no-bounds-check) on the bundled launches")
     ap.add_argument("--initcheck", action="store_true",
                     help="initcheck (shadow bytes of shared/local memory) on vs off (--no-initcheck), full mode")
-    ap.add_argument("--repeats", type=int, default=5, help="with --bounds/--initcheck: runs of each variant (median)")
+    ap.add_argument("--racecheck", action="store_true",
+                    help="racecheck (shared-memory hazards) on vs off (the default), full mode; hazards found are "
+                         "printed (the bundled kernels have none)")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="with --bounds/--initcheck/--racecheck: runs of each variant (median)")
     ap.add_argument("--small", action="store_true",
-                    help="with --bounds/--initcheck: smaller launches, three bundled specs, one run of each variant")
+                    help="with --bounds/--initcheck/--racecheck: smaller launches, three bundled specs, one run of "
+                         "each variant")
     a = ap.parse_args()
-    if a.bounds or a.initcheck:
+    if a.bounds or a.initcheck or a.racecheck:
         repeats = 1 if a.small else a.repeats
-        args = (repeats, "bounds_check", "slice") if a.bounds else (repeats, "initcheck", "full")
+        option = "initcheck" if a.initcheck else "racecheck"
+        args = (repeats, "bounds_check", "slice") if a.bounds else (repeats, option, "full")
         raise SystemExit(bounds_cost(*args, small=a.small))
     if a.processes:
         whole_processes(a.iters or 40000, a.threads, a.fmas)

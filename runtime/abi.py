@@ -106,7 +106,6 @@ CTX_FLAT_EXACT_START = CTX_FLAT_START + 26          # pointer to i64 starts of t
 CTX_COOP = CTX_FLAT_START + 27                        # pointer to the CTAs' save areas, or 0: CTAs one after another
 CTX_COOP_STRIDE = CTX_FLAT_START + 28                 # bytes per CTA's save area (coop_save_bytes)
 CTX_GRID_WORKSPACE = CTX_FLAT_START + 29              # %envreg1:%envreg2, cooperative groups' grid workspace (0: none)
-CTX_WORDS = CTX_FLAT_START + 30
 
 # a cooperative CTA's save area: these words, the barrier words, then its shared, local and
 # call-parameter memory (shadows included) and its warp states, each as the CTA has them
@@ -124,6 +123,29 @@ def coop_save_bytes(shared: int, local: int, cparam: int, ws: int) -> int:
     """Bytes of one CTA's save area, given its memories' sizes (shadows included)."""
     raw = 8 * (COOP_HEADER_WORDS + BARRIER_SLOTS * BAR_WORDS) + shared + local + cparam + ws
     return (raw + 63) // 64 * 64
+
+# racecheck (hazards between threads of a CTA on shared memory with no barrier between them,
+# runtime/emulator/lowering/racecheck.py): a shadow of RACE_SHADOW_WORDS i64 per shared byte
+# (0: racecheck off), the synchronisation epoch (one more at each CTA start, barrier release,
+# mbarrier update and bar.warp.sync), the hazards by kind and the first one
+CTX_RACE_SHADOW = CTX_FLAT_START + 30
+CTX_RACE_EPOCH = CTX_FLAT_START + 31
+CTX_RACE_COUNT = CTX_FLAT_START + 32                  # .. +34: WAW, WAR, RAW hazards (thread accesses)
+CTX_RACE_KIND = CTX_FLAT_START + 35                   # the first hazard: RACE_WAW/WAR/RAW
+CTX_RACE_INSTR = CTX_FLAT_START + 36                  # .. the later access's instruction
+CTX_RACE_THREAD = CTX_FLAT_START + 37                 # .. its thread (linear in the CTA)
+CTX_RACE_OTHER = CTX_FLAT_START + 38                  # .. the earlier access's shadow word
+CTX_RACE_ADDR = CTX_FLAT_START + 39                   # .. the shared offset
+CTX_RACE_CTA = CTX_FLAT_START + 40                    # .. linear CTA id
+CTX_WORDS = CTX_FLAT_START + 41
+
+#: racecheck hazard kinds (the index of their count after CTX_RACE_COUNT)
+RACE_WAW, RACE_WAR, RACE_RAW = 0, 1, 2
+#: racecheck shadow: per shared byte, the last write and two reads of different threads since the
+#: last synchronisation, each a word: bits 0-31 the epoch, 32-42 the thread + 1, 43 atomic,
+#: 44-63 the instruction
+RACE_SHADOW_WORDS = 3
+RACE_THREAD_SHIFT, RACE_ATOMIC_BIT, RACE_INSTR_SHIFT = 32, 43, 44
 
 #: trace record kinds (bits 48.. of a record's second word)
 TRACE_LOAD = 0        # cached in L1 (ld.global .ca/.nc/default, generic loads)

@@ -16,6 +16,7 @@ from array import array
 import numpy as np
 
 from .. import abi
+from . import racecheck
 from .executor import Forked, TaskFailed
 
 _ERR_WORDS = range(abi.CTX_ERR_CODE, abi.CTX_ERR_AUX + 1)
@@ -92,6 +93,8 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
     def run_range(lo: int, hi: int):  # in a worker
         counters[:] = 0
         ctx[abi.CTX_UNINIT_COUNT] = 0
+        for i in racecheck.COUNT_WORDS:
+            ctx[i] = 0
         ctx[abi.CTX_TRACE_LEN] = 0  # what the parent traced before stays with the parent
         ctx[abi.CTX_TRACE_ATOMICS] = ctx[abi.CTX_TRACE_ATOMIC_EXTRA] = 0
         rc = run_each(run_ctas, ctx, keep, lo, hi) if per_cta else run_ctas(ctx.ctypes.data, lo, hi)
@@ -104,7 +107,8 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
                                             (int(ctx[abi.CTX_TRACE_ATOMICS]), int(ctx[abi.CTX_TRACE_ATOMIC_EXTRA])))
             steps = keep["cta_steps"][lo:hi].copy()
         return (rc, counters, [int(ctx[i]) for i in _ERR_WORDS], int(ctx[abi.CTX_CTA_LINEAR]),
-                keep["cta_rows"] if per_cta else None, [int(ctx[i]) for i in _UNINIT_WORDS], trace, steps)
+                keep["cta_rows"] if per_cta else None, [int(ctx[i]) for i in _UNINIT_WORDS], trace, steps,
+                [int(ctx[i]) for i in racecheck.WORDS])
 
     outcomes = Forked(jobs).map(run_range, ranges)
     rc_out = abi.RC_EXIT
@@ -115,7 +119,7 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
         if isinstance(out, TaskFailed):
             rc_out = abi.RC_ERROR
             continue
-        rc, part_counters, err, cta, rows, uninit, trace, steps = out
+        rc, part_counters, err, cta, rows, uninit, trace, steps, races = out
         total += part_counters
         if trace is not None:  # the address trace (timing estimate): parts in CTA order
             keep.setdefault("worker_traces", []).append(trace)
@@ -126,6 +130,13 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
                     ctx[i] = v
             else:
                 ctx[abi.CTX_UNINIT_COUNT] += uninit[0]
+        if any(races[:len(racecheck.COUNT_WORDS)]):  # racecheck: the same, three counts
+            if not any(ctx[i] for i in racecheck.COUNT_WORDS):
+                for i, v in zip(racecheck.WORDS, races):
+                    ctx[i] = v
+            else:
+                for i, v in zip(racecheck.COUNT_WORDS, races):
+                    ctx[i] += v
         if rows_all is not None and rows is not None:  # ranges come back in order
             rows_all.extend(rows)
         if rc != abi.RC_EXIT and (first_err is None or lo < first_err[0]):

@@ -33,6 +33,7 @@ from .launch import Launch, LaunchError, check_numeric
 from .options import EmulationOptions
 from ..metrics.counters import Metrics, compute
 from .phases import phase
+from . import racecheck
 from .program import KernelProgram, ProgramError, find_kernel, module_kernels, prepare, syncs_grid
 from .textures import TextureTable
 
@@ -312,6 +313,11 @@ class Emulator:
             if self.options.strict:
                 raise EmulationError(uninit + " (an error under --strict)")
             notes.append(uninit + " (--strict makes it an error)")
+        races = racecheck.hazards(prog, launch, ctx, _cta_and_thread) if prog.racecheck else None
+        if races:
+            if self.options.strict:
+                raise EmulationError(races + " (an error under --strict)")
+            notes.append(races + " (--strict makes it an error)")
         counters = keep["counters"]
         for name, arr in keep["arrays"]:  # arrays given as arguments, after the launch
             if name.startswith("<array "):
@@ -710,6 +716,9 @@ class Emulator:
             keep["coop"] = np.zeros(stride * max(1, launch.num_ctas), np.uint8)  # untouched pages cost nothing
             ctx[abi.CTX_COOP] = keep["coop"].ctypes.data
             ctx[abi.CTX_COOP_STRIDE] = stride
+        if prog.racecheck:  # a shadow of words per shared byte (lowering/racecheck.py)
+            keep["race_shadow"] = _aligned_zeros(abi.RACE_SHADOW_WORDS * 8 * shared_size + 16)
+            ctx[abi.CTX_RACE_SHADOW] = keep["race_shadow"].ctypes.data
         if self.options.address_trace:
             keep["memory_ranges"] = self._memory_ranges(launch, buffers, buf_ids)
             keep["trace"] = np.zeros(2 * self.options.address_trace, np.int64)

@@ -80,6 +80,10 @@ class EmulationOptions:
                                 needs=(("mode", "slice"), ("bounds_check", True)))
     initcheck: bool = option(True, "do not track which shared/local bytes were written (initcheck: a read of a byte "
                                    "no thread wrote is a warning; off in slice mode with --no-bounds-check)", code=True)
+    racecheck: bool = option(False, "report hazards between threads of a CTA on the same shared-memory bytes with no "
+                                    "barrier between them (write-after-write, write-after-read, read-after-write), as "
+                                    "compute-sanitizer's racecheck does; a warning", code=True,
+                             needs=(("bounds_check", True),))
     fmad: bool = option(True, "compute every add/sub as its own instruction, as ptxas does under nvcc -fmad=false "
                               "(default: the adds ptxas fuses with a mul compute as that fma, passes/contract.py)",
                         code=True, also="--fmad")
@@ -90,11 +94,12 @@ class EmulationOptions:
         code=True, choices=("yield", "ipdom"))
     schedule: str = option(
         "warp", "how the warps of a CTA take turns: each runs until it exits or waits at a barrier (warp: the "
-                "fastest; a race between warps shows in the results) or round-robin, one basic block per turn, as "
-                "the warps of a CTA advance together on the GPU (interleave: a race the GPU never loses resolves as "
-                "there); counts of race-free kernels are the same; default %(default)s",
-        code=True, choices=("warp", "interleave"))
-    strict: bool = option(False, "a read of shared/local memory never written (initcheck) is an error, not a warning",
+                "fastest; a race between warps shows in the results) or round-robin, a turn ending before each write "
+                "to shared or global memory and at loop heads, as the warps of a CTA advance together on the GPU "
+                "(interleave: a race the GPU never loses resolves as there); race-free kernels count the same; "
+                "default %(default)s", code=True, choices=("warp", "interleave"))
+    strict: bool = option(False, "a read of shared/local memory never written (initcheck) or a shared-memory hazard "
+                                 "(--racecheck) is an error, not a warning",
                           needs=(("initcheck", True),))
     step_budget: int = option(DEFAULT_STEP_BUDGET, "stop a launch after N warp-instructions (runaway loops; default "
                               "%(default)s)", minimum=1, unit="warp-instructions", metavar="N")
@@ -141,7 +146,7 @@ class EmulationOptions:
         """These options as they act: an address trace needs the memory-metrics slots; the
         slice's options (its predicates, aliasing, bounds checks outside it) mean nothing in
         full mode, which computes and checks everything; hoisting needs bounds checks;
-        initcheck needs every access seen (full mode, or slice mode with bounds checks)."""
+        initcheck and racecheck need every access seen (full mode, or slice mode with bounds checks)."""
         sliced = self.mode == "slice"
         memory_metrics = bool(self.memory_metrics) or self.address_trace > 0
         bounds_check = bool(self.bounds_check) and sliced
@@ -149,7 +154,8 @@ class EmulationOptions:
                                    exact_predicates=self.exact_predicates if sliced else None,
                                    alias=self.alias if sliced else "param",
                                    hoist_checks=bool(self.hoist_checks) and bounds_check,
-                                   initcheck=bool(self.initcheck) and (not sliced or bounds_check))
+                                   initcheck=bool(self.initcheck) and (not sliced or bounds_check),
+                                   racecheck=bool(self.racecheck) and (not sliced or bounds_check))
 
     def key(self) -> tuple[tuple[str, Any], ...]:
         """The options that change the prepared program and its compiled code (``code`` fields),

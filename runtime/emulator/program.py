@@ -158,6 +158,8 @@ class KernelProgram:
     hoist_masks: list[int] = field(default_factory=list)
     #: reads of shared/local bytes no thread wrote are counted (``runtime/emulator/lowering/initcheck.py``)
     initcheck: bool = True
+    #: hazards between threads on shared bytes are found (``runtime/emulator/lowering/racecheck.py``)
+    racecheck: bool = False
     #: per block: the activation it runs in (the kernel, or a recursive function's copy)
     activations: list[str] = field(default_factory=list)
     #: real calls in block order; the block that enters each recursive function, and each
@@ -595,6 +597,7 @@ def prepare(
         hoist=hoist,
         hoist_masks=hoist_masks,
         initcheck=initcheck,
+        racecheck=effective.racecheck,
         notes=notes,
         activations=activations,
         heap_calls=heap_calls,
@@ -771,7 +774,7 @@ def _reused(module: ModuleOp, func: FuncOp, index: SymbolIndex | None, options: 
         mem_ops={instructions[i]: k for k, i in enumerate(summary.mem_ops)},
         origins=origins, activations=activations, key=key, notes=list(summary.notes), ops_cloned=0,
         functions=reached, heap_calls=heap_calls, bounds_check=options.bounds_check, initcheck=options.initcheck,
-        options=options, **_layout(var_ops, module, func, cfg, instructions, origins, activations))
+        racecheck=options.racecheck, options=options, **_layout(var_ops, module, func, cfg, instructions, origins, activations))
     prog._summary, prog._again, prog.materialized = summary, again, False
     count("kernels prepared")
     count("functions prepared (kernels and the functions they call)", len(reached))

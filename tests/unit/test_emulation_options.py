@@ -72,7 +72,7 @@ def test_every_command_line_offers_a_field_declared_only_in_the_options(main, ar
 def test_existing_spellings_and_defaults():
     assert [flag(f) for f in options_module.cli_fields()] == [
         "--mode", "--exact-predicates", "--alias", "--memory-metrics", "--no-bounds-check", "--no-hoist-checks",
-        "--no-initcheck", "--no-fmad", "--reconvergence", "--strict", "--step-budget", "--stack-size"]
+        "--no-initcheck", "--racecheck", "--no-fmad", "--reconvergence", "--schedule", "--strict", "--step-budget", "--stack-size"]
     p = argparse.ArgumentParser()
     add_arguments(p)
     assert from_arguments(p.parse_args([])) == EmulationOptions()
@@ -107,8 +107,11 @@ def test_the_key_holds_the_options_as_they_act():
     assert EmulationOptions(address_trace=64).key() == EmulationOptions(memory_metrics=True).key()
     assert EmulationOptions(step_budget=5, stack_size=64, strict=True).key() == EmulationOptions().key()
     assert [name for name, _ in EmulationOptions().key()] == [
-        "mode", "exact_predicates", "alias", "memory_metrics", "bounds_check", "hoist_checks", "initcheck", "fmad",
-        "reconvergence"]
+        "mode", "exact_predicates", "alias", "memory_metrics", "bounds_check", "hoist_checks", "initcheck", "racecheck",
+        "fmad", "reconvergence", "schedule"]
+    # racecheck, like initcheck, needs every access seen: not in slice mode without bounds checks
+    assert EmulationOptions(racecheck=True).key() != EmulationOptions().key()
+    assert EmulationOptions(racecheck=True, bounds_check=False).key() == EmulationOptions(bounds_check=False).key()
 
 
 def test_options_that_would_have_no_effect_are_errors():
@@ -118,6 +121,7 @@ def test_options_that_would_have_no_effect_are_errors():
                           (["--no-bounds-check", "--no-hoist-checks"],
                            "--no-hoist-checks has no effect with --no-bounds-check"),
                           (["--no-initcheck", "--strict"], "--strict has no effect with --no-initcheck"),
+                          (["--no-bounds-check", "--racecheck"], "--racecheck has no effect with --no-bounds-check"),
                           (["--mode", "full", "--alias", "space"], "--alias has no effect with --mode full"),
                           (["--mode", "full", "--exact-predicates"], "--exact-predicates has no effect with --mode full")]:
         with pytest.raises(OptionError, match=f"^{message}$"):

@@ -473,6 +473,17 @@ def test_jobs_results_match_one_process(jobs2):
     assert jobs2.rc == 0
 
 
+def test_racecheck_finds_no_hazard_in_the_programs(built, runs):
+    """Every program above again under ``--racecheck`` (tests/unit/test_racecheck.py): their
+    kernels synchronise what they share, so no hazard is reported, and the programs print and
+    exit as without it."""
+    with concurrent.futures.ThreadPoolExecutor(min(2, os.cpu_count() or 1)) as pool:
+        checked = dict(zip(PROGRAMS, pool.map(lambda n: hypa_run(built[n], "--racecheck"), PROGRAMS)))
+    for name, r in checked.items():
+        assert "racecheck" not in r.stderr, (name, r.stderr)
+        assert (r.rc, r.stdout) == (runs[name].rc, runs[name].stdout), name
+
+
 #: the optional dependencies (pyproject's extras); `hypa run` of a default build needs none
 OPTIONAL = ("tqdm", "matplotlib", "dask", "distributed")
 

@@ -55,6 +55,19 @@ def test_warp_schedule_loses_the_races(built):
                         "chunks: out[0] = 1104, out[511] = 1467, 64 of 512 wrong\nFAIL\n")
 
 
+def test_racecheck_names_the_shared_memory_race(built):
+    """The chunks kernel's refill after the last read of a round is a write-after-read hazard
+    between warps that the interleaved schedule resolves as the GPU does: --racecheck names it
+    (rows' race is on global memory, which racecheck does not watch, as compute-sanitizer's)."""
+    r = run_hypa("run", "--racecheck", "--", built["warp_races"], timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == set(NATIVE["programs"]["warp_races"]).pop()
+    assert ("racecheck: 2560 shared-memory hazards between threads of a CTA with no barrier between the accesses "
+            "(2560 WAR); the first: kernel chunks(int const*, int*, int), CTA (0, 0, 0): WAR hazard at shared offset "
+            "0x0: thread (0, 0, 0) writes it with st.shared.u32") in r.stderr
+    assert "after thread (224, 0, 0) read it with ld.shared.u32" in r.stderr
+
+
 KERNEL = r"""
 #include <cooperative_groups.h>
 __global__ void late(int *a, int n) {

@@ -19,19 +19,20 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ... import abi
-from . import initcheck, outline
+from . import initcheck, outline, racecheck
 from .function import WarpFunction
 from .irbuild import helper_function, lowest_lane
 from .types import VPTR, i32, i64, ivec, ptr
 
 
 def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbytes: int | ir.Value, mask: ir.Value,
-                  kind: str, intent: str = initcheck.WRITE) -> ir.Value:
+                  kind: str, intent: str = initcheck.UNKNOWN) -> ir.Value:
     """Host pointers (``<32 x ptr>``) for ``nbytes`` at each lane's ``addr`` (i64 lanes) of
     the state space ``space`` (``kind``: how the address was given, ``Emitter.address``),
     checked in the lanes of ``mask``: out of bounds, instruction ``instr`` fails.
     ``nbytes``: a constant, or i64 lanes (the bulk copies' sizes).  ``intent``
-    (``initcheck.READ`` ...): what the access does with shared and local bytes, for initcheck.
+    (``initcheck.READ`` ...): what the access does with shared and local bytes, for initcheck
+    and racecheck.
     Built once per module as a helper function and called (``outline.py``)."""
     if outline.enabled(wf):
         return outline.host_pointers(wf, instr, space, addr, nbytes, mask, kind, intent, _inline_host_pointers)
@@ -44,6 +45,8 @@ def _inline_host_pointers(wf: WarpFunction, instr: int | ir.Value, space: str, a
     ptrs, distance = _host_pointers(wf, instr, space, addr, nbytes, mask, kind)
     if distance is not None and initcheck.enabled(wf):
         initcheck.shadow(wf, instr, ptrs, distance, nbytes, mask, intent, addr)
+    if racecheck.enabled(wf):
+        racecheck.access(wf, instr, space, ptrs, nbytes, mask, intent)
     return ptrs
 
 

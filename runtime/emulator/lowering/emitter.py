@@ -342,9 +342,10 @@ class Emitter:
         access(self.wf, self.instr_id, space, addr, value.type.element.width, mask, value, kind)  # type: ignore[attr-defined]
 
     def host_pointers(self, space: str, addr: ir.Value, nbytes: int | ir.Value, mask: ir.Value, kind: str = "reg",
-                      intent: str = initcheck.WRITE) -> ir.Value:
+                      intent: str = initcheck.UNKNOWN) -> ir.Value:
         """Bounds-checked host pointers (``<32 x ptr>``) for ``nbytes`` at ``addr``; ``intent``:
-        what the access does with the bytes, for initcheck (unknown: they count as written)."""
+        what the access does with the bytes, for initcheck (unknown: they count as written)
+        and racecheck (unknown: not tracked)."""
         return host_pointers(self.wf, self.instr_id, space, addr, nbytes, mask, kind, intent)
 
     def entry_alloca(self, ty: ir.Type) -> ir.Value:

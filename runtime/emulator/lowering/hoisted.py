@@ -257,7 +257,7 @@ def emit_range_checks(wf: WarpFunction, lp: HoistedLoop) -> None:
         ok = b.and_(ok, _no_wrap(ev, o.aff, o.signed, k))
     lanes = wf.mask_to_i32(b.and_(wf.active, ok))
     check = _range_function(wf)
-    shadowed = ir.Constant(i32, 1 if wf.prog.initcheck else 0)
+    shadowed = ir.Constant(i32, 1 if wf.prog.initcheck or getattr(wf.prog, "racecheck", False) else 0)
     for base, step, first, nbytes in _groups(lp):
         a = b.add(ev(base), ev.c(first))
         lanes = b.call(check, [wf.ctx, a, ev(step), k, ir.Constant(i64, nbytes), lanes, shadowed])
@@ -271,7 +271,7 @@ def _range_function(wf: WarpFunction) -> ir.Function:
     """``i32 hypa_hoisted_range(ctx, <32 x i64> a, <32 x i64> s, <32 x i64> k, i64 n, i32 lanes,
     i32 shadowed)``: the lanes of ``lanes`` whose bytes ``[a + s*j, a + s*j + n)``, j = 0..k,
     all lie in one window of the table (not flat memory; with ``shadowed``, not the shared or
-    local window, whose bytes initcheck tracks), inside its size.  Made once per module (one
+    local window, whose bytes initcheck and racecheck track), inside its size.  Made once per module (one
     copy to compile, however many loops)."""
     f, new = helper_function(wf.module, "hypa_hoisted_range", i32, [ptr, ivec(64), ivec(64), ivec(64), i64, i32, i32])
     if not new:

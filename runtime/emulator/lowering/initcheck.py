@@ -20,8 +20,9 @@ from .function import WarpFunction, as_i64
 from .irbuild import each_lane, helper_function, lowest_lane
 from .types import VPTR, i32, i64, ivec, ptr
 
-#: how an access uses its bytes: a load checks them, a store marks them, an atomic does both
-READ, WRITE, READ_WRITE, UNTRACKED = "read", "write", "read-write", "untracked"
+#: how an access uses its bytes: a load checks them, a store marks them, an atomic does both;
+#: an access of unknown intent marks them too (racecheck leaves it out)
+READ, WRITE, READ_WRITE, UNKNOWN, UNTRACKED = "read", "write", "read-write", "unknown", "untracked"
 
 
 def enabled(wf: WarpFunction) -> bool:
@@ -39,7 +40,7 @@ def shadow(wf: WarpFunction, instr: int, ptrs: ir.Value, distance: ir.Value, nby
     mask = b.and_(mask, b.icmp_unsigned("!=", distance, wf.splat(0, i64)))  # generic: other windows
     base = b.ptrtoint(ptrs, ivec(64))
     if isinstance(nbytes, ir.Value):
-        if intent in (WRITE, READ_WRITE):
+        if intent in (WRITE, READ_WRITE, UNKNOWN):
             sh = b.inttoptr(b.add(base, distance), VPTR)
             b.call(_mark_function(wf.module), [sh, nbytes, wf.mask_to_i32(mask)])
         return
@@ -52,7 +53,7 @@ def shadow(wf: WarpFunction, instr: int, ptrs: ir.Value, distance: ir.Value, nby
             got = wf.masked_gather(sh, mask, ones)
             miss = b.icmp_unsigned("!=", got, ones)
             bad = miss if bad is None else b.or_(bad, miss)
-        if intent in (WRITE, READ_WRITE):
+        if intent in (WRITE, READ_WRITE, UNKNOWN):
             wf.masked_scatter(ones, sh, mask)
     if bad is None:
         return

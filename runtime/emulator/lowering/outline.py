@@ -103,8 +103,10 @@ def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbyt
     if isinstance(nbytes, ir.Value):
         args.append(nbytes)
         size = "n"
-    facts = {"initcheck": bool(getattr(wf.prog, "initcheck", False))}
+    facts = {"initcheck": bool(getattr(wf.prog, "initcheck", False)), "racecheck": bool(getattr(wf.prog, "racecheck", False))}
     name = f"hypa_ptrs.{space}.{kind}.{size}.{intent}.ic{int(facts['initcheck'])}"
+    if facts["racecheck"]:
+        name += ".rc"
     if kind == "param" or space == "param":
         facts["param_bytes"] = wf.prog.param_bytes
         name += f".p{wf.prog.param_bytes}"

@@ -60,6 +60,9 @@ def _scheduler(module: ir.Module) -> ir.Function:
     def ld(p):
         return b.load(p, typ=i64)
 
+    def bump_race_epoch():
+        b.store(b.add(ld(cw(abi.CTX_RACE_EPOCH)), ir.Constant(i64, 1)), cw(abi.CTX_RACE_EPOCH))
+
     nwarps = ld(cw(abi.CTX_NWARPS))
     ws_stride = ld(cw(abi.CTX_WS_STRIDE))
     ws_base = b.inttoptr(ld(cw(abi.CTX_WS)), ptr)
@@ -153,12 +156,14 @@ def _scheduler(module: ir.Module) -> ir.Function:
             b.store(ld(cw(abi.CTX_STEPS)), steps0_slot)
             for slot in slots.values():
                 b.store(ir.Constant(i64, 0), slot)
+            bump_race_epoch()  # racecheck: a new CTA's accesses race with none of the last one's
         with resumed:  # a suspended cooperative CTA: its memories and scheduler state back
             copy(False)
             b.store(ld(sw(abi.COOP_EPOCH)), cw(abi.CTX_MBAR_EPOCH))
             b.store(b.sub(ld(cw(abi.CTX_STEPS)), ld(sw(abi.COOP_STEPS))), steps0_slot)
             for k, slot in slots.items():
                 b.store(ld(sw(k)), slot)
+            bump_race_epoch()  # racecheck: the shadow holds another CTA's accesses (a switch hides hazards)
     round_head = fn.append_basic_block("round")
     b.branch(round_head)
     b.position_at_end(round_head)
@@ -268,6 +273,7 @@ def _scheduler(module: ir.Module) -> ir.Function:
         b.store(ir.Constant(i64, 0), cw(b.add(bw, ir.Constant(i64, abi.BAR_EXPECTED))))
         b.store(b.add(b.load(released, typ=i64), waiting), released)
         b.store(b.sub(b.load(waiters, typ=i64), waiting), waiters)
+        bump_race_epoch()  # racecheck: accesses after a barrier are ordered after those before
     bl.close()
     some_released = b.icmp_signed(">", b.load(released, typ=i64), ir.Constant(i64, 0))
     with b.if_then(some_released):

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from .... import abi
+from .. import racecheck
 from ..irbuild import Loop
 from ..rules import rule
 from ..types import LANES, i32, i64, ivec, vec
@@ -109,6 +110,8 @@ def update(e, ptrs: ir.Value, new: Callable[[ir.Value, ir.Value], ir.Value], mas
     for_each_lane(e, mask, body)
     ep = e.b.gep(e.wf.ctx, [ir.Constant(i64, abi.CTX_MBAR_EPOCH)], source_etype=i64)
     b.store(b.add(b.load(ep, typ=i64), ir.Constant(i64, 1)), ep)
+    if racecheck.enabled(e.wf):  # the phase an update may complete orders the accesses around it
+        racecheck.bump_epoch(e.wf)
     return b.load(olds, typ=vec(i64))
 
 

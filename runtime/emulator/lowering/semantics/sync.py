@@ -17,6 +17,7 @@ from llvmlite import ir
 from hypa.ptxdialect.operands import parse_int_immediate
 
 from .... import abi
+from .. import racecheck
 from ..rules import LoweringError, rule
 from ..types import i32, i64
 
@@ -107,7 +108,15 @@ def bar_arrive(e) -> None:
     b.store(exp, eptr)
 
 
-@rule("membar", "fence", "bar.warp.sync", "nanosleep", "pmevent", "brkpt", "griddepcontrol",
+@rule("bar.warp.sync")
+def bar_warp_sync(e) -> None:
+    """``__syncwarp``: orders nothing in a warp that runs in lock-step; racecheck starts a new
+    epoch (``lowering/racecheck.py``)."""
+    if racecheck.enabled(e.wf):
+        racecheck.bump_epoch(e.wf)
+
+
+@rule("membar", "fence", "nanosleep", "pmevent", "brkpt", "griddepcontrol",
       "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "cp.async.bulk.commit_group",
       "cp.async.bulk.wait_group", "tcgen05.fence", "tcgen05.wait",
       "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all", "setmaxnreg")
