@@ -148,6 +148,8 @@ $L_loop:
 
 #: the bundled launches ``--small`` keeps: loops whose checks are hoisted
 SMALL_SPECS = ("gemm_tiled", "layernorm", "softmax")
+#: bundled specs whose counts depend on how warps interleave (test_kernels_full.SCHEDULE_DEPENDENT)
+SCHEDULE_DEPENDENT = {"atomic_cas"}
 
 
 def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice", small: bool = False) -> int:
@@ -191,6 +193,8 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice",
     if option == "bounds_check":
         variants = {"on": {"bounds_check": True}, "unhoisted": {"bounds_check": True, "hoist_checks": False},
                     "off": {"bounds_check": False}}
+    elif option == "schedule":  # "on": the interleaved schedule, "off": the warp schedule
+        variants = {"on": {"schedule": "interleave"}, "off": {"schedule": "warp"}}
     else:
         variants = {"on": {option: True}, "off": {option: False}}
     tot = dict.fromkeys(variants, 0.0)
@@ -230,6 +234,8 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice",
             for note in r.notes:
                 if note.startswith("racecheck:"):
                     print(f"  {name}: {note}")
+        if option == "schedule" and name in SCHEDULE_DEPENDENT:
+            continue  # contended CAS loops take as many trips as the interleaving makes them
         if any(c != counts["off"] for c in counts.values()):
             print(f"FAIL {name}: the counts differ with {option} " + ", ".join(variants))
             return 1
@@ -258,15 +264,18 @@ def main() -> None:
     ap.add_argument("--racecheck", action="store_true",
                     help="racecheck (shared-memory hazards) on vs off (the default), full mode; hazards found are "
                          "printed (the bundled kernels have none)")
+    ap.add_argument("--schedule", action="store_true",
+                    help="the interleaved warp schedule (hypa run's default) vs the warp schedule, full mode; the "
+                         "counts must agree but for contended CAS loops")
     ap.add_argument("--repeats", type=int, default=5,
-                    help="with --bounds/--initcheck/--racecheck: runs of each variant (median)")
+                    help="with --bounds/--initcheck/--racecheck/--schedule: runs of each variant (median)")
     ap.add_argument("--small", action="store_true",
-                    help="with --bounds/--initcheck/--racecheck: smaller launches, three bundled specs, one run of "
+                    help="with --bounds/--initcheck/--racecheck/--schedule: smaller launches, three bundled specs, one run of "
                          "each variant")
     a = ap.parse_args()
-    if a.bounds or a.initcheck or a.racecheck:
+    if a.bounds or a.initcheck or a.racecheck or a.schedule:
         repeats = 1 if a.small else a.repeats
-        option = "initcheck" if a.initcheck else "racecheck"
+        option = "initcheck" if a.initcheck else "schedule" if a.schedule else "racecheck"
         args = (repeats, "bounds_check", "slice") if a.bounds else (repeats, option, "full")
         raise SystemExit(bounds_cost(*args, small=a.small))
     if a.processes:

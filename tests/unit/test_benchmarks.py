@@ -36,6 +36,7 @@ SMALL = [
     # slice mode's bounds checks (hoisted out of loops, and not) and initcheck: the same counts
     ("emulate.py", ["--bounds", "--small"], (), r"^6 cases, the same counts with bounds_check on and unhoisted and off$"),
     ("emulate.py", ["--initcheck", "--small"], (), r"^6 cases, the same counts with initcheck on and off$"),
+    ("emulate.py", ["--schedule", "--small"], (), r"^6 cases, the same counts with schedule on and off$"),
     # hypa run --capture: the tracked and hashed captures store the same files, the replay counts the same
     ("capture.py", ["--small"], ("nvcc",), r"^replay: 20 launches, the same counts as the run$"),
     ("fuzz.py", ["--small"], (), r"^fuzz: seed 20261126, 120 cases in \d+ s$"),

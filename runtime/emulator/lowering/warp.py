@@ -193,7 +193,8 @@ class WarpCodegen(WarpFunction):
         self.start_bb = self.fn.append_basic_block("start")
         if self.interleave:
             base = self.turn_base + len(self.write_turns)
-            self.head_turns = {bi: base + i for i, bi in enumerate(sorted(self.loop_heads))}
+            # a loop that waits for another thread must let it run; another loop's writes end turns
+            self.head_turns = {bi: base + i for i, bi in enumerate(sorted(self.loop_heads & prog.wait_blocks))}
         turns = len(self.write_turns) + len(self.head_turns)
         self.resume_bbs = [self.fn.append_basic_block(f"resume{k}")
                            for k in range(len(prog.barriers) + len(prog.yields) + turns)]
@@ -252,9 +253,9 @@ class WarpCodegen(WarpFunction):
         b = self.b
         self.cur_block = bi
         b.position_at_end(self.block_bbs[bi])
-        if bi in self.head_turns:  # a loop that writes nothing still gives turns
+        if bi in self.head_turns:  # a loop that waits for another thread, and may write nothing
             ran = b.icmp_unsigned("!=", b.load(self.steps, typ=i64), self.turn_start)
-            self.gen_turn(self.head_turns[bi], f"b{bi}", ran, abi.RC_SPIN if bi in prog.wait_blocks else abi.RC_TURN)
+            self.gen_turn(self.head_turns[bi], f"b{bi}", ran, abi.RC_SPIN)
         if bi in prog.yield_blocks:
             self.gen_yield(bi)
         self.active = self.i32_to_mask(b.load(self.cur_mask, typ=i32))
@@ -346,9 +347,10 @@ class WarpCodegen(WarpFunction):
     def gen_turn(self, k: int, label: str, when: ir.Value | None = None, code: int = abi.RC_TURN) -> None:
         """The interleaved schedule: the warp gives the other warps of its CTA their turns
         (``RC_TURN``, still ready) and resumes here, at resume point ``k``; ``when``: only if
-        it is true.  Turns end before every write to memory other threads see and at loop
-        heads, so the warps of a CTA read what they read before any of them writes, as warps
-        advancing together on the GPU do (a race the GPU never loses resolves as there)."""
+        it is true.  Turns end before every write to memory other threads see, so the warps of
+        a CTA read what they read before any of them writes, as warps advancing together on the
+        GPU do (a race the GPU never loses resolves as there), and at the head of a loop that
+        waits for another thread (``RC_SPIN``: ``prog.wait_blocks``), which must run meanwhile."""
         b = self.b
         turn_bb = self.fn.append_basic_block(f"{label}_turn")
         go_bb = self.fn.append_basic_block(f"{label}_go")
