@@ -144,6 +144,8 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         self.events: dict[int, Event] = {}
         self.records: list = []
         self.launch_estimates: list[float | None] = []
+        #: the intervals the program timed with cudaEventElapsedTime: (first launch, end) -> ms
+        self.intervals: dict[tuple[int, int], float] = {}
         self.estimate_cache: dict[int, float | None] = {}
         self.t0 = time.perf_counter()
         self._handles: list[ctypes.Array] = []
@@ -1051,6 +1053,8 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         lo, hi = sorted((a.recorded, b.recorded))
         total = sum(self._estimate_us(i) or 0.0 for i in range(lo, hi))
         ctypes.c_float.from_address(ms).value = (total if b.recorded >= a.recorded else -total) / 1000.0
+        if (lo, hi) not in self.intervals:  # the report lists each interval the program timed, once
+            self.intervals[(lo, hi)] = total / 1000.0
         return 0
 
     def cudaEventDestroy(self, event):
@@ -1133,6 +1137,12 @@ class HostRuntime(TextureRuntime, GraphRuntime):
                                               for r in self.records if r.result is not None),
                    "emulate_s": sum(r.result.duration_ms for r in self.records if r.result is not None) / 1000,
                    "wall_s": time.perf_counter() - self.t0}
+        if self.opts.estimate_time and self.intervals:
+            from hypa.runtime.emulator.demangle import demangle
+
+            summary["event_intervals"] = [{"first_launch": lo, "launches": hi - lo, "estimate_ms": t,
+                                           "kernels": sorted({demangle(self.records[i].kernel) for i in range(lo, hi)})}
+                                          for (lo, hi), t in sorted(self.intervals.items())]
         if self.opts.capture:
             summary["capture"] = self._capturer.summary() if self._capturer is not None else {"launches": 0, "chunks": 0, "manifests": 0, "bytes": 0}
         tmp = self.opts.results + ".part"

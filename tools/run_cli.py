@@ -195,6 +195,13 @@ def run(args: argparse.Namespace) -> int:
           f"{'s' if s['kernels'] != 1 else ''}{failed}; "
           f"{s['thread_instructions']} thread-instructions emulated in {s['emulate_s']:.2f} s; "
           f"program ran {s['wall_s']:.2f} s" + (f"; report in {args.output}" if args.output else ""), file=sys.stderr)
+    for iv in s.get("event_intervals", []):  # --estimate-time: what each interval the program timed would take
+        n, first = iv["launches"], iv["first_launch"]
+        which = "no launch" if n == 0 else f"launch {first}" if n == 1 else f"launches {first}-{first + n - 1}"
+        names = ", ".join(iv["kernels"][:3]) + (" ..." if len(iv["kernels"]) > 3 else "")
+        print(f"hypa run: event interval over {which}{f' ({names})' if n else ''}: estimated "
+              f"{iv['estimate_ms']:.4f} ms on {args.estimate_time} (what cudaEventElapsedTime returned)",
+              file=sys.stderr)
     c = s.get("capture")
     if c is not None:
         print(f"hypa run: captured {c['launches']} of {s['launches']} launch{'es' if s['launches'] != 1 else ''} "

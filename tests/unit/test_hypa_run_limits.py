@@ -156,6 +156,29 @@ def test_estimate_time_puts_the_timing_model_in_the_report(tmp_path):
     assert bad.returncode == 2 and "unknown architecture 'sm_77'" in bad.stderr and bad.stdout == ""
 
 
+def test_estimate_time_lists_the_event_intervals_the_program_timed(tmp_path):
+    """tests/cuda_programs/streams_events.cu times its two launches with events: the run lists
+    that interval with the sum of the two launches' estimates, which is what its
+    cudaEventElapsedTime returned."""
+    import json
+    import re
+
+    from helpers import ROOT
+
+    exe = build_cuda_program(tmp_path, "se", (ROOT / "tests" / "cuda_programs" / "streams_events.cu").read_text())
+    out = tmp_path / "r.json"
+    p = run_hypa("run", "--estimate-time", "-o", str(out), "--", exe)
+    assert p.returncode == 0, p.stderr
+    each = [r["time_estimate"]["time_us"] for r in json.loads(out.read_text())]
+    m = re.search(r"hypa run: event interval over launches 0-1 \(inc\(int\*, int\)\): estimated ([0-9.]+) ms on "
+                  r"sm_90 \(what cudaEventElapsedTime returned\)", p.stderr)
+    assert m, p.stderr
+    assert float(m.group(1)) == pytest.approx(sum(each) / 1000, abs=1e-4)
+    plain = run_hypa("run", "--", exe)
+    assert "event interval" not in plain.stderr
+
+
+
 LONG_RUN = r"""
 #include <cstdio>
 __global__ void spin(float *x, int n) {
