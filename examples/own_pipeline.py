@@ -11,6 +11,7 @@ ModulePass with a rewrite pattern, counting the loads each kernel's branch slice
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -63,4 +64,5 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "examples/spmv_csr.ptx")
+    # the bundled kernel beside this script, from whatever directory it is run
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "spmv_csr.ptx"))

@@ -85,10 +85,35 @@ def _report_errors(profile) -> int:
     return 1 if bad else 0
 
 
+def output_format(args: argparse.Namespace, tool: str = "hypa") -> None:
+    """``-o``'s extension chooses the format where ``--format`` is not given (as ``hypa run``
+    does): ``.json``, ``.csv``; a format that contradicts the extension is an error."""
+    ext = os.path.splitext(args.output or "")[1].lower()
+    by_ext = {".json": "json", ".csv": "csv"}.get(ext)
+    if ext in (".html", ".htm"):
+        usage_error(tool, f"-o {args.output}: hypa profile writes a table, JSON or CSV; an HTML page is "
+                          f"`hypa report ... -o {args.output}`")
+    if by_ext is None:
+        return
+    if args.format == "table":  # the default
+        args.format = by_ext
+    elif args.format != by_ext:
+        usage_error(tool, f"--format {args.format} contradicts -o {args.output} (its extension says {by_ext})")
+
+
+def usage_error(tool: str, message: str) -> None:
+    """Options that contradict each other: exit status 2, as argparse's own errors."""
+    print(f"{tool}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def profile(args: argparse.Namespace) -> int:
     from hypa.runtime.report import tables as report
     from hypa.runtime.emulator.phases import phase
 
+    output_format(args)
+    if args.format == "csv" and args.csv_columns == "memory" and not args.memory_metrics:
+        args.memory_metrics = True  # the memory columns are the memory metrics
     prof = _run(args)
     with phase("report"):
         if args.format == "json" and args.by == "launch":
@@ -191,6 +216,16 @@ def diff_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def hypa_version() -> str:
+    """The installed distribution's version (pyproject.toml's), or "unknown" outside one."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hypa")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def process_start_seconds_ago() -> float | None:
     """Seconds since this process started (Linux: /proc), or None where unknown.
 
@@ -256,10 +291,11 @@ def _main(argv: Sequence[str] | None) -> None:
 
     reset()  # a run's report covers that run (main may be called again in one process)
     args_in = sys.argv[1:] if argv is None else list(argv)
-    if not args_in or args_in[0] != "run":  # `hypa run` emulates inside the program, not here
+    if args_in and args_in[0] not in ("run", "--version", "-h", "--help"):  # `hypa run` emulates inside the program
         with phase("start-up"):  # what every command loads: xDSL, the ptx dialect, numpy, LLVM
             import hypa.runtime.report.batch  # noqa: F401
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
+    p.add_argument("--version", action="version", version=f"hypa {hypa_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     pp = sub.add_parser("profile", help="emulate launches and report metrics",
                         description="Emulate launches of many kernels and report their metrics.")

@@ -255,6 +255,11 @@ class HypaOptMain(xDSLOptMain):
 
         arm(self.args.timeout, "hypa-opt")
         try:
+            spec = self.args.emulate
+            if spec and "=" not in spec and self.args.input_file is None and os.path.exists(spec):
+                # argparse gave the optional SPEC the input file: `hypa-opt --emulate k.ptx`
+                _fail(f"hypa-opt: error: --emulate took '{spec}' as its launch spec: put the input file first "
+                      f"(hypa-opt {spec} --emulate=SPEC) or write --emulate=SPEC")
             if self.args.emulate is not None or self.args.launch:
                 self.run_emulation()
             else:

@@ -369,7 +369,9 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
                 break
         if not matched:
             where = os.path.relpath(L.file) if L.file else "the given files"
-            raise LaunchError(f"no kernel '{L.kernel}' in {where}" if L.kernel else f"no kernel in {where}")
+            there = sorted({k for src in targets for k in cat.kernels(src)})
+            listed = f" (kernels: {', '.join(there[:20])}{' ...' if len(there) > 20 else ''})" if there else ""
+            raise LaunchError(f"no kernel '{L.kernel}' in {where}{listed}" if L.kernel else f"no kernel in {where}")
 
     static: list[StaticRecord] = []
     from hypa.ptxdialect.dialect import FuncOp
@@ -383,6 +385,15 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
 
                 c = count_function(op)
                 static.append(StaticRecord(src, op.func_name, c.total.instructions, len(c.blocks)))
+
+    if opts.kernel is not None and not records and not static:  # a filter that matches nothing is a mistake
+        from hypa.runtime.emulator.demangle import demangle
+
+        every = sorted({k for src in [*given, *(s for L in launches if L.file for s in cat.sources(L.file))]
+                        for k in cat.kernels(src)})
+        listed = ", ".join(f"{k} ({demangle(k)})" if demangle(k) != k else k for k in every[:20])
+        raise LaunchError(f"--kernel {opts.kernel!r} matches no kernel" +
+                          (f"; the kernels: {listed}" + (" ..." if len(every) > 20 else "") if every else ""))
 
     # prepare: materialize buffers once, key, deduplicate
     first_of: dict[str, int] = {}

@@ -64,8 +64,12 @@ def load(path: str) -> list[dict]:
         raise DiffError(f"{path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise DiffError(f"{path}: not JSON: {e}") from None
-    if not isinstance(data, list) or not all(isinstance(d, dict) and "kernel" in d for d in data):
-        raise DiffError(f"{path}: not a profile (a JSON list of launches from `hypa profile/run --format json`)")
+    from .html import profile_problem
+
+    problem = profile_problem(data)  # as `hypa report` checks it: shape, kinds, numbers
+    if problem is not None:
+        raise DiffError(f"{path}: not a profile (a JSON list of launches from `hypa profile/run --format json`): "
+                        f"{problem}")
     return [d for d in data if "error" not in d and "thread_inst_executed" in d]
 
 

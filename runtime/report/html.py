@@ -251,6 +251,11 @@ def profile_problem(data) -> str | None:
             return f"entry {i} is a {type(d).__name__}, not an object"
         if not isinstance(d.get("kernel"), str):
             return f"entry {i} has no valid 'kernel'"
+        kind = d.get("record", "launch")  # files before the field: launches
+        if kind != "launch":
+            return (f"entry {i} is a per-{kind} row (`--by {kind}`); this needs the per-launch JSON "
+                    f"(`--format json`, `--by launch`, the default)" if kind in ("kernel", "line")
+                    else f"entry {i}: 'record' is {kind!r}, not 'launch'")
         if "error" in d:
             if not isinstance(d["error"], str):
                 return f"entry {i}: 'error' is not text"

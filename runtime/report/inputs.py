@@ -201,14 +201,18 @@ def compile_cuda(path: str, opts: InputOptions) -> Source:
 
     with tempfile.TemporaryDirectory(prefix="hypa-nvcc-") as d:
         out = os.path.join(d, "out.ptx")
-        cmd = [nvcc, "-ptx", f"-arch={opts.arch}", *opts.nvcc_flags, path, "-o", out]
+        # -lineinfo adds only .loc/.file directives (the same instructions): `--by line` then
+        # shows CUDA lines; -G implies it
+        lineinfo = [] if any(f in ("-lineinfo", "--generate-line-info", "-G", "--device-debug")
+                             for f in opts.nvcc_flags) else ["-lineinfo"]
+        cmd = [nvcc, "-ptx", f"-arch={opts.arch}", *lineinfo, *opts.nvcc_flags, path, "-o", out]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0 or not os.path.exists(out):
             msg = (p.stderr or p.stdout).strip()
             raise InputError(f"{path}: nvcc failed ({' '.join(cmd[1:])}):\n{msg}")
         with open(out, encoding="utf-8", errors="replace") as f:
             text = f.read()
-    return Source(path, text, "cu", arch=opts.arch, notes=[f"compiled with nvcc -ptx -arch={opts.arch}"])
+    return Source(path, text, "cu", arch=opts.arch, notes=[f"compiled with {' '.join(['nvcc', *cmd[1:-3]])}"])
 
 
 def _arch_number(a: str | int | None) -> int | None:

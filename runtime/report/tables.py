@@ -215,8 +215,9 @@ def record_dict(rec, per_cta: bool = False) -> dict:
     grid, block, every metric, blocks, instruction mix) plus where it came from,
     which launch it reuses, and per-CTA values."""
     r = rec.result
-    d: dict = {"launch": rec.index}
+    d: dict = {"record": "launch", "launch": rec.index}
     d.update(r.as_dict())
+    d["kernel_name"] = demangle(d["kernel"])  # CUDA's name beside the mangled one
     d["file"] = rec.source.path
     d["member"] = rec.source.member
     d["reused_from"] = rec.reused_from
@@ -259,7 +260,8 @@ def by_kernel(dicts: Sequence[dict]) -> list[dict]:
         key = (d.get("file"), d.get("member"), d["kernel"])
         g = groups.get(key)
         if g is None:
-            g = groups[key] = {"kernel": d["kernel"], "file": d.get("file"), "member": d.get("member"),
+            g = groups[key] = {"record": "kernel", "kernel": d["kernel"], "kernel_name": demangle(d["kernel"]),
+                               "file": d.get("file"), "member": d.get("member"),
                                "launches": 0, "reused": 0,
                                **{m.name: 0 for m in metrics if m.kind != registry.RATIO}, "duration_ms": 0.0}
         members.setdefault(key, []).append(d)
@@ -310,7 +312,8 @@ def write_records_json(out, records, per_cta: bool = False, errors: bool = False
         r = rec.result
         if r is None:
             if errors and rec.error is not None:
-                d = {"launch": rec.index, "kernel": rec.kernel, "grid": list(rec.launch.grid),
+                d = {"record": "launch", "launch": rec.index, "kernel": rec.kernel,
+                     "kernel_name": demangle(rec.kernel or ""), "grid": list(rec.launch.grid),
                      "block": list(rec.launch.block), "file": rec.source.path, "member": rec.source.member,
                      "error": rec.error}
                 out.write(("," if n else "") + "\n" + "\n".join("  " + ln for ln in json.dumps(d, indent=2).splitlines()))
@@ -549,7 +552,7 @@ def profile_line_dicts(profile) -> list[dict]:
         if rec.result is None or rec.result.program is None:
             continue
         for d in result_lines(rec.result, ptx=rec.source.ptx):
-            out.append({"launch": rec.index, "kernel": rec.kernel or rec.result.kernel, **d})
+            out.append({"record": "line", "launch": rec.index, "kernel": rec.kernel or rec.result.kernel, **d})
     return out
 
 

@@ -28,3 +28,14 @@ def test_the_pipeline_example_runs(capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert "count-loads: _Z8spmv_csriPKiS0_PKfS2_Pf: 4 load(s) decide control flow" in err
     assert ".entry _Z8spmv_csriPKiS0_PKfS2_Pf" in out
+
+
+def test_the_pipeline_example_runs_from_anywhere(capsys, monkeypatch, tmp_path):
+    """Without an argument it reads the kernel beside it, whatever the working directory."""
+    import runpy
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["own_pipeline.py"])
+    runpy.run_path(os.path.join(ROOT, "examples", "own_pipeline.py"), run_name="__main__")
+    assert "count-loads: _Z8spmv_csriPKiS0_PKfS2_Pf: 4 load(s)" in capsys.readouterr().err

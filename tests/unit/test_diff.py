@@ -10,11 +10,16 @@ from helpers import run_hypa
 
 
 def _launch(kernel, n, thr, div=0, br=10, est=None, i=0):
-    d = {"launch": i, "kernel": kernel, "inst_executed": n, "thread_inst_executed": thr, "divergent_branch": div,
-         "branch": br, "branch_efficiency": 100.0 * (br - div) / br, "flop_count_sp": 2 * thr, "flop_count_dp": 0,
-         "flop_count_hp": 0, "blocks": []}
+    """A launch entry as `hypa profile --format json` writes one: every column (zero where the
+    test does not care), then the figures the test sets."""
+    from hypa.runtime.metrics import registry
+
+    d = {k: 0 for k in registry.columns()}
+    d.update({"launch": i, "kernel": kernel, "grid": [1, 1, 1], "block": [32, 1, 1], "inst_executed": n, "thread_inst_executed": thr, "divergent_branch": div,
+              "branch": br, "branch_efficiency": 100.0 * (br - div) / br, "flop_count_sp": 2 * thr, "flop_count_dp": 0,
+              "flop_count_hp": 0, "blocks": []})
     if est is not None:
-        d["time_estimate"] = {"time_us": est}
+        d["time_estimate"] = {"time_us": est, "bound": "latency", "arch": "sm_90", "waves": 1.0, "occupancy": {"occupancy": 1.0}}
     return d
 
 
@@ -37,6 +42,20 @@ def test_pairs_sums_and_changes(tmp_path):
     assert p.returncode == 0, p.stderr
     page = (tmp_path / "d.html").read_text()
     assert "<h1>hypa diff</h1>" in page and "+50.0%" in page
+
+
+def test_diff_validates_as_report_does(tmp_path):
+    """A `--by line` or `--by kernel` file, NaN or a negative count: the error `hypa report`
+    gives, not a comparison (issue 27: a `--by line` file compared as "13 vs 1 launches")."""
+    good = _launch("k", 10, 320)
+    for entry, says in (({**good, "record": "line"}, "entry 0 is a per-line row (`--by line`)"),
+                        ({**good, "record": "kernel"}, "entry 0 is a per-kernel row (`--by kernel`)"),
+                        ({**good, "inst_executed": float("nan")}, "entry 0 has no valid 'inst_executed'"),
+                        ({**good, "thread_inst_executed": -5}, "entry 0 has no valid 'thread_inst_executed'")):
+        (tmp_path / "x.json").write_text(json.dumps([entry]))
+        (tmp_path / "ok.json").write_text(json.dumps([good]))
+        p = run_hypa("diff", tmp_path / "ok.json", tmp_path / "x.json")
+        assert p.returncode == 1 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
 def test_not_a_profile_is_a_one_line_error(tmp_path):

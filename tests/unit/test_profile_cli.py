@@ -96,7 +96,54 @@ def test_launch_naming_a_missing_kernel_fails(tmp_path, hypa_cli):
     t = tmp_path / "l.toml"
     t.write_text(SAXPY_TOML.replace('kernel = "saxpy"', 'kernel = "nope"'))
     rc, _, err = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_80.ptx"), "--launch", str(t))
-    assert rc == 1 and "no kernel 'nope'" in err
+    assert rc == 1 and "no kernel 'nope' in the given files (kernels: saxpy)" in err
+
+
+# -- options that would do nothing (issue 27) -------------------------------------------------------
+
+
+def test_a_kernel_filter_that_matches_nothing_lists_the_kernels(hypa_cli):
+    rc, out, err = hypa_cli("profile", os.path.join(PTX, "divergence.sm_80.ptx"), "--kernel", "nosuch")
+    assert rc == 1 and out == ""
+    assert "hypa: error: --kernel 'nosuch' matches no kernel; the kernels: " in err
+    assert "_Z12divergent_ifPKiPi (divergent_if(int const*, int*))" in err
+
+
+def test_the_output_extension_chooses_the_format(tmp_path, hypa_cli):
+    toml = _toml(tmp_path, SAXPY_TOML)
+    ptx = os.path.join(PTX, "saxpy.sm_80.ptx")
+    rc, _, err = hypa_cli("profile", ptx, "--launch", toml, "-o", str(tmp_path / "p.json"))
+    assert rc == 0, err
+    got = json.loads((tmp_path / "p.json").read_text())
+    assert [(d["record"], d["kernel"], d["kernel_name"]) for d in got] == [("launch", "saxpy", "saxpy")]
+    rc, _, err = hypa_cli("profile", ptx, "--launch", toml, "-o", str(tmp_path / "p.csv"))
+    assert rc == 0 and (tmp_path / "p.csv").read_text().startswith("launch,kernel,file,")
+    rc, _, err = hypa_cli("profile", ptx, "--launch", toml, "--format", "csv", "-o", str(tmp_path / "q.json"))
+    assert rc == 2 and "--format csv contradicts -o " in err and "(its extension says json)" in err
+    rc, _, err = hypa_cli("profile", ptx, "--launch", toml, "-o", str(tmp_path / "p.html"))
+    assert rc == 2 and "an HTML page is `hypa report ... -o " in err
+    # the memory columns need the memory metrics: asking for them turns them on
+    rc, _, err = hypa_cli("profile", ptx, "--launch", toml, "--csv-columns", "memory", "-o", str(tmp_path / "m.csv"))
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "m.csv").read_text())))
+    assert rc == 0 and len(rows) == 3 and {r["space"] for r in rows} == {"global"}
+    rc, out, _ = hypa_cli("profile", ptx, "--launch", toml, "--by", "kernel", "--format", "json")
+    assert [(d["record"], d["launches"]) for d in json.loads(out)] == [("kernel", 1)]
+
+
+def test_version():
+    from importlib.metadata import version
+
+    p = run_hypa("--version")
+    assert p.returncode == 0 and p.stdout == f"hypa {version('hypa')}\n"
+
+
+def test_hypa_opt_emulate_that_took_the_input_file(tmp_path):
+    from helpers import run_hypa_opt
+
+    p = run_hypa_opt("--emulate", os.path.join(PTX, "saxpy.sm_80.ptx"))
+    assert p.returncode == 1 and p.stderr == (
+        f"hypa-opt: error: --emulate took '{os.path.join(PTX, 'saxpy.sm_80.ptx')}' as its launch spec: put the input "
+        f"file first (hypa-opt {os.path.join(PTX, 'saxpy.sm_80.ptx')} --emulate=SPEC) or write --emulate=SPEC\n")
 
 
 # -- per CTA ---------------------------------------------------------------------------------------
@@ -422,6 +469,12 @@ def test_cuda_source_is_compiled_for_sm_90(tmp_path, hypa_cli):
     _, ref, _ = hypa_cli("profile", os.path.join(PTX, "saxpy.sm_90.ptx"), "--launch", t, "--format", "json")
     assert rc == 0
     assert comparable(json.loads(out))[0]["thread_inst_executed"] == comparable(json.loads(ref))[0]["thread_inst_executed"]
+    # compiled with -lineinfo (only .loc directives: the same counts), so --by line shows CUDA lines
+    rc, out, _ = hypa_cli("profile", os.path.join(KERNELS, "saxpy.cu"), "--launch", t, "--by", "line", "--format", "json")
+    lines = json.loads(out)
+    assert rc == 0 and {d["record"] for d in lines} == {"line"}
+    assert {os.path.basename(d["file"]) for d in lines} == {"saxpy.cu"} and all(d["line"] > 0 for d in lines)
+    assert sum(d["thread_inst_executed"] for d in lines) == json.loads(ref)[0]["thread_inst_executed"]
 
 
 def test_cuda_source_without_nvcc(monkeypatch, tmp_path, hypa_cli):
