@@ -47,7 +47,7 @@ def add_emulation_arguments(p: argparse.ArgumentParser, with_emulate: bool = Tru
     g.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                    help="stop the whole command after SECONDS of wall-clock time (exit status 124)")
     g.add_argument("--kernel", default=None, help="kernel to launch (mangled or demangled name)")
-    g.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="spread CTAs over N processes")
+    g.add_argument("-j", "--jobs", type=jobs_count, default=1, metavar="N", help="spread CTAs over N processes")
     g.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH", type=arch_argument,
                    help="also estimate the kernel's cycles and time on ARCH (sm_90 = H100 SXM5, the default; "
                         "sm_80 = A100; or an arch .toml): runtime/models/timing.py")
@@ -146,6 +146,19 @@ def render_results(results: Sequence[LaunchResult], args: argparse.Namespace) ->
 
 def emit(results: Sequence[LaunchResult], args: argparse.Namespace, out) -> None:
     out.write(render_results(results, args))
+
+
+def jobs_count(text: str) -> int:
+    """argparse ``type=`` of ``-j``: a number of processes, at least 1."""
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text!r}")
+    return n
 
 
 def fail(prog: str, msg: str) -> None:

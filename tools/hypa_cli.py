@@ -61,8 +61,6 @@ def _options(args: argparse.Namespace):
     from hypa.runtime.report.batch import ProfileOptions
     from hypa.runtime.report.inputs import InputOptions
 
-    if args.jobs < 1:
-        fail("hypa", "--jobs must be at least 1")
     return ProfileOptions(
         emulation=from_arguments(args), jobs=args.jobs, per_cta=args.per_cta,
         scheduler=args.scheduler, cta_chunk=args.cta_chunk, dedup=not args.no_dedup, kernel=args.kernel,
@@ -158,12 +156,10 @@ def report_cmd(args: argparse.Namespace) -> int:
         if len(jsons) != len(args.inputs) or args.launch:
             fail("hypa", "give either profile JSON files or inputs to profile, not both")
         dicts: list[dict] = []
+        from hypa.runtime.report.files import load_json
+
         for f in jsons:
-            with open(f) as fh:
-                try:
-                    data = json.load(fh)
-                except json.JSONDecodeError as e:
-                    fail("hypa", f"{f}: not JSON: {e}")
+            data = load_json(f)  # a regular file, any Unicode encoding, bounded
             problem = html_report.profile_problem(data)
             if problem is not None:
                 fail("hypa", f"{f}: not a profile (a JSON list of launches from `hypa profile --format json`): {problem}")

@@ -21,6 +21,7 @@ import tempfile
 from hypa.runtime.emulator import options
 
 from .deadline import EXIT_TIMEOUT, positive_seconds
+from .emulate_cli import jobs_count
 
 FORMATS = {".json": "json", ".csv": "csv", ".txt": "table"}
 
@@ -44,7 +45,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rp.add_argument("--exact-bounds", action="store_true",
                     help="report every access outside the bytes a program allocated (before or past them), as compute-sanitizer's memcheck "
                          "does (default: as a GPU, which does not fault within CUDA's 256-byte allocation alignment)")
-    rp.add_argument("-j", "--jobs", type=int, default=1, help="CTAs of one launch on N processes (default 1)")
+    rp.add_argument("-j", "--jobs", type=jobs_count, default=1, help="CTAs of one launch on N processes (default 1)")
     rp.add_argument("-o", "--output", help="write the report here (default: a table on stderr)")
     rp.add_argument("--format", choices=("table", "json", "csv"), default=None,
                     help="report format (default: from the -o file's extension, else table)")
@@ -94,8 +95,6 @@ def run(args: argparse.Namespace) -> int:
         argv = argv[1:]
     if not argv:
         _fail("no program given: hypa run [options] -- PROGRAM [ARGS]")
-    if args.jobs < 1:
-        _fail("--jobs must be at least 1")
     if args.estimate_time is not None:
         from hypa.runtime.models.timing import arch_argument
 

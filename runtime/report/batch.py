@@ -467,6 +467,13 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
                 rec.result = cat.emulator(rec.source).merge(rec.launch, ps)
             except HypaError as e:
                 rec.error = str(e)
+    for rec in records:  # results from workers leave the prepared program behind: the per-line
+        r = rec.result   # counts (source_lines) need it here, as a run in this process has it
+        if r is not None and rec.error is None and r.program is None and rec.reused_from is None:
+            try:
+                r.program = cat.emulator(rec.source).program_for(rec.launch)
+            except HypaError:
+                pass
     if opts.estimate_time:
         with phase("estimate"):
             _attach_estimates(cat, records, opts.estimate_time, opts.emulation.memory_metrics)

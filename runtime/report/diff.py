@@ -57,13 +57,12 @@ class DiffError(HypaError):
 
 
 def load(path: str) -> list[dict]:
+    from .files import ReportFileError, load_json
+
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except OSError as e:
-        raise DiffError(f"{path}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise DiffError(f"{path}: not JSON: {e}") from None
+        data = load_json(path)
+    except ReportFileError as e:
+        raise DiffError(str(e)) from None
     from .html import profile_problem
 
     problem = profile_problem(data)  # as `hypa report` checks it: shape, kinds, numbers

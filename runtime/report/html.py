@@ -371,6 +371,8 @@ def _module_for(d: dict, input_options):
     path = d.get("file")
     if not path or not os.path.exists(path):
         raise FileNotFoundError(path or "(no file recorded)")
+    if not os.path.isfile(path):  # a device or FIFO named by a damaged profile: never read
+        raise FileNotFoundError(f"{path} is not a regular file")
     for s in load_sources(path, input_options):
         if s.member == d.get("member") or d.get("member") is None:
             return parse_ptx(s.ptx, s.label)
@@ -457,7 +459,14 @@ def _cfg_section(dicts: list[dict], want: str | None, input_options, notices: li
     from hypa.passes.cfg_dot import function_dot
     from hypa.ptxdialect.dialect import FuncOp
 
-    func = next(op for op in module.ops if isinstance(op, FuncOp) and op.func_name == kernel)
+    func = next((op for op in module.ops if isinstance(op, FuncOp) and op.func_name == kernel), None)
+    if func is None:  # the file changed since the profile was made
+        where = launches[0].get("file") or "its PTX"
+        notices.append(f"the CFG of {kernel} needs its PTX, and {where} no longer defines it; showing block counts only")
+        rows = "\n".join(f"{i:>4} warps {c['warps']:>10} threads {c['threads']:>12} divergent {c['divergent']:>6}"
+                         for i, c in sorted(counts.items()))
+        return head + (f'<div class="notice">{_e(where)} no longer defines {_e(kernel)}: block counts only.</div>'
+                       f'<pre>{_e(rows)}</pre>')
     attach_exec_counts(func, counts)
     svg = None
     try:

@@ -226,12 +226,9 @@ class _SourceCache:
     def line(self, path: str, n: int) -> str | None:
         lines = self._files.get(path, False)
         if lines is False:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    lines = f.read().splitlines()
-            except OSError:
-                lines = None
-            self._files[path] = lines
+            from .files import source_lines
+
+            lines = self._files[path] = source_lines(path)  # regular files of a bounded size only
         if not lines or not 1 <= n <= len(lines):
             return None
         return lines[n - 1].rstrip()

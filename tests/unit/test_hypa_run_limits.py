@@ -1,6 +1,6 @@
-"""What `hypa run` does where a program goes beyond it: grid-wide synchronization and
-instructions without semantics stop with a message and a sticky error (the program's next
-call says the kernel did not run), host callbacks on streams run in order."""
+"""What `hypa run` does where a program goes beyond it: instructions without semantics stop
+with a message and a sticky error (the program's next call says the kernel did not run), host
+callbacks on streams run in order.  (Grid-wide synchronization runs: tests/unit/test_schedule.py.)"""
 
 from __future__ import annotations
 
@@ -10,26 +10,6 @@ import subprocess
 import pytest
 
 from helpers import build_cuda_program, run_hypa
-
-GRID_SYNC = r"""
-#include <cstdio>
-#include <cooperative_groups.h>
-namespace cg = cooperative_groups;
-__global__ void k(int *out) {
-  cg::grid_group g = cg::this_grid();
-  if (threadIdx.x == 0) atomicAdd(out, 1);
-  g.sync();
-  if (blockIdx.x == 0 && threadIdx.x == 0) out[1] = out[0];
-}
-int main() {
-  int *d; cudaMalloc(&d, 8); cudaMemset(d, 0, 8);
-  void *args[] = {&d};
-  cudaError_t e = cudaLaunchCooperativeKernel((void*)k, dim3(4), dim3(32), args, 0, 0);
-  printf("launch: %s\n", cudaGetErrorName(e));
-  printf("sync: %s\n", cudaGetErrorName(cudaDeviceSynchronize()));
-  return 0;
-}
-"""
 
 CALLBACKS = r"""
 #include <cstdio>
@@ -51,12 +31,6 @@ int main() {
 
 def _build_and_run(tmp_path, name: str, src: str) -> subprocess.CompletedProcess:
     return run_hypa("run", "--", build_cuda_program(tmp_path, name, src))
-
-
-def test_grid_sync_is_a_clear_error_and_the_sync_reports_it(tmp_path):
-    p = _build_and_run(tmp_path, "gridsync", GRID_SYNC)
-    assert p.stdout == "launch: cudaErrorNotSupported\nsync: cudaErrorNotSupported\n"
-    assert "synchronizes the whole grid" in p.stderr and "grid.sync()" in p.stderr
 
 
 def test_stream_callbacks_and_host_functions_run_in_stream_order(tmp_path):

@@ -303,6 +303,24 @@ def test_local_pool_and_cta_chunks_match_a_sequential_run(hypa_cli):
     assert comparable(json.loads(seq)) == comparable(json.loads(pool))
 
 
+def test_jobs_change_no_field(tmp_path, hypa_cli):
+    """`-j 2` (forked workers) gives every field of `-j 1` but the time taken, per-line counts of
+    a -lineinfo build included (they were dropped: a worker's result has no prepared program)."""
+    toml = open(os.path.join(LAUNCHES, "divergence.toml")).read().replace(
+        "../ptx/divergence.sm_80.ptx", os.path.join(PTX, "divergence.sm_80.lineinfo.ptx"))
+    t = _toml(tmp_path, toml)
+    _, one, _ = hypa_cli("profile", "--launch", t, "--format", "json")
+    _, two, err = hypa_cli("profile", "--launch", t, "--format", "json", "-j", "2")
+    assert "local pool of 2 processes" in err
+    one, two = comparable(json.loads(one)), comparable(json.loads(two))
+    assert all(d["source_lines"] for d in one)
+    for a, b in zip(one, two, strict=True):
+        assert {k: a.get(k) for k in set(a) | set(b)} == {k: b.get(k) for k in set(a) | set(b)}
+    for bad in ("0", "-1"):
+        rc, _, err = hypa_cli("profile", "--launch", t, "-j", bad)
+        assert rc == 2 and f"argument -j/--jobs: must be at least 1, not '{bad}'" in err
+
+
 def test_estimate_time_in_every_writer_and_from_merged_cta_ranges(hypa_cli):
     toml = os.path.join(LAUNCHES, "divergence.toml")
     _, seq, _ = hypa_cli("profile", "--launch", toml, "--format", "json", "--estimate-time=sm_80")
