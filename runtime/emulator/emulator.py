@@ -28,6 +28,7 @@ from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 
 from .. import abi
+from . import clock
 from .device_heap import DeviceHeap
 from .launch import Launch, LaunchError, check_numeric
 from .options import EmulationOptions
@@ -303,7 +304,9 @@ class Emulator:
                 where = f"{slack - (a.start + a.size)} bytes past the end of the {a.size}-byte {a.kind} allocation at {a.start:#x}"
             notes.append(f"an access touched {slack:#x}, {where}: a GPU does not fault on such small overruns, "
                          f"compute-sanitizer reports them (--exact-bounds makes it an error)")
+        steps = int(ctx[abi.CTX_STEPS])  # this process's warp-instructions (forked workers' are in the counters)
         if rc != abi.RC_EXIT:
+            clock.advance(steps)
             err = EmulationError(self._error_message(prog, launch, ctx, keep))
             err.code = int(ctx[abi.CTX_ERR_CODE])
             raise err
@@ -325,6 +328,7 @@ class Emulator:
         static = self._static_instructions(launch.kernel)
         names = self._block_names(prog)
         m = compute(prog, counters, static, launch.threads, names)
+        clock.advance(max(steps, int(m["inst_executed"])))
         if m.predicates_estimated:
             notes.append("not_predicated_off_thread_inst_executed and FLOPs of guarded instructions are estimated (use --exact-predicates)")
         del run_s
@@ -708,6 +712,9 @@ class Emulator:
         ctx[abi.CTX_DYN_SHARED] = launch.shared_bytes
         ctx[abi.CTX_SMCOUNT] = 132
         ctx[abi.CTX_STACK_SIZE] = self.options.stack_size
+        ctx[abi.CTX_CLOCK] = clock.now()
+        ctx[abi.CTX_CLOCK_CPI] = clock.cycles_per_warp_instruction()
+        ctx[abi.CTX_CLOCK_MHZ] = clock.clock_mhz()
         ctx[abi.CTX_TEXTURE] = textures.address
         if grid_sync:  # every CTA resident (a plain launch too: a GPU gives it a workspace as well)
             ctx[abi.CTX_GRID_WORKSPACE] = workspace_window << abi.WINDOW_SHIFT
