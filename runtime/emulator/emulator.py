@@ -28,7 +28,7 @@ from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 
 from .. import abi
-from . import clock
+from . import clock, memory_limits
 from .device_heap import DeviceHeap
 from .launch import Launch, LaunchError, check_numeric
 from .options import EmulationOptions
@@ -573,6 +573,7 @@ class Emulator:
             elif name in launch.variables:
                 init = _variable_bytes(launch, buffers, name, var)
             else:
+                memory_limits.check(f"kernel {func.func_name}: global variable {name}", var.size)
                 init = initial_bytes(var.size, var.init, var.ptx_type, symbols)
             glob_arrays.append((name, init if host is None else host.variable(name, var.size, init)))
         buf_ids: dict[str, int] = {}
@@ -660,12 +661,18 @@ class Emulator:
         nwarps = (threads + abi.LANES - 1) // abi.LANES
         shared_size = _align_up(prog.shared_static_bytes + launch.shared_bytes, 16)
         shadows = 2 if prog.initcheck else 1  # initcheck: a shadow byte per byte, after the bytes
-        shared = _aligned_zeros(shadows * shared_size + 16)
+        twice = " (twice that with initcheck's shadow)" if prog.initcheck else ""
+        kname = f"kernel {func.func_name}"
+        shared = memory_limits.zeros(f"{kname}: shared memory of {shared_size} bytes per CTA{twice}",
+                                     shadows * shared_size + 16)
         local_size = prog.stack_base + prog.stack_bytes(self.options.stack_size) if prog.uses_stack else _align_up(prog.local_bytes, 16)
-        local = _aligned_zeros(shadows * threads * local_size + 16)
+        stack = f" (with a --stack-size of {self.options.stack_size} bytes)" if prog.uses_stack else ""
+        local = memory_limits.zeros(f"{kname}: local memory of {threads} threads x {local_size} bytes{stack}{twice}",
+                                    shadows * threads * local_size + 16)
         cparam_size = _align_up(prog.call_param_bytes, 16)
-        cparam = _aligned_zeros(threads * cparam_size + 16)
-        const = _aligned_zeros(prog.const_bytes + 16)
+        cparam = memory_limits.zeros(f"{kname}: call parameters of {threads} threads x {cparam_size} bytes",
+                                     threads * cparam_size + 16)
+        const = memory_limits.zeros(f"{kname}: constant memory", prog.const_bytes + 16)
         for cname, var in prog.const_vars.items():
             data = _variable_bytes(launch, buffers, cname, var) if cname in launch.variables else \
                 initial_bytes(var.size, var.init, var.ptx_type)
@@ -820,6 +827,11 @@ class Emulator:
                 # a state-space address is the offset itself, all 64 bits of it
                 what = _describe_offset(prog, space, addr)
             return f"out-of-bounds access at {where}: {instr} (block {bname}) touches {what}"
+        if code == abi.ERR_MISALIGNED:
+            addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF
+            n = int(ctx[abi.CTX_ERR_AUX])
+            return (f"misaligned address at {where}: {instr} (block {bname}) accesses {n} bytes at {addr:#x}, "
+                    f"which is not a multiple of {n}")
         if code == abi.ERR_STEP_BUDGET:
             if block < 0:  # checked as a CTA starts
                 return (f"step budget of {self.options.step_budget} warp-instructions exhausted before CTA {cta} of kernel "
