@@ -125,3 +125,26 @@ def test_float4_store_at_plus_4_is_a_sticky_misaligned_address(tmp_path):
     assert lines[0].startswith("hypa run: launch 0: misaligned address at kernel _Z6store4Pf, CTA (0, 0, 0), "
                                "thread (0, 0, 0): st.global.v4.f32 "), lines[0]
     assert lines[0].endswith(", which is not a multiple of 16"), lines[0]
+
+
+def test_hoisted_checks_prove_alignment_too():
+    """A loop's checks hoisted to its preheader (slice mode) prove a lane only where each access's
+    base and step are multiples of its size: a load at +1026 in the column-sum loop is reported
+    as without hoisting and in full mode."""
+    from test_hoist_checks import COLSUM
+
+    from hypa.ptxdialect import parse_ptx
+    from hypa.runtime.emulator.options import EmulationOptions
+    from hypa.runtime.emulator.program import prepare
+
+    ptx = COLSUM.replace("[%rd5+1024]", "[%rd5+1026]")
+    assert prepare(parse_ptx(ptx), "colsum", EmulationOptions(mode="slice")).hoist is not None
+    message = ("misaligned address at kernel colsum, CTA (0, 0, 0), thread (0, 0, 0): ld.global.f32 %f2, [%rd5+1026]; "
+               "(block $L_loop) accesses 4 bytes at 0x80000000402, which is not a multiple of 4")
+    for options in ({"mode": "slice"}, {"mode": "slice", "hoist_checks": False}, {"mode": "full"}):
+        with pytest.raises(EmulationError) as err:
+            emulate(ptx, [4, "a", "out"], {"a": np.ones(4096, np.float32), "out": np.zeros(256, np.float32)},
+                    block=256, **options)
+        assert str(err.value) == message, options
+    # aligned, the same loop runs with its checks hoisted
+    emulate(COLSUM, [4, "a", "out"], {"a": np.ones(4096, np.float32), "out": np.zeros(256, np.float32)}, block=256)
