@@ -1,7 +1,7 @@
 // Clock waits as cuda-samples' clock_block (simpleHyperQ, concurrentKernels) does them: spin on
 // clock() until a number of cycles passed, sized from cudaDevAttrClockRate (kHz), on several
 // streams; and a clock64() wait that reports the cycles it saw.  Under hypa run they end
-// because the clock advances with the instructions a warp executes (docs/design.md, "Clocks").
+// because the clock advances with the instructions a warp executes (docs/design.md, "Execution model": clocks).
 #include <cstdio>
 
 __global__ void clock_block(clock_t *d_o, clock_t clock_count) {
