@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from hypa.runtime.emulator import memory_limits
+from hypa.runtime.emulator.launch import LaunchError
 from hypa.runtime.emulator.options import RUN_DEFAULTS, EmulationOptions
 from hypa.ptxdialect.diagnostics import HypaError
 
@@ -376,7 +377,12 @@ class HostRuntime(TextureRuntime, GraphRuntime):
     def _storage(self, m: Module, name: str, size: int) -> np.ndarray:
         arr = m.storage.get(name)
         if arr is None:
-            a = self.memory.allocate(size, "variable", label=name)
+            memory_limits.check(f"variable {name}", size)
+            try:
+                a = self.memory.allocate(size, "variable", label=name)
+            except (MemoryError, OSError, OverflowError):  # mmap refused it
+                raise LaunchError(f"variable {name} needs {size} bytes ({memory_limits.human(size)}): "
+                                  f"the allocation failed (out of memory)") from None
             arr = np.ctypeslib.as_array((ctypes.c_uint8 * max(size, 1)).from_address(a.start))
             arr.flags.writeable = True
             m.storage[name] = arr
