@@ -116,6 +116,7 @@ int main() {
 
 
 def test_float4_store_at_plus_4_is_a_sticky_misaligned_address(tmp_path):
+    """stdout is what an H100 printed (driver 580.159.04, nvcc 13.0, 2026-11-28)."""
     p = run_hypa("run", "--", build_cuda_program(tmp_path, "float4", FLOAT4))
     assert p.returncode == 0, p.stderr
     assert p.stdout == "launch cudaSuccess, sync cudaErrorMisalignedAddress, later cudaErrorMisalignedAddress\n"
