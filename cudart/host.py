@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from hypa.runtime.emulator import memory_limits
+from hypa.runtime.emulator.launch import LaunchError
 from hypa.runtime.emulator.options import RUN_DEFAULTS, EmulationOptions
 from hypa.ptxdialect.diagnostics import HypaError
 
@@ -377,7 +379,12 @@ class HostRuntime(TextureRuntime, GraphRuntime):
     def _storage(self, m: Module, name: str, size: int) -> np.ndarray:
         arr = m.storage.get(name)
         if arr is None:
-            a = self.memory.allocate(size, "variable", label=name)
+            memory_limits.check(f"variable {name}", size)
+            try:
+                a = self.memory.allocate(size, "variable", label=name)
+            except (MemoryError, OSError, OverflowError):  # mmap refused it
+                raise LaunchError(f"variable {name} needs {size} bytes ({memory_limits.human(size)}): "
+                                  f"the allocation failed (out of memory)") from None
             arr = np.ctypeslib.as_array((ctypes.c_uint8 * max(size, 1)).from_address(a.start))
             arr.flags.writeable = True
             m.storage[name] = arr
@@ -553,12 +560,14 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         if kind in ("device", "managed"):  # as much as the GPU has, no more
             from .properties import h100_properties
 
-            used = sum(a.size for a in self.memory if a.kind in ("device", "managed"))
+            used = self.memory.bytes_held("device", "managed")
             if used + size > int(h100_properties(self.opts.sm)["totalGlobalMem"]):
                 return E.cudaErrorMemoryAllocation
+        if memory_limits.too_large("allocation", size) is not None:  # more than this machine holds
+            return E.cudaErrorMemoryAllocation
         try:
             a = self.memory.allocate(size, kind)
-        except (MemoryError, ValueError):
+        except (MemoryError, ValueError, OSError, OverflowError):  # mmap refused it (ENOMEM)
             return E.cudaErrorMemoryAllocation
         ctypes.c_void_p.from_address(out).value = a.start
         return 0
@@ -626,7 +635,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         from .properties import h100_properties
 
         tot = int(h100_properties(self.opts.sm)["totalGlobalMem"])
-        used = sum(a.size for a in self.memory if a.kind in ("device", "managed"))
+        used = self.memory.bytes_held("device", "managed")
         ctypes.c_size_t.from_address(free).value = max(0, tot - used)
         ctypes.c_size_t.from_address(total).value = tot
         return 0

@@ -28,6 +28,8 @@ import ctypes
 import uuid as _uuid
 from collections.abc import Mapping
 
+from hypa.runtime.emulator import clock
+
 _int = ctypes.c_int
 _uint = ctypes.c_uint
 _size = ctypes.c_size_t
@@ -298,7 +300,7 @@ _H100: dict[str, object] = {
     "maxThreadsPerBlock": 1024,
     "maxThreadsDim": (1024, 1024, 64),
     "maxGridSize": (2147483647, 65535, 65535),
-    "clockRate": 1980000,  # kHz; CUDA 12 field, attribute 13 in both
+    "clockRate": clock.clock_rate_khz(),  # kHz (the clock model's); CUDA 12 field, attribute 13 in both
     "totalConstMem": 65536,
     "major": 9,
     "minor": 0,

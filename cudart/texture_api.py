@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
+from hypa.runtime.emulator import memory_limits
 from hypa.runtime.emulator.textures import ADDRESS_MODES, FORMATS, TextureDesc, TextureError
 
 from . import errors as E
@@ -150,7 +151,12 @@ class TextureRuntime:
         if width == 0 or (depth and not height):
             return E.cudaErrorInvalidValue
         arr = CudaArray(0, fmt, width, height, depth, layers, flags)
-        a = self.memory.allocate(arr.nbytes, "array", label=f"cudaArray {fmt}")
+        if memory_limits.too_large("array", arr.nbytes) is not None:
+            return E.cudaErrorMemoryAllocation
+        try:
+            a = self.memory.allocate(arr.nbytes, "array", label=f"cudaArray {fmt}")
+        except (MemoryError, OSError, OverflowError):
+            return E.cudaErrorMemoryAllocation
         arr.start = a.start
         self.arrays[a.start] = arr
         ctypes.c_void_p.from_address(out).value = a.start

@@ -137,7 +137,12 @@ CTX_RACE_THREAD = CTX_FLAT_START + 37                 # .. its thread (linear in
 CTX_RACE_OTHER = CTX_FLAT_START + 38                  # .. the earlier access's shadow word
 CTX_RACE_ADDR = CTX_FLAT_START + 39                   # .. the shared offset
 CTX_RACE_CTA = CTX_FLAT_START + 40                    # .. linear CTA id
-CTX_WORDS = CTX_FLAT_START + 41
+# the clock (%clock, %clock64, %globaltimer; runtime/emulator/clock.py): the device's cycles when
+# the launch started, cycles per warp-instruction, the clock rate in MHz (for nanoseconds)
+CTX_CLOCK = CTX_FLAT_START + 41
+CTX_CLOCK_CPI = CTX_FLAT_START + 42
+CTX_CLOCK_MHZ = CTX_FLAT_START + 43
+CTX_WORDS = CTX_FLAT_START + 44
 
 #: racecheck hazard kinds (the index of their count after CTX_RACE_COUNT)
 RACE_WAW, RACE_WAR, RACE_RAW = 0, 1, 2

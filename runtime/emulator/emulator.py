@@ -28,6 +28,7 @@ from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 
 from .. import abi
+from . import clock, memory_limits
 from .device_heap import DeviceHeap
 from .launch import Launch, LaunchError, check_numeric
 from .options import EmulationOptions
@@ -303,7 +304,9 @@ class Emulator:
                 where = f"{slack - (a.start + a.size)} bytes past the end of the {a.size}-byte {a.kind} allocation at {a.start:#x}"
             notes.append(f"an access touched {slack:#x}, {where}: a GPU does not fault on such small overruns, "
                          f"compute-sanitizer reports them (--exact-bounds makes it an error)")
+        steps = int(ctx[abi.CTX_STEPS])  # this process's warp-instructions (forked workers' are in the counters)
         if rc != abi.RC_EXIT:
+            clock.advance(steps)
             err = EmulationError(self._error_message(prog, launch, ctx, keep))
             err.code = int(ctx[abi.CTX_ERR_CODE])
             raise err
@@ -325,6 +328,7 @@ class Emulator:
         static = self._static_instructions(launch.kernel)
         names = self._block_names(prog)
         m = compute(prog, counters, static, launch.threads, names)
+        clock.advance(max(steps, int(m["inst_executed"])))
         if m.predicates_estimated:
             notes.append("not_predicated_off_thread_inst_executed and FLOPs of guarded instructions are estimated (use --exact-predicates)")
         del run_s
@@ -569,6 +573,7 @@ class Emulator:
             elif name in launch.variables:
                 init = _variable_bytes(launch, buffers, name, var)
             else:
+                memory_limits.check(f"kernel {func.func_name}: global variable {name}", var.size)
                 init = initial_bytes(var.size, var.init, var.ptx_type, symbols)
             glob_arrays.append((name, init if host is None else host.variable(name, var.size, init)))
         buf_ids: dict[str, int] = {}
@@ -656,12 +661,18 @@ class Emulator:
         nwarps = (threads + abi.LANES - 1) // abi.LANES
         shared_size = _align_up(prog.shared_static_bytes + launch.shared_bytes, 16)
         shadows = 2 if prog.initcheck else 1  # initcheck: a shadow byte per byte, after the bytes
-        shared = _aligned_zeros(shadows * shared_size + 16)
+        twice = " (twice that with initcheck's shadow)" if prog.initcheck else ""
+        kname = f"kernel {func.func_name}"
+        shared = memory_limits.zeros(f"{kname}: shared memory of {shared_size} bytes per CTA{twice}",
+                                     shadows * shared_size + 16)
         local_size = prog.stack_base + prog.stack_bytes(self.options.stack_size) if prog.uses_stack else _align_up(prog.local_bytes, 16)
-        local = _aligned_zeros(shadows * threads * local_size + 16)
+        stack = f" (with a --stack-size of {self.options.stack_size} bytes)" if prog.uses_stack else ""
+        local = memory_limits.zeros(f"{kname}: local memory of {threads} threads x {local_size} bytes{stack}{twice}",
+                                    shadows * threads * local_size + 16)
         cparam_size = _align_up(prog.call_param_bytes, 16)
-        cparam = _aligned_zeros(threads * cparam_size + 16)
-        const = _aligned_zeros(prog.const_bytes + 16)
+        cparam = memory_limits.zeros(f"{kname}: call parameters of {threads} threads x {cparam_size} bytes",
+                                     threads * cparam_size + 16)
+        const = memory_limits.zeros(f"{kname}: constant memory", prog.const_bytes + 16)
         for cname, var in prog.const_vars.items():
             data = _variable_bytes(launch, buffers, cname, var) if cname in launch.variables else \
                 initial_bytes(var.size, var.init, var.ptx_type)
@@ -708,6 +719,9 @@ class Emulator:
         ctx[abi.CTX_DYN_SHARED] = launch.shared_bytes
         ctx[abi.CTX_SMCOUNT] = 132
         ctx[abi.CTX_STACK_SIZE] = self.options.stack_size
+        ctx[abi.CTX_CLOCK] = clock.now()
+        ctx[abi.CTX_CLOCK_CPI] = clock.cycles_per_warp_instruction()
+        ctx[abi.CTX_CLOCK_MHZ] = clock.clock_mhz()
         ctx[abi.CTX_TEXTURE] = textures.address
         if grid_sync:  # every CTA resident (a plain launch too: a GPU gives it a workspace as well)
             ctx[abi.CTX_GRID_WORKSPACE] = workspace_window << abi.WINDOW_SHIFT
@@ -813,6 +827,11 @@ class Emulator:
                 # a state-space address is the offset itself, all 64 bits of it
                 what = _describe_offset(prog, space, addr)
             return f"out-of-bounds access at {where}: {instr} (block {bname}) touches {what}"
+        if code == abi.ERR_MISALIGNED:
+            addr = int(ctx[abi.CTX_ERR_ADDR]) & 0xFFFFFFFFFFFFFFFF
+            n = int(ctx[abi.CTX_ERR_AUX])
+            return (f"misaligned address at {where}: {instr} (block {bname}) accesses {n} bytes at {addr:#x}, "
+                    f"which is not a multiple of {n}")
         if code == abi.ERR_STEP_BUDGET:
             if block < 0:  # checked as a CTA starts
                 return (f"step budget of {self.options.step_budget} warp-instructions exhausted before CTA {cta} of kernel "

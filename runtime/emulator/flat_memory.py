@@ -46,8 +46,11 @@ class FlatMemory:
         #: False: inside the allocation rounded up to GRANULARITY, as on a GPU
         self.exact_bounds = exact_bounds
         self._by_start: dict[int, Allocation] = {}
-        self._starts: list[int] = []
+        self._starts: list[int] = []  # sorted: a bisection finds an address's allocation
         self._tables: tuple[np.ndarray, np.ndarray] | None = None
+        #: bytes held per kind, kept as allocations come and go (cudaMalloc's limit and
+        #: cudaMemGetInfo read it without a walk over every allocation)
+        self._bytes: dict[str, int] = {}
 
     def allocate(self, size: int, kind: str, align: int = 256, label: str = "") -> Allocation:
         """New zeroed memory of ``size`` bytes (at least one, so every pointer is distinct).
@@ -75,15 +78,21 @@ class FlatMemory:
             raise ValueError(f"address {start:#x} is already registered")
         self._by_start[start] = a
         bisect.insort(self._starts, start)
+        self._bytes[kind] = self._bytes.get(kind, 0) + a.size
         self._tables = None
         return a
 
     def release(self, start: int) -> Allocation | None:
         a = self._by_start.pop(start, None)
         if a is not None:
-            self._starts.remove(start)
+            del self._starts[bisect.bisect_left(self._starts, start)]
+            self._bytes[a.kind] -= a.size
             self._tables = None
         return a
+
+    def bytes_held(self, *kinds: str) -> int:
+        """The bytes the allocations of ``kinds`` hold (each at least one byte)."""
+        return sum(self._bytes.get(k, 0) for k in kinds)
 
     def get(self, start: int) -> Allocation | None:
         return self._by_start.get(start)

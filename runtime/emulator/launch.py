@@ -161,7 +161,7 @@ class BufferSpec:
             path = os.path.join(self.base_dir, init["file"])
             try:
                 mapped = buffer_image.from_npy(path, dt, n)
-            except (OSError, ValueError):
+            except (OSError, ValueError, EOFError):
                 mapped = None  # read (and reported) below
             if mapped is not None:
                 return mapped
@@ -191,6 +191,9 @@ class BufferSpec:
                     arr = np.load(path).astype(dt).ravel()
                 except OSError as e:
                     raise LaunchError(f"buffer '{self.name}': cannot read {path}: {e.strerror or e}") from e
+                except (EOFError, ValueError) as e:  # empty, truncated, not a .npy file, a pickle
+                    why = "the file is empty" if isinstance(e, EOFError) or os.path.getsize(path) == 0 else str(e)
+                    raise LaunchError(f"buffer '{self.name}': {path} is not a .npy array: {why}") from None
                 if arr.size < n:
                     raise LaunchError(f"buffer '{self.name}': {path} holds {arr.size} elements, count is {n}")
                 return arr[:n].copy()

@@ -73,7 +73,7 @@ class EmulationOptions:
     memory_metrics: bool = option(False, "also slice memory addresses: sectors/lines per request (global), bank "
                                          "conflicts (shared)", code=True)
     bounds_check: bool = option(True, "slice mode: do not compute and bounds-check the addresses of accesses outside "
-                                      "the slice (faster; an out-of-bounds access then goes unreported)", code=True,
+                                      "the slice (faster; an out-of-bounds or misaligned access there then goes unreported)", code=True,
                                 needs=(("mode", "slice"),))
     hoist_checks: bool = option(True, "slice mode: check the accesses of a loop one by one, not its whole range once "
                                       "per entry (the same results, slower; for comparisons)", code=True,

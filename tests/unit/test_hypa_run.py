@@ -132,6 +132,7 @@ STDOUT = {
     "atomics_2d": "c[39][47] = 164\nhist: 240 240 240 240 240 240 240 240\n"
                   "sum = 157440, max = 164, cas count = 1920\nPASS\n",
     "struct_ptrs": "x[0] = 1.75, x[63] = 127.75\ndiag = 0 103 206 309\nPASS\n",
+    "clock_wait": "clock rate: 1980000 kHz, waits of 495000 cycles: done\nPASS\n",  # as an H100 printed it
     # what an H100 printed (3 runs, 2026-11-27: nvcc -cudart shared -arch=sm_90 graphs.cu)
     "graphs": "capture: 4 nodes, status while capturing 1, y[3] = 6, y[255] = 510\n"
               "explicit: 1 root node, y[3] = 7, host calls 1\nupdated: y[3] = 2, host calls 2\n"
@@ -161,6 +162,7 @@ LAUNCHES = {
     "atomics_2d": [("_Z5add2dPKiS0_Pi", (3, 5, 1), (16, 8, 1)), ("_Z5statsPKiPiS1_S1_S1_", (3, 5, 1), (16, 8, 1))],
     "struct_ptrs": [("_Z6affine6AffinePf", (2, 1, 1), B32), ("_Z9fill_rowsPPf", (4, 1, 1), B32),
                     ("_Z11gather_diagPKPfS_", G1, (4, 1, 1))],
+    "clock_wait": [("_Z11clock_blockPll", G1, G1)] * 4 + [("_Z6wait64Pxx", (2, 1, 1), B32)],
     # the captured graph twice (scale, add), the explicit graph twice (add), the pool's scale;
     # the kernel of the invalidated capture never runs
     "graphs": [(k, (2, 1, 1), (128, 1, 1)) for k in ("_Z5scalePffi", "_Z3addPKfPfi", "_Z5scalePffi", "_Z3addPKfPfi",
@@ -173,6 +175,7 @@ IDENTICAL = {
     "symbols": [(0, 1, 2)],
     "streams_events": [(0, 1)],
     "graphs": [(0, 2, 6), (1, 3, 4, 5)],
+    "clock_wait": [(0, 1, 2, 3)],
 }
 
 # The summary line where a launch failed (it is not in LAUNCHES).
@@ -352,6 +355,15 @@ EXACT = {
         (17, 4 * 17, 0, 0, 0),  # gather_diag: 4 threads, 17 instructions
     ],
     "assert_fail": [],
+    # the clock advances one cycle per warp-instruction (runtime/emulator/clock.py).
+    # clock_block, one thread: 6 before the loop (2 ld.param, mov %clock64, setp, mov, @p bra)
+    # read the clock after 6; a trip is 5 (mov %clock64, sub, and, setp, @p bra), so 99,000
+    # trips reach the 495,000 cycles; then cvta, st, ret.  99,001 branches, none divergent.
+    # wait64, 2 CTAs of one warp: 6 before the loop, 25,000 trips of 4 (mov, sub, setp, bra)
+    # reach 100,000; then mov %tid, setp, @p bra (divergent), thread 0 runs 5 more, ret.
+    "clock_wait": [(6 + 5 * 99_000 + 3,) * 2 + (1 + 99_000, 0, 0)] * 4
+                  + [(2 * (6 + 4 * 25_000 + 3 + 5 + 1), 2 * (32 * (6 + 4 * 25_000 + 3 + 1) + 5),
+                      2 * (1 + 25_000 + 1), 2, 0)],
 }
 
 

@@ -785,7 +785,7 @@ $L_copy:
     ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r24, %r25, %r26, %r27}, [%r11];
     ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%r28, %r29}, [%r11];
     ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 %r30, [%r11];
-    mul.wide.u32 %rd5, %r1, 44;
+    mul.wide.u32 %rd5, %r1, 48;  // 11 words a lane in 12: v4 stores need 16-byte alignment
     add.s64 %rd6, %rd2, %rd5;
     st.global.v4.b32 [%rd6], {%r20, %r21, %r22, %r23};
     st.global.v4.b32 [%rd6+16], {%r24, %r25, %r26, %r27};
@@ -797,14 +797,14 @@ $L_copy:
 
 def test_ldmatrix_layouts():
     src = np.arange(256, dtype=np.uint16) * 3 + 1  # matrix q, row r, col c: element 64q + 8r + c
-    out = np.zeros(32 * 11, np.uint32)
+    out = np.zeros(32 * 12, np.uint32)
     run(LDMATRIX, ["src", "out"], {"src": src, "out": out})
     mats = src.reshape(4, 8, 8)[::-1]  # lanes 8i.. address matrix 3 - i
 
     def pair(lo, hi):
         return int(lo) | (int(hi) << 16)
 
-    got = out.reshape(32, 11)
+    got = out.reshape(32, 12)[:, :11]
     for lane in range(32):
         g, t = lane >> 2, lane & 3
         want = [pair(mats[i][g][2 * t], mats[i][g][2 * t + 1]) for i in range(4)]

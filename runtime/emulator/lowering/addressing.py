@@ -219,6 +219,22 @@ def _per_thread(wf: WarpFunction, instr: int, base_word: int, size_word: int, ad
     return b.inttoptr(host, VPTR)
 
 
+def check_alignment(wf: WarpFunction, instr: int, addr: ir.Value, nbytes: int, mask: ir.Value) -> None:
+    """Lanes of ``mask`` whose ``addr`` is not a multiple of ``nbytes`` (the access's natural
+    alignment: its whole size, a vector's included) stop instruction ``instr`` with
+    ``ERR_MISALIGNED`` (``CTX_ERR_AUX``: ``nbytes``), as a GPU stops with
+    cudaErrorMisalignedAddress.  An AND, a compare and a branch per access; in every mode."""
+    if nbytes <= 1:
+        return
+    b = wf.b
+    if addr.type != ivec(64):
+        addr = b.zext(addr, ivec(64))
+    bad = b.and_(mask, b.icmp_unsigned("!=", b.and_(addr, wf.splat(nbytes - 1, i64)), wf.splat(0, i64)))
+    with b.if_then(b.icmp_unsigned("!=", wf.mask_to_i32(bad), ir.Constant(i32, 0)), likely=False):
+        wf.set_ctx_word(abi.CTX_ERR_AUX, ir.Constant(i64, nbytes))
+        wf.error_if(instr, bad, abi.ERR_MISALIGNED, addr)
+
+
 def access(wf: WarpFunction, instr: int, space: str, addr: ir.Value, bits: int, mask: ir.Value,
            value: ir.Value | None, kind: str) -> ir.Value | None:
     """Load (``value`` None: the loaded lanes, 0 outside ``mask``) or store ``value`` of

@@ -19,7 +19,7 @@ from hypa.ptxdialect.operands import Operand, is_float_immediate, leaves, parse_
 
 from ..program import value_bits
 from . import initcheck
-from .addressing import access, host_pointers
+from .addressing import access, check_alignment, host_pointers
 from .function import WarpFunction
 from .rules import LoweringError
 from .types import MASK, float_imm_bits, i1, i64, ivec
@@ -347,6 +347,11 @@ class Emitter:
         what the access does with the bytes, for initcheck (unknown: they count as written)
         and racecheck (unknown: not tracked)."""
         return host_pointers(self.wf, self.instr_id, space, addr, nbytes, mask, kind, intent)
+
+    def check_alignment(self, addr: ir.Value, nbytes: int, mask: ir.Value) -> None:
+        """Stop with a misaligned-address error where a lane of ``mask`` has an ``addr`` that
+        is not a multiple of ``nbytes`` (``addressing.check_alignment``)."""
+        check_alignment(self.wf, self.instr_id, addr, nbytes, mask)
 
     def entry_alloca(self, ty: ir.Type) -> ir.Value:
         """Stack space in the warp function's entry block.  An ``alloca`` where the

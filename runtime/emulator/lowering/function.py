@@ -352,10 +352,15 @@ class WarpFunction:
             if base == "%lanemask_ge":
                 return ge
             return b.xor(ge, eq)
-        if base in ("%clock", "%clock_hi"):
-            return self.splat_value(b.trunc(self.ctx_word(abi.CTX_STEPS), i32))
-        if base in ("%clock64", "%globaltimer"):
-            return self.splat_value(self.ctx_word(abi.CTX_STEPS))
+        if base.startswith(("%clock", "%globaltimer")):
+            # the clock model (runtime/emulator/clock.py): the device's cycles at the launch's
+            # start plus this context's warp-instructions so far, at CPI cycles each
+            t = b.add(self.ctx_word(abi.CTX_CLOCK), b.mul(b.load(self.steps, typ=i64), self.ctx_word(abi.CTX_CLOCK_CPI)))
+            if base.startswith("%globaltimer"):  # nanoseconds at the clock rate
+                t = b.udiv(b.mul(t, ir.Constant(i64, 1000)), self.ctx_word(abi.CTX_CLOCK_MHZ))
+            if base.endswith("_hi"):
+                t = b.lshr(t, ir.Constant(i64, 32))
+            return self.splat_value(t if base in ("%clock64", "%globaltimer") else b.trunc(t, i32))
         if base == "%nsmid":
             return self.splat_value(b.trunc(self.ctx_word(abi.CTX_SMCOUNT), i32))
         if base == "%dynamic_smem_size":

@@ -261,6 +261,10 @@ def emit_range_checks(wf: WarpFunction, lp: HoistedLoop) -> None:
     for base, step, first, nbytes in _groups(lp):
         a = b.add(ev(base), ev.c(first))
         lanes = b.call(check, [wf.ctx, a, ev(step), k, ir.Constant(i64, nbytes), lanes, shadowed])
+    for c in lp.checks:  # aligned at every trip: base and step multiples of the access's size
+        if c.nbytes > 1:
+            low = b.and_(b.or_(ev(c.addr.base), ev(c.addr.step)), ev.c(c.nbytes - 1))
+            lanes = b.and_(lanes, wf.mask_to_i32(b.icmp_unsigned("==", low, ev.c(0))))
     act = wf.mask_to_i32(wf.active)
     p = _mask_ptr(wf, lp)
     old = b.load(p, typ=i32, align=4)

@@ -239,7 +239,7 @@ def st_bulk(e, check_only: bool = False) -> None:
     node = e.operand_node(2)
     if node[0] != "imm" or e.imm_bits(node[1], 32) != 0:
         raise e.fail("initval must be the immediate 0")
-    ptrs = pointers(e, 0, n, "shared" if ".shared::cta" in e.mods else "generic")
+    ptrs = pointers(e, 0, n, "shared" if ".shared::cta" in e.mods else "generic", align=8)
     if check_only:
         return
     fill = e.wf.intrinsic("llvm.memset.p0.i64", ir.VoidType(), [ptr, ir.IntType(8), i64, i1])

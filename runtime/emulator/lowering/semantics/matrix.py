@@ -454,6 +454,7 @@ def ldmatrix(e, check_only: bool = False) -> None:
     trans = ".trans" in e.mods
     kind, addr, _ = e.address(1)
     space = "shared" if any(m.startswith(".shared") for m in e.mods) or kind == "shared" else "generic"
+    _rows_aligned(e, addr, num)
     undef = ir.Constant(addr.type, None)
     regs = []
     for i in range(num):
@@ -481,6 +482,12 @@ def ldmatrix(e, check_only: bool = False) -> None:
         e.dst_elements(0, regs)
 
 
+def _rows_aligned(e, addr: ir.Value, num: int) -> None:
+    """Each row address (lanes 0 .. 8*num-1 give them) must be 16-byte aligned."""
+    givers = ir.Constant(ir.VectorType(ir.IntType(1), LANES), [int(l < 8 * num) for l in range(LANES)])
+    e.check_alignment(addr, 16, e.b.and_(e.exec_mask, givers))
+
+
 @rule("stmatrix")
 def stmatrix(e, check_only: bool = False) -> None:
     """``stmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16 [a], r``, ldmatrix's inverse:
@@ -497,6 +504,7 @@ def stmatrix(e, check_only: bool = False) -> None:
     kind, addr, _ = e.address(0)
     space = "shared" if any(m.startswith(".shared") for m in e.mods) or kind == "shared" else "generic"
     akind = "reg" if kind == "shared" else kind
+    _rows_aligned(e, addr, num)
     regs = [] if check_only else e.src_elements(1, 32)
     undef = ir.Constant(addr.type, None)
     for i in range(num):

@@ -43,9 +43,11 @@ def shared_space(e, kind: str) -> str:
     return "generic"
 
 
-def pointers(e, k: int, nbytes: int | ir.Value = 8, space: str | None = None) -> ir.Value:
-    """Bounds-checked host pointers of the address operand ``k`` in the executing lanes."""
+def pointers(e, k: int, nbytes: int | ir.Value = 8, space: str | None = None, align: int | None = None) -> ir.Value:
+    """Bounds-checked host pointers of the address operand ``k`` in the executing lanes, aligned
+    to ``align`` bytes (default: ``nbytes``, an mbarrier's 8; bulk sizes: 16, as PTX requires)."""
     kind, addr, _ = e.address(k)
+    e.check_alignment(addr, align or (nbytes if isinstance(nbytes, int) else 16), e.exec_mask)
     return e.host_pointers(space or shared_space(e, kind), addr, nbytes, e.exec_mask, kind)
 
 

@@ -51,6 +51,11 @@ def _memory_operand(e, k: int) -> tuple[str, int, str, ir.Value, str]:
     return t, type_bits(t), kind, addr, _space(e, kind)
 
 
+def _aligned(e, addr: ir.Value, bits: int) -> None:
+    """The access's natural alignment, a vector's whole size (``ld.v4.u32``: 16 bytes)."""
+    e.check_alignment(addr, _vec_width(e) * max(bits, 8) // 8, e.exec_mask)
+
+
 def _element_address(e, addr: ir.Value, k: int, bits: int) -> ir.Value:
     """The address of element ``k`` of a vector of ``bits``-bit elements at ``addr``."""
     return addr if k == 0 else e.b.add(addr, e.splat(k * bits // 8, i64))
@@ -59,6 +64,7 @@ def _element_address(e, addr: ir.Value, k: int, bits: int) -> ir.Value:
 @rule("ld", "ldu")
 def ld(e) -> None:
     t, bits, kind, addr, space = _memory_operand(e, 1)
+    _aligned(e, addr, bits)
     values = [e.load(space, _element_address(e, addr, k, bits), bits, e.exec_mask, kind) for k in range(_vec_width(e))]
     e.dst_elements(0, values, is_signed(t))
 
@@ -66,6 +72,7 @@ def ld(e) -> None:
 @rule("st")
 def st(e) -> None:
     _t, bits, kind, addr, space = _memory_operand(e, 0)
+    _aligned(e, addr, bits)
     vals = e.src_elements(1, bits)  # also ``{%r1}``: a one-element vector (Triton)
     n = _vec_width(e)
     if len(vals) != n:
@@ -105,6 +112,7 @@ def _atomic(e, returns: bool) -> None:
     ai = 1 if returns else 0
     kind, addr, _base = e.address(ai)
     space = _space(e, kind)
+    _aligned(e, addr, bits)
     signed = is_signed(t)
     vals = e.src_elements(ai + 1, bits, signed)
     cmpv = e.src(ai + 2, bits) if op == ".cas" else None
@@ -225,6 +233,8 @@ def cp_async(e, check_only: bool = False) -> None:
     cp = parse_int_immediate(node[1])
     if cp not in (4, 8, 16):
         raise e.fail(f"cp-size must be 4, 8 or 16, not {cp}")
+    e.check_alignment(dst, cp, e.exec_mask)
+    e.check_alignment(src, cp, e.exec_mask)
     nops = len(e.args)
     if any("cache_hint" in m for m in e.mods):
         nops -= 1  # the last operand is the cache policy
@@ -296,6 +306,7 @@ def check_access(e) -> None:
         return
     _t, bits, kind, addr, space = _memory_operand(e, _CHECKED_OPERAND[name])
     intent = _CHECKED_INTENT[name]
+    _aligned(e, addr, bits)
     for k in range(_vec_width(e)):
         e.host_pointers(space, _element_address(e, addr, k, bits), max(bits, 8) // 8, e.exec_mask, kind, intent)
 
