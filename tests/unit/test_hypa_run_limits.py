@@ -5,6 +5,7 @@ call says the kernel did not run), host callbacks on streams run in order."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 
 import pytest
@@ -63,6 +64,59 @@ def test_stream_callbacks_and_host_functions_run_in_stream_order(tmp_path):
     p = _build_and_run(tmp_path, "callbacks", CALLBACKS)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "callback 1 cudaSuccess\nhost fn 2\nsum 64\n"
+
+
+HOST_FN_CALLS = r"""
+#include <cstdio>
+#include <cstdlib>
+__global__ void k(int *p) { *p = 5; }
+int *d;
+void CUDART_CB peek(void *) { int h = 0; printf("in host fn: %s", cudaGetErrorName(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost))); printf(" %d\n", h); }
+void CUDART_CB leave(void *) { printf("exit in host fn\n"); exit(3); }
+int main() {
+  cudaMalloc(&d, 4); k<<<1, 1>>>(d);
+  cudaLaunchHostFunc(0, peek, 0);
+  cudaLaunchHostFunc(0, leave, 0);
+  cudaDeviceSynchronize();
+  printf("not reached\n");
+  return 0;
+}
+"""
+
+
+def test_host_functions_may_call_the_runtime_and_exit(tmp_path):
+    """hypa runs host functions on its own thread, inside the call that enqueued them: a
+    runtime call made there runs at once (CUDA forbids such calls; hypa must not wait for
+    itself), and exit() there still writes the records (1 launch in the summary)."""
+    p = _build_and_run(tmp_path, "host_fn_calls", HOST_FN_CALLS)
+    assert p.stdout == "in host fn: cudaSuccess 5\nexit in host fn\n"
+    assert p.returncode == 3 and "hypa run: 1 launch of 1 kernel;" in p.stderr, p.stderr
+
+
+CTRL_C = r"""
+#include <csignal>
+#include <cstdio>
+__global__ void k(int *p) { *p = 1; }
+int main() {
+  int *d; cudaMalloc(&d, 4); k<<<1, 1>>>(d); cudaDeviceSynchronize();
+  printf("raising SIGINT\n"); fflush(stdout);
+  raise(SIGINT);  // what Ctrl-C sends: the program has no handler, so it ends here
+  cudaDeviceSynchronize();
+  printf("still running\n");
+  return 0;
+}
+"""
+
+
+def test_ctrl_c_stops_the_program(tmp_path):
+    """SIGINT's default action ends the program as natively: hypa's interpreter must not keep
+    the handler Python installs when it imports ``signal`` (which turned Ctrl-C into a
+    KeyboardInterrupt inside hypa, and the program went on).  SIGINT starts at its default in
+    ``hypa run`` (a test run in the background may inherit it ignored)."""
+    exe = build_cuda_program(tmp_path, "ctrl_c", CTRL_C)
+    p = run_hypa("run", "--", exe, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert p.stdout == "raising SIGINT\n"
+    assert p.returncode == 130 and "ctrl_c was killed by signal 2 (SIGINT)" in p.stderr, p.stderr
 
 
 PRINTF_ORDER = r"""
