@@ -79,6 +79,7 @@ static int hypa_ready;         /* the hypa thread has installed the dispatcher *
 static int hypa_forked;        /* this process is a fork() child: the hypa thread is not in it */
 static unsigned long long hypa_threads;
 static __thread unsigned long long hypa_self;  /* the calling thread's number (never reused) */
+static __thread int hypa_waiting;              /* the calling thread is inside a posted call */
 
 /* called from Python (cudart.host.install) with the dispatcher */
 __attribute__((visibility("default"))) void hypa_cudart_set_dispatch(void *fn) { hypa_dispatch = (hypa_dispatch_fn)fn; }
@@ -172,12 +173,17 @@ static void hypa_start(void) {
 }
 
 /* in_child: what the call returns in a fork() child, where CUDA's runtime calls fail with
-   cudaErrorInitializationError and hypa's thread does not exist (waiting would hang) */
+   cudaErrorInitializationError and hypa's thread does not exist (waiting would hang); also
+   where a signal handler (one calling exit(), say) interrupted this thread's own call, which
+   hypa's thread is still serving (waiting would deadlock: the records are then not written) */
 static long long hypa_call(int fn, const long long *args, int nargs, long long in_child) {
     pthread_once(&hypa_once, hypa_start);
     unsigned long long me = hypa_caller();
     if (!hypa_thread_mode || pthread_equal(pthread_self(), hypa_thread)) return hypa_dispatch(fn, args, nargs, me);
-    if (hypa_forked) return in_child;
+    if (hypa_forked || hypa_waiting) return in_child;
+    int cancel;  /* pthread_cond_wait is a cancellation point: a thread cancelled there would keep the turn */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+    hypa_waiting = 1;
     pthread_mutex_lock(&hypa_turn);
     pthread_mutex_lock(&hypa_mu);
     hypa_req.fn = fn; hypa_req.args = args; hypa_req.nargs = nargs; hypa_req.caller = me;
@@ -188,6 +194,8 @@ static long long hypa_call(int fn, const long long *args, int nargs, long long i
     hypa_req.state = HYPA_IDLE;
     pthread_mutex_unlock(&hypa_mu);
     pthread_mutex_unlock(&hypa_turn);
+    hypa_waiting = 0;
+    pthread_setcancelstate(cancel, 0);
     return r;
 }
 

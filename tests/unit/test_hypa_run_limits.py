@@ -93,6 +93,35 @@ def test_host_functions_may_call_the_runtime_and_exit(tmp_path):
     assert p.returncode == 3 and "hypa run: 1 launch of 1 kernel;" in p.stderr, p.stderr
 
 
+EXIT_IN_HANDLER = r"""
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+__global__ void spin(long long *p, long long n) { for (long long i = 0; i < n; i++) *(volatile long long *)p += i; }
+void on_alarm(int) { printf("alarm during the launch\n"); exit(4); }
+int main() {
+  long long *d; cudaMalloc(&d, 8);
+  signal(SIGALRM, on_alarm);
+  alarm(1);
+  spin<<<1, 1>>>(d, 1LL << 40);  // far longer than a second
+  cudaDeviceSynchronize();
+  printf("not reached\n");
+  return 0;
+}
+"""
+
+
+def test_exit_in_a_signal_handler_during_a_call_ends_the_program(tmp_path):
+    """A handler that calls exit() while its thread waits for hypa's thread (here: in a long
+    launch) ends the program at once: the exit does not wait for the call it interrupted
+    (that waited for itself, a hang), and the records are not written."""
+    exe = build_cuda_program(tmp_path, "exit_in_handler", EXIT_IN_HANDLER)
+    p = run_hypa("run", "--timeout", "120", "--", exe)
+    assert p.stdout == "alarm during the launch\n"
+    assert p.returncode == 4 and "ended before hypa could write its results" in p.stderr, p.stderr
+
+
 CTRL_C = r"""
 #include <csignal>
 #include <cstdio>
