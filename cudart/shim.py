@@ -130,7 +130,9 @@ static void *hypa_main(void *unused) {  /* the hypa thread: start Python, then s
         pthread_mutex_lock(&hypa_mu);
         hypa_req.ret = r;
         hypa_req.state = HYPA_ANSWERED;
+        pthread_mutex_unlock(&hypa_mu);  /* signalled unlocked: the caller wakes to a free mutex */
         pthread_cond_signal(&hypa_done);
+        pthread_mutex_lock(&hypa_mu);
     }
     return unused;
 }
@@ -188,7 +190,9 @@ static long long hypa_call(int fn, const long long *args, int nargs, long long i
     pthread_mutex_lock(&hypa_mu);
     hypa_req.fn = fn; hypa_req.args = args; hypa_req.nargs = nargs; hypa_req.caller = me;
     hypa_req.state = HYPA_POSTED;
+    pthread_mutex_unlock(&hypa_mu);
     pthread_cond_signal(&hypa_posted);
+    pthread_mutex_lock(&hypa_mu);
     while (hypa_req.state != HYPA_ANSWERED) pthread_cond_wait(&hypa_done, &hypa_mu);
     long long r = hypa_req.ret;
     hypa_req.state = HYPA_IDLE;

@@ -1,6 +1,7 @@
 // fork() after CUDA is initialised: in the child every runtime call fails with
 // cudaErrorInitializationError (the child has no context; under hypa, no runtime thread),
-// the child exits normally, and the parent goes on using the device.
+// the child exits normally, and the parent goes on using the device.  (NVIDIA's guidelines
+// call CUDA in a child before exec() undefined; error 3 is what its runtime returns there.)
 #include <cstdio>
 #include <cstdlib>
 #include <sys/wait.h>
