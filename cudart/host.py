@@ -12,6 +12,7 @@ when the program exits (``FINISH``).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import dataclasses
 import json
@@ -136,7 +137,10 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         self.functions: dict[int, Kernel] = {}
         self.symbols: dict[int, Symbol] = {}
         self.config: list[tuple] = []
-        self.last_error = 0
+        #: cudaGetLastError's error, per host thread as in CUDA (the C library numbers the
+        #: program's threads: every call runs on hypa's own thread, so Python cannot tell them apart)
+        self.last_errors: dict[int, int] = {}
+        self.caller = 0
         self.sticky = 0
         #: a fault of a launch that already ran (hypa runs launches to the end at once): sticky
         #: from the next call that synchronizes with the device, where CUDA reports it
@@ -151,7 +155,6 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         self.estimate_cache: dict[int, float | None] = {}
         self.t0 = time.perf_counter()
         self._handles: list[ctypes.Array] = []
-        self._strings: dict[int, ctypes.Array] = {}
         self._said: set[tuple] = set()
         self.finished = False
         self._printf = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(self._device_printf)
@@ -165,9 +168,25 @@ class HostRuntime(TextureRuntime, GraphRuntime):
 
     # -- the dispatcher ------------------------------------------------------------------
 
-    def dispatch(self, fn: int, args, nargs: int) -> int:
+    def dispatch(self, fn: int, args, nargs: int, caller: int = 0) -> int:
         with self._lock:  # the runtime API is thread-safe: calls from the program's threads take turns
-            return self._dispatch(fn, args, nargs)
+            outer, self.caller = self.caller, caller
+            try:
+                return self._dispatch(fn, args, nargs)
+            finally:  # a host function calling the runtime returns to its caller's call
+                self.caller = outer
+
+    @property
+    def last_error(self) -> int:
+        """The calling host thread's last error (``cudaGetLastError``)."""
+        return self.last_errors.get(self.caller, 0)
+
+    @last_error.setter
+    def last_error(self, value: int) -> None:
+        if value:
+            self.last_errors[self.caller] = value
+        else:
+            self.last_errors.pop(self.caller, None)
 
     def _dispatch(self, fn: int, args, nargs: int) -> int:
         try:
@@ -890,18 +909,11 @@ class HostRuntime(TextureRuntime, GraphRuntime):
     def cudaPeekAtLastError(self):
         return self.sticky or self.last_error
 
-    def _cstr(self, text: str) -> int:
-        key = hash(text)
-        buf = self._strings.get(key)
-        if buf is None:
-            buf = self._strings[key] = ctypes.create_string_buffer(text.encode())
-        return ctypes.addressof(buf)
-
     def cudaGetErrorString(self, error):
-        return self._cstr(E.describe(error)[1])
+        return 0  # looked up by the C library itself (errors.tsv), also in a fork() child
 
     def cudaGetErrorName(self, error):
-        return self._cstr(E.describe(error)[0])
+        return 0  # looked up by the C library itself (errors.tsv)
 
     # -- functions and occupancy ---------------------------------------------------------
 
@@ -1178,9 +1190,12 @@ def install(set_dispatch: int, major: int) -> None:
     """Called by the C library once the interpreter runs: make the runtime, hand back the dispatcher."""
     global _RUNTIME, _DISPATCH
     _RUNTIME = HostRuntime(major, RunOptions.from_environment())
-    proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int)
+    proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_uint64)
     _DISPATCH = proto(_RUNTIME.dispatch)
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(set_dispatch)(ctypes.cast(_DISPATCH, ctypes.c_void_p).value)
+    # a program that embeds Python finalizes its interpreter before the C library's destructor
+    # runs, so the records are written here then (hypa's own interpreter never finalizes)
+    atexit.register(_RUNTIME.finish)
 
 
 #: seconds into a run before the progress line appears (short runs print none)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -94,3 +95,33 @@ def test_a_program_linked_against_cuda_12_runs_on_hypas_libcudart_so_12(libs, tm
     assert p.stdout == "62 cudaSuccess\n"
     (r,) = json.loads(out.read_text())
     assert r["thread_inst_executed"] == 32 * 8  # ld.param, mov, mul, cvta, mul.wide, add, st, ret
+
+
+EMBEDS_PYTHON = """
+import ctypes, os, sys, threading
+lib = ctypes.CDLL(sys.argv[1])
+n = ctypes.c_int(-1)
+print("count", lib.cudaGetDeviceCount(ctypes.byref(n)), n.value)
+print("threads", len(os.listdir("/proc/self/task")))  # hypa started none
+print("bad device", lib.cudaSetDevice(7))
+other = []
+t = threading.Thread(target=lambda: other.append(lib.cudaGetLastError()))
+t.start(); t.join()
+print("last error: other thread", other[0], "this thread", lib.cudaGetLastError(), lib.cudaGetLastError())
+"""
+
+
+def test_a_program_that_embeds_python_runs_hypa_on_its_own_threads(libs, tmp_path):
+    """Where the program already runs Python (here: Python loading the library with ctypes), hypa
+    uses that interpreter on the calling thread and starts no thread of its own; the last error
+    is still per thread, and the records are written when that interpreter finalizes (the C
+    library's destructor comes later, and calling into Python then crashed)."""
+    results = tmp_path / "results.json"
+    env = dict(os.environ, HYPA_RUN=json.dumps({"results": str(results)}), OPENBLAS_NUM_THREADS="1",
+               HYPA_SYS_PATH=os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
+    (tmp_path / "embeds.py").write_text(EMBEDS_PYTHON)
+    p = subprocess.run([sys.executable, str(tmp_path / "embeds.py"), libs[13]], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "count 0 1\nthreads 1\nbad device 101\nlast error: other thread 0 this thread 101 0\n"
+    assert json.loads(results.read_text())["summary"]["launches"] == 0

@@ -138,6 +138,16 @@ STDOUT = {
               "explicit: 1 root node, y[3] = 7, host calls 1\nupdated: y[3] = 2, host calls 2\n"
               "sync while capturing: cudaErrorStreamCaptureUnsupported, end: cudaErrorStreamCaptureInvalidated, "
               "graph none\npool: threshold kept, z[255] = 127.5\nPASS\n",
+    # hypa's Python, numpy and LLVM allocate on a thread of their own (cudart/shim.py): the
+    # program's own malloc gets fresh zeroed pages as natively, never hypa's garbage
+    "host_heap": "x[n-1]: 131071.0 524288.5\nmalloc 64 KiB: all zero\nmalloc 1 MiB: all zero\n"
+                 "malloc 4 MiB: all zero\nx[n-1]: 2998.0\nmalloc 64 KiB after more CUDA work: all zero\nPASS\n",
+    # the child of fork() gets cudaErrorInitializationError (3) from every runtime call
+    "fork_child": "child: cudaMalloc: 3 cudaErrorInitializationError (initialization error)\n"
+                  "child: cudaMemcpy: cudaErrorInitializationError\nchild: cudaGetLastError: cudaErrorInitializationError\n"
+                  "parent: child exited with 7\nparent: cudaSuccess, h[31] = 93\nPASS\n",
+    "host_threads": "other thread: cudaErrorInvalidDevice; main's last error: cudaSuccess; other's: cudaErrorInvalidDevice\n"
+                    "sums: 2272 66272 130272 194272\nsigwait caught 20 SIGINTs\nPASS\n",
 }
 
 EXIT = {"unsupported_call": 1}
@@ -167,6 +177,9 @@ LAUNCHES = {
     # the kernel of the invalidated capture never runs
     "graphs": [(k, (2, 1, 1), (128, 1, 1)) for k in ("_Z5scalePffi", "_Z3addPKfPfi", "_Z5scalePffi", "_Z3addPKfPfi",
                                                     "_Z3addPKfPfi", "_Z3addPKfPfi", "_Z5scalePffi")],
+    "host_heap": [("_Z5scalePffi", (g, 1, 1), (256, 1, 1)) for g in (256, 4096, 4)],
+    "fork_child": [("_Z4iotaPi", G1, B32)] * 2,  # the parent's: the child launches nothing
+    "host_threads": [("_Z4fillPii", G1, (64, 1, 1))] * 40,  # 4 threads x 5, then 20 from main
 }
 
 # Launches (indices into LAUNCHES) that do identical work, so every count must be equal.

@@ -5,6 +5,7 @@ callbacks on streams run in order.  (Grid-wide synchronization runs: tests/unit/
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 
 import pytest
@@ -37,6 +38,88 @@ def test_stream_callbacks_and_host_functions_run_in_stream_order(tmp_path):
     p = _build_and_run(tmp_path, "callbacks", CALLBACKS)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "callback 1 cudaSuccess\nhost fn 2\nsum 64\n"
+
+
+HOST_FN_CALLS = r"""
+#include <cstdio>
+#include <cstdlib>
+__global__ void k(int *p) { *p = 5; }
+int *d;
+void CUDART_CB peek(void *) { int h = 0; printf("in host fn: %s", cudaGetErrorName(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost))); printf(" %d\n", h); }
+void CUDART_CB leave(void *) { printf("exit in host fn\n"); exit(3); }
+int main() {
+  cudaMalloc(&d, 4); k<<<1, 1>>>(d);
+  cudaLaunchHostFunc(0, peek, 0);
+  cudaLaunchHostFunc(0, leave, 0);
+  cudaDeviceSynchronize();
+  printf("not reached\n");
+  return 0;
+}
+"""
+
+
+def test_host_functions_may_call_the_runtime_and_exit(tmp_path):
+    """hypa runs host functions on its own thread, inside the call that enqueued them: a
+    runtime call made there runs at once (CUDA forbids such calls; hypa must not wait for
+    itself), and exit() there still writes the records (1 launch in the summary)."""
+    p = _build_and_run(tmp_path, "host_fn_calls", HOST_FN_CALLS)
+    assert p.stdout == "in host fn: cudaSuccess 5\nexit in host fn\n"
+    assert p.returncode == 3 and "hypa run: 1 launch of 1 kernel;" in p.stderr, p.stderr
+
+
+EXIT_IN_HANDLER = r"""
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+__global__ void spin(long long *p, long long n) { for (long long i = 0; i < n; i++) *(volatile long long *)p += i; }
+void on_alarm(int) { printf("alarm during the launch\n"); exit(4); }
+int main() {
+  long long *d; cudaMalloc(&d, 8);
+  signal(SIGALRM, on_alarm);
+  alarm(1);
+  spin<<<1, 1>>>(d, 1LL << 40);  // far longer than a second
+  cudaDeviceSynchronize();
+  printf("not reached\n");
+  return 0;
+}
+"""
+
+
+def test_exit_in_a_signal_handler_during_a_call_ends_the_program(tmp_path):
+    """A handler that calls exit() while its thread waits for hypa's thread (here: in a long
+    launch) ends the program at once: the exit does not wait for the call it interrupted
+    (that waited for itself, a hang), and the records are not written."""
+    exe = build_cuda_program(tmp_path, "exit_in_handler", EXIT_IN_HANDLER)
+    p = run_hypa("run", "--timeout", "120", "--", exe)
+    assert p.stdout == "alarm during the launch\n"
+    assert p.returncode == 4 and "ended before hypa could write its results" in p.stderr, p.stderr
+
+
+CTRL_C = r"""
+#include <csignal>
+#include <cstdio>
+__global__ void k(int *p) { *p = 1; }
+int main() {
+  int *d; cudaMalloc(&d, 4); k<<<1, 1>>>(d); cudaDeviceSynchronize();
+  printf("raising SIGINT\n"); fflush(stdout);
+  raise(SIGINT);  // what Ctrl-C sends: the program has no handler, so it ends here
+  cudaDeviceSynchronize();
+  printf("still running\n");
+  return 0;
+}
+"""
+
+
+def test_ctrl_c_stops_the_program(tmp_path):
+    """SIGINT's default action ends the program as natively: hypa's interpreter must not keep
+    the handler Python installs when it imports ``signal`` (which turned Ctrl-C into a
+    KeyboardInterrupt inside hypa, and the program went on).  SIGINT starts at its default in
+    ``hypa run`` (a test run in the background may inherit it ignored)."""
+    exe = build_cuda_program(tmp_path, "ctrl_c", CTRL_C)
+    p = run_hypa("run", "--", exe, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert p.stdout == "raising SIGINT\n"
+    assert p.returncode == 130 and "ctrl_c was killed by signal 2 (SIGINT)" in p.stderr, p.stderr
 
 
 PRINTF_ORDER = r"""
