@@ -33,6 +33,15 @@ Targets (each mutates a valid seed input and feeds it to the code a user's input
     truncated or extended; read by ``load_sources`` with hypa's own fatbin reader, the PTX it
     yields parsed, and the ELF reader of ``hypa run`` (``cudart.program.inspect``) run on it.
 
+``edge-kernel``
+    a generated kernel at the edges: accesses misaligned by a few bytes (vectors and atomics
+    too), huge ``.shared``/``.local`` sizes, a spin on ``%clock64``, barriers with odd ids and
+    counts, a random block on a buffer of a random size; emulated in either mode.
+``profile-file``
+    a file given to ``hypa report``/``hypa diff``: the seed profile in UTF-8/16/32, truncated,
+    nested deep, binary bytes, a FIFO, a device, or naming a device as its ``file``; read by
+    ``report/files.py``, checked and rendered (the CFG re-reads the named file).
+
 Outcomes: ``accepted`` (ran), ``rejected`` (the input error a user sees: a ``HypaError`` --
 LaunchError, EmulationError, InputError ... -- with a message), ``crash`` (any other exception: a hypa bug; the
 input is written to ``--save DIR`` and its traceback printed), ``hang`` (a case that ran past
@@ -55,6 +64,8 @@ import random
 import sys
 import time
 import traceback
+
+import numpy as np
 
 from hypa.ptxdialect.diagnostics import HypaError
 
@@ -185,7 +196,7 @@ class Targets:
 
         base = "grid=4 block=256 args=1000,2.0,x,y buffer.x=float32:1000:arange buffer.y=float32:1000:ones shared=0"
         toks = base.split()
-        for _ in range(rng.randint(1, 3)):
+        for _ in range(rng.randint(0 if rng.random() < 0.2 else 1, 3)):  # (some cases unmutated: both sides reached)
             i = rng.randrange(len(toks))
             k, _, v = toks[i].partition("=")
             choice = rng.random()
@@ -320,6 +331,132 @@ class Targets:
                 return "rejected", bytes(data)
         return "accepted", bytes(data)
 
+    def edge_kernel(self, rng: random.Random):
+        """A kernel generated at the edges issue 31 lists: accesses misaligned by a few bytes
+        (vector and atomic ones too), huge or odd ``.shared``/``.local`` sizes, a spin on
+        ``%clock64`` for a random number of cycles, barriers with odd ids and thread counts,
+        launched with a random block on a buffer of a random size, in either mode."""
+        from hypa.ptxdialect import parse_ptx
+        from hypa.runtime.emulator.emulator import Emulator
+        from hypa.runtime.emulator.launch import Launch
+
+        space = rng.choice(["global", "shared", "local"])
+        vec, ty = rng.choice([("", "u32"), ("", "u8"), ("", "u64"), (".v2", "u32"), (".v4", "u32"), (".v2", "u64"),
+                              ("", "f32"), (".v4", "f32")])
+        size = {"u8": 1, "u32": 4, "u64": 8, "f32": 4}[ty] * {"": 1, ".v2": 2, ".v4": 4}[vec]
+        offset = rng.choice([0, 0, 0, size, 1, 2, 4, 8, 12, -4, 1 << 20])
+        shared = rng.choice([16, 4096, 49152, 49153, 232448, 1 << 31, 1 << 32])
+        local = rng.choice([16, 1024, 1 << 20, 16 << 20, 1 << 31])
+        cycles = rng.choice([0, 1, 100, 10_000, 1_000_000])
+        bar = rng.choice(["bar.sync 0;", "bar.sync 1, 64;", "bar.sync 15, 32;", "bar.sync 16;", "bar.sync 0, 33;",
+                          "barrier.sync 2;", ""])
+        n = "{%r10, %r11, %r12, %r13}"[: {"": 0, ".v2": 15, ".v4": 24}[vec]] if vec else "%r10"
+        regs = {"u8": "r", "u32": "r", "f32": "f", "u64": "rd"}[ty]
+        dst = (n.replace("%r", f"%{regs}") if vec else f"%{regs}10")
+        op = rng.choice(["ld", "st", "atom"]) if not vec and ty in ("u32", "u64") else rng.choice(["ld", "st"])
+        addr = "%rd4" if space == "global" else ("%rd7" if space == "shared" else "%rd8")
+        if op == "ld":
+            access = f"ld.{space}{vec}.{ty} {dst}, [{addr}];"
+        elif op == "st":
+            access = f"st.{space}{vec}.{ty} [{addr}], {dst};"
+        else:
+            access = f"atom.{space}.add.{ty} %{regs}20, [{addr}], %{regs}10;" if space != "local" else \
+                f"ld.{space}.{ty} %{regs}20, [{addr}];"
+        ptx = f""".version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{{
+  .reg .pred %p<4>;
+  .reg .b16 %rs<30>;
+  .reg .b32 %r<30>;
+  .reg .f32 %f<30>;
+  .reg .b64 %rd<30>;
+  .shared .align 16 .b8 sbuf[{shared}];
+  .local .align 16 .b8 lbuf[{local}];
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, {max(size, 1)};
+  add.s64 %rd4, %rd2, %rd3;
+  add.s64 %rd4, %rd4, {offset};
+  mov.u64 %rd5, sbuf;
+  add.s64 %rd7, %rd5, %rd3;
+  add.s64 %rd7, %rd7, {offset};
+  mov.u64 %rd6, lbuf;
+  add.s64 %rd8, %rd6, {offset};
+  mov.u32 %r10, 1;
+  mov.u64 %rd10, 1;
+  mov.f32 %f10, 0f3F800000;
+  mov.u32 %r11, 2; mov.u32 %r12, 3; mov.u32 %r13, 4;
+  mov.u64 %rd11, 2;
+  mov.f32 %f11, 0f40000000; mov.f32 %f12, 0f40400000; mov.f32 %f13, 0f40800000;
+  {access}
+  mov.u64 %rd20, %clock64;
+SPIN:
+  mov.u64 %rd21, %clock64;
+  sub.s64 %rd22, %rd21, %rd20;
+  setp.lt.u64 %p1, %rd22, {cycles};
+  @%p1 bra SPIN;
+  {bar}
+  ret;
+}}
+"""
+        block = rng.choice([1, 32, 64, 96, 256, 1024])
+        nbytes = rng.choice([0, 16, 4096, block * size, max(0, block * size - 4), 1 << 20])
+        try:
+            module = parse_ptx(ptx, filename="edge.ptx")
+            emu = Emulator(module, mode=rng.choice(["slice", "full"]), step_budget=STEP_BUDGET)
+            emu.run(Launch(kernel="k", grid=rng.choice([1, 2]), block=block,
+                           args=[np.zeros(nbytes // 4, np.uint32), 1]))
+        except HypaError:
+            return "rejected", ptx
+        return "accepted", ptx
+
+    def profile_file(self, rng: random.Random):
+        """A file given to ``hypa report``/``hypa diff`` as a profile: the seed profile in
+        another Unicode encoding, truncated, nested deep, binary bytes, a FIFO or a device,
+        or naming a device as its PTX ``file``; read by the reports' loader, checked, and
+        rendered when accepted."""
+        import tempfile
+
+        from hypa.runtime.report import diff
+        from hypa.runtime.report import html as html_report
+        from hypa.runtime.report.files import ReportFileError, load_json
+
+        data = copy.deepcopy(self.seed_profile())
+        kind = rng.choice(["utf-8", "utf-16", "utf-32", "truncated", "deep", "binary", "fifo", "device", "file-field"])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.json")
+            text = json.dumps(data)
+            if kind in ("utf-8", "utf-16", "utf-32"):
+                open(path, "wb").write(text.encode(kind))
+            elif kind == "truncated":
+                open(path, "w").write(text[: rng.randrange(len(text))])
+            elif kind == "deep":
+                depth = rng.choice([10, 1000, 100_000])
+                open(path, "w").write("[" * depth + "]" * depth)
+            elif kind == "binary":
+                open(path, "wb").write(bytes(rng.randrange(256) for _ in range(rng.randint(0, 512))))
+            elif kind == "fifo":
+                os.mkfifo(path)
+            elif kind == "device":
+                path = rng.choice(["/dev/zero", "/dev/null", "/proc/self/mem", d])
+            else:
+                for e in data:
+                    e["file"] = rng.choice(["/dev/zero", "/dev/urandom", d, "/nonexistent.ptx"])
+                open(path, "w").write(json.dumps(data))
+            try:
+                loaded = load_json(path)
+                problem = html_report.profile_problem(loaded)
+                if problem is not None:
+                    return "rejected", kind
+                html_report.build(loaded, cfg=None)  # the CFG section re-reads each entry's file
+                diff.table(diff.pair(diff.load(path), diff.load(path)), ("A", "B"))
+            except (ReportFileError, diff.DiffError):
+                return "rejected", kind
+        return "accepted", kind
+
 
 def timing_launch():
     from hypa.runtime.emulator.launch import launches_from_dict
@@ -335,7 +472,7 @@ def _ptx_files() -> list[str]:
 
 
 TARGETS = {"report-json": "report_json", "launch-spec": "launch_spec", "emulate-string": "emulate_string", "ptx": "ptx",
-           "arch-file": "arch_file", "binary": "binary"}
+           "arch-file": "arch_file", "binary": "binary", "edge-kernel": "edge_kernel", "profile-file": "profile_file"}
 
 
 class Hang(Exception):

@@ -31,9 +31,12 @@ def read_regular(path: str, limit: int) -> bytes:
         raise ReportFileError(f"{path}: {st.st_size:,} bytes, more than the {limit:,} a report reads")
     try:
         with open(path, "rb") as f:
-            return f.read(limit + 1)[:limit]
+            data = f.read(st.st_size + 1)  # (a file that grew since: read what stat saw, and a byte)
     except OSError as e:
         raise ReportFileError(f"{path}: {e.strerror}") from None
+    if len(data) > limit:
+        raise ReportFileError(f"{path}: more than the {limit:,} bytes a report reads")
+    return data
 
 
 def load_json(path: str):

@@ -39,7 +39,7 @@ SMALL = [
     ("emulate.py", ["--schedule", "--small"], (), r"^6 cases, the same counts with schedule on and off$"),
     # hypa run --capture: the tracked and hashed captures store the same files, the replay counts the same
     ("capture.py", ["--small"], ("nvcc",), r"^replay: 20 launches, the same counts as the run$"),
-    ("fuzz.py", ["--small"], (), r"^fuzz: seed 20261126, 120 cases in \d+ s$"),
+    ("fuzz.py", ["--small"], (), r"^fuzz: seed 20261126, 160 cases in \d+ s$"),
     ("module_graph.py", ["--small"], (), r"^\d+ modules, \d+ import edges, 0 cycles, 0 upward imports, 0 private names imported"),
     ("parse.py", ["--small"], (), r"^round trip: (\d+) of \1 files print to a fixpoint$"),
     ("ptxas_agreement.py", ["--small"], ("ptxas",), r"^13 cases: 13 agree with ptxas, 0 accepted but invalid, "
