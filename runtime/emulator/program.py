@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from hypa.passes.cfg import CFG
-from hypa.passes.contract import mark_contractions
+from hypa.passes.contract import CONTRACT_ATTR, mark_contractions
 from hypa.passes.dominance import VIRTUAL_EXIT, immediate_post_dominators
 from hypa.passes.inline import (
     CALL_ATTR,
@@ -1004,16 +1004,25 @@ def is_turn_write(op: InstructionOp) -> bool:
 
 def _block_local_values(cfg: CFG, emulated: set[InstructionOp], barriers: set[InstructionOp]) -> set[SSAValue]:
     """Results used only by later emulated instructions of their own block, with no
-    barrier in between: they live in LLVM registers, never in the warp frame."""
+    barrier in between: they live in LLVM registers, never in the warp frame.  An
+    ``add``/``sub`` fused with a ``mul`` (``hypa.contract``) reads that ``mul``'s operands
+    where it stands, so it counts as their user too (a turn between the two ends the block)."""
     out: set[SSAValue] = set()
     for b in cfg.blocks:
         pos: dict[InstructionOp, int] = {}
         bar_pos: list[int] = []
+        fused_readers: dict[SSAValue, list[InstructionOp]] = {}
         for i, op in enumerate(b.ops):
             if isinstance(op, InstructionOp):
                 pos[op] = i
                 if op in barriers:
                     bar_pos.append(i)
+                mark = op.attributes.get(CONTRACT_ATTR)
+                if isinstance(mark, IntegerAttr):
+                    mul = op.arg_operands(mark.value.data)[0].owner
+                    assert isinstance(mul, InstructionOp)
+                    for v in (*mul.arg_operands(1), *mul.arg_operands(2)):
+                        fused_readers.setdefault(v, []).append(op)
         for op, i in pos.items():
             if op not in emulated or op in barriers:
                 continue
@@ -1029,6 +1038,10 @@ def _block_local_values(cfg: CFG, emulated: set[InstructionOp], barriers: set[In
                         ok = False  # passed along an edge
                         break
                     if any(i < k <= j for k in bar_pos):
+                        ok = False
+                        break
+                for user in fused_readers.get(r, ()) if ok else ():
+                    if user in emulated and any(i < k <= pos[user] for k in bar_pos):
                         ok = False
                         break
                 if ok:

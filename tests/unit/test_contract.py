@@ -240,3 +240,41 @@ def test_program_prints_what_the_h100_prints(tmp_path) -> None:
     assert off.returncode == 0, off.stderr
     assert "cross3 checksum adc7bec6455a6d3f" in off.stdout
     assert off.stdout.replace("adc7bec6455a6d3f", "424f881fa4bb386d") == gpu["stdout"]
+
+
+ACROSS_TURN = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+  .reg .f32 %f<10>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.global.f32 %f1, [%rd2];
+  ld.global.f32 %f2, [%rd2+4];
+  ld.global.f32 %f3, [%rd2+8];
+  add.f32 %f4, %f1, %f2;
+  mul.f32 %f5, %f4, %f1;
+  add.f32 %f6, %f5, %f3;
+  st.global.f32 [%rd2+12], %f6;
+  add.f32 %f7, %f3, %f5;
+  st.global.f32 [%rd2+16], %f7;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["interleave", "warp"])
+@pytest.mark.parametrize("fmad", [True, False])
+def test_fused_add_after_a_turn(schedule: str, fmad: bool) -> None:
+    """The second add fused with the mul comes after a store, where the interleaved schedule
+    ends a warp's turn: it reads the mul's operands there, so %f4 (otherwise read only by the
+    mul, before the store) must outlive the turn (it had no frame slot: "internal: value f4
+    has no frame slot", Parboil's histo under ``hypa run``).  a = 1 + 2**-12, %f4 = a + 0,
+    c = -(1 + 2**-11): fused, a*a + c is 2**-24, unfused 0 (test_fused_values)."""
+    a = np.float32(1 + 2**-12)
+    p = np.array([a, 0, -np.float32(1 + 2**-11), 7, 7], np.float32)
+    r = emulate(ACROSS_TURN, ["p"], {"p": p}, block=64, mode="full", fmad=fmad, schedule=schedule)
+    tiny = np.float32(2.0**-24 if fmad else 0.0)
+    assert list(r.buffers["p"][3:]) == [tiny, tiny]
