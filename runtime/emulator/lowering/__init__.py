@@ -11,12 +11,16 @@ only those above it in this list:
 - ``softfloat``: rounding to any float format on integers, exact float arithmetic
 - ``function``: ``WarpFunction``, the warp function's state: context, frame, lanes, errors
 - ``outline``: helper functions built once per module for code every access repeats
+- ``initcheck``: the shadow of shared/local bytes written (reads of bytes no thread wrote)
+- ``racecheck``: the shadow of shared-memory accesses since the last barrier (hazards)
 - ``addressing``: state-space addresses to bounds-checked host pointers, flat lookup
 - ``hoisted``: slice mode's bounds checks hoisted to a loop's entry (``passes/hoist_checks.py``)
 - ``emitter``: ``Emitter``, what a rule sees of one instruction
 - ``semantics/``: the rules, one module per instruction family
 - ``memory_metrics``: the ``--memory-metrics`` counters
 - ``printf``: device ``printf``
+- ``calls``: real calls and returns (recursion, indirect calls: a per-thread stack)
+- ``heap``: device ``malloc``/``free``
 - ``warp``: ``WarpCodegen``, the SIMT control flow and each block's lowering
 - ``scheduler``: the CTA scheduler
 """
