@@ -14,9 +14,14 @@ cases and the SASS they gave):
 * the ``mul`` has no rounding modifier (``.rn`` and friends never fuse), no ``.sat`` and no
   guard predicate; types ``.f32``, ``.f64``, ``.f16``, ``.f16x2``, ``.bf16``, ``.bf16x2``;
 * **every** use of its result is an ``add`` or ``sub`` of the same type, without a rounding
-  modifier, with the same ``.ftz`` as the ``mul``, in the same basic block, that reads the
-  result once (a ``mul`` whose result is also stored, multiplied again or used in another
-  block stays a separate ``FMUL``); the ``add`` may carry ``.sat`` and a guard;
+  modifier, with the same ``.ftz`` as the ``mul``, that reads the result once (a ``mul`` whose
+  result is also stored or multiplied again stays a separate ``FMUL``); the ``add`` may carry
+  ``.sat`` and a guard;
+* the uses are in the ``mul``'s basic block, or one of the ``mul``'s operands is an immediate
+  or a kernel parameter (``ld.param``): ``ptxas`` then moves the product into the blocks that
+  use it, a loop's body included (the operand stays in the constant bank, so no register more
+  is live), and fuses it there; a product of two registers used in another block stays an
+  ``FMUL`` (Parboil cp: ``gridspacing * x`` before the atom loop, ``- atom.x`` in it);
 * an ``add``/``sub`` with two such ``mul`` operands fuses its first one.
 
 ``ptxas`` also merges identical ``mul`` instructions before it fuses (their uses then count
@@ -60,15 +65,43 @@ def _fusable_mul(op: InstructionOp) -> bool:
     if len(op.results) != 1 or not op.results[0].uses:
         return False
     ftz = ".ftz" in op.modifiers
+    sinkable = _sinkable(op)
     for use in op.results[0].uses:
         a = use.operation
-        if (not isinstance(a, InstructionOp) or a.spec.name not in ("add", "sub") or a.parent is not op.parent
+        if (not isinstance(a, InstructionOp) or a.spec.name not in ("add", "sub")
+                or (a.parent is not op.parent and not sinkable)
                 or not _plain(a) or a.types != op.types or (".ftz" in a.modifiers) != ftz):
             return False
         reads = [k for k in (1, 2) for v in a.arg_operands(k) if v is op.results[0]]
         if len(reads) != 1:
             return False
     return True
+
+
+def _constant(op: InstructionOp, k: int) -> bool:
+    """Operand ``k`` of ``op`` is an immediate or a kernel parameter (``ld.param`` of one):
+    what SASS reads from an instruction's constant operand, needing no register."""
+    ast = op.operands_ast[k] if k < len(op.operands_ast) else None
+    if isinstance(ast, tuple) and ast[0] == "imm":
+        return True
+    vals = op.arg_operands(k)
+    if len(vals) != 1 or not isinstance(vals[0].owner, InstructionOp):
+        return False
+    ld = vals[0].owner
+    if ld.spec.name != "ld" or ".param" not in ld.modifiers or ld.guard_pred is not None:
+        return False
+    addr = ld.operands_ast[1] if len(ld.operands_ast) > 1 else None
+    func = op.parent_op()
+    while func is not None and not isinstance(func, FuncOp):
+        func = func.parent_op()
+    return (isinstance(addr, tuple) and addr[0] == "addr" and isinstance(addr[1], tuple) and addr[1][0] == "sym"
+            and func is not None and func.is_kernel and addr[1][1] in func.param_names)
+
+
+def _sinkable(op: InstructionOp) -> bool:
+    """``ptxas`` moves the ``mul`` into the blocks of its uses (and fuses it there) when one of
+    its operands is a constant: the product then keeps no more registers live than before."""
+    return _constant(op, 1) or _constant(op, 2)
 
 
 def contractions(func: FuncOp) -> dict[InstructionOp, int]:

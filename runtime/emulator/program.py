@@ -1008,21 +1008,25 @@ def _block_local_values(cfg: CFG, emulated: set[InstructionOp], barriers: set[In
     ``add``/``sub`` fused with a ``mul`` (``hypa.contract``) reads that ``mul``'s operands
     where it stands, so it counts as their user too (a turn between the two ends the block)."""
     out: set[SSAValue] = set()
+    # the fused adds (in any block: ptxas sinks a mul by a constant into other blocks) by the
+    # values of their mul's operands
+    fused_readers: dict[SSAValue, list[InstructionOp]] = {}
+    for b in cfg.blocks:
+        for op in b.ops:
+            mark = op.attributes.get(CONTRACT_ATTR) if isinstance(op, InstructionOp) else None
+            if isinstance(mark, IntegerAttr):
+                mul = op.arg_operands(mark.value.data)[0].owner
+                assert isinstance(mul, InstructionOp)
+                for v in (*mul.arg_operands(1), *mul.arg_operands(2)):
+                    fused_readers.setdefault(v, []).append(op)
     for b in cfg.blocks:
         pos: dict[InstructionOp, int] = {}
         bar_pos: list[int] = []
-        fused_readers: dict[SSAValue, list[InstructionOp]] = {}
         for i, op in enumerate(b.ops):
             if isinstance(op, InstructionOp):
                 pos[op] = i
                 if op in barriers:
                     bar_pos.append(i)
-                mark = op.attributes.get(CONTRACT_ATTR)
-                if isinstance(mark, IntegerAttr):
-                    mul = op.arg_operands(mark.value.data)[0].owner
-                    assert isinstance(mul, InstructionOp)
-                    for v in (*mul.arg_operands(1), *mul.arg_operands(2)):
-                        fused_readers.setdefault(v, []).append(op)
         for op, i in pos.items():
             if op not in emulated or op in barriers:
                 continue
@@ -1041,8 +1045,8 @@ def _block_local_values(cfg: CFG, emulated: set[InstructionOp], barriers: set[In
                         ok = False
                         break
                 for user in fused_readers.get(r, ()) if ok else ():
-                    if user in emulated and any(i < k <= pos[user] for k in bar_pos):
-                        ok = False
+                    if user in emulated and (user not in pos or any(i < k <= pos[user] for k in bar_pos)):
+                        ok = False  # read in another block, or after a turn or barrier
                         break
                 if ok:
                     out.add(r)

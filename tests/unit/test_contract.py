@@ -30,7 +30,7 @@ from hypa.ptxdialect import parse_ptx
 HEAD = """.version 8.0
 .target sm_90
 .address_size 64
-.visible .entry k(.param .u64 p, .param .u32 n)
+.visible .entry k(.param .u64 p, .param .u32 n, .param .f32 g)
 {
   .reg .f32 %f<40>;
   .reg .f64 %d<10>;
@@ -53,6 +53,7 @@ HEAD = """.version 8.0
   ld.global.b32 %hh1, [%rd2+104];
   ld.global.b32 %hh2, [%rd2+108];
   setp.gt.s32 %p1, %r1, 5;
+  ld.param.f32 %f10, [g];
 """
 
 #: case -> (body, the destinations of the adds/subs ptxas fuses: from the SASS)
@@ -86,6 +87,16 @@ CASES = {
     "bf16": ("mul.bf16 %h3, %h1, %h2; add.bf16 %h4, %h3, %h1; st.global.b16 [%rd2+112], %h4;", ["%h4"]),
     "other_block": ("mul.f32 %f5, %f2, %f4; @%p1 bra L1; add.f32 %f6, %f5, %f3; st.global.f32 [%rd2+40], %f6;"
                     "L1:", []),
+    # a product of a register and a kernel parameter or an immediate: ptxas sinks it into the
+    # block that uses it (the parameter stays in the constant bank: no register more is live)
+    "other_block_param": ("mul.f32 %f5, %f2, %f10; @%p1 bra L1; add.f32 %f6, %f5, %f3; st.global.f32 [%rd2+40], %f6;"
+                          "L1:", ["%f6"]),
+    "other_block_imm": ("mul.f32 %f5, %f2, 0f40400000; @%p1 bra L1; sub.f32 %f6, %f3, %f5;"
+                        "st.global.f32 [%rd2+40], %f6; L1:", ["%f6"]),
+    "other_block_param_stored": ("mul.f32 %f5, %f2, %f10; @%p1 bra L1; add.f32 %f6, %f5, %f3;"
+                                 "st.global.f32 [%rd2+40], %f6; L1: st.global.f32 [%rd2+44], %f5;", []),
+    "two_blocks_param": ("mul.f32 %f5, %f1, %f10; add.f32 %f6, %f5, %f3; st.global.f32 [%rd2+16], %f6;"
+                         "@%p1 bra L1; add.f32 %f7, %f5, %f4; st.global.f32 [%rd2+20], %f7; L1:", ["%f6", "%f7"]),
     "same_and_other_block": ("mul.f32 %f5, %f1, %f2; add.f32 %f6, %f5, %f3; st.global.f32 [%rd2+16], %f6;"
                              "@%p1 bra L1; add.f32 %f7, %f5, %f4; st.global.f32 [%rd2+20], %f7; L1:", []),
 }
@@ -143,6 +154,78 @@ def test_rule_matches_ptxas(case: str, tmp_path) -> None:
                           capture_output=True, text=True).stdout
     fmas = len(re.findall(r"\b(FFMA|DFMA|HFMA2)\b", sass))
     assert fmas == len(expected), (case, sass)
+
+
+#: a mul before a loop, the sub using it inside (Parboil cp: ``gridspacing * x`` before the atom
+#: loop): ptxas sinks it into the loop and fuses it when one operand is a kernel parameter (SASS
+#: ``FFMA R, R, UR, -R`` in the unrolled body, no ``FMUL``), not when both are registers
+LOOP = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n, .param .f32 g)
+{
+  .reg .f32 %f<20>;
+  .reg .b64 %rd<8>;
+  .reg .b32 %r<8>;
+  .reg .pred %p<3>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [n];
+  cvta.to.global.u64 %rd2, %rd1;
+  FACTOR
+  mov.u32 %r2, %tid.x;
+  cvt.rn.f32.u32 %f2, %r2;
+  mul.f32 %f3, %f2, %f1;
+  mov.u32 %r3, 0;
+  mov.f32 %f9, 0f00000000;
+L1:
+  mul.wide.u32 %rd3, %r3, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.global.f32 %f4, [%rd4];
+  sub.f32 %f5, %f3, %f4;
+  add.f32 %f9, %f9, %f5;
+  add.s32 %r3, %r3, 1;
+  setp.lt.u32 %p1, %r3, %r1;
+  @%p1 bra L1;
+  mul.wide.u32 %rd5, %r2, 4;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.f32 [%rd6], %f9;
+  ret;
+}
+"""
+LOOP_FACTORS = {"param": ("ld.param.f32 %f1, [g];", ["%f5"]), "register": ("ld.global.f32 %f1, [%rd2+4];", [])}
+
+
+@pytest.mark.parametrize("factor", sorted(LOOP_FACTORS))
+def test_a_product_by_a_parameter_fuses_into_a_loop(factor: str, tmp_path) -> None:
+    text, expected = LOOP_FACTORS[factor]
+    ptx = LOOP.replace("FACTOR", text)
+    got = fused(ptx)
+    assert len(got) == len(expected) and all(any(d in g for g in got) for d in expected), got
+    nvdisasm = _nvdisasm()
+    if not shutil.which("ptxas") or not nvdisasm:
+        pytest.skip("needs ptxas and nvdisasm")
+    (tmp_path / "loop.ptx").write_text(ptx)
+    subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "loop.ptx"), "-o", str(tmp_path / "loop.cubin")], check=True)
+    sass = subprocess.run([nvdisasm, "-c", str(tmp_path / "loop.cubin")], check=True, capture_output=True, text=True).stdout
+    assert ("FMUL" in sass) == (not expected), sass
+    assert ("FFMA" in sass) == bool(expected), sass
+
+
+def test_a_sunk_product_computes_fused(tmp_path) -> None:
+    """The loop kernel emulated: each trip's sub rounds once (fused) with the parameter
+    factor, so the sums differ from computing the product first (``--no-fmad``)."""
+    ptx = LOOP.replace("FACTOR", "ld.param.f32 %f1, [g];")
+    n = 32  # one warp: every lane has read every a[i] before any stores its sum into a[t]
+    a = (np.arange(n, dtype=np.float32) * np.float32(0.37)).astype(np.float32)
+    outs = {fmad: emulate(ptx, ["a", n, 0.1], {"a": a}, block=n, mode="full", fmad=fmad).buffers["a"]
+            for fmad in (True, False)}
+    assert not np.array_equal(outs[True], outs[False])
+    # thread t: sum over i of fma(t, 0.1f, -a[i]) (each trip rounds once), in float32
+    t, g = np.arange(n, dtype=np.float64), np.float64(np.float32(0.1))
+    want = np.zeros(n, np.float32)
+    for i in range(n):
+        want = (want + (t * g - np.float64(a[i])).astype(np.float32)).astype(np.float32)
+    assert np.array_equal(outs[True], want)
 
 
 FUSED = """.version 8.0
