@@ -562,8 +562,9 @@ def hot_instructions(rec, top: int = 40) -> list[dict]:
     from .source_view import instruction_rows, row_dict, source_files_of_text
 
     r = rec.result
-    rows = instruction_rows(r.program, r.counters, source_files_of_text(rec.source.ptx or ""))
-    return [row_dict(x) for x in sorted(rows, key=lambda x: -x.thread_inst_executed)[:top]]
+    rows = instruction_rows(r.program, r.counters, source_files_of_text(rec.source.ptx or ""),
+                            estimate=getattr(r, "time_estimate", None))
+    return [row_dict(x) for x in sorted(rows, key=lambda x: (-x.est_cycles, -x.thread_inst_executed))[:top]]
 
 
 def profile_lines(profile, fmt: str) -> str:
