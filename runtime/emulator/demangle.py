@@ -177,9 +177,39 @@ def shorten(name: str, width: int, tail: int | None = None) -> str:
     if len(name) <= width:
         return name
     if tail is None:
+        cut = _cut_parameters(name, width)
+        if cut is not None:
+            return cut
         tail = (width - 1) // 2
     tail = max(1, min(tail, width - 2))
     return name[: width - 1 - tail] + "~" + name[len(name) - tail:]
+
+
+def _cut_parameters(name: str, width: int) -> str | None:
+    """A C++ signature in ``width`` characters cut at a parameter boundary,
+    ``f(float const*, ~)`` (whole parameters kept, ``~`` for the rest), not inside a
+    parameter (``f(float~st*)``); None where even ``f(~)`` does not fit."""
+    start = name.find("(")
+    if start <= 0 or not name.endswith(")"):
+        return None
+    params, depth, cur = [], 0, ""
+    for ch in name[start + 1:-1]:
+        if ch == "," and depth == 0:
+            params.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch in "<(["
+        depth -= ch in ">)]"
+        cur += ch
+    params.append(cur.strip())
+    head = name[: start + 1]
+    kept: list[str] = []
+    for p in params:
+        if len(head + ", ".join([*kept, p]) + ", ~)") > width:
+            break
+        kept.append(p)
+    text = head + ", ".join([*kept, "~"]) + ")"
+    return text if len(text) <= width else None
 
 
 def short_names(names, width: int) -> dict[str, str]:

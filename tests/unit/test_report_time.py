@@ -132,3 +132,11 @@ def test_the_page_fits_1400_px(ptx, tmp_path):
                         f"file://{probe}"], capture_output=True, text=True, timeout=120)
     width = int(re.search(r"<title>W(\d+)", p.stdout).group(1))
     assert width <= 1400
+
+
+def test_long_names_are_cut_at_parameter_boundaries():
+    from hypa.runtime.emulator.demangle import shorten
+
+    assert shorten("row_sums(float const*, float const*, float*)", 36) == "row_sums(float const*, ~)"
+    assert shorten("void gemm<float, 128>(float const*, float const*, float*, int)", 36) == "void gemm<float, 128>(~)"
+    assert shorten("f(int)", 36) == "f(int)"
