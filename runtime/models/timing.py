@@ -1671,6 +1671,12 @@ def format_estimate(est: Estimate, blocks: bool = True) -> str:
                      f"(read {cache['dram_read_bytes']:.0f}, written {cache['dram_write_bytes']:.0f})")
     comps = ", ".join(f"{k} {v:.0f}" for k, v in est.components.items() if not k.startswith("sm_") and v > 0)
     lines.append(f"    {'bounds_cycles':<40} {comps}")
+    if est.shares and est.cycles > 0:  # what the estimate is made of (they add up to it)
+        parts = ", ".join(f"{k} {100 * v / est.cycles:.1f}%" for k, v in sorted(est.shares.items(), key=lambda kv: -kv[1]))
+        lines.append(f"    {'time_shares':<40} {parts}")
+    if est.bank_conflict_cycles > 0 and est.cycles > 0:
+        lines.append(f"    {'bank_conflict_cost':<40} {100 * est.bank_conflict_cycles / est.cycles:>13.1f} %   "
+                     f"({est.bank_conflict_cycles:.0f} cycles: the estimate with conflict-free shared accesses is shorter by this)")
     if est.warp["unit_cycles"]:
         units = ", ".join(f"{u} {c:.1f}" for u, c in est.warp["unit_cycles"].items())
         lines.append(f"    {'warp_unit_cycles':<40} {units}")

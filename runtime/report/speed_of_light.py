@@ -35,12 +35,13 @@ def label(key: str) -> str:
 
 
 def breakdown(est: dict) -> list[tuple[str, str, float]]:
-    """(key, label, percent of the estimated kernel cycles) per share, largest first."""
+    """(key, label, percent of the estimated kernel cycles) per share of at least 0.05%,
+    largest first."""
     cycles = float(est.get("cycles") or 0.0)
     shares = est.get("shares") or {}
     if cycles <= 0:
         return []
-    rows = [(k, label(k), 100.0 * float(v) / cycles) for k, v in shares.items() if float(v) > 0]
+    rows = [(k, label(k), 100.0 * float(v) / cycles) for k, v in shares.items() if 100.0 * float(v) / cycles >= 0.05]
     return sorted(rows, key=lambda r: -r[2])
 
 

@@ -140,3 +140,40 @@ def test_long_names_are_cut_at_parameter_boundaries():
     assert shorten("row_sums(float const*, float const*, float*)", 36) == "row_sums(float const*, ~)"
     assert shorten("void gemm<float, 128>(float const*, float const*, float*, int)", 36) == "void gemm<float, 128>(~)"
     assert shorten("f(int)", 36) == "f(int)"
+
+
+def test_by_line_text_shows_the_estimated_share(ptx):
+    p = run_hypa("profile", ptx, "--launch", TOML, "--memory-metrics", "--estimate-time", "--by", "line")
+    assert p.returncode == 0, p.stderr
+    head = next(ln for ln in p.stdout.splitlines() if "where" in ln)
+    assert "est.%" in head
+    row16 = next(ln for ln in p.stdout.splitlines() if "bank_conflict.cu:16 " in ln)
+    share = float(row16.split()[8])
+    assert 90 < share < 100 and "mio throttle" in row16
+
+
+def test_format_estimate_lists_the_shares_and_the_conflicts_cost(ptx):
+    from hypa.ptxdialect import parse_ptx_file
+    from hypa.runtime.emulator import Emulator
+    from hypa.runtime.models.timing import format_estimate
+    from hypa.runtime.report.batch import estimate_run
+
+    e = estimate_run(Emulator(parse_ptx_file(str(ptx))), _launch())
+    text = format_estimate(e, blocks=False)
+    lsu = 100 * e.shares["unit:lsu"] / e.cycles
+    assert f"time_shares                              unit:lsu {lsu:.1f}%" in text
+    assert f"bank_conflict_cost                       {100 * e.bank_conflict_cycles / e.cycles:>13.1f} %" in text
+
+
+def test_a_damaged_stall_breakdown_is_refused(profile, tmp_path):
+    bad = json.loads(json.dumps(profile))
+    bad["source_lines"][0]["stall_cycles"] = {"barrier": "lots"}
+    (tmp_path / "bad.json").write_text(json.dumps([bad]))
+    p = run_hypa("report", tmp_path / "bad.json", "-o", tmp_path / "r.html")
+    assert p.returncode == 1 and "stall_cycles or ptx_rows are damaged" in p.stderr and "Traceback" not in p.stderr
+    # the undamaged file makes the same page from the JSON as from the run
+    (tmp_path / "ok.json").write_text(json.dumps([profile]))
+    p = run_hypa("report", tmp_path / "ok.json", "-o", tmp_path / "r.html", "--cfg", "none")
+    assert p.returncode == 0, p.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "Shared-memory bank conflicts cost" in page and "<td class=k title='mio throttle" in page
