@@ -518,7 +518,14 @@ class GraphSolution:
         edge's clocks go to the instruction that caused them (a latency to its producer, a busy
         unit to the instruction that kept it busy, a fetch redirect to the branch), with the
         reason a warp waiting there shows, in Nsight Compute's words (``STALL_OF_CLASS``).
-        The charges add up to the sequence's clocks (``end`` + 1)."""
+        The charges add up to the sequence's clocks (``end`` + 1).  Computed once per solution."""
+        cached = self.__dict__.get("_charges")
+        if cached is not None:
+            return cached
+        self.__dict__["_charges"] = out = self._walk()
+        return out
+
+    def _walk(self) -> list[dict[str, float]]:
         n = len(self.instrs)
         out: list[dict[str, float]] = [defaultdict(float) for _ in range(n)]
         t = self.times

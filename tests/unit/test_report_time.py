@@ -177,3 +177,9 @@ def test_a_damaged_stall_breakdown_is_refused(profile, tmp_path):
     assert p.returncode == 0, p.stderr
     page = (tmp_path / "r.html").read_text()
     assert "Shared-memory bank conflicts cost" in page and "<td class=k title='mio throttle" in page
+    from hypa.runtime.emulator.demangle import short_names
+
+    # two signatures that read the same when cut keep their last parameters, still whole
+    short = short_names(["f(float const*, float*, int)", "f(float const*, float*, long)"], 24)
+    assert short == {"f(float const*, float*, int)": "f(float const*, ~, int)",
+                     "f(float const*, float*, long)": "f(float const*, ~, long)"}
