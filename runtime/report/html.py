@@ -47,7 +47,8 @@ details summary { cursor: pointer; } span.full { display: block; white-space: no
 table.src { font-size: 12px; } table.src th { white-space: normal; } table.src td { padding: 3px 6px; }
 table.src td.code { font-family: ui-monospace, Menlo, Consolas, monospace; white-space: pre-wrap; word-break: break-word; max-width: 380px; min-width: 220px; text-align: left; }
 table.src td.code summary { white-space: pre-wrap; }
-table.ptx { font-size: 11px; margin: 4px 0 4px 12px; } table.ptx td { padding: 2px 6px; } table.ptx td.k { white-space: pre-wrap; word-break: break-all; max-width: 300px; }
+table.ptx { font-size: 11px; margin: 2px 0 6px 0; } table.ptx td { padding: 2px 6px; } table.ptx td.k { white-space: pre-wrap; word-break: break-all; max-width: 560px; }
+tr.sub { display: none; } tr:has(details[open]) + tr.sub { display: table-row; } tr.sub > td { background: #f6f8fa; }
 td.heat { background: linear-gradient(90deg, #f28e2b55 var(--w), transparent var(--w)); }
 td.name { white-space: normal; word-break: break-word; max-width: 320px; }
 th[title=sort] { cursor: pointer; } th[title=sort]:hover { background: #dde6ef; }
@@ -812,13 +813,16 @@ def _source_section(dicts: list[dict]) -> str:
                     else "")
             tcell = (f"<td data-v='{int(t)}'>{int(t):,}</td>" if timed
                      else f"<td class=heat data-v='{int(t)}' style='--w:{100 * t / top:.1f}%'>{int(t):,}</td>")
+            summary, ptx_rows = _ptx_details(r, total_est)
+            ncols = 11 if timed else 10
             out.append(
                 f"<tr><td class=k data-v='{r['line']}' title='{_e(r['file'])}'>{_e(os.path.basename(r['file']))}:{r['line']}</td>"
-                f"<td class='k code'>{_ptx_details(r, total_est)}</td>{heat}{tcell}"
+                f"<td class='k code'>{summary}</td>{heat}{tcell}"
                 f"<td>{int(r.get('inst_executed', 0)):,}</td><td>{int(r.get('predicated_off', 0)):,}</td><td>{int(fl):,}</td>"
                 f"<td class={'bad' if div else ''}>{div:,}</td><td>{per_request}</td>"
                 f"<td class={'bad' if r.get('bank_conflicts') else ''}>{int(r.get('bank_conflicts', 0)):,}</td>"
-                + ("" if timed else stall) + "</tr>")
+                + ("" if timed else stall) + "</tr>"
+                + (f"<tr class=sub><td></td><td colspan={ncols - 1}>{ptx_rows}</td></tr>" if ptx_rows else ""))
         out.append("</tbody></table>")
     if len(order) > _SOURCE_KERNELS:
         out.append(f"<p class=sub>{len(order) - _SOURCE_KERNELS} more kernels with line information: "
@@ -846,21 +850,23 @@ def _source_section(dicts: list[dict]) -> str:
     return "".join(out)
 
 
-def _ptx_details(r: dict, total_est: float) -> str:
-    """A source line's text; unfolding it shows its PTX instructions and their figures."""
+def _ptx_details(r: dict, total_est: float) -> tuple[str, str]:
+    """A source line's text, unfolding (``<details>``) its PTX instructions and their figures
+    in the full-width row under it (``tr.sub``, shown by CSS while the line is open)."""
     text = _e(r.get("source") or "")
     ptx = sorted((r.get("ptx") or {}).values(), key=lambda p: p["index"])
     if not ptx:
-        return text
+        return text, ""
     rows = "".join(
         f"<tr><td>{int(p['index'])}</td><td class=k>{_e(p.get('ptx', ''))}</td>"
         f"<td>{100 * p.get('est_cycles', 0) / total_est:.1f}%</td><td class=k>{_e(p.get('stall', ''))}</td>"
         f"<td>{int(p.get('inst_executed', 0)):,}</td><td>{int(p.get('thread_inst_executed', 0)):,}</td>"
         f"<td>{int(p.get('divergent_branch', 0)):,}</td><td>{int(p.get('bank_conflicts', 0)):,}</td></tr>"
         for p in ptx)
-    return (f"<details><summary>{text or '(no source text)'}</summary><table class=ptx><thead><tr><th>#</th>"
-            f"<th class=k>PTX</th><th>est. time %</th><th class=k>stall</th><th>warp instr.</th><th>thread instr.</th>"
-            f"<th>divergent</th><th>bank confl.</th></tr></thead><tbody>{rows}</tbody></table></details>")
+    return (f"<details><summary>{text or '(no source text)'}</summary></details>",
+            f"<table class=ptx><thead><tr><th>#</th><th class=k>PTX of the line</th><th>est. time %</th>"
+            f"<th class=k>stall</th><th>warp instr.</th><th>thread instr.</th><th>divergent</th><th>bank confl.</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>")
 
 
 #: sortable tables: a click on a column head sorts the body by it (numbers by ``data-v`` or
@@ -873,8 +879,11 @@ document.querySelectorAll('table.sortable').forEach(function (t) {
       var dir = th.dataset.dir === 'desc' ? 1 : -1; th.dataset.dir = dir === 1 ? 'asc' : 'desc';
       function key(r) { var c = r.cells[col]; if (!c) return ''; var v = c.dataset.v !== undefined ? c.dataset.v :
         c.textContent.replace(/[,%\\s]/g, ''); var n = parseFloat(v); return isNaN(n) ? c.textContent : n; }
-      rows.sort(function (a, b) { var x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * dir; });
-      rows.forEach(function (r) { body.appendChild(r); });
+      var groups = [];  // a row and the rows under it (tr.sub: a source line's PTX) move together
+      rows.forEach(function (r) { if (r.classList.contains('sub') && groups.length) groups[groups.length - 1].push(r);
+                                  else groups.push([r]); });
+      groups.sort(function (a, b) { var x = key(a[0]), y = key(b[0]); return (x < y ? -1 : x > y ? 1 : 0) * dir; });
+      groups.forEach(function (g) { g.forEach(function (r) { body.appendChild(r); }); });
     });
   });
 });

@@ -105,7 +105,9 @@ def test_the_page_shows_hottest_first_stall_advice_and_roofline(ptx, tmp_path):
     first = re.search(r"<tbody><tr><td class=k data-v='(\d+)'.*?</td><td class='k code'>(.*?)</td>"
                       r"<td class=heat data-v='([\d.]+)'.*?<td class=k title='[^']*'>([^<]*)</td>", src)
     assert first.group(1) == "16" and float(first.group(3)) > 90 and first.group(4) == "mio throttle"
-    assert "<details><summary>" in first.group(2) and "ld.shared.f32" in first.group(2)  # its PTX unfolds
+    assert first.group(2).startswith("<details><summary>")  # it unfolds the row under it: its PTX
+    sub = src[first.end():].split("</tr>", 1)[1]
+    assert sub.startswith("<tr class=sub>") and "PTX of the line" in sub and "ld.shared.f32" in sub.split("</table>")[0]
     assert "Shared-memory bank conflicts cost" in page and "pad the shared array" in page
     for lvl in ("L1", "L2", "DRAM"):
         assert f"class='pt {lvl}'" in page  # a point per memory level
