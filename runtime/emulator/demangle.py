@@ -177,9 +177,43 @@ def shorten(name: str, width: int, tail: int | None = None) -> str:
     if len(name) <= width:
         return name
     if tail is None:
+        cut = _cut_parameters(name, width)
+        if cut is not None:
+            return cut
         tail = (width - 1) // 2
     tail = max(1, min(tail, width - 2))
     return name[: width - 1 - tail] + "~" + name[len(name) - tail:]
+
+
+def _cut_parameters(name: str, width: int, last: int = 0) -> str | None:
+    """A C++ signature in ``width`` characters cut at a parameter boundary,
+    ``f(float const*, ~)`` (whole parameters kept, ``~`` for the rest; with ``last``, that many
+    of the last parameters kept too: ``f(~, long)``), not inside a parameter
+    (``f(float~st*)``); None where even that does not fit."""
+    start = name.find("(")
+    if start <= 0 or not name.endswith(")"):
+        return None
+    params, depth, cur = [], 0, ""
+    for ch in name[start + 1:-1]:
+        if ch == "," and depth == 0:
+            params.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch in "<(["
+        depth -= ch in ">)]"
+        cur += ch
+    params.append(cur.strip())
+    head = name[: start + 1]
+    if last >= len(params):
+        return None
+    tail = params[len(params) - last:] if last else []
+    kept: list[str] = []
+    for p in params[: len(params) - last]:
+        if len(head + ", ".join([*kept, p, "~", *tail]) + ")") > width:
+            break
+        kept.append(p)
+    text = head + ", ".join([*kept, "~", *tail]) + ")"
+    return text if len(text) <= width else None
 
 
 def short_names(names, width: int) -> dict[str, str]:
@@ -187,6 +221,13 @@ def short_names(names, width: int) -> dict[str, str]:
     two collide, more of their ends is kept."""
     names = list(dict.fromkeys(names))
     out = {n: shorten(n, width) for n in names}
+    for last in (1, 2, 3):  # signatures that read the same: keep their last parameters
+        seen: dict[str, list[str]] = {}
+        for n, s in out.items():
+            seen.setdefault(s, []).append(n)
+        for ns in (ns for ns in seen.values() if len(ns) > 1):
+            for n in ns:
+                out[n] = _cut_parameters(n, width, last) or out[n]
     for tail in range((width - 1) // 2 + 1, width - 1):
         seen: dict[str, list[str]] = {}
         for n, s in out.items():

@@ -94,6 +94,30 @@ F, I, O, E, W = range(5)
 NS = len(STAGES)
 
 
+#: timing class (the arch file's [classes]) -> the stall a warp waiting on such an instruction
+#: shows, in Nsight Compute's words (fixed-latency arithmetic: "wait")
+STALL_OF_CLASS = {
+    "ld_global": "long scoreboard", "ld_local": "long scoreboard", "st_local": "long scoreboard",
+    "atom_global": "long scoreboard", "cp_async": "long scoreboard", "async_wait": "long scoreboard",
+    "ld_shared": "short scoreboard", "st_shared": "mio throttle", "atom_shared": "short scoreboard",
+    "ld_const": "imc miss", "ld_param": "imc miss", "sfu": "short scoreboard", "shfl": "short scoreboard",
+    "int_div": "math pipe throttle", "int_div64": "math pipe throttle", "fp32_div": "math pipe throttle",
+    "fp64": "math pipe throttle", "fp64_div": "math pipe throttle", "tensor": "math pipe throttle",
+    "barrier": "barrier", "bar_arrive": "barrier", "fence": "membar", "branch": "branch resolving",
+    "st_global": "lg throttle",
+}
+
+
+def _throttle(cls: str) -> str:
+    """The stall of a warp waiting for a unit an instruction of class ``cls`` keeps busy:
+    shared memory's pipe (MIO), the global/local one (LG), else a math pipe."""
+    if cls in ("ld_shared", "st_shared", "atom_shared", "shfl", "redux", "match"):
+        return "mio throttle"
+    if cls in ("ld_global", "st_global", "ld_local", "st_local", "atom_global", "cp_async", "ld_const", "ld_param"):
+        return "lg throttle"
+    return "math pipe throttle"
+
+
 class TimingError(HypaError):
     """The estimate cannot be made (unknown architecture, a launch that cannot run ...)."""
 
@@ -479,9 +503,52 @@ class GraphSolution:
     times: list[float]  # per node (instruction * 5 + stage); the sentinel instruction is last
     end: float  # clocks until the instruction after the sequence can issue (minus the fixed fetch->issue)
     iterations: int
+    #: per node, its static in-edges (node, weight, what a wait on the edge is charged to:
+    #: (instruction, reason) or None); the resource edges of the final schedule
+    edges: list[list[tuple[int, float, tuple[int, str] | None]]] = field(default_factory=list, repr=False)
+    resource: dict[int, tuple[int, float]] = field(default_factory=dict, repr=False)
+    instrs: list["TimedInstr"] = field(default_factory=list, repr=False)
 
     def stage(self, i: int, s: int) -> float:
         return self.times[NS * i + s]
+
+    def charges(self) -> list[dict[str, float]]:
+        """The sequence's clocks charged to its instructions: the critical path from the start
+        to the issue of the instruction after the sequence, walked back edge by edge; each
+        edge's clocks go to the instruction that caused them (a latency to its producer, a busy
+        unit to the instruction that kept it busy, a fetch redirect to the branch), with the
+        reason a warp waiting there shows, in Nsight Compute's words (``STALL_OF_CLASS``).
+        The charges add up to the sequence's clocks (``end`` + 1).  Computed once per solution."""
+        cached = self.__dict__.get("_charges")
+        if cached is not None:
+            return cached
+        self.__dict__["_charges"] = out = self._walk()
+        return out
+
+    def _walk(self) -> list[dict[str, float]]:
+        n = len(self.instrs)
+        out: list[dict[str, float]] = [defaultdict(float) for _ in range(n)]
+        t = self.times
+        v = NS * n + I
+        while v >= 0 and t[v] > 0:
+            best = None
+            r = self.resource.get(v)
+            if r is not None and abs(t[r[0]] + r[1] - t[v]) < 1e-9:
+                a = r[0] // NS
+                best = (r[0], r[1], (a, _throttle(self.instrs[a].cls)))
+            for p, w, who in self.edges[v]:
+                if abs(t[p] + w - t[v]) < 1e-9 and (best is None or w > best[1]):
+                    best = (p, w, who)
+            if best is None:  # the node's own floor: an operand from another block
+                i = min(v // NS, n - 1)
+                if n:
+                    out[i]["wait"] += t[v]
+                break
+            p, w, who = best
+            if w > 0 and who is not None and n:
+                out[min(who[0], n - 1)][who[1]] += w
+            v = p
+        return [dict(x) for x in out]
 
 
 def solve_pipeline(instrs: list[TimedInstr], arch: Arch, max_iter: int = 100) -> GraphSolution:
@@ -501,31 +568,39 @@ def solve_pipeline(instrs: list[TimedInstr], arch: Arch, max_iter: int = 100) ->
     fetch_gap = 1.0 / arch.fetch_per_cycle
     issue_gap = 1.0 / arch.issue_per_cycle
     users: dict[str, list[int]] = defaultdict(list)
+    # what a wait on each edge is charged to (``GraphSolution.charges``), beside ``preds``
+    who: list[list[tuple[int, str] | None]] = [[] for _ in range(N)]
+
+    def edge(v: int, p: int, w: float, charge: tuple[int, str] | None) -> None:
+        preds[v].append((p, w))
+        who[v].append(charge)
+
     last_blocking = -1
     for i in range(n + 1):
         x = NS * i
-        preds[x + I].append((x + F, 1.0))  # fetch/decode
-        preds[x + O].append((x + I, 1.0))  # dispatch
-        preds[x + E].append((x + O, 1.0))  # operand collect (register read)
+        mine = (i, "selected")
+        edge(x + I, x + F, 1.0, mine)  # fetch/decode
+        edge(x + O, x + I, 1.0, mine)  # dispatch
+        edge(x + E, x + O, 1.0, mine)  # operand collect (register read)
         if i > 0:
             p = NS * (i - 1)
             prev = instrs[i - 1]
-            preds[x + F].append((p + F, fetch_gap))  # fetch bandwidth
-            preds[x + F].append((p + I, 0.0))  # the fetch buffer holds one instruction
-            preds[x + I].append((p + I, prev.issue * issue_gap))  # issue bandwidth (SASS expansion)
-            preds[x + I].append((p + O, 0.0))  # in order: issue after the previous left issue
-            preds[x + O].append((p + E, 0.0))  # in order: dispatch after the previous was dispatched
+            edge(x + F, p + F, fetch_gap, (i, "no instruction"))  # fetch bandwidth
+            edge(x + F, p + I, 0.0, None)  # the fetch buffer holds one instruction
+            edge(x + I, p + I, prev.issue * issue_gap, (i - 1, "selected"))  # issue bandwidth (SASS expansion)
+            edge(x + I, p + O, 0.0, None)  # in order: issue after the previous left issue
+            edge(x + O, p + E, 0.0, None)  # in order: dispatch after the previous was dispatched
             if prev.branch:
-                preds[x + F].append((p + E, prev.latency))  # fetch redirect after the branch resolves
+                edge(x + F, p + E, prev.latency, (i - 1, "branch resolving"))  # fetch redirect after the branch resolves
             if last_blocking >= 0 and last_blocking == i - 1:
                 # the warp issues again ``latency`` clocks after the blocking instruction issued
-                preds[x + I].append((NS * last_blocking + W, 0.0))
+                edge(x + I, NS * last_blocking + W, 0.0, None)
         if i == n:
             break
         ins = instrs[i]
-        preds[x + W].append((x + E, max(0.0, ins.latency - 2)))
+        edge(x + W, x + E, max(0.0, ins.latency - 2), (i, STALL_OF_CLASS.get(ins.cls, "wait")))
         for s in ins.srcs:
-            preds[x + O].append((NS * s + W, 1.0))  # RAW: read after the producer's write-back
+            edge(x + O, NS * s + W, 1.0, (i, "selected"))  # RAW: read after the producer's write-back
         # an operand from outside: ready ``ready`` clocks after the first issue (clock 1)
         base[x + O] = ins.ready + 1.0 if ins.ready > 0 else 0.0
         if ins.unit and ins.occ > 0:
@@ -564,7 +639,8 @@ def solve_pipeline(instrs: list[TimedInstr], arch: Arch, max_iter: int = 100) ->
         if not changed:
             break
     end = t[NS * n + I] - 1.0
-    return GraphSolution(t, max(0.0, end), it)
+    edges = [[(p, w, c) for (p, w), c in zip(preds[v], who[v])] for v in range(N)]
+    return GraphSolution(t, max(0.0, end), it, edges, rpred, instrs)
 
 
 # ---------------------------------------------------------------------------
@@ -1070,6 +1146,14 @@ class Estimate:
     memory: dict[str, Any]
     blocks: list[BlockCost]
     notes: list[str] = field(default_factory=list)
+    #: the estimate's cycles split by what decided them (``_shares``): they add up to ``cycles``
+    shares: dict[str, float] = field(default_factory=dict)
+    #: per PTX instruction (layout order, as ``runtime.report.source_view`` numbers them): its
+    #: cycles of the estimate by stall reason (``_instruction_cycles``)
+    instructions: list[dict[str, float]] = field(default_factory=list, repr=False)
+    #: cycles the shared-memory bank conflicts add (this estimate minus the one with every
+    #: shared access conflict-free); 0 without conflicts or without --memory-metrics
+    bank_conflict_cycles: float = 0.0
 
     @property
     def kernel_us(self) -> float:
@@ -1085,6 +1169,7 @@ class Estimate:
             "occupancy": self.occupancy.as_dict(), "warp": dict(self.warp),
             "components": dict(self.components), "memory": dict(self.memory),
             "blocks": [b.as_dict() for b in self.blocks], "notes": list(self.notes),
+            "shares": dict(self.shares), "bank_conflict_cycles": self.bank_conflict_cycles,
         }
 
 
@@ -1093,10 +1178,99 @@ def _raw_counts(prog: KernelProgram, counters) -> tuple[list[int], list[int], li
     return view.warps, view.threads, view.divergent
 
 
-def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[InstructionOp, float], dict[InstructionOp, float]]:
+def _shares(components: dict[str, float], round_added: dict[str, float], sm_cycles: float,
+            a: Arch) -> dict[str, float]:
+    """The estimate's cycles split by what decided them: the kernel's bounds as
+    ``combine_bounds`` adds them (the largest whole, the others ``bound_overlap`` of
+    theirs), the SM's part split further into the SM rounds' bounds as ``sm_round`` adds
+    them (``latency``, ``issue``, ``unit:<pipe>``) and ``cta_launch`` (CTA launch clocks
+    and unequal CTAs).  The values add up to the estimate's cycles."""
+    order = sorted(components, key=lambda k: -components[k])
+    out: dict[str, float] = {}
+    for k, v in components.items():
+        w = v if k == order[0] else a.bound_overlap * v
+        if k == "sm":
+            added = sum(round_added.values())
+            scale = w / max(sm_cycles, added) if sm_cycles > 0 else 0.0
+            for k2, v2 in round_added.items():
+                out[k2] = out.get(k2, 0.0) + v2 * scale
+            out["cta_launch"] = max(0.0, sm_cycles - added) * scale
+        else:
+            out[k] = out.get(k, 0.0) + w
+    return {k: v for k, v in out.items() if v > 0}
+
+
+_GLOBAL_CLASSES = ("ld_global", "st_global", "atom_global", "cp_async")
+
+
+def _instruction_cycles(prog: KernelProgram, kt: "KernelTiming", blocks: list[BlockCost], execs, threads,
+                        sector_bytes: dict, shares: dict[str, float], unit_total: dict[str, float],
+                        issue_total: float, lat_total: float) -> list[dict[str, float]]:
+    """Each instruction's cycles of the estimate, by stall reason: the ``latency`` share
+    as the blocks' critical paths charge it (``GraphSolution.charges``, each block weighted
+    by its cycles), ``issue`` by issue slots, a pipe's share by the clocks each instruction
+    keeps it busy, the L2/DRAM bandwidth shares by the global bytes each moves, the atomic
+    shares by atomic executions.  Only ``cta_launch`` and ``cta_dispatch`` belong to no
+    instruction."""
+    index: dict[InstructionOp, int] = {}
+    for ops in prog.block_instrs:
+        for op in ops:
+            index[op] = len(index)
+    out: list[dict[str, float]] = [defaultdict(float) for _ in range(len(index))]
+    lat = shares.get("latency", 0.0)
+    if lat > 0 and lat_total > 0:
+        for b, bc in enumerate(blocks):
+            if not execs[b] or bc.cycles <= 0:
+                continue
+            charges = kt.block_solution(b).charges()
+            tot = sum(sum(c.values()) for c in charges)
+            if tot <= 0:
+                continue
+            scale = lat * bc.cycles / lat_total / tot
+            for op, c in zip(kt.order[b], charges):
+                for reason, v in c.items():
+                    out[index[op]][reason] += v * scale
+    issue = shares.get("issue", 0.0)
+    gbytes: dict[int, float] = {}
+    atomics: dict[int, float] = {}
+    for b, ops in enumerate(prog.block_instrs):
+        if not execs[b]:
+            continue
+        for op in ops:
+            ti = kt.timed(op)
+            i = index[op]
+            if issue > 0 and issue_total > 0:
+                out[i]["selected"] += issue * execs[b] * ti.issue / issue_total
+            share = shares.get(f"unit:{ti.unit}", 0.0) if ti.unit else 0.0
+            if share > 0 and ti.occ > 0 and unit_total.get(ti.unit):
+                out[i][_throttle(ti.cls)] += share * execs[b] * ti.occ / unit_total[ti.unit]
+            if ti.cls in _GLOBAL_CLASSES:
+                gbytes[i] = gbytes.get(i, 0.0) + sector_bytes.get(op, threads[b] * access_bytes(op))
+            if ti.cls == "atom_global":
+                atomics[i] = atomics.get(i, 0.0) + execs[b]
+    for keys, weights, reason in ((("l2_bandwidth", "l2_sm_bandwidth"), gbytes, "L2 bandwidth"),
+                                  (("dram_bandwidth",), gbytes, "DRAM bandwidth"),
+                                  (("atomic_serialization", "atomic_throughput"), atomics, "atomic throughput")):
+        share = sum(shares.get(k, 0.0) for k in keys)
+        tot = sum(weights.values())
+        if share > 0 and tot > 0:
+            for i, w in weights.items():
+                out[i][reason] += share * w / tot
+    return [dict(x) for x in out]
+
+
+def _conflicted(c) -> bool:
+    """A shared-memory instruction's counters show bank conflicts (more wavefronts than ideal)."""
+    _req, _sectors, _lines, wavefronts, ideal = c
+    return bool(wavefronts) and wavefronts > ideal > 0
+
+
+def _mem_stats(prog: KernelProgram, counters, arch: Arch,
+               ideal_shared: bool = False) -> tuple[dict[InstructionOp, float], dict[InstructionOp, float]]:
     """Per memory instruction (when --memory-metrics ran): LSU clocks per request
     (sectors or wavefronts through the sub-partition's share of L1) and bytes
-    moved per request (sectors x 32)."""
+    moved per request (sectors x 32).  ``ideal_shared``: shared accesses take their
+    conflict-free wavefronts (what bank conflicts cost is the difference)."""
     occ: dict[InstructionOp, float] = {}
     sector_bytes: dict[InstructionOp, float] = {}
     mem_ops = getattr(prog, "mem_ops", None) or {}
@@ -1104,9 +1278,11 @@ def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[Instruct
         return occ, sector_bytes
     per_smsp = arch.memory["lsu_bytes_per_clk"] / arch.sub_partitions
     for op, c in CounterView(prog, counters).memory_ops():
-        req, sectors, lines, wavefronts, _ideal = c
+        req, sectors, lines, wavefronts, ideal = c
         if req <= 0:
             continue
+        if ideal_shared and wavefronts and ideal:
+            wavefronts = min(wavefronts, ideal)
         if wavefronts:
             occ[op] = max(1.0, wavefronts / req * 128.0 / per_smsp)
         else:
@@ -1118,7 +1294,7 @@ def _mem_stats(prog: KernelProgram, counters, arch: Arch) -> tuple[dict[Instruct
 
 
 def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int | None = None,
-             program: KernelProgram | None = None, counters=None) -> Estimate:
+             program: KernelProgram | None = None, counters=None, _ideal_shared: bool = False) -> Estimate:
     """Estimated cycles and time of one finished kernel launch on ``arch``.
 
     ``run``: the ``LaunchResult`` of ``Emulator.run(launch)`` -- with ``program``, the
@@ -1152,12 +1328,16 @@ def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int |
         raise TimingError(f"estimate() takes a LaunchResult or a KernelProgram, not {type(run).__name__}")
     prog.materialize()  # the model reads the kernel's values (a reused program prepares again)
 
-    mem_occ, sector_bytes = _mem_stats(prog, counters, a)
+    mem_occ, sector_bytes = _mem_stats(prog, counters, a, _ideal_shared)
     if mem_occ:
         notes.append("memory instructions timed from measured sectors/wavefronts per request")
     else:
         notes.append("memory accesses assumed coalesced and conflict-free (run with --memory-metrics to measure)")
     trace = getattr(res, "memory_trace", None)
+    if res is not None and trace is None and not mem_occ:
+        notes.append("the run kept no address trace: no cache model, memory assumed coalesced "
+                     "(runtime.report.batch.estimate_run(emu, launch) runs with one, as hypa profile "
+                     "--estimate-time does)")
     execs, threads, divergent = _raw_counts(prog, counters)
     nb = prog.num_blocks
     threads_per_cta = launch.threads_per_cta
@@ -1273,16 +1453,29 @@ def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int |
         # a warp's own latency and its sub-partition's issue/unit work overlap only in part
         return ranked[0] + a.sm_overlap * (ranked[1] if len(ranked) > 1 else 0.0), comps
 
+    def round_weights(comps: dict[str, float]) -> dict[str, float]:
+        """What each bound adds to a round: the largest all of it, the second ``sm_overlap``."""
+        order = sorted(comps, key=lambda k: -comps[k])
+        w = {k: 0.0 for k in comps}
+        if order:
+            w[order[0]] = comps[order[0]]
+        if len(order) > 1:
+            w[order[1]] = a.sm_overlap * comps[order[1]]
+        return w
+
     per_sm = -(-launch.num_ctas // a.sm_count)
     full, rem = divmod(per_sm, occ.ctas_per_sm)
     sm_cycles = 0.0
     round_comps: dict[str, float] = defaultdict(float)
+    round_added: dict[str, float] = defaultdict(float)  # what each bound adds to the rounds
     for c, times in ((occ.ctas_per_sm, full), (rem, 1 if rem else 0)):
         if times:
             t, comps = sm_round(c)
             sm_cycles += times * (t + a.cta_launch_cycles)
             for k2, v in comps.items():
                 round_comps[k2] += times * v
+            for k2, v in round_weights(comps).items():
+                round_added[k2] += times * v
     waves = -(-launch.num_ctas // (occ.ctas_per_sm * a.sm_count))
     # CTAs of unequal work: the busiest SM's share, as the block scheduler hands them out
     imbalance = 1.0
@@ -1346,8 +1539,16 @@ def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int |
         memory["cache"] = cache.as_dict()
     comps_out = dict(components)
     comps_out.update({f"sm_{k}": v for k, v in round_comps.items()})
-    return Estimate(prog.func.func_name, a.name, a.description, cycles, time_us, bound, occ, waves, per_sm,
-                    a.clock_mhz, a.launch_overhead_us, warp, comps_out, memory, blocks, notes)
+    shares = _shares(components, round_added, sm_cycles, a)
+    instr = _instruction_cycles(prog, kt, blocks, execs, threads, sector_bytes, shares, unit_total, issue_total,
+                                lat_total)
+    est = Estimate(prog.func.func_name, a.name, a.description, cycles, time_us, bound, occ, waves, per_sm,
+                   a.clock_mhz, a.launch_overhead_us, warp, comps_out, memory, blocks, notes, shares, instr)
+    if not _ideal_shared and any(_conflicted(c) for _op, c in CounterView(prog, counters).memory_ops()):
+        # what the conflicts cost: the same estimate with every shared access conflict-free
+        ideal = estimate(run, launch, arch, registers, program, counters, _ideal_shared=True)
+        est.bank_conflict_cycles = max(0.0, cycles - ideal.cycles)
+    return est
 
 
 def kernel_timing(prog: KernelProgram, arch: Arch, footprint: float, mem_occ: dict, reuse_hit: float,
@@ -1477,6 +1678,12 @@ def format_estimate(est: Estimate, blocks: bool = True) -> str:
                      f"(read {cache['dram_read_bytes']:.0f}, written {cache['dram_write_bytes']:.0f})")
     comps = ", ".join(f"{k} {v:.0f}" for k, v in est.components.items() if not k.startswith("sm_") and v > 0)
     lines.append(f"    {'bounds_cycles':<40} {comps}")
+    if est.shares and est.cycles > 0:  # what the estimate is made of (they add up to it)
+        parts = ", ".join(f"{k} {100 * v / est.cycles:.1f}%" for k, v in sorted(est.shares.items(), key=lambda kv: -kv[1]))
+        lines.append(f"    {'time_shares':<40} {parts}")
+    if est.bank_conflict_cycles > 0 and est.cycles > 0:
+        lines.append(f"    {'bank_conflict_cost':<40} {100 * est.bank_conflict_cycles / est.cycles:>13.1f} %   "
+                     f"({est.bank_conflict_cycles:.0f} cycles: the estimate with conflict-free shared accesses is shorter by this)")
     if est.warp["unit_cycles"]:
         units = ", ".join(f"{u} {c:.1f}" for u, c in est.warp["unit_cycles"].items())
         lines.append(f"    {'warp_unit_cycles':<40} {units}")

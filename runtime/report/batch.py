@@ -65,9 +65,7 @@ class ProfileOptions:
         there is one."""
         if not self.estimate_time:
             return self.emulation
-        from ..models.timing import TRACE_RECORDS
-
-        return dataclasses.replace(self.emulation, address_trace=TRACE_RECORDS)
+        return estimation_options(self.emulation)
 
 
 @dataclass
@@ -498,12 +496,9 @@ def _attach_estimates(cat: Catalog, records: list[LaunchRecord], arch: str, memo
 def _estimate(cat: Catalog, rec: LaunchRecord, result: LaunchResult, arch: str, memory_metrics: bool) -> None:
     """Attach the estimate of ``result`` (``result.time_estimate``), or a note saying why there
     is none; the address trace it read is dropped."""
-    from ..models.timing import estimate
-
     try:
         emu = cat.emulator(rec.source)
-        result.time_estimate = estimate(result, rec.launch, arch,  # type: ignore[attr-defined]
-                                        program=emu.program_for(rec.launch))
+        result.time_estimate = estimate_run(emu, rec.launch, result, arch)  # type: ignore[attr-defined]
         if not memory_metrics:  # the trace needed the memory slots; the report shows them only if asked
             result.metrics.memory = None
     except HypaError as e:
@@ -512,14 +507,31 @@ def _estimate(cat: Catalog, rec: LaunchRecord, result: LaunchResult, arch: str, 
     result.memory_trace = None
 
 
+def estimation_options(options: EmulationOptions) -> EmulationOptions:
+    """``options`` with what the timing estimate reads: the launch's address trace (the cache
+    model's input; it also counts the memory instructions' sectors and wavefronts)."""
+    from ..models.timing import TRACE_RECORDS
+
+    if options.address_trace >= TRACE_RECORDS:
+        return options
+    return dataclasses.replace(options, address_trace=TRACE_RECORDS)
+
+
 def estimate_run(emu: Emulator, launch: Launch, result: LaunchResult | None = None, arch=None,
                  registers: int | None = None):
-    """Run ``launch`` on ``emu`` (unless ``result`` is that run's result), then the timing
-    model's ``Estimate`` of it on ``arch`` (default: the model's): the model reads a finished
-    run, this layer runs it."""
+    """The timing model's ``Estimate`` of ``launch`` on ``arch`` (default: the model's): the one
+    estimate path, which ``hypa profile --estimate-time`` takes too.  Without ``result`` it runs
+    the launch first, with the address trace the estimate reads (``estimation_options``: an
+    emulator made without one gets a copy with one); the model reads a finished run, this layer
+    runs it."""
     from ..models.timing import DEFAULT_ARCH, estimate
 
     if result is None:
+        opts = estimation_options(emu.options)
+        if opts is not emu.options:
+            traced = Emulator(emu.module, options=opts)
+            traced.host, traced.heap = emu.host, emu.heap
+            emu = traced
         result = emu.run(launch)
     return estimate(result, launch, arch or DEFAULT_ARCH, registers, program=emu.program_for(launch))
 

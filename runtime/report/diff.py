@@ -21,7 +21,8 @@ from ..metrics import registry
 OTHER_FIGURES = (
     ("global_sectors", "global sectors"),
     ("bank_conflicts", "bank conflicts"),
-    ("est_time_us", "est. time us"),
+    ("est_kernel_us", "est. kernel us"),  # the kernel's own time: what a change to the kernel moves
+    ("est_time_us", "est. time us"),  # with the launch overhead
 )
 
 
@@ -39,6 +40,9 @@ def _figures(d: dict) -> dict[str, float]:
     est = d.get("time_estimate")
     if est:
         out["est_time_us"] = float(est["time_us"])
+        kernel = est.get("kernel_us")
+        out["est_kernel_us"] = float(kernel) if isinstance(kernel, (int, float)) else \
+            max(0.0, float(est["time_us"]) - float(est.get("launch_overhead_us") or 0.0))
     return out
 
 
@@ -152,26 +156,34 @@ def table(pairs: list[Pair], names: tuple[str, str]) -> str:
 
 
 def html_page(pairs: list[Pair], names: tuple[str, str]) -> str:
-    from .html import CSS
+    """One small table per kernel (figure, A, B, change), side by side as the width allows:
+    a page that fits 1400 px however many figures there are."""
+    from .html import CSS, SORT_JS
 
     e = html.escape
     krows = kernel_rows(pairs)
     figs = [f for f in figures() if any(f[0] in r["a"] or f[0] in r["b"] for r in krows)]
-    out = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>hypa diff</title><style>{CSS}</style>"
+    out = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>hypa diff</title><style>{CSS}"
+           ".kd { display: inline-block; vertical-align: top; margin: 0 24px 16px 0; } .kd h3 { max-width: 560px; "
+           "word-break: break-word; font-size: 15px; }</style>"
            f"</head><body><h1>hypa diff</h1><p class=sub>A = {e(names[0])}<br>B = {e(names[1])}</p>"
-           "<h2>Kernels</h2><table><tr><th class=k>kernel</th><th>launches A/B</th>"]
-    out += [f"<th>{e(label)} A</th><th>B</th><th>change</th>" for _k, label in figs]
-    out.append("</tr>")
+           "<h2>Kernels</h2><p class=sub>Paired launches summed per kernel; the change is B against A.</p>"]
     for r in krows:
-        cells = []
-        for k, _label in figs:
+        status = ("only in A" if not r["launches_b"] else "only in B" if not r["launches_a"] else
+                  f"{r['launches_a']} vs {r['launches_b']} launches")
+        out.append(f"<div class=kd><h3 title='{e(r['kernel'])}'>{e(demangle(r['kernel']))} "
+                   f"<span class=sub>[{e(status)}]</span></h3><table class=sortable><thead><tr><th class=k>figure</th>"
+                   "<th>A</th><th>B</th><th>change</th></tr></thead><tbody>")
+        for k, label in figs:
             a, b = r["a"].get(k), r["b"].get(k)
+            if a is None and b is None:
+                continue
             c = change(a, b)
             better_higher = k in registry.DIFF and registry.metric(k).higher_is_better
             worse = c.startswith("-") if better_higher else c.startswith("+")
             cls = "" if c in ("", "=") else ("bad" if worse else "good")
-            cells.append(f"<td>{_num(a)}</td><td>{_num(b)}</td><td class={cls}>{e(c)}</td>")
-        out.append(f"<tr><td class=k title='{e(r['kernel'])}'>{e(demangle(r['kernel']))}</td>"
-                   f"<td>{r['launches_a']}/{r['launches_b']}</td>{''.join(cells)}</tr>")
-    out.append("</table></body></html>\n")
+            out.append(f"<tr><td class=k>{e(label)}</td><td>{_num(a)}</td><td>{_num(b)}</td>"
+                       f"<td class={cls}>{e(c)}</td></tr>")
+        out.append("</tbody></table></div>")
+    out.append(f"<script>{SORT_JS}</script></body></html>\n")
     return "".join(out)

@@ -44,8 +44,19 @@ h1 { font-size: 26px; margin-bottom: 4px; } h2 { font-size: 20px; margin-top: 32
 .sub { color: #666; margin-top: 0; }
 table { display: block; max-width: 100%; overflow-x: auto; }
 details summary { cursor: pointer; } span.full { display: block; white-space: normal; word-break: break-all; color: #555; font-size: 11px; max-width: 420px; }
-table.src td.code { font-family: ui-monospace, Menlo, Consolas, monospace; white-space: pre; max-width: 520px; overflow: hidden; text-overflow: ellipsis; }
+table.src { font-size: 12px; } table.src th { white-space: normal; } table.src td { padding: 3px 6px; }
+table.src td.code { font-family: ui-monospace, Menlo, Consolas, monospace; white-space: pre-wrap; word-break: break-word; max-width: 380px; min-width: 220px; text-align: left; }
+table.src td.code summary { white-space: pre-wrap; }
+table.ptx { font-size: 11px; margin: 2px 0 6px 0; } table.ptx td { padding: 2px 6px; } table.ptx td.k { white-space: pre-wrap; word-break: break-all; max-width: 560px; }
+tr.sub { display: none; } tr:has(details[open]) + tr.sub { display: table-row; } tr.sub > td { background: #f6f8fa; }
 td.heat { background: linear-gradient(90deg, #f28e2b55 var(--w), transparent var(--w)); }
+td.name { white-space: normal; word-break: break-word; max-width: 320px; }
+th[title=sort] { cursor: pointer; } th[title=sort]:hover { background: #dde6ef; }
+.sol { display: inline-block; vertical-align: top; width: 640px; margin: 0 16px 12px 0; }
+table.solt td.k { white-space: normal; } table.solt td.heat { min-width: 200px; }
+p.advice { background: #eef5ea; border-left: 4px solid #59a14f; padding: 6px 10px; margin: 6px 0; }
+.roof { display: flex; gap: 16px; align-items: flex-start; flex-wrap: wrap; } .roof .legend { max-width: 520px; font-size: 12px; }
+.roof .legend p { margin: 4px 0; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
 th, td { padding: 4px 8px; border-bottom: 1px solid #ddd; text-align: right; white-space: nowrap; }
 td.wrap { white-space: normal; max-width: 260px; font-size: 12px; }
@@ -294,6 +305,10 @@ def profile_problem(data) -> str | None:
                                     and isinstance(est.get("occupancy", {}), dict)
                                     and _num(est.get("occupancy", {}).get("occupancy", 0))):
             return f"entry {i}: 'time_estimate' lacks time_us, bound, arch, waves or occupancy"
+        if est is not None and not (_num(est.get("cycles", 0)) and _num(est.get("bank_conflict_cycles", 0))
+                                    and isinstance(est.get("shares", {}), dict)
+                                    and all(_num(v) for v in est.get("shares", {}).values())):
+            return f"entry {i}: 'time_estimate' has damaged cycles, shares or bank_conflict_cycles"
         mem = d.get("memory")
         if mem is not None and not (isinstance(mem, dict) and all(_num(v) for v in mem.values())):
             return f"entry {i}: 'memory' is not numbers by name"
@@ -309,10 +324,15 @@ def profile_problem(data) -> str | None:
             for r in rows:
                 if not isinstance(r, dict) or not all(k2 in r for k2 in need) or \
                         not all(_num(v) for k2, v in r.items() if k2 not in ("file", "ptx", "source", "stall", "timing_class",
-                                                                             "call_site", "block", "space")):
+                                                                             "call_site", "block", "space", "stall_cycles",
+                                                                             "ptx_rows")):
                     return f"entry {i}: a '{k}' row is damaged"
                 if not (isinstance(r.get("file", ""), str) and isinstance(r.get("ptx", ""), str)):
                     return f"entry {i}: a '{k}' row is damaged"
+                sc, pr = r.get("stall_cycles", {}), r.get("ptx_rows", [])
+                if not (isinstance(sc, dict) and all(_num(v) for v in sc.values()) and isinstance(pr, list)
+                        and all(isinstance(x, dict) and _num(x.get("index")) for x in pr)):
+                    return f"entry {i}: a '{k}' row's stall_cycles or ptx_rows are damaged"
     return None
 
 
@@ -485,8 +505,10 @@ def _cfg_section(dicts: list[dict], want: str | None, input_options, notices: li
 
 
 def _memory_time_section(dicts: list[dict], short: dict[str, str]) -> str:
-    """Memory (--memory-metrics) and the timing model (--estimate-time) per launch, and a
-    roofline of the launches that have both, against the architecture's ceilings."""
+    """Memory (--memory-metrics) and the timing model (--estimate-time) per launch: the
+    kernel's estimated time apart from the launch overhead, the speed-of-light breakdown of
+    the estimate with advice, and a roofline with a point per memory level."""
+    from . import speed_of_light as sol
     from .tables import memory_lines, memory_summary, sectors_per_request
 
     rows = [d for d in dicts if d.get("reused_from") is None and (d.get("memory") or d.get("time_estimate"))]
@@ -496,21 +518,24 @@ def _memory_time_section(dicts: list[dict], short: dict[str, str]) -> str:
     mem = any(d.get("memory") for d in rows)
     est = any(d.get("time_estimate") for d in rows)
     out = ["<h2>Memory and time</h2>"]
-    if not (mem and est):
-        out.append("<p class=sub>The roofline needs both <code>--memory-metrics</code> and <code>--estimate-time</code>.</p>")
-    head = "<table><tr><th>#</th><th class=k>kernel</th>"
-    if mem:
-        head += "<th>global requests</th><th>sectors</th><th>sectors/req</th><th>128-B lines</th><th>bank conflicts</th>"
     if est:
-        head += "<th>est. time &micro;s</th><th class=k>bound</th><th>occupancy</th><th>waves</th>"
-    if mem and est:
-        head += "<th>FLOP/byte</th><th>GFLOP/s</th>"
-    out.append(head + "</tr>")
+        out.append("<p class=sub><i>kernel &micro;s</i> is the estimated kernel duration; the launch overhead of the "
+                   "arch file (<i>launch &micro;s</i>) is shown apart and left out of GFLOP/s and of the shares.</p>")
+    head = "<table class=sortable><thead><tr><th>#</th><th class=k>kernel</th>"
+    if mem:
+        head += ("<th>global requests</th><th>sectors</th><th>sectors/req</th><th>128-B lines</th>"
+                 "<th>bank conflicts</th>")
+    if est:
+        head += ("<th>kernel &micro;s</th><th>launch &micro;s</th><th class=k>bound</th><th>occupancy %</th>"
+                 "<th>waves</th><th>GFLOP/s</th>")
+    out.append(head + "</tr></thead><tbody>")
     points = []
+    sol_parts = []
     for d in rows:
         sec, req, bank = memory_summary(d)
         e = d.get("time_estimate")
-        cells = f"<td>{_e(d.get('launch', ''))}</td><td class=k title='{_e(demangle(d['kernel']))}'>{_e(short[demangle(d['kernel'])])}</td>"
+        cells = (f"<td>{_e(d.get('launch', ''))}</td><td class='k name' title='{_e(demangle(d['kernel']))}'>"
+                 f"{_e(short[demangle(d['kernel'])])}</td>")
         if mem:
             cells += (f"<td>{req:,}</td><td>{sec:,}</td><td>{sectors_per_request(sec, req):.2f}</td>" if req
                       else "<td>0</td><td>0</td><td></td>")
@@ -519,42 +544,131 @@ def _memory_time_section(dicts: list[dict], short: dict[str, str]) -> str:
         if est:
             if e:
                 occ = e.get("occupancy", {}).get("occupancy", 0.0)
-                cells += (f"<td>{e['time_us']:.2f}</td><td class=k>{_e(e['bound'])}</td><td>{100 * occ:.0f}%</td>"
-                          f"<td>{e.get('waves', 0):.2f}</td>")
+                kus = _kernel_us(e)
+                gf = flops(d) / (kus * 1e3) if kus else 0.0
+                cells += (f"<td>{kus:.3f}</td><td>{e.get('launch_overhead_us', 0.0):.2f}</td>"
+                          f"<td class=k>{_e(e['bound'])}</td><td>{100 * occ:.0f}%</td>"
+                          f"<td>{e.get('waves', 0):.2f}</td><td>{gf:,.1f}</td>")
+                if gf > 0:
+                    points.append((d, e, gf))
+                sol_parts.append(_sol_block(d, e, short))
             else:
-                cells += "<td></td><td></td><td></td><td></td>"
-        if mem and est:
-            fl = flops(d)
-            ai = fl / (sec * 32) if sec else None
-            gf = fl / (e["time_us"] * 1e3) if e and e["time_us"] else None
-            cells += f"<td>{'' if ai is None else f'{ai:.2f}'}</td><td>{'' if gf is None else f'{gf:,.1f}'}</td>"
-            if ai and gf:
-                points.append((ai, gf, str(d.get("launch", "")), e["arch"]))
+                cells += "<td></td>" * 6
         out.append(f"<tr>{cells}</tr>")
-    out.append("</table>")
+    out.append("</tbody></table>")
+    if sol_parts:
+        out.append("<h3>Speed of light: what the estimated time is made of</h3><p class=sub>The timing model's "
+                   "estimate split by the bound that decided each part (they add up to the kernel time); the "
+                   "bank conflicts' cost is the estimate minus the same estimate with conflict-free shared "
+                   "accesses.</p>")
+        out.extend(sol_parts[:_SOL_LAUNCHES])
+        if len(sol_parts) > _SOL_LAUNCHES:
+            out.append("<details><summary>" + f"{len(sol_parts) - _SOL_LAUNCHES} more launches</summary>"
+                       + "".join(sol_parts[_SOL_LAUNCHES:]) + "</details>")
     if points:
-        out.append(_roofline_svg(points))
+        out.append(_roofline_svg(points[:_ROOFLINE_LAUNCHES]))
+    elif est and not mem:
+        out.append("<p class=sub>The roofline needs FLOPs and an estimated time.</p>")
     return "".join(out)
 
 
-def _roofline_svg(points: list[tuple[float, float, str, str]]) -> str:
-    """Log-log roofline: FP32 peak and DRAM bandwidth of the architecture from its arch file."""
+_SOL_LAUNCHES = 6  # launches whose breakdown is shown open
+_ROOFLINE_LAUNCHES = 8  # launches on the roofline
+
+
+def _kernel_us(e: dict) -> float:
+    """The kernel's own estimated time (files before ``kernel_us``: time minus overhead)."""
+    if _num(e.get("kernel_us")):
+        return float(e["kernel_us"])
+    return max(0.0, float(e["time_us"]) - float(e.get("launch_overhead_us", 0.0) or 0.0))
+
+
+def _sol_block(d: dict, e: dict, short: dict[str, str]) -> str:
+    from . import speed_of_light as sol
+
+    rows = sol.breakdown(e)
+    top_stall = _top_stall(d)
+    conflict = sol.bank_conflict_percent(e)
+    bars = "".join(
+        f"<tr><td class=k>{_e(name)}</td><td class=heat style='--w:{min(100.0, pct):.1f}%'>{pct:.1f}%</td></tr>"
+        for _k, name, pct in rows)
+    if conflict > 0:
+        bars += (f"<tr><td class=k>of which shared bank conflicts</td><td class='heat bad' "
+                 f"style='--w:{min(100.0, conflict):.1f}%'>{conflict:.1f}%</td></tr>")
+    advice = "".join(f"<p class=advice>{_e(t)}</p>" for t in sol.advice(e, top_stall))
+    return (f"<div class=sol><b>#{_e(d.get('launch', ''))} {_e(short[demangle(d['kernel'])])}</b>: "
+            f"{_kernel_us(e):.3f} &micro;s kernel (+ {e.get('launch_overhead_us', 0.0):.2f} &micro;s launch)"
+            f"<table class=solt><thead><tr><th class=k>limiter</th><th>share of the time</th></tr></thead>"
+            f"<tbody>{bars}</tbody></table>{advice}</div>")
+
+
+def _top_stall(d: dict) -> str | None:
+    """The stall reason with the most estimated cycles over a launch's source lines."""
+    tot: dict[str, float] = {}
+    for ln in d.get("source_lines") or d.get("hot_instructions") or []:
+        for k, v in (ln.get("stall_cycles") or {}).items():
+            if _num(v):
+                tot[k] = tot.get(k, 0.0) + v
+        if not ln.get("stall_cycles") and ln.get("stall") and _num(ln.get("est_cycles")):
+            tot[ln["stall"]] = tot.get(ln["stall"], 0.0) + ln["est_cycles"]
+    return max(tot, key=lambda k: tot[k]) if tot else None
+
+
+#: the memory levels of the roofline: (name, colour)
+_LEVELS = (("L1", "#59a14f"), ("L2", "#4e79a7"), ("DRAM", "#e15759"))
+
+
+def _level_bytes(d: dict, e: dict) -> dict[str, tuple[float, str]]:
+    """Bytes per memory level of a launch, and where each figure comes from."""
+    out: dict[str, tuple[float, str]] = {}
+    m = d.get("memory") or {}
+    if m:
+        g = sum(v for k, v in m.items() if k.startswith("global_") and k.endswith("_sectors"))
+        s = sum(v for k, v in m.items() if k.startswith("shared_") and k.endswith("_wavefronts"))
+        if g or s:
+            out["L1"] = (32.0 * g + 128.0 * s, "global sectors x 32 + shared wavefronts x 128 (what the LSU moves)")
+    mem = e.get("memory") or {}
+    if _num(mem.get("l2_bytes")) and mem["l2_bytes"] > 0:
+        out["L2"] = (float(mem["l2_bytes"]), "L1-L2 traffic of the cache model")
+    if _num(mem.get("dram_bytes")) and mem["dram_bytes"] > 0:
+        out["DRAM"] = (float(mem["dram_bytes"]), "DRAM traffic of the cache model")
+    elif _num(mem.get("footprint_bytes")) and mem["footprint_bytes"] > 0:
+        out["DRAM"] = (float(mem["footprint_bytes"]), "none in the estimate (the data stay in L2 across repeated "
+                       "launches); the point is the footprint, what a cold L2 reads once")
+    return out
+
+
+def _roofline_svg(points: list[tuple[dict, dict, float]]) -> str:
+    """Log-log roofline: a point per launch and memory level (FLOPs per byte of that level
+    against GFLOP/s of the kernel time), under the FP32 peak and each level's bandwidth roof
+    from the estimate's arch file."""
     import math
 
     from ..models.timing import TimingError, load_arch
 
+    arch = points[0][1]["arch"]
     try:
-        a = load_arch(points[0][3])
+        a = load_arch(arch)
     except TimingError:  # a profile made with an architecture file this machine lacks
-        return f"<p>No roofline: the architecture {html.escape(repr(points[0][3]))} is not known here.</p>"
+        return f"<p>No roofline: the architecture {html.escape(repr(arch))} is not known here.</p>"
     peak = a.sm_count * a.units.get("fp32", 128) * 2 * a.clock_mhz * 1e6 / 1e9  # GFLOP/s
-    bw = a.memory.get("dram_gbs", 0.0)  # GB/s
-    knee = peak / bw if bw else 1.0
-    xs = [p[0] for p in points] + [knee]
-    ys = [p[1] for p in points] + [peak]
+    clk = a.clock_mhz * 1e6 / 1e9  # G clocks per second
+    roofs = {"L1": a.memory.get("lsu_bytes_per_clk", 0.0) * a.sm_count * clk,
+             "L2": a.memory.get("l2_bytes_per_clk", 0.0) * clk, "DRAM": a.memory.get("dram_gbs", 0.0)}
+    roofs = {k: v for k, v in roofs.items() if v > 0}
+    pts = []  # (level, AI, GFLOP/s, launch, hollow, source)
+    for d, e, gf in points:
+        fl = flops(d)
+        for lvl, (nbytes, src) in _level_bytes(d, e).items():
+            if nbytes > 0 and fl > 0:
+                pts.append((lvl, fl / nbytes, gf, str(d.get("launch", "")), src.startswith("none"), src))
+    if not pts:
+        return "<p class=sub>No roofline: no bytes per memory level (run with <code>--memory-metrics</code>).</p>"
+    xs = [p[1] for p in pts] + [peak / bw for bw in roofs.values()]
+    ys = [p[2] for p in pts] + [peak]
     x0, x1 = 10 ** math.floor(math.log10(min(xs) / 2)), 10 ** math.ceil(math.log10(max(xs) * 2))
     y0, y1 = 10 ** math.floor(math.log10(min(ys) / 2)), 10 ** math.ceil(math.log10(max(ys) * 2))
-    W, H, L, B = 640, 360, 70, 40
+    W, H, L, B = 760, 400, 70, 44
 
     def X(v):
         return L + (W - L - 20) * (math.log10(v) - math.log10(x0)) / (math.log10(x1) - math.log10(x0))
@@ -562,104 +676,227 @@ def _roofline_svg(points: list[tuple[float, float, str, str]]) -> str:
     def Y(v):
         return H - B - (H - B - 20) * (math.log10(v) - math.log10(y0)) / (math.log10(y1) - math.log10(y0))
 
-    parts = [f"<h3>Roofline ({_e(a.description)})</h3><svg class=roofline width={W} height={H} "
+    colour = dict(_LEVELS)
+    parts = [f"<h3>Roofline ({_e(a.description)})</h3><div class=roof><svg class=roofline width={W} height={H} "
              f"xmlns='http://www.w3.org/2000/svg' font-size=11>",
              f"<rect x={L} y=20 width={W - L - 20} height={H - B - 20} fill='#fafafa' stroke='#ccc' />"]
     for dec in range(int(math.log10(x0)), int(math.log10(x1)) + 1):
         parts.append(f"<text x={X(10 ** dec):.1f} y={H - B + 14} text-anchor=middle>{10 ** dec:g}</text>")
     for dec in range(int(math.log10(y0)), int(math.log10(y1)) + 1):
         parts.append(f"<text x={L - 6} y={Y(10 ** dec) + 4:.1f} text-anchor=end>{10 ** dec:g}</text>")
-    parts.append(f"<text x={(L + W) / 2:.0f} y={H - 6} text-anchor=middle>arithmetic intensity (FLOP per DRAM-sector byte)</text>"
-                 f"<text x=14 y={H / 2:.0f} transform='rotate(-90 14 {H / 2:.0f})' text-anchor=middle>GFLOP/s</text>")
-    xa, xb = max(x0, y0 / bw if bw else x0), min(knee, x1)
-    if bw and xb > xa:
-        parts.append(f"<line x1={X(xa):.1f} y1={Y(bw * xa):.1f} x2={X(xb):.1f} y2={Y(bw * xb):.1f} stroke='#4e79a7' stroke-width='2' />")
-    parts.append(f"<line x1={X(max(knee, x0)):.1f} y1={Y(peak):.1f} x2={X(x1):.1f} y2={Y(peak):.1f} stroke='#e15759' stroke-width='2' />"
-                 f"<text x={X(x1) - 4:.1f} y={Y(peak) - 5:.1f} text-anchor=end fill='#e15759'>FP32 peak {peak:,.0f} GFLOP/s</text>"
-                 f"<text x={X(max(x0, xa)) + 4:.1f} y={Y(bw * max(x0, xa)) - 6:.1f} fill='#4e79a7'>DRAM {bw:,.0f} GB/s</text>")
-    for ai, gf, label, _arch in points:
-        parts.append(f"<circle cx={X(ai):.1f} cy={Y(gf):.1f} r='4' fill='#f28e2b'><title>launch {_e(label)}: "
-                     f"{ai:.2f} FLOP/byte, {gf:,.1f} GFLOP/s</title></circle>"
-                     f"<text x={X(ai) + 6:.1f} y={Y(gf) + 4:.1f}>#{_e(label)}</text>")
-    parts.append("</svg>")
+    parts.append(f"<text x={(L + W) / 2:.0f} y={H - 8} text-anchor=middle>arithmetic intensity (FLOPs per byte "
+                 f"moved at that memory level)</text><text x=14 y={H / 2:.0f} transform='rotate(-90 14 {H / 2:.0f})' "
+                 f"text-anchor=middle>GFLOP/s (kernel time, launch overhead excluded)</text>")
+    for lvl, bw in roofs.items():
+        knee = peak / bw
+        xa, xb = max(x0, y0 / bw), min(knee, x1)
+        if xb > xa:
+            parts.append(f"<line x1={X(xa):.1f} y1={Y(bw * xa):.1f} x2={X(xb):.1f} y2={Y(bw * xb):.1f} "
+                         f"stroke='{colour[lvl]}' stroke-width='2' />"
+                         f"<text x={X(xb) - 6:.1f} y={Y(bw * xb) + 16 + 13 * list(roofs).index(lvl):.1f} "
+                         f"text-anchor=end fill='{colour[lvl]}'>{lvl} {bw:,.0f} GB/s</text>")
+    knee_min = min(peak / bw for bw in roofs.values()) if roofs else x0
+    parts.append(f"<line x1={X(max(knee_min, x0)):.1f} y1={Y(peak):.1f} x2={X(x1):.1f} y2={Y(peak):.1f} "
+                 f"stroke='#333' stroke-width='2' /><text x={X(x1) - 4:.1f} y={Y(peak) - 5:.1f} text-anchor=end>"
+                 f"FP32 peak {peak:,.0f} GFLOP/s</text>")
+    for lvl, ai, gf, label, hollow, src in pts:
+        c = colour[lvl]
+        fill = "white" if hollow else c
+        parts.append(f"<circle class='pt {lvl}' cx={X(ai):.1f} cy={Y(gf):.1f} r='5' fill='{fill}' stroke='{c}' "
+                     f"stroke-width='2'><title>launch {_e(label)}, {lvl}: {ai:.3g} FLOP/byte, {gf:,.1f} GFLOP/s "
+                     f"({_e(src)})</title></circle><text x={X(ai) + 7:.1f} y={Y(gf) + 4 + 12 * [n for n, _c in _LEVELS].index(lvl):.1f} "
+                     f"fill='{c}'>#{_e(label)} {lvl}</text>")
+    parts.append("</svg><div class=legend>")
+    seen = set()
+    for lvl, _ai, _gf, _label, hollow, src in pts:
+        if lvl in seen:
+            continue
+        seen.add(lvl)
+        parts.append(f"<p><i style='background:{'white' if hollow else colour[lvl]};border:2px solid {colour[lvl]}'></i>"
+                     f"<b>{lvl}</b>: {_e(src)}</p>")
+    parts.append("</div></div>")
     return "".join(parts)
 
 
-_SOURCE_KERNELS = 8  # kernels shown in the source view (most thread instructions first)
+_SOURCE_KERNELS = 8  # kernels shown in the source view (most estimated time, else thread instructions, first)
 
 
-def _source_section(dicts: list[dict]) -> str:
-    """Per kernel with line information (``-lineinfo``): each CUDA source line with its
-    counts summed over the kernel's launches, shaded by thread instructions."""
-    spr = registry.metric("sectors_per_request")
+def _merge_lines(dicts: list[dict]):
+    """Per kernel, its source lines (or hot PTX instructions) summed over its launches:
+    numbers add up, ``stall_cycles`` add up by reason, ``ptx_rows`` add up per instruction."""
     kernels: dict[str, dict[tuple, dict]] = {}
     hot: dict[str, dict[int, dict]] = {}
+
+    def add(g: dict, ln: dict, skip=("line", "index", "sectors_per_request")) -> None:
+        for k, v in ln.items():
+            if _num(v) and k not in skip:
+                g[k] = g.get(k, 0) + v
+        for k, v in (ln.get("stall_cycles") or {}).items():
+            if _num(v):
+                g.setdefault("stall_cycles", {})[k] = g.get("stall_cycles", {}).get(k, 0.0) + v
+        if ln.get("stall") and (ln.get("est_cycles", 0) >= g.get("_stall_w", -1)):
+            g["_stall_w"] = ln.get("est_cycles", 0)
+            g["stall"] = ln["stall"]
+
+    spr = registry.metric("sectors_per_request")
     for d in dicts:
         for ln in d.get("hot_instructions") or []:
-            g = hot.setdefault(d["kernel"], {}).setdefault(ln["index"], {"ptx": ln["ptx"], "stall": ln.get("stall", "")})
-            for k, v in ln.items():
-                if isinstance(v, (int, float)) and k not in ("index", "sectors_per_request"):
-                    g[k] = g.get(k, 0) + v
+            g = hot.setdefault(d["kernel"], {}).setdefault(ln["index"], {"ptx": ln["ptx"]})
+            add(g, ln)
         for ln in d.get("source_lines") or []:
             if "index" in ln:
+                g = hot.setdefault(d["kernel"], {}).setdefault(ln["index"], {"ptx": ln.get("ptx", "")})
+                add(g, ln)
                 continue
             rows = kernels.setdefault(d["kernel"], {})
             g = rows.setdefault((ln["file"], ln["line"]), {"file": ln["file"], "line": ln["line"],
-                                                           "source": ln.get("source")})
-            for k, v in ln.items():
-                if isinstance(v, (int, float)) and k not in ("line", "sectors_per_request"):
-                    g[k] = g.get(k, 0) + v
+                                                           "source": ln.get("source"), "ptx": {}})
+            add(g, ln)
+            for pr in ln.get("ptx_rows") or []:
+                if isinstance(pr, dict) and _num(pr.get("index")):
+                    add(g["ptx"].setdefault(pr["index"], {"index": pr["index"], "ptx": pr.get("ptx", "")}), pr)
             if ln.get("sectors_per_request"):  # global requests of the line, to re-divide the sums
                 _sectors, requests = spr.parts({"sectors": ln["sectors"], "sectors_per_request": ln["sectors_per_request"]})
                 g["global_requests"] = g.get("global_requests", 0) + requests
+    for rows in list(kernels.values()) + list(hot.values()):
+        for g in rows.values():
+            if g.get("stall_cycles"):
+                g["stall"] = max(g["stall_cycles"], key=lambda k: g["stall_cycles"][k])
+    return kernels, hot
+
+
+def _stall_title(g: dict) -> str:
+    sc = g.get("stall_cycles") or {}
+    tot = sum(sc.values()) or 1.0
+    return ", ".join(f"{k} {100 * v / tot:.0f}%" for k, v in sorted(sc.items(), key=lambda kv: -kv[1]))
+
+
+def _source_section(dicts: list[dict]) -> str:
+    """Per kernel with line information (``-lineinfo``): each CUDA source line with its counts
+    summed over the kernel's launches, hottest first by estimated time (``--estimate-time``;
+    else in source order, shaded by thread instructions), its stall reason, and its PTX
+    instructions with their figures unfolding under it."""
+    spr = registry.metric("sectors_per_request")
+    kernels, hot = _merge_lines(dicts)
     if not kernels and not hot:
         return ""
-    order = sorted(kernels, key=lambda k: -sum(r.get("thread_inst_executed", 0) for r in kernels[k].values()))
+
+    def weight(rows) -> tuple:
+        return (sum(r.get("est_cycles", 0) for r in rows), sum(r.get("thread_inst_executed", 0) for r in rows))
+
+    order = sorted(kernels, key=lambda k: tuple(-x for x in weight(kernels[k].values())))
+    timed = any(r.get("est_cycles") for rows in kernels.values() for r in rows.values())
     out = ["<h2>Source</h2><p class=sub>Counts per CUDA source line (from the PTX's <code>.loc</code>, a "
-           "<code>-lineinfo</code> build), summed over each kernel's launches; the bar is the line's share of the "
-           "kernel's thread instructions. Sectors/request and bank conflicts need <code>--memory-metrics</code>.</p>"]
+           "<code>-lineinfo</code> build), summed over each kernel's launches. "
+           + ("Lines are ranked hottest first by <b>estimated time</b>: the share of the timing model's cycles "
+              "charged to the line's instructions (a wait is charged to the instruction waited for: the load, "
+              "the barrier, the busy pipe); <i>est. stall</i> is the reason most of those cycles wait for "
+              "(hover for all). Click a column head to sort; unfold a line for its PTX."
+              if timed else
+              "The bar is the line's share of the kernel's thread instructions; run with "
+              "<code>--estimate-time</code> to rank lines by estimated time.")
+           + " Sectors/request and bank conflicts need <code>--memory-metrics</code>.</p>"]
     for k in order[:_SOURCE_KERNELS]:
-        rows = sorted(kernels[k].values(), key=lambda r: (r["file"], r["line"]))
+        rows = list(kernels[k].values())
+        total_est = sum(r.get("est_cycles", 0) for r in rows) or 1.0
         top = max((r.get("thread_inst_executed", 0) for r in rows), default=0) or 1
-        out.append(f"<h3 title='{_e(k)}'>{_e(demangle(k))}</h3><table class=src><tr><th class=k>line</th>"
-                   "<th class=k>source</th><th>thread instr.</th><th>warp instr.</th><th>predicated off</th>"
-                   "<th>FLOPs</th><th>divergent</th><th>sectors/req</th><th>bank confl.</th>"
-                   "<th class=k>est. stall</th></tr>")
+        if timed:
+            rows.sort(key=lambda r: (-r.get("est_cycles", 0), r["file"], r["line"]))
+        else:
+            rows.sort(key=lambda r: (r["file"], r["line"]))
+        out.append(f"<h3 title='{_e(k)}'>{_e(demangle(k))}</h3><table class='src sortable'><thead><tr>"
+                   "<th class=k>line</th><th class=k>source (unfold: PTX)</th>"
+                   + ("<th>est. time %</th><th class=k>est. stall</th>" if timed else "")
+                   + "<th>thread instr.</th><th>warp instr.</th><th>predicated off</th><th>FLOPs</th><th>divergent</th>"
+                   "<th>sectors/req</th><th>bank confl.</th>" + ("" if timed else "<th class=k>est. stall</th>")
+                   + "</tr></thead><tbody>")
         for r in rows:
             t = r.get("thread_inst_executed", 0)
+            share = 100 * r.get("est_cycles", 0) / total_est
             fl = r.get("flop_count_sp", 0) + r.get("flop_count_dp", 0) + r.get("flop_count_hp", 0)
             per_request = (f"{spr.value({'sectors': r['sectors'], 'requests': r['global_requests']}):.2f}"
                            if r.get("global_requests") else "")
             div = int(r.get("divergent_branch", 0))
+            stall = f"<td class=k title='{_e(_stall_title(r))}'>{_e(r.get('stall', ''))}</td>"
+            heat = (f"<td class=heat data-v='{share:.4f}' style='--w:{share:.1f}%'>{share:.1f}%</td>{stall}" if timed
+                    else "")
+            tcell = (f"<td data-v='{int(t)}'>{int(t):,}</td>" if timed
+                     else f"<td class=heat data-v='{int(t)}' style='--w:{100 * t / top:.1f}%'>{int(t):,}</td>")
+            summary, ptx_rows = _ptx_details(r, total_est)
+            ncols = 11 if timed else 10
             out.append(
-                f"<tr><td class=k title='{_e(r['file'])}'>{_e(os.path.basename(r['file']))}:{r['line']}</td>"
-                f"<td class='k code'>{_e(r.get('source') or '')}</td>"
-                f"<td class=heat style='--w:{100 * t / top:.1f}%'>{int(t):,}</td><td>{int(r.get('inst_executed', 0)):,}</td>"
-                f"<td>{int(r.get('predicated_off', 0)):,}</td><td>{int(fl):,}</td>"
-                f"<td class={'bad' if div else ''}>{div:,}</td><td>{per_request}</td><td>{int(r.get('bank_conflicts', 0)):,}</td>"
-                f"<td class=k>{_e(r.get('stall', ''))}</td></tr>")
-        out.append("</table>")
+                f"<tr><td class=k data-v='{r['line']}' title='{_e(r['file'])}'>{_e(os.path.basename(r['file']))}:{r['line']}</td>"
+                f"<td class='k code'>{summary}</td>{heat}{tcell}"
+                f"<td>{int(r.get('inst_executed', 0)):,}</td><td>{int(r.get('predicated_off', 0)):,}</td><td>{int(fl):,}</td>"
+                f"<td class={'bad' if div else ''}>{div:,}</td><td>{per_request}</td>"
+                f"<td class={'bad' if r.get('bank_conflicts') else ''}>{int(r.get('bank_conflicts', 0)):,}</td>"
+                + ("" if timed else stall) + "</tr>"
+                + (f"<tr class=sub><td></td><td colspan={ncols - 1}>{ptx_rows}</td></tr>" if ptx_rows else ""))
+        out.append("</tbody></table>")
     if len(order) > _SOURCE_KERNELS:
         out.append(f"<p class=sub>{len(order) - _SOURCE_KERNELS} more kernels with line information: "
                    f"<code>--by line</code> lists every one.</p>")
-    hot_order = sorted(hot, key=lambda k: -sum(r.get("thread_inst_executed", 0) for r in hot[k].values()))
+    hot_order = sorted(hot, key=lambda k: tuple(-x for x in weight(hot[k].values())))
     if hot_order:
         out.append("<p class=sub>Kernels without line information (build with <code>-lineinfo</code> for CUDA "
                    "lines): their hottest PTX instructions.</p>")
     for k in hot_order[:_SOURCE_KERNELS]:
-        rows = sorted(hot[k].items(), key=lambda kv: -kv[1].get("thread_inst_executed", 0))[:20]
+        rows = sorted(hot[k].items(), key=lambda kv: (-kv[1].get("est_cycles", 0), -kv[1].get("thread_inst_executed", 0)))[:20]
+        total_est = sum(r.get("est_cycles", 0) for r in hot[k].values()) or 1.0
         top = max((r.get("thread_inst_executed", 0) for _i, r in rows), default=0) or 1
-        out.append(f"<h3 title='{_e(k)}'>{_e(demangle(k))}</h3><table class=src><tr><th>#</th><th class=k>PTX</th>"
-                   "<th>thread instr.</th><th>warp instr.</th><th>predicated off</th><th>divergent</th>"
-                   "<th class=k>est. stall</th></tr>")
+        out.append(f"<h3 title='{_e(k)}'>{_e(demangle(k))}</h3><table class='src sortable'><thead><tr><th>#</th>"
+                   "<th class=k>PTX</th><th>est. time %</th><th>thread instr.</th><th>warp instr.</th>"
+                   "<th>predicated off</th><th>divergent</th><th class=k>est. stall</th></tr></thead><tbody>")
         for i, r in rows:
             t = r.get("thread_inst_executed", 0)
+            share = 100 * r.get("est_cycles", 0) / total_est
             out.append(f"<tr><td>{i}</td><td class='k code'>{_e(r['ptx'])}</td>"
-                       f"<td class=heat style='--w:{100 * t / top:.1f}%'>{int(t):,}</td><td>{int(r.get('inst_executed', 0)):,}</td>"
+                       f"<td class=heat data-v='{share:.4f}' style='--w:{share:.1f}%'>{share:.1f}%</td>"
+                       f"<td data-v='{int(t)}'>{int(t):,}</td><td>{int(r.get('inst_executed', 0)):,}</td>"
                        f"<td>{int(r.get('predicated_off', 0)):,}</td><td>{int(r.get('divergent_branch', 0)):,}</td>"
                        f"<td class=k>{_e(r.get('stall', ''))}</td></tr>")
-        out.append("</table>")
+        out.append("</tbody></table>")
     return "".join(out)
+
+
+def _ptx_details(r: dict, total_est: float) -> tuple[str, str]:
+    """A source line's text, unfolding (``<details>``) its PTX instructions and their figures
+    in the full-width row under it (``tr.sub``, shown by CSS while the line is open)."""
+    text = _e(r.get("source") or "")
+    ptx = sorted((r.get("ptx") or {}).values(), key=lambda p: p["index"])
+    if not ptx:
+        return text, ""
+    rows = "".join(
+        f"<tr><td>{int(p['index'])}</td><td class=k>{_e(p.get('ptx', ''))}</td>"
+        f"<td>{100 * p.get('est_cycles', 0) / total_est:.1f}%</td><td class=k>{_e(p.get('stall', ''))}</td>"
+        f"<td>{int(p.get('inst_executed', 0)):,}</td><td>{int(p.get('thread_inst_executed', 0)):,}</td>"
+        f"<td>{int(p.get('divergent_branch', 0)):,}</td><td>{int(p.get('bank_conflicts', 0)):,}</td></tr>"
+        for p in ptx)
+    return (f"<details><summary>{text or '(no source text)'}</summary></details>",
+            f"<table class=ptx><thead><tr><th>#</th><th class=k>PTX of the line</th><th>est. time %</th>"
+            f"<th class=k>stall</th><th>warp instr.</th><th>thread instr.</th><th>divergent</th><th>bank confl.</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>")
+
+
+#: sortable tables: a click on a column head sorts the body by it (numbers by ``data-v`` or
+#: their text without separators), a second click reverses; nothing is fetched
+SORT_JS = """
+document.querySelectorAll('table.sortable').forEach(function (t) {
+  t.querySelectorAll('thead th').forEach(function (th, col) {
+    th.title = 'sort'; th.addEventListener('click', function () {
+      var body = t.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      var dir = th.dataset.dir === 'desc' ? 1 : -1; th.dataset.dir = dir === 1 ? 'asc' : 'desc';
+      function key(r) { var c = r.cells[col]; if (!c) return ''; var v = c.dataset.v !== undefined ? c.dataset.v :
+        c.textContent.replace(/[,%\\s]/g, ''); var n = parseFloat(v); return isNaN(n) ? c.textContent : n; }
+      var groups = [];  // a row and the rows under it (tr.sub: a source line's PTX) move together
+      rows.forEach(function (r) { if (r.classList.contains('sub') && groups.length) groups[groups.length - 1].push(r);
+                                  else groups.push([r]); });
+      groups.sort(function (a, b) { var x = key(a[0]), y = key(b[0]); return (x < y ? -1 : x > y ? 1 : 0) * dir; });
+      groups.forEach(function (g) { g.forEach(function (r) { body.appendChild(r); }); });
+    });
+  });
+});
+"""
 
 
 def build(dicts: list[dict], static: list[dict] | None = None, summary: str = "", cfg: str | None = None,
@@ -692,9 +929,10 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
     cats = [c for c in CATEGORY_COLORS if any(g["mix"].get(c) for g in groups)]
     parts.append("<h2>Kernels</h2>")
     parts.append(_legend(cats))
-    parts.append("<table><tr><th class=k>kernel</th><th>launches</th><th>reused</th><th>thread instructions</th>"
-                 "<th>FLOPs</th><th>branch eff.</th><th>executed</th><th class=k>instruction mix</th>"
-                 "<th class=k>top opcodes</th></tr>")
+    parts.append("<table class=sortable><thead><tr><th class=k>kernel</th><th>launches</th><th>reused</th><th>thread instructions</th>"
+                 "<th>FLOPs</th><th title='branch_efficiency, a percent in the JSON'>branch eff. %</th>"
+                 "<th title='executed_fraction (a fraction in the JSON) as a percent'>executed %</th><th class=k>instruction mix</th>"
+                 "<th class=k>top opcodes</th></tr></thead><tbody>")
     short48 = short_names([demangle(d["kernel"]) for d in dicts], 48)
     for g in sorted(groups, key=lambda g: -g["thread_inst_executed"]):
         top = ", ".join(f"{k} {100 * v / (sum(g['opcodes'].values()) or 1):.0f}%"
@@ -706,7 +944,7 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
             f"<td>{g['reused']}</td><td>{int(g['thread_inst_executed']):,}</td><td>{int(flops(g)):,}</td>"
             f"<td class={_eff_class(eff)}>{_pct(eff)}</td><td>{_pct(100 * g['executed_fraction'])}</td>"
             f"<td class=k>{_bar(g['mix'])}</td><td class='k wrap'>{_e(top)}</td></tr>")
-    parts.append("</table>")
+    parts.append("</tbody></table>")
 
     parts.append(_memory_time_section(dicts, short48))
     parts.append(_source_section(dicts))
@@ -718,10 +956,10 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
             parts.append(f"<h3>{_e(t)}</h3><img class=plot alt='{_e(t)}' src='{uri}'>")
 
     # launches
-    parts.append("<h2>Launches</h2><table><tr><th>#</th><th class=k>kernel</th><th>grid</th><th>block</th>"
+    parts.append("<h2>Launches</h2><table class=sortable><thead><tr><th>#</th><th class=k>kernel</th><th>grid</th><th>block</th>"
                  "<th>warp instr.</th><th>thread instr.</th><th>FLOPs</th><th>branches</th><th>divergent</th>"
-                 "<th>branch eff.</th><th>executed</th><th title='most warp-instructions of one warp slot over the mean (1.00: a CTA&#39;s warps share the work evenly)'>warp balance</th>"
-                 "<th title='how long hypa took to emulate the launch, not the kernel&#39;s time'>emulator ms</th><th class=k>note</th></tr>")
+                 "<th title='branch_efficiency, a percent in the JSON'>branch eff. %</th><th title='executed_fraction (a fraction in the JSON) as a percent'>executed %</th><th title='most warp-instructions of one warp slot over the mean (1.00: a CTA&#39;s warps share the work evenly)'>warp balance</th>"
+                 "<th title='how long hypa took to emulate the launch, not the kernel&#39;s time'>emulator ms</th><th class=k>note</th></tr></thead><tbody>")
     for d in dicts:
         r = d.get("reused_from")
         note = f"same as #{r}" if r is not None else ""
@@ -733,7 +971,7 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
             f"<td>{int(d['branch']):,}</td><td>{int(d['divergent_branch']):,}</td><td class={_eff_class(d['branch_efficiency'])}>{_pct(d['branch_efficiency'])}</td>"
             f"<td>{_pct(100 * d['executed_fraction'])}</td>{_balance_cell(d.get('warp_inst_executed'))}<td>{ms}</td>"
             f"<td class=k>{_e(note)}</td></tr>")
-    parts.append("</table>")
+    parts.append("</tbody></table>")
     if static:
         parts.append("<h2>Kernels without a launch (static counts)</h2><table><tr><th class=k>kernel</th>"
                      "<th class=k>file</th><th>instructions</th><th>blocks</th></tr>")
@@ -741,5 +979,5 @@ def build(dicts: list[dict], static: list[dict] | None = None, summary: str = ""
             parts.append(f"<tr><td class=k>{_e(demangle(s['kernel']))}</td><td class=k>{_e(os.path.basename(s['file']))}</td>"
                          f"<td>{s['static_instructions']}</td><td>{s['blocks']}</td></tr>")
         parts.append("</table>")
-    parts.append("</body></html>\n")
+    parts.append(f"<script>{SORT_JS}</script></body></html>\n")
     return Page("".join(parts), notices, files)

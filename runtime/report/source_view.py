@@ -21,26 +21,13 @@ from hypa.ptxdialect.dialect import InstructionOp, RawDirectiveOp
 
 from ..metrics import registry
 from ..metrics.counters import CounterView, memory_space
+from ..models.timing import STALL_OF_CLASS  # timing class -> the stall a warp waiting on it shows
 
 _LOC = re.compile(r"\s*(\d+)\s+(\d+)(?:\s+(\d+))?(?:.*inlined_at\s+(\d+)\s+(\d+))?")
 _FILE = re.compile(r'\s*(\d+)\s+"([^"]*)"')
 
 LINE_METRICS = ("instructions", "inst_executed", "thread_inst_executed", "predicated_off", "flop_count_sp",
                 "flop_count_dp", "flop_count_hp", "divergent_branch", "requests", "sectors", "bank_conflicts")
-
-
-#: timing class (runtime/models/timing.py, the arch file's [classes]) -> the stall a warp waiting on
-#: such an instruction's result shows, in Nsight Compute's words
-STALL_OF_CLASS = {
-    "ld_global": "long scoreboard", "ld_local": "long scoreboard", "st_local": "long scoreboard",
-    "atom_global": "long scoreboard", "cp_async": "long scoreboard", "async_wait": "long scoreboard",
-    "ld_shared": "short scoreboard", "st_shared": "mio throttle", "atom_shared": "short scoreboard",
-    "ld_const": "imc miss", "ld_param": "imc miss", "sfu": "short scoreboard", "shfl": "short scoreboard",
-    "int_div": "math pipe throttle", "int_div64": "math pipe throttle", "fp32_div": "math pipe throttle",
-    "fp64": "math pipe throttle", "fp64_div": "math pipe throttle", "tensor": "math pipe throttle",
-    "barrier": "barrier", "bar_arrive": "barrier", "fence": "membar", "branch": "branch resolving",
-    "st_global": "lg throttle",
-}
 
 
 @dataclass
@@ -62,6 +49,13 @@ class InstructionRow:
     space: str | None = None
     timing_class: str = ""
     latency: float = 0.0
+    #: cycles of the timing model's estimate charged to the instruction, by stall reason
+    #: (``Estimate.instructions``; empty without ``--estimate-time``)
+    est: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def est_cycles(self) -> float:
+        return sum(self.est.values())
 
 
 def source_files(module) -> dict[int, str]:
@@ -85,10 +79,10 @@ def source_files_of_text(ptx: str) -> dict[int, str]:
     return {int(m.group(1)): m.group(2) for m in _FILE_LINE.finditer(ptx)}
 
 
-def instruction_rows(prog, counters, files: dict[int, str], arch: str = "sm_90") -> list[InstructionRow]:
+def instruction_rows(prog, counters, files: dict[int, str], arch: str = "sm_90", estimate=None) -> list[InstructionRow]:
     """One row per PTX instruction of the prepared kernel, in layout order, with its timing
-    class and latency on ``arch`` (the estimated stall of a line is its instructions'
-    largest latency times executions)."""
+    class and latency on ``arch`` and, given the launch's ``estimate``
+    (``runtime.models.timing.Estimate``), its cycles of the estimate by stall reason."""
     from hypa.ptxdialect.printer import instruction_text
 
     from ..models.timing import TimingError, classify, load_arch
@@ -146,7 +140,15 @@ def instruction_rows(prog, counters, files: dict[int, str], arch: str = "sm_90")
                 else:
                     r.sectors = c.sectors
             rows.append(r)
+    per_instr = getattr(estimate, "instructions", None) or []
+    if len(per_instr) == len(rows):  # (the same program: one entry per instruction)
+        for r, d in zip(rows, per_instr):
+            r.est = {k: v for k, v in d.items() if v > 0}
     return rows
+
+
+def _top_reason(est: dict[str, float]) -> str:
+    return max(est, key=lambda k: est[k]) if est else ""
 
 
 def _sectors_per_request(sectors: int, requests: int) -> float:
@@ -174,6 +176,9 @@ def row_dict(r: InstructionRow) -> dict:
     if r.timing_class:
         d["stall"] = STALL_OF_CLASS.get(r.timing_class, "wait")
         d["timing_class"] = r.timing_class
+    if r.est:  # the estimate's cycles: the stall is the reason most of them wait for
+        d["est_cycles"] = r.est_cycles
+        d["stall"] = _top_reason(r.est)
     return d
 
 
@@ -184,14 +189,25 @@ def line_dicts(rows: list[InstructionRow], read_source: bool = True) -> list[dic
         return [row_dict(r) for r in rows]
     groups: dict[tuple, dict] = {}
     weight: dict[tuple, tuple[float, str]] = {}
+    reasons: dict[tuple, dict[str, float]] = {}
+    estimated = any(r.est for r in rows)
     for r in rows:
         key = (r.file or "?", r.line or 0)
         g = groups.get(key)
         if g is None:
             g = groups[key] = {"file": key[0], "line": key[1], **{k: 0 for k in LINE_METRICS}}
+            if estimated:
+                g["est_cycles"] = 0.0
+                g["ptx_rows"] = []
         w = r.latency * r.inst_executed
         if r.timing_class and w > weight.get(key, (-1.0, ""))[0]:
             weight[key] = (w, STALL_OF_CLASS.get(r.timing_class, "wait"))
+        if estimated:
+            g["est_cycles"] += r.est_cycles
+            rs = reasons.setdefault(key, {})
+            for k, v in r.est.items():
+                rs[k] = rs.get(k, 0.0) + v
+            g["ptx_rows"].append({k: v for k, v in row_dict(r).items() if k in _PTX_ROW_KEYS})
         g["instructions"] += 1
         g["inst_executed"] += r.inst_executed
         g["thread_inst_executed"] += r.thread_inst_executed
@@ -205,8 +221,12 @@ def line_dicts(rows: list[InstructionRow], read_source: bool = True) -> list[dic
         g["sectors"] += r.sectors
         g["bank_conflicts"] += r.bank_conflicts
     for key, (w, stall) in weight.items():
-        if w > 0:
+        if w > 0 and not estimated:
             groups[key]["stall"] = stall  # the line's costliest wait: latency x warp executions
+    for key, rs in reasons.items():
+        if rs:  # the reason most of the line's estimated cycles wait for
+            groups[key]["stall"] = _top_reason(rs)
+            groups[key]["stall_cycles"] = dict(sorted(rs.items(), key=lambda kv: -kv[1]))
     out = sorted(groups.values(), key=lambda g: (g["file"], g["line"]))
     texts = _SourceCache() if read_source else None
     for g in out:
@@ -234,8 +254,16 @@ class _SourceCache:
         return lines[n - 1].rstrip()
 
 
-def result_lines(result, module=None, ptx: str | None = None) -> list[dict]:
+#: what a line's ``ptx_rows`` keep of each of its instructions
+_PTX_ROW_KEYS = ("index", "ptx", "inst_executed", "thread_inst_executed", "predicated_off", "divergent_branch",
+                 "requests", "sectors", "bank_conflicts", "est_cycles", "stall")
+
+
+def result_lines(result, module=None, ptx: str | None = None, estimate=None) -> list[dict]:
     """Per-line dicts of one launch result (``LaunchResult``); ``.file`` names from the
-    module or from the PTX text."""
+    module or from the PTX text; with the launch's timing ``estimate`` (default: the one
+    ``--estimate-time`` attached, ``result.time_estimate``) each line's ``est_cycles``, its
+    ``stall`` and ``stall_cycles`` by reason, and its instructions (``ptx_rows``)."""
     files = source_files(module) if module is not None else source_files_of_text(ptx or "")
-    return line_dicts(instruction_rows(result.program, result.counters, files))
+    est = estimate if estimate is not None else getattr(result, "time_estimate", None)
+    return line_dicts(instruction_rows(result.program, result.counters, files, estimate=est))

@@ -562,8 +562,9 @@ def hot_instructions(rec, top: int = 40) -> list[dict]:
     from .source_view import instruction_rows, row_dict, source_files_of_text
 
     r = rec.result
-    rows = instruction_rows(r.program, r.counters, source_files_of_text(rec.source.ptx or ""))
-    return [row_dict(x) for x in sorted(rows, key=lambda x: -x.thread_inst_executed)[:top]]
+    rows = instruction_rows(r.program, r.counters, source_files_of_text(rec.source.ptx or ""),
+                            estimate=getattr(r, "time_estimate", None))
+    return [row_dict(x) for x in sorted(rows, key=lambda x: (-x.est_cycles, -x.thread_inst_executed))[:top]]
 
 
 def profile_lines(profile, fmt: str) -> str:
@@ -585,14 +586,16 @@ def profile_lines(profile, fmt: str) -> str:
         if d["launch"] != launch:
             launch = d["launch"]
             lines.append(f"launch {launch}: {demangle(d['kernel'])}")
+            total_est = sum(x.get("est_cycles", 0) for x in dicts if x["launch"] == launch) or 1.0
             lines.append(f"  {'where':<28} {'inst_exec':>10} {'thread_inst':>12} {'pred.off':>9} {'flops':>10} "
-                         f"{'diverg.':>7} {'sect/req':>8} {'bank.c':>6} {'est. stall':<18} source")
+                         f"{'diverg.':>7} {'sect/req':>8} {'bank.c':>6} {'est.%':>6} {'est. stall':<18} source")
         per_line = "index" not in d  # grouped by source line, else one PTX instruction
         where = f"{_short(os.path.basename(d['file']), 22)}:{d['line']}" if per_line else f"ptx {d['index']}"
         fl = d.get("flop_count_sp", 0) + d.get("flop_count_dp", 0) + d.get("flop_count_hp", 0)
         spr = f"{d['sectors_per_request']:.2f}" if d.get("sectors_per_request") else "-"
         text = d.get("source") if per_line else d.get("ptx")
+        share = f"{100 * d['est_cycles'] / total_est:.1f}" if "est_cycles" in d else "-"  # of the estimated time
         lines.append(f"  {where:<28} {int(d['inst_executed']):>10} {int(d['thread_inst_executed']):>12} "
                      f"{int(d['predicated_off']):>9} {int(fl):>10} {int(d['divergent_branch']):>7} {spr:>8} "
-                     f"{int(d.get('bank_conflicts', 0)):>6} {d.get('stall', ''):<18} {(text or '').strip()[:80]}")
+                     f"{int(d.get('bank_conflicts', 0)):>6} {share:>6} {d.get('stall', ''):<18} {(text or '').strip()[:80]}")
     return "\n".join(lines) + "\n"

@@ -42,6 +42,22 @@ def test_pairs_sums_and_changes(tmp_path):
     assert p.returncode == 0, p.stderr
     page = (tmp_path / "d.html").read_text()
     assert "<h1>hypa diff</h1>" in page and "+50.0%" in page
+    # a table per kernel, a row per figure: as narrow however many figures there are
+    assert "<tr><td class=k>thread instr.</td><td>640</td><td>960</td><td class=bad>+50.0%</td></tr>" in page
+
+
+def test_diff_compares_the_kernel_time_without_launch_overhead():
+    """Issue 27: removing a conflict showed -5% because the 2.83 us of launch overhead was in
+    both times; the kernel's own estimated time is compared too."""
+    def est(kernel_us):
+        return {"time_us": kernel_us + 2.83, "kernel_us": kernel_us, "launch_overhead_us": 2.83, "bound": "latency",
+                "arch": "sm_90", "waves": 1.0, "occupancy": {"occupancy": 1.0}}
+
+    a, b = _launch("k", 10, 320), _launch("k", 10, 320)
+    a["time_estimate"], b["time_estimate"] = est(4.0), est(1.0)
+    text = diff.table(diff.pair([a], [b]), ("A", "B"))
+    assert "est. kernel us                    4 ->                  1  -75.0%" in text
+    assert "est. time us                   6.83 ->               3.83  -43.9%" in text
 
 
 def test_diff_validates_as_report_does(tmp_path):
