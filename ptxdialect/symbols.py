@@ -115,7 +115,8 @@ def check_function(ops: Iterable, known: Callable[[str], bool], labels: set[str]
                 if not known(n) and n not in declared:
                     raise error(f"use of undeclared symbol '{n}' (variables, parameters and functions must be "
                                 f"declared before they are used)", n)
-                if kind == "sym" and (fact[5] or fact[10]) and arity(n) is None:
+                if kind == "sym" and (fact[5] or fact[10]) and arity(n) is None and n != "WARP_SZ":
+                    # (WARP_SZ is PTX's constant 32, an immediate wherever one may stand)
                     # (a function's name is its address, which ptxas takes anywhere)
                     raise error(f"'{op.opcode}' operand {k + 1} must be a register or a constant, not the symbol "
                                 f"'{n}' (take its address with mov first)", n, op.opcode)

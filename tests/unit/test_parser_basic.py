@@ -36,3 +36,29 @@ def test_round_trip_is_a_fixpoint():
     m2 = parse_ptx(text, "printed.ptx")
     assert m.is_structurally_equivalent(m2)
     assert module_to_ptx(m2) == text
+
+
+def test_warp_sz_is_a_constant_wherever_one_may_stand():
+    """PTX's predefined ``WARP_SZ`` (32): ptxas takes it as a store's data operand too
+    (issue 31: `st.u8 [a], WARP_SZ;` was refused as a symbol)."""
+    import numpy as np
+
+    from helpers import emulate
+
+    text = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+  .reg .b64 %rd<3>;
+  .reg .b32 %r<3>;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, WARP_SZ;
+  st.global.u32 [%rd2], %r1;
+  st.global.u8 [%rd2+4], WARP_SZ;
+  ret;
+}
+"""
+    r = emulate(text, ["b"], {"b": np.zeros(8, np.uint8)}, block=1, mode="full")
+    assert r.buffers["b"].tolist() == [32, 0, 0, 0, 32, 0, 0, 0]
