@@ -144,3 +144,42 @@ def test_hypa_opt_strict_exit_status(tmp_path):
     err = run_hypa_opt(src, spec, "--strict")
     assert err.returncode == 1
     assert "hypa-opt: error: initcheck: 16 thread reads" in err.stderr and "Traceback" not in err.stderr
+
+
+LDMATRIX_UNWRITTEN = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+  .reg .b64 %rd<8>;
+  .reg .b32 %r<12>;
+  .shared .align 16 .b8 sm[512];
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 31;
+  shl.b32 %r3, %r2, 4;
+  mov.u32 %r4, sm;
+  add.s32 %r5, %r4, %r3;
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r6, %r7, %r8, %r9}, [%r5];
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r6;
+  ret;
+}
+"""
+
+
+def test_slice_mode_reports_an_unwritten_ldmatrix_read_as_full_mode_does():
+    """Issue 31: ``ldmatrix`` outside the slice is bounds-checked, and now initchecked too
+    (32 lanes x 4 matrices of never-written shared memory: 128 thread reads in both modes)."""
+    import numpy as np
+
+    from helpers import emulate
+
+    notes = {}
+    for mode in ("full", "slice"):
+        r = emulate(LDMATRIX_UNWRITTEN, ["b"], {"b": np.zeros(32, np.uint32)}, block=32, mode=mode)
+        notes[mode] = [n for n in r.notes if n.startswith("initcheck")]
+    assert notes["full"] == notes["slice"] and len(notes["full"]) == 1
+    assert notes["full"][0].startswith("initcheck: 128 thread reads of shared or local memory never written")

@@ -462,8 +462,8 @@ def ldmatrix(e, check_only: bool = False) -> None:
             src = ir.Constant(vec(i32), [8 * i + (l >> 2) for l in range(LANES)])
             rows = b.shuffle_vector(addr, undef, src)
             a = b.add(rows, ir.Constant(vec(i64), [4 * (l & 3) for l in range(LANES)]))
-            if check_only:  # slice mode's check_access: the bytes are checked, not read
-                e.host_pointers(space, a, 4, e.exec_mask, "reg" if kind == "shared" else kind)
+            if check_only:  # slice mode's check_access: the bytes are checked (and initchecked), not read
+                e.host_pointers(space, a, 4, e.exec_mask, "reg" if kind == "shared" else kind, initcheck.READ)
                 continue
             regs.append(e.load(space, a, 32, e.exec_mask, "reg" if kind == "shared" else kind))
             continue
@@ -473,7 +473,7 @@ def ldmatrix(e, check_only: bool = False) -> None:
             rows = b.shuffle_vector(addr, undef, src)
             a = b.add(rows, ir.Constant(vec(i64), [2 * (l >> 2) for l in range(LANES)]))
             if check_only:
-                e.host_pointers(space, a, 2, e.exec_mask, "reg" if kind == "shared" else kind)
+                e.host_pointers(space, a, 2, e.exec_mask, "reg" if kind == "shared" else kind, initcheck.READ)
                 continue
             v = b.zext(e.load(space, a, 16, e.exec_mask, "reg" if kind == "shared" else kind), vec(i32))
             reg = v if j == 0 else b.or_(reg, b.shl(v, e.splat(16, i32)))
@@ -516,8 +516,8 @@ def stmatrix(e, check_only: bool = False) -> None:
                 src = ir.Constant(vec(i32), [8 * i + 2 * (l & 3) + j for l in range(LANES)])
                 off = ir.Constant(vec(i64), [2 * (l >> 2) for l in range(LANES)])
             a = b.add(b.shuffle_vector(addr, undef, src), off)
-            if check_only:
-                e.host_pointers(space, a, 2 if trans else 4, e.exec_mask, akind)
+            if check_only:  # the bytes count as written (initcheck), as full mode writes them
+                e.host_pointers(space, a, 2 if trans else 4, e.exec_mask, akind, initcheck.WRITE)
             elif not trans:
                 e.store(space, a, regs[i], e.exec_mask, akind)
             else:
