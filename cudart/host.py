@@ -526,6 +526,10 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             rec.error = str(e)
             self.pending = self.pending or E.for_emulation_error(e.code)
             self.say(f"launch {index}: {e}")
+        except KeyboardInterrupt:  # a SIGINT/SIGTERM the program handles stopped it (its handler has run)
+            rec.error = "stopped by a signal"
+            self.pending = self.pending or E.cudaErrorLaunchTimeout
+            self.say(f"launch {index} ({k.name}): stopped by a signal the program handles")
         except HypaError as e:  # the kernel did not run: later calls say so, as after a fault
             rec.error = str(e)
             self.say(f"launch {index} ({k.name}): {e}")

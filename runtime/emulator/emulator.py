@@ -415,6 +415,7 @@ class Emulator:
         estimated: ``jit.OPTIMIZED_SPEEDUP``, and the baseline compile's LLVM seconds times
         ``jit.OPTIMIZED_COMPILE_FACTOR``), the rest run optimized code."""
         from .cta_ranges import run_each, run_forked
+        from .interrupt import stoppable
         from .jit import OPTIMIZED_COMPILE_FACTOR, OPTIMIZED_SPEEDUP, compile_ir, jit_policy
 
         rows0 = None
@@ -422,11 +423,12 @@ class Emulator:
             return compiled.run_ctas(ctx.ctypes.data, first, last), compiled
         if compiled.tier == "baseline" and jit_policy() == "auto" and last - first > 1:
             t = time.perf_counter()
-            if per_cta:
-                rc = run_each(compiled.run_ctas, ctx, keep, first, first + 1)
-                rows0 = keep["cta_rows"]
-            else:
-                rc = compiled.run_ctas(ctx.ctypes.data, first, first + 1)
+            with stoppable(ctx):
+                if per_cta:
+                    rc = run_each(compiled.run_ctas, ctx, keep, first, first + 1)
+                    rows0 = keep["cta_rows"]
+                else:
+                    rc = compiled.run_ctas(ctx.ctypes.data, first, first + 1)
             one = time.perf_counter() - t
             first += 1
             if rc != abi.RC_EXIT:
@@ -443,10 +445,12 @@ class Emulator:
             rc = abi.RC_EXIT
         elif jobs > 1:
             rc = run_forked(compiled.run_ctas, ctx, keep, last, jobs, first=first, per_cta=per_cta)
-        elif per_cta:
-            rc = run_each(compiled.run_ctas, ctx, keep, first, last)
-        else:
-            rc = compiled.run_ctas(ctx.ctypes.data, first, last)
+        else:  # forked workers stop on their own (run_forked); here, this process's native code
+            with stoppable(ctx):
+                if per_cta:
+                    rc = run_each(compiled.run_ctas, ctx, keep, first, last)
+                else:
+                    rc = compiled.run_ctas(ctx.ctypes.data, first, last)
         if rows0 is not None:
             rest = keep.get("cta_rows")
             if rest is not None and first < last:

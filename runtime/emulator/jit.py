@@ -488,6 +488,18 @@ def _load_object(obj: bytes) -> None:
         _engine.finalize_object()
 
 
+def load_private(text: str, name: str) -> int:
+    """Compile a small module made for this process alone (never cached: it may hold this
+    process's addresses, as the signal handler of ``interrupt.py`` does) into the engine;
+    the address of its function ``name``."""
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    obj = target_machine(0).emit_object(mod)
+    with _engine_lock:
+        _load_object(obj)
+        return _engine.get_function_address(name)
+
+
 def _load(fkey: str, obj: bytes, tier: str, seconds: float, from_cache: bool) -> Compiled:
     """Link a compiled object into the process's engine.  One engine for all programs:
     making an engine (and the target machine it owns) costs more than linking the object,
