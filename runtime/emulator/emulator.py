@@ -31,6 +31,7 @@ from .. import abi
 from . import clock, memory_limits
 from .device_heap import DeviceHeap
 from .launch import Launch, LaunchError, check_numeric
+from .launch_limits import launch_error
 from .options import EmulationOptions
 from ..metrics.counters import Metrics, compute
 from .phases import phase
@@ -266,6 +267,9 @@ class Emulator:
         t_all = time.perf_counter()
         notes: list[str] = []
         prog = self.program_for(launch, notes)
+        refused = launch_error(prog.func, prog.shared_static_bytes, launch.block, launch.shared_bytes)
+        if refused is not None:  # a GPU would not launch it (hypa run returns the error code first)
+            raise LaunchError(refused[1])
         notes.extend(prog.notes)
         buffers = launch.materialize_buffers(copy=not in_place)
         if not in_place and any(isinstance(a, np.ndarray) for a in launch.args):
