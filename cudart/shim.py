@@ -358,18 +358,24 @@ def build(major: int, out_dir: str | None = None) -> str:
     key = hashlib.sha256((src + repr((cflags, ldflags))).encode()).hexdigest()[:16]
     d = out_dir or os.path.join(cache_root(), key)
     lib = os.path.join(d, f"libcudart.so.{major}")
-    why = _cached_library_problem(lib)
-    if why is None:
+    if _cached_library_problem(lib) is None:
         return lib
     cc = compiler()
     if cc is None:
         raise BuildError("no C compiler found (looked for $CC, cc, gcc and clang): hypa run builds its CUDA "
                          "runtime library with one; install gcc")
-    if why != "missing":  # the new one replaces it atomically (another run may be loading it)
-        _warn(f"the cached libcudart.so.{major} ({lib}) is damaged ({why}): building it again")
     try:
         os.makedirs(d, exist_ok=True)
-        return _compile(cc, src, major, cflags, ldflags, d, lib)
+        with open(os.path.join(d, ".lock"), "a") as lock:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time: a library and its seal go together
+            why = _cached_library_problem(lib)
+            if why is None:  # another run built it meanwhile
+                return lib
+            if why != "missing":  # the new one replaces it atomically (another run may be loading it)
+                _warn(f"the cached libcudart.so.{major} ({lib}) is damaged ({why}): building it again")
+            return _compile(cc, src, major, cflags, ldflags, d, lib)
     except (OSError, _Unwritable) as e:
         if out_dir is not None:
             raise BuildError(f"cannot build libcudart.so.{major} in {out_dir}: {e}") from None

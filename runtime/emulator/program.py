@@ -629,7 +629,7 @@ def prepare(
 # copies of one fusion) share one record in a process too.
 
 #: the format of a record (``jit.read_record``); a record of another format is prepared again
-PREPARED_MAGIC = b"HYPAPREP1"
+PREPARED_MAGIC = b"HYPAPREP2"  # 2: sealed with the record's name too (jit.write_record)
 #: records of this process, by program key
 _summaries: dict[str, "PreparedSummary"] = {}
 
