@@ -43,27 +43,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def kernel_signatures(ptx: str) -> list[tuple[str, int, int]]:
     """(kernel, parameter count, block size) of every ``.entry`` in a PTX text."""
+    return [(name, nparams, dims[0] * dims[1] * dims[2]) for name, nparams, dims in _kernel_blocks(ptx)]
+
+
+def _kernel_blocks(ptx: str) -> list[tuple[str, int, tuple[int, int, int]]]:
+    """(kernel, parameter count, block dimensions: its ``.reqntid``/``.maxntid``, else 256)."""
     out = []
     for m in re.finditer(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)([^{]*)\{", ptx):
         name, params, directives = m.group(1), m.group(2), m.group(3)
         nparams = len(re.findall(r"\.param\b", params))
         d = re.search(r"\.(?:reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", directives)
-        block = 256
+        dims = (256, 1, 1)
         if d:
-            block = 1
-            for g in d.groups():
-                block *= int(g) if g else 1
-        out.append((name, nparams, block))
+            dims = tuple(int(g) if g else 1 for g in d.groups())  # a .reqntid launch must match it exactly
+        out.append((name, nparams, dims))
     return out
 
 
 def generate_spec(ptx: str, buffer_bytes: int, rename: str = "") -> str:
     """One launch per kernel: one CTA, the kernel's block size, a zeroed buffer per parameter."""
     parts = []
-    for name, nparams, block in kernel_signatures(ptx):
+    for name, nparams, dims in _kernel_blocks(ptx):
         k = name + rename
         bufs = [f"{k}_p{i}" for i in range(nparams)]
         args = ", ".join(f'"{b}"' for b in bufs)
+        block = dims[0] if dims[1:] == (1, 1) else list(dims)
         parts.append(f'[[launch]]\nkernel = "{k}"\ngrid = 1\nblock = {block}\nargs = [{args}]\n')
         for b in bufs:
             parts.append(f'[buffers.{b}]\ndtype = "uint8"\ncount = {buffer_bytes}\n')

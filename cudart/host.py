@@ -103,6 +103,8 @@ class Module:
 class Kernel:
     module: Module
     name: str
+    #: cudaFuncAttributeMaxDynamicSharedMemorySize as the program set it (None: the default)
+    max_dynamic_shared: int | None = None
 
 
 @dataclass
@@ -495,6 +497,9 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         except HypaError as e:
             self.say(f"kernel {k.name}: {e}", once=("prog", k.name))
             return E.cudaErrorInvalidKernelImage
+        refused = self._launch_refused(k, prog, block, shared)
+        if refused:
+            return refused
         argv = []
         for i, (_n, _t, _off, size) in enumerate(prog.params):
             p = ctypes.c_void_p.from_address(args + 8 * i).value or 0
@@ -526,6 +531,10 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             rec.error = str(e)
             self.pending = self.pending or E.for_emulation_error(e.code)
             self.say(f"launch {index}: {e}")
+        except KeyboardInterrupt:  # a SIGINT/SIGTERM the program handles stopped it (its handler has run)
+            rec.error = "stopped by a signal"
+            self.pending = self.pending or E.cudaErrorLaunchTimeout
+            self.say(f"launch {index} ({k.name}): stopped by a signal the program handles")
         except HypaError as e:  # the kernel did not run: later calls say so, as after a fault
             rec.error = str(e)
             self.say(f"launch {index} ({k.name}): {e}")
@@ -540,6 +549,20 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             if self.opts.estimate_time and not self.opts.emulation.memory_metrics:
                 rec.result.metrics.memory = None  # the trace needed the memory slots; shown only if asked
         return 0
+
+    def _launch_refused(self, k: Kernel, prog, block, shared: int) -> int:
+        """The error a GPU returns for a launch it cannot run (launch bounds, shared memory
+        beyond the kernel's attribute or the architecture's), said once per kernel; 0: none."""
+        from hypa.runtime.emulator.launch_limits import default_dynamic_shared, launch_error
+
+        limit = k.max_dynamic_shared
+        if limit is None:
+            limit = default_dynamic_shared(prog.shared_static_bytes, self.opts.arch)
+        bad = launch_error(prog.func, prog.shared_static_bytes, tuple(block), shared, limit, self.opts.arch)
+        if bad is None:
+            return 0
+        self.say(f"launch of {k.name}: {bad[1]}: {bad[0]}", once=("refused", k.name, bad[1]))
+        return getattr(E, bad[0])
 
     def _capture(self, rec, prog) -> None:
         if self._capturer is None:
@@ -924,6 +947,8 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         return k.module.emulator.program(k.name)
 
     def cudaFuncGetAttributes(self, attr, func):
+        from hypa.runtime.emulator.launch_limits import default_dynamic_shared, kernel_max_threads
+
         from .properties import FuncAttributes
 
         prog = self._program(func)
@@ -934,14 +959,30 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         fa.sharedSizeBytes = prog.shared_static_bytes
         fa.constSizeBytes = prog.const_bytes
         fa.localSizeBytes = prog.local_bytes
-        fa.maxThreadsPerBlock = 1024
+        fa.maxThreadsPerBlock = kernel_max_threads(prog.func, self.opts.arch)
         fa.numRegs = 32
         fa.ptxVersion = fa.binaryVersion = self.opts.sm
-        fa.maxDynamicSharedSizeBytes = 48 * 1024 - prog.shared_static_bytes
+        k = self.functions[func]
+        fa.maxDynamicSharedSizeBytes = (k.max_dynamic_shared if k.max_dynamic_shared is not None
+                                        else default_dynamic_shared(prog.shared_static_bytes, self.opts.arch))
         return 0
 
     def cudaFuncSetAttribute(self, func, attr, value):
-        return 0 if func in self.functions else E.cudaErrorInvalidDeviceFunction
+        from hypa.runtime.emulator.launch_limits import arch_limits
+
+        k = self.functions.get(func)
+        if k is None:
+            return E.cudaErrorInvalidDeviceFunction
+        if attr == FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_MEMORY_SIZE:
+            prog = self._program(func)
+            if prog is None:
+                return E.cudaErrorInvalidDeviceFunction
+            if value < 0 or prog.shared_static_bytes + value > arch_limits(self.opts.arch).shared_per_cta_max:
+                return E.cudaErrorInvalidValue  # static + dynamic past sharedMemPerBlockOptin
+            k.max_dynamic_shared = value
+        elif attr == FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT and not -1 <= value <= 100:
+            return E.cudaErrorInvalidValue
+        return 0
 
     def cudaFuncSetCacheConfig(self, func, config):
         return 0 if func in self.functions else E.cudaErrorInvalidDeviceFunction
@@ -1181,6 +1222,10 @@ def _json_default(o):
         return list(o)
     raise TypeError(f"not JSON: {type(o).__name__}")
 
+
+#: cudaFuncAttribute values (driver_types.h)
+FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_MEMORY_SIZE = 8
+FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
 
 _RUNTIME: HostRuntime | None = None
 _DISPATCH = None

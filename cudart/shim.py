@@ -25,6 +25,7 @@ import sysconfig
 import tempfile
 
 from hypa.ptxdialect.diagnostics import HypaError
+from hypa.runtime.emulator import cache_files
 
 from .api import API, FINISH, UNSUPPORTED, Prototype
 from .errors import ERRORS
@@ -312,8 +313,43 @@ def cache_root() -> str:
     return os.path.join(d, "cudart")
 
 
+#: the largest library accepted from the cache (the real one is about 200 KB)
+_MAX_LIBRARY_BYTES = 64 << 20
+
+
+def _seal_of(lib: str) -> str:
+    return lib + ".sha256"
+
+
+def _cached_library_problem(lib: str) -> str | None:
+    """Why the cached library at ``lib`` must not be loaded (truncated, emptied, swapped,
+    not a regular file ...), checked against the SHA-256 written beside it when it was
+    built; None where it is sound."""
+    data, why = cache_files.read_regular(lib, _MAX_LIBRARY_BYTES)
+    if data is None:
+        return why or "missing"
+    seal, why = cache_files.read_regular(_seal_of(lib), 128)
+    if seal is None:
+        return f"its checksum file {why or 'is missing'}"
+    if not data.startswith(b"\x7fELF"):
+        return "not a shared library"
+    if hashlib.sha256(data).hexdigest().encode() != seal.strip():
+        return "its contents do not match the checksum written when it was built (truncated, emptied or replaced)"
+    return None
+
+
+_temporary_dirs: list[str] = []
+
+
+def _remove_temporary_dirs() -> None:
+    for d in _temporary_dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def build(major: int, out_dir: str | None = None) -> str:
-    """The path of ``libcudart.so.<major>`` (built now if its cached copy is missing)."""
+    """The path of ``libcudart.so.<major>`` (built now if its cached copy is missing or
+    damaged; in a directory of this process's own, removed at exit, where the cache cannot
+    be written)."""
     if major not in SUPPORTED_MAJORS:
         raise BuildError(f"hypa provides the CUDA runtime of CUDA {' and '.join(map(str, SUPPORTED_MAJORS))}, "
                          f"not CUDA {major}")
@@ -322,13 +358,53 @@ def build(major: int, out_dir: str | None = None) -> str:
     key = hashlib.sha256((src + repr((cflags, ldflags))).encode()).hexdigest()[:16]
     d = out_dir or os.path.join(cache_root(), key)
     lib = os.path.join(d, f"libcudart.so.{major}")
-    if os.path.exists(lib):
+    if _cached_library_problem(lib) is None:
         return lib
     cc = compiler()
     if cc is None:
         raise BuildError("no C compiler found (looked for $CC, cc, gcc and clang): hypa run builds its CUDA "
                          "runtime library with one; install gcc")
-    os.makedirs(d, exist_ok=True)
+    try:
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, ".lock"), "a") as lock:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time: a library and its seal go together
+            why = _cached_library_problem(lib)
+            if why is None:  # another run built it meanwhile
+                return lib
+            if why != "missing":  # the new one replaces it atomically (another run may be loading it)
+                _warn(f"the cached libcudart.so.{major} ({lib}) is damaged ({why}): building it again")
+            return _compile(cc, src, major, cflags, ldflags, d, lib)
+    except (OSError, _Unwritable) as e:
+        if out_dir is not None:
+            raise BuildError(f"cannot build libcudart.so.{major} in {out_dir}: {e}") from None
+        where = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        _warn(f"cannot write the cache ({d}: {where}); building libcudart.so.{major} for this run only")
+    import atexit
+
+    tmp = tempfile.mkdtemp(prefix="hypa-cudart-")
+    if not _temporary_dirs:
+        atexit.register(_remove_temporary_dirs)
+    _temporary_dirs.append(tmp)
+    try:
+        return _compile(cc, src, major, cflags, ldflags, tmp, os.path.join(tmp, os.path.basename(lib)))
+    except (OSError, _Unwritable) as e:
+        raise BuildError(f"cannot build libcudart.so.{major}: {e}") from None
+
+
+class _Unwritable(Exception):
+    """The compiler could not write its output (a full or read-only disk)."""
+
+
+def _warn(text: str) -> None:
+    import sys
+
+    print(f"hypa run: warning: {text}", file=sys.stderr)
+
+
+def _compile(cc: str, src: str, major: int, cflags: list[str], ldflags: list[str], d: str, lib: str) -> str:
+    """Build ``lib`` in directory ``d`` and seal it (its SHA-256 beside it)."""
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         c = os.path.join(tmp, "hypa_cudart.c")
         vs = os.path.join(tmp, "cudart.map")
@@ -341,6 +417,13 @@ def build(major: int, out_dir: str | None = None) -> str:
                f"-Wl,--version-script={vs}", *ldflags]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
+            if any(w in p.stderr for w in ("No space left on device", "Read-only file system", "Permission denied",
+                                           "Disk quota exceeded", "File too large")):
+                raise _Unwritable(p.stderr.strip().splitlines()[-1])
             raise BuildError(f"building libcudart.so.{major} failed: {' '.join(cmd)}\n{p.stderr.strip()[-2000:]}")
+        with open(out, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        # the library first, then its seal: a library without one is built again, never trusted
         os.replace(out, lib)  # atomic: concurrent builds never see half a library
+        cache_files.write_atomic(_seal_of(lib), digest.encode() + b"\n")
     return lib

@@ -65,6 +65,7 @@ from .dialect import (
 )
 from .lexer import ERROR_KINDS, EOF, NAME, NUM, PUNCT, STR, lex_error, match_token
 from .operands import is_float_immediate, parse_int_immediate
+from . import limits
 
 PERF_DIRECTIVES = frozenset(
     ".maxntid .reqntid .minnctapersm .maxnctapersm .maxnreg .noreturn .explicitcluster "
@@ -278,6 +279,8 @@ class PTXParser:
         self._loc_cache: dict[str, StringAttr] = {}
         self._closing_angle = False
         self._address_size: int | None = None
+        self._version: str | None = None
+        self._const_bytes = 0  # module-level .const data so far (limits.CONST_BYTES)
         self._defined_funcs: dict[str, Tok] = {}
         #: variables and functions declared at module level so far (symbols.check_function)
         self._module_names: set[str] = {"WARP_SZ"}
@@ -528,6 +531,7 @@ class PTXParser:
                 if v[0] != NUM or not _VERSION_RE.fullmatch(v[1]):
                     raise self.error(f"expected a version number such as 8.5 after '.version', found {self._describe(v)}")
                 self.advance()
+                self._version = v[1]
                 ops.append(new_op(VersionOp, {"version": StringAttr(v[1])}))
             elif d == ".target":
                 self.advance()
@@ -559,6 +563,13 @@ class PTXParser:
             elif d in LINKAGE or d in (".entry", ".func") or d in VAR_SPACES:
                 new = self._declaration(module_level=True)
                 ops.extend(new)
+                for op in new:
+                    if isinstance(op, VarOp) and op.space == ".const" and ".extern" not in op.decl.data[0]:
+                        a = op.align or 1
+                        self._const_bytes = -(-self._const_bytes // a) * a + (op.size_bytes() or 0)
+                        if self._const_bytes > limits.CONST_BYTES:
+                            raise self.error(f"the module uses too much constant data ({self._const_bytes} bytes of "
+                                             f".const, {limits.CONST_BYTES} max)", t)
                 for op in new:
                     if isinstance(op, VarOp) and op.var_name in self._module_vars and ".extern" not in op.decl.data[0] \
                             and ".extern" not in self._module_vars[op.var_name]:
@@ -813,6 +824,13 @@ class PTXParser:
                 directives.append((".pragma", _join(toks)))
             else:
                 break
+        given = [d for d, _v in directives]
+        if ".maxntid" in given and ".reqntid" in given:
+            raise self.error("conflicting directives: .maxntid and .reqntid cannot both be specified", name)
+        if kind == ".entry":
+            why = limits.param_error(name[1], params, self._version)
+            if why is not None:
+                raise self.error(why, name)
         props = {
             "symbol": StringAttr(name[1]),
             "kind": string_attr(kind),
@@ -1152,8 +1170,8 @@ class PTXParser:
             instr, _ = isa.resolve_opcode(opc)
         except (isa.UnknownOpcode, isa.UnknownModifier):
             return None
-        if instr.video:
-            return None  # video operands and modifiers are checked by the token parser
+        if instr.video or instr.name in ("bar", "barrier"):
+            return None  # video operands and modifiers, barrier ids and counts: the token parser checks them
         lo, hi = instr.arity if instr.arity is not None else (0, 1 << 30)
         mods = modifiers_attr(opc[len(instr.name):])
         typed = isa.operand_type_rules(instr, mods.data)
@@ -1591,8 +1609,10 @@ class PTXParser:
         ):
             # no operand can start here: the ';' is missing
             raise self.error_at(self.prev_end, f"expected ';' after the '{t[1]}' instruction, found {self._describe(nxt)}")
+        arg_toks: list[Tok] = []
         if not self.at(";"):
             while True:
+                arg_toks.append(self.peek())
                 args.append(self._operand())
                 if not self.at(","):
                     break
@@ -1611,6 +1631,9 @@ class PTXParser:
                 want = str(lo) if lo == hi else f"{lo} to {hi}"
                 raise self.error(f"'{instr.name}' expects {want} operands, found {len(args)}", t)
         self._check_types(instr, mods, tuple(args), t[2])
+        bad = limits.barrier_error(instr, mods, tuple(args))
+        if bad is not None:
+            raise self.error(bad[1], arg_toks[bad[0]])
         props = {"mods": modifiers_attr(t[1][len(instr.name):]), "args": ArgsAttr.fast(tuple(args))}
         if guard is not None:
             props["guard"] = GuardAttr.fast(guard)

@@ -413,7 +413,8 @@ def _main(argv: Sequence[str] | None) -> None:
         tool.run()
     except HypaError as e:  # an input file that cannot be read at all (InputError)
         _fail(e.render("hypa-opt"))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, also while a launch's native code runs (runtime/emulator/interrupt.py)
+        print("hypa-opt: interrupted", file=sys.stderr)
         sys.exit(130)
     except BrokenPipeError:
         # the reader went away (``hypa-opt big.ptx | head``): stop quietly

@@ -9,6 +9,7 @@ from ``--format`` or the file's extension) or, without one, to stderr after the 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import dataclasses
 import json
 import os
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 from hypa.runtime.emulator import options
 
@@ -24,6 +26,50 @@ from .deadline import EXIT_TIMEOUT, positive_seconds
 from .emulate_cli import jobs_count
 
 FORMATS = {".json": "json", ".csv": "csv", ".txt": "table"}
+
+
+class _Terminated(Exception):
+    """SIGTERM or SIGHUP reached ``hypa run`` while its program ran."""
+
+    def __init__(self, sig: int):
+        super().__init__(sig)
+        self.signal = sig
+
+
+def _terminated(sig, _frame) -> None:
+    raise _Terminated(sig)
+
+
+#: seconds the program has to end after the signal hypa passes on, before SIGKILL
+STOP_GRACE_S = 5.0
+
+
+def _stop(proc: subprocess.Popen, sig: int) -> None:
+    """Pass ``sig`` on to the program; SIGKILL if it has not ended ``STOP_GRACE_S`` later (it
+    may handle the signal and go on)."""
+    try:
+        proc.send_signal(sig)
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _die_with(parent: int):
+    """The program's first act (before exec): end with SIGKILL when hypa ends, however hypa
+    ends (``PR_SET_PDEATHSIG``, Linux), so no program is left running on its own."""
+
+    try:
+        prctl = ctypes.CDLL(None).prctl  # looked up here: the forked child only calls it
+    except (OSError, AttributeError):  # not Linux
+        return None
+
+    def preexec() -> None:
+        prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # hypa ended before the line above
+            os._exit(1)
+
+    return preexec
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -154,9 +200,11 @@ def run(args: argparse.Namespace) -> int:
     env["HYPA_RUN"] = json.dumps(opts)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
-        proc = subprocess.Popen([exe, *argv[1:]], env=env)
+        proc = subprocess.Popen([exe, *argv[1:]], env=env, preexec_fn=_die_with(os.getpid()))
     except OSError as e:
         _fail(f"{exe}: {e.strerror}")
+    old_handlers = ({sig: signal.signal(sig, _terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
+                    if threading.current_thread() is threading.main_thread() else {})
     try:
         rc = proc.wait(timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -165,9 +213,21 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
         print(f"hypa run: error: stopped {os.path.basename(exe)} after {args.timeout:g} s (--timeout)", file=sys.stderr)
         return EXIT_TIMEOUT
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait()
+    except (KeyboardInterrupt, _Terminated) as e:
+        # the program stops too (Ctrl-C reaches the whole process group; `kill` only hypa):
+        # with the same signal, then for good
+        sig = e.signal if isinstance(e, _Terminated) else signal.SIGINT
+        _stop(proc, sig)
+        shutil.rmtree(tmp, ignore_errors=True)
+        print(f"hypa run: interrupted ({signal.Signals(sig).name}); {os.path.basename(exe)} stopped", file=sys.stderr)
+        if sig == signal.SIGINT:
+            return 130
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)  # ends as the signal's default action would have
+        return 128 + sig
+    finally:
+        for sig, old in old_handlers.items():
+            signal.signal(sig, old)
     try:
         with open(results) as f:
             out = json.load(f)

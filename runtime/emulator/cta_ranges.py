@@ -18,6 +18,7 @@ import numpy as np
 from .. import abi
 from . import racecheck
 from .executor import Forked, TaskFailed
+from .interrupt import stoppable
 
 _ERR_WORDS = range(abi.CTX_ERR_CODE, abi.CTX_ERR_AUX + 1)
 _UNINIT_WORDS = range(abi.CTX_UNINIT_COUNT, abi.CTX_UNINIT_CTA + 1)  # initcheck: a count, then the first read
@@ -97,7 +98,8 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
             ctx[i] = 0
         ctx[abi.CTX_TRACE_LEN] = 0  # what the parent traced before stays with the parent
         ctx[abi.CTX_TRACE_ATOMICS] = ctx[abi.CTX_TRACE_ATOMIC_EXTRA] = 0
-        rc = run_each(run_ctas, ctx, keep, lo, hi) if per_cta else run_ctas(ctx.ctypes.data, lo, hi)
+        with stoppable(ctx):
+            rc = run_each(run_ctas, ctx, keep, lo, hi) if per_cta else run_ctas(ctx.ctypes.data, lo, hi)
         trace = steps = None
         if "trace" in keep:
             from .memory_trace import MemoryTrace

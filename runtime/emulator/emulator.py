@@ -31,6 +31,7 @@ from .. import abi
 from . import clock, memory_limits
 from .device_heap import DeviceHeap
 from .launch import Launch, LaunchError, check_numeric
+from .launch_limits import launch_error
 from .options import EmulationOptions
 from ..metrics.counters import Metrics, compute
 from .phases import phase
@@ -266,6 +267,9 @@ class Emulator:
         t_all = time.perf_counter()
         notes: list[str] = []
         prog = self.program_for(launch, notes)
+        refused = launch_error(prog.func, prog.shared_static_bytes, launch.block, launch.shared_bytes)
+        if refused is not None:  # a GPU would not launch it (hypa run returns the error code first)
+            raise LaunchError(refused[1])
         notes.extend(prog.notes)
         buffers = launch.materialize_buffers(copy=not in_place)
         if not in_place and any(isinstance(a, np.ndarray) for a in launch.args):
@@ -415,6 +419,7 @@ class Emulator:
         estimated: ``jit.OPTIMIZED_SPEEDUP``, and the baseline compile's LLVM seconds times
         ``jit.OPTIMIZED_COMPILE_FACTOR``), the rest run optimized code."""
         from .cta_ranges import run_each, run_forked
+        from .interrupt import stoppable
         from .jit import OPTIMIZED_COMPILE_FACTOR, OPTIMIZED_SPEEDUP, compile_ir, jit_policy
 
         rows0 = None
@@ -422,11 +427,12 @@ class Emulator:
             return compiled.run_ctas(ctx.ctypes.data, first, last), compiled
         if compiled.tier == "baseline" and jit_policy() == "auto" and last - first > 1:
             t = time.perf_counter()
-            if per_cta:
-                rc = run_each(compiled.run_ctas, ctx, keep, first, first + 1)
-                rows0 = keep["cta_rows"]
-            else:
-                rc = compiled.run_ctas(ctx.ctypes.data, first, first + 1)
+            with stoppable(ctx):
+                if per_cta:
+                    rc = run_each(compiled.run_ctas, ctx, keep, first, first + 1)
+                    rows0 = keep["cta_rows"]
+                else:
+                    rc = compiled.run_ctas(ctx.ctypes.data, first, first + 1)
             one = time.perf_counter() - t
             first += 1
             if rc != abi.RC_EXIT:
@@ -443,10 +449,12 @@ class Emulator:
             rc = abi.RC_EXIT
         elif jobs > 1:
             rc = run_forked(compiled.run_ctas, ctx, keep, last, jobs, first=first, per_cta=per_cta)
-        elif per_cta:
-            rc = run_each(compiled.run_ctas, ctx, keep, first, last)
-        else:
-            rc = compiled.run_ctas(ctx.ctypes.data, first, last)
+        else:  # forked workers stop on their own (run_forked); here, this process's native code
+            with stoppable(ctx):
+                if per_cta:
+                    rc = run_each(compiled.run_ctas, ctx, keep, first, last)
+                else:
+                    rc = compiled.run_ctas(ctx.ctypes.data, first, last)
         if rows0 is not None:
             rest = keep.get("cta_rows")
             if rest is not None and first < last:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from . import cache_files
+
 _init_lock = threading.Lock()
 _engine_lock = threading.RLock()
 _initialized = False
@@ -63,7 +65,9 @@ def cache_dir() -> str | None:
     d = os.environ.get("HYPA_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "hypa")
     try:
         os.makedirs(d, exist_ok=True)
-    except OSError:
+    except OSError as e:  # one warning; kernels are compiled in memory
+        _warn_once(f"hypa: warning: cannot write the compile cache ({d}: {e.strerror or e}); "
+                   f"kernels will be compiled again next time")
         return None
     return d
 
@@ -181,7 +185,7 @@ def cached(key: str, tier: str, what: str = "kernels") -> Compiled | None:
     import time
 
     t0 = time.perf_counter()
-    entry = _read_entry(os.path.join(d, fkey + ".o"))
+    entry = _read_entry(os.path.join(d, fkey + ".o"), fkey, _entry_name(fkey))
     if entry is None or not _load_helpers(entry[1]):
         return None
     from .phases import count
@@ -227,27 +231,31 @@ def _warn_once(message: str) -> None:
         print(message, file=sys.stderr)
 
 
-#: a cache entry: this magic, the SHA-256 of the rest, the length of the header (4 bytes,
-#: little-endian), the header (``name key`` lines: the helper functions the object calls, in
-#: the order they load; ``#seconds S``: what LLVM spent compiling it, for the tier policy),
-#: the object file
-_MAGIC = b"HYPAOBJ2"
+#: a cache entry: this magic, the SHA-256 of its key and the rest (an entry copied over
+#: another's is damaged), the length of the header (4 bytes, little-endian), the header
+#: (``name key`` lines: the helper functions the object calls, in the order they load;
+#: ``#seconds S``: what LLVM spent compiling it, for the tier policy), the object file
+_MAGIC = b"HYPAOBJ3"
 
 
-def _seal(obj: bytes, manifest: list[tuple[str, str]] = (), seconds: float = 0.0) -> bytes:
+def _digest(key: str, payload: bytes) -> bytes:
+    return hashlib.sha256(key.encode() + b"\0" + payload).digest()
+
+
+def _seal(key: str, obj: bytes, manifest: list[tuple[str, str]] = (), seconds: float = 0.0) -> bytes:
     m = (f"#seconds {seconds:.6f}\n" + "".join(f"{name} {key}\n" for name, key in manifest)).encode()
     payload = len(m).to_bytes(4, "little") + m + obj
-    return _MAGIC + hashlib.sha256(payload).digest() + payload
+    return _MAGIC + _digest(key, payload) + payload
 
 
-def _unseal(data: bytes) -> tuple[bytes, list[tuple[str, str]], float] | None:
-    """The object file of a cache entry, its helper manifest and compile seconds, or None
-    where the entry is damaged (or from another version)."""
+def _unseal(key: str, data: bytes) -> tuple[bytes, list[tuple[str, str]], float] | None:
+    """The object file of the cache entry of ``key``, its helper manifest and compile
+    seconds, or None where the entry is damaged, another key's or from another version."""
     head = len(_MAGIC) + 32
     if len(data) <= head + 4 or not data.startswith(_MAGIC):
         return None
     payload = data[head:]
-    if hashlib.sha256(payload).digest() != data[len(_MAGIC):head]:
+    if _digest(key, payload) != data[len(_MAGIC):head]:
         return None
     n = int.from_bytes(payload[:4], "little")
     try:
@@ -302,40 +310,79 @@ def _export_names(mod, keys: dict[str, str]) -> None:
             f.name = _symbol(f.name, key)
 
 
-def _read_entry(path: str):
-    """(object, manifest) of the cache entry at ``path``; None if it is missing or damaged
-    (a damaged one is removed)."""
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path, "rb") as f:
-            entry = _unseal(f.read())
-    except OSError:
-        entry = None
-    if entry is None:
-        # truncated, corrupted or not ours: loading it could crash LLVM, so compile again
-        import sys
+#: ELF's e_machine of the hosts LLVM emits objects for here
+_ELF_MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183, "ppc64le": 21, "riscv64": 243}
 
-        print(f"hypa: warning: damaged entry in the compile cache ({path}): compiling again", file=sys.stderr)
-        try:
-            os.remove(path)
-        except OSError:
-            pass
+
+def _object_problem(obj: bytes, symbol: str) -> str | None:
+    """Why ``obj`` is not an object file LLVM can safely link here defining ``symbol``
+    (None: it is).  A sealed entry of garbage would crash the linker, not fail."""
+    import platform
+    import struct
+    import sys
+
+    if sys.platform.startswith("linux"):
+        if len(obj) < 64 or obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != (1 if sys.byteorder == "little" else 2):
+            return "not an object file of this machine"
+        e_type, e_machine = struct.unpack_from("=HH", obj, 16)
+        shoff, = struct.unpack_from("=Q", obj, 0x28)
+        shentsize, shnum = struct.unpack_from("=HH", obj, 0x3A)
+        machine = _ELF_MACHINES.get(platform.machine().lower())
+        if e_type != 1 or (machine is not None and e_machine != machine):
+            return "not an object file of this machine"
+        if shentsize != 64 or shoff + shnum * shentsize > len(obj):
+            return "a damaged object file"
+    if symbol.encode() not in obj:
+        return f"its object file does not define {symbol}"
+    return None
+
+
+_unremovable: set[str] = set()
+
+
+def _damaged(path: str, why: str, then: str = "compiling again") -> None:
+    """Say so and remove it: a damaged entry costs one warning, then it is rebuilt (one that
+    cannot be removed, in a read-only cache, is said once per process)."""
+    if path in _unremovable:
+        return
+    import sys
+
+    print(f"hypa: warning: damaged entry in the compile cache ({path}: {why}): {then}", file=sys.stderr)
+    if not cache_files.remove(path):
+        _unremovable.add(path)
+
+
+def _read_entry(path: str, key: str, symbol: str):
+    """(object, manifest, seconds) of the cache entry of ``key`` at ``path``, whose object
+    must define ``symbol``; None if it is missing or damaged (a damaged one is removed)."""
+    data, why = cache_files.read_regular(path)
+    if data is None:
+        if why is not None:
+            _damaged(path, why)
+        return None
+    entry = _unseal(key, data)
+    if entry is None:  # truncated, corrupted, another entry's or not ours
+        _damaged(path, "its seal does not match its contents and key")
+        return None
+    why = _object_problem(entry[0], symbol)
+    if why is not None:  # loading it could crash LLVM: compile again
+        _damaged(path, why)
+        return None
     return entry
+
+
+_unwritable: set[str] = set()
 
 
 def _write_entry(key: str, data: bytes, suffix: str = ".o") -> None:
     d = cache_dir()
-    if not d:
+    if not d or d in _unwritable:
         return
-    path = os.path.join(d, key + suffix)
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        _warn_once(f"hypa: warning: cannot write the compile cache ({d}: {e.strerror}); "
+        cache_files.write_atomic(os.path.join(d, key + suffix), data)
+    except OSError as e:  # full, read-only: one warning, and the cache is left alone from now on
+        _unwritable.add(d)
+        _warn_once(f"hypa: warning: cannot write the compile cache ({d}: {e.strerror or e}); "
                    f"kernels will be compiled again next time")
 
 
@@ -346,29 +393,23 @@ def read_record(name: str, magic: bytes) -> bytes | None:
     if not d:
         return None
     path = os.path.join(d, name + ".rec")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+    data, why = cache_files.read_regular(path)
+    if data is None:
+        if why is not None:
+            _damaged(path, why, "preparing again")
         return None
     head = len(magic) + 32
     payload = data[head:]
-    if data.startswith(magic) and hashlib.sha256(payload).digest() == data[len(magic):head]:
+    if data.startswith(magic) and _digest(name, payload) == data[len(magic):head]:
         return payload
-    import sys
-
-    print(f"hypa: warning: damaged entry in the compile cache ({path}): preparing again", file=sys.stderr)
-    try:
-        os.remove(path)
-    except OSError:
-        pass
+    _damaged(path, "its seal does not match its contents and name", "preparing again")
     return None
 
 
 def write_record(name: str, magic: bytes, payload: bytes) -> None:
-    """Store ``payload`` in the cache as record ``name``: ``magic``, its SHA-256, itself
-    (``read_record`` checks both)."""
-    _write_entry(name, magic + hashlib.sha256(payload).digest() + payload, ".rec")
+    """Store ``payload`` in the cache as record ``name``: ``magic``, the SHA-256 of the
+    name and the payload, the payload (``read_record`` checks all three)."""
+    _write_entry(name, magic + _digest(name, payload) + payload, ".rec")
 
 
 def _load_helpers(manifest: list[tuple[str, str]]) -> bool:
@@ -380,7 +421,7 @@ def _load_helpers(manifest: list[tuple[str, str]]) -> bool:
             continue
         if not d:
             return False
-        entry = _read_entry(os.path.join(d, key + ".o"))
+        entry = _read_entry(os.path.join(d, key + ".o"), key, _symbol(name, key))
         if entry is None:
             return False
         _load_object(entry[0])
@@ -402,7 +443,7 @@ def _ensure_helpers(helpers) -> list[tuple[str, str]]:
         if _helpers.get(key) is not None:
             d = cache_dir()
             if d and not os.path.exists(os.path.join(d, key + ".o")):  # loaded from another cache
-                _write_entry(key, _seal(_helper_objects[key]))
+                _write_entry(key, _seal(key, _helper_objects[key]))
             continue
         if not _load_helpers([(name, key)]):
             speed, cg = TIERS[HELPER_TIER]
@@ -410,7 +451,7 @@ def _ensure_helpers(helpers) -> list[tuple[str, str]]:
             _export_names(mod, keys)
             mod.verify()
             obj = target_machine(cg).emit_object(mod)
-            _write_entry(key, _seal(obj))
+            _write_entry(key, _seal(key, obj))
             _load_object(obj)
             _helpers[key] = name
             _helper_objects[key] = obj
@@ -462,7 +503,7 @@ def compile_ir(key: str, build_ir, tier: str = "optimized", what: str = "kernels
         pb.getModulePassManager().run(mod, pb)
     obj = tm.emit_object(mod)
     llvm_seconds = time.perf_counter() - t1
-    _write_entry(fkey, _seal(obj, manifest, llvm_seconds))
+    _write_entry(fkey, _seal(fkey, obj, manifest, llvm_seconds))
     c = _load(fkey, obj, tier, time.perf_counter() - t0, False)
     c.llvm_seconds = llvm_seconds
     from .phases import count
@@ -486,6 +527,18 @@ def _load_object(obj: bytes) -> None:
             _engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine(0))
         _engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         _engine.finalize_object()
+
+
+def load_private(text: str, name: str) -> int:
+    """Compile a small module made for this process alone (never cached: it may hold this
+    process's addresses, as the signal handler of ``interrupt.py`` does) into the engine;
+    the address of its function ``name``."""
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    obj = target_machine(0).emit_object(mod)
+    with _engine_lock:
+        _load_object(obj)
+        return _engine.get_function_address(name)
 
 
 def _load(fkey: str, obj: bytes, tier: str, seconds: float, from_cache: bool) -> Compiled:

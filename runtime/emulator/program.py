@@ -42,6 +42,7 @@ from hypa.passes.slice import SLICE_ATTR, FunctionSlice, SliceBranches, recorded
 from hypa.passes.ssa import PTXToSSA, is_ssa
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.diagnostics import HypaError
+from hypa.ptxdialect.limits import STATIC_SHARED_BYTES
 from .. import abi
 from .options import EmulationOptions
 from hypa.ptxdialect.dialect import (
@@ -628,7 +629,7 @@ def prepare(
 # copies of one fusion) share one record in a process too.
 
 #: the format of a record (``jit.read_record``); a record of another format is prepared again
-PREPARED_MAGIC = b"HYPAPREP1"
+PREPARED_MAGIC = b"HYPAPREP2"  # 2: sealed with the record's name too (jit.write_record)
 #: records of this process, by program key
 _summaries: dict[str, "PreparedSummary"] = {}
 
@@ -867,6 +868,9 @@ def _layout(var_ops: list[VarOp], module: ModuleOp, func: FuncOp, cfg: CFG, inst
         poff += size
     shared_ops = [v for v in var_ops if v.space == ".shared"]
     shared_vars, shared_static = _var_layout([v for v in shared_ops if v.size_bytes() not in (None, 0)])
+    if shared_static > STATIC_SHARED_BYTES:  # ptxas refuses it (it has no line to point at either)
+        raise ProgramError(f"kernel {func.func_name} uses too much shared data ({shared_static} bytes of static "
+                           f".shared, {STATIC_SHARED_BYTES} max; more must be dynamic shared memory)")
     dyn = [v for v in shared_ops if v.size_bytes() in (None, 0)]
     dyn_off = _align(shared_static, 16)
     for v in dyn:

@@ -46,9 +46,6 @@ ALLOCA = kernel("k(.param .u64 k_out)", """
 """, version="8.0", target="sm_80")
 
 CASES = {
-    "shared-4GiB": (SHARED_4G, 32, {},
-                    "kernel k: shared memory of 4294967296 bytes per CTA needs 4294967312 bytes (4.0 GiB), "
-                    "more than this machine's memory (2.0 GiB)"),
     "local-16MiB-x1024": (LOCAL_16M, 1024, {},
                           "kernel k: local memory of 1024 threads x 16777216 bytes needs 17179869200 bytes (16.0 GiB), "
                           "more than this machine's memory (2.0 GiB)"),
@@ -67,6 +64,17 @@ def test_launch_memory_beyond_the_machine_is_a_one_line_error(case, two_gib):
     with pytest.raises(LaunchError) as err:
         emulate(ptx, ["out"], {"out": np.zeros(4, np.uint32)}, block=block, mode="full", initcheck=False, **options)
     assert str(err.value) == message
+
+
+def test_static_shared_of_4gib_is_refused_before_any_allocation(two_gib):
+    """ptxas refuses more than 48 KiB of static .shared (ptxdialect/limits.py), so the 4 GiB
+    array never reaches the machine-memory check."""
+    from hypa.runtime.emulator.program import ProgramError
+
+    with pytest.raises(ProgramError) as err:
+        emulate(SHARED_4G, ["out"], {"out": np.zeros(4, np.uint32)}, block=32, mode="full", initcheck=False)
+    assert str(err.value) == ("kernel k uses too much shared data (4294967296 bytes of static .shared, 49152 max; "
+                              "more must be dynamic shared memory)")
 
 
 def test_initcheck_doubles_what_a_launch_needs(two_gib):

@@ -32,7 +32,7 @@ class WarpFunction:
         abi.CTX_SHARED, abi.CTX_SHARED_SIZE, abi.CTX_LOCAL, abi.CTX_LOCAL_SIZE, abi.CTX_CONST,
         abi.CTX_CONST_SIZE, abi.CTX_CPARAM, abi.CTX_CPARAM_SIZE, abi.CTX_NTID, abi.CTX_NTID + 1,
         abi.CTX_NTID + 2, abi.CTX_NCTAID, abi.CTX_NCTAID + 1, abi.CTX_NCTAID + 2, abi.CTX_CTAID,
-        abi.CTX_CTAID + 1, abi.CTX_CTAID + 2, abi.CTX_COUNTERS, abi.CTX_BUDGET, abi.CTX_NWARPS,
+        abi.CTX_CTAID + 1, abi.CTX_CTAID + 2, abi.CTX_COUNTERS, abi.CTX_NWARPS,
         abi.CTX_NTHREADS, abi.CTX_DYN_SHARED, abi.CTX_SMCOUNT, abi.CTX_FLAT_START, abi.CTX_FLAT_END, abi.CTX_FLAT_N,
         abi.CTX_SHADOW_SHARED, abi.CTX_SHADOW_LOCAL,
     ])
@@ -123,6 +123,10 @@ class WarpFunction:
         if v is not None:
             return v
         p = self.b.gep(self.ctx, [ir.Constant(i64, index)], source_etype=i64)
+        if index == abi.CTX_BUDGET:
+            # a signal handler may zero it mid-launch (runtime/emulator/interrupt.py): read at
+            # every loop head, never hoisted out of the loop
+            return self.b.load_atomic(p, "monotonic", 8, typ=i64)
         return self.b.load(p, typ=i64)
 
     def load_stable_words(self) -> None:
