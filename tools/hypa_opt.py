@@ -124,6 +124,7 @@ class HypaOptMain(xDSLOptMain):
     def __init__(self, args: Sequence[str] | None = None):
         self._multiverse: Universe | None = None
         args = list(sys.argv[1:] if args is None else args)
+        self._argv = args
         super().__init__(description="hypa modular optimizer driver for PTX", args=self._attach_pass_flags(args))
 
     def _attach_pass_flags(self, args: list[str]) -> list[str]:
@@ -280,7 +281,7 @@ class HypaOptMain(xDSLOptMain):
         except ValueError as e:
             # xDSL's own input errors (unknown file extension, bad pipeline ...)
             hint = " (choose a front end with -f ptx or -f mlir)" if "file extension" in str(e) else ""
-            _fail(f"hypa-opt: error: {_kebab_option_names(str(e))}{hint}")
+            _fail(f"hypa-opt: error: {_kebab_option_names(str(e), self._argv)}{hint}")
 
 
     def _llvm_target_options(self) -> None:
@@ -337,9 +338,33 @@ class HypaOptMain(xDSLOptMain):
                 out.close()
 
 
-def _kebab_option_names(msg: str) -> str:
+def _option_value_error(msg: str, argv: Sequence[str] | None) -> str:
+    """xDSL's "Incompatible types: given ('maybe',), expected <class 'bool'>" names neither the
+    pass nor the option: find the option given that value in the pipeline (``-p 'pass{opt=v}'``
+    or ``--pass=opt=v``) and say what it takes."""
+    m = re.match(r"Incompatible types: given \((.*?),?\), expected (.+)$", msg)
+    if not m:
+        return msg
+    given = m.group(1).strip().strip("'\"")
+    want = m.group(2)
+    kind = ("true or false" if "bool" in want else "an integer" if "int" in want
+            else "a number" if "float" in want else "text" if "str" in want else want)
+    text = " ".join(sys.argv[1:] if argv is None else argv)
+    places = [(mm.group(1), mm.group(2)) for mm in re.finditer(r"([a-z][a-z0-9-]*)\{([^}]*)\}", text)]
+    places += [(mm.group(1), mm.group(2)) for mm in re.finditer(r"--([a-z][a-z0-9-]*)=(\S+)", text)]
+    for pass_name, opts in places:
+        for opt in re.split(r"[ ,]+", opts):
+            name, _, value = opt.partition("=")
+            if value.strip("'\"") == given:
+                return f"{pass_name}: option {name.replace('_', '-')} takes {kind}, not '{given}'"
+    return f"a pass option takes {kind}, not '{given}'"
+
+
+def _kebab_option_names(msg: str, argv: Sequence[str] | None = None) -> str:
     """xDSL names pass and target options by their Python fields (``exact_predicates``);
     pipelines spell them as MLIR does (``exact-predicates``), and so do hypa's messages."""
+    if msg.startswith("Incompatible types"):
+        return _option_value_error(msg, argv)
     if "expected arguments" not in msg and "requires argument" not in msg:
         return msg
     return re.sub(r'"([a-z0-9]+(?:_[a-z0-9]+)+)"', lambda m: '"' + m.group(1).replace("_", "-") + '"', msg)
@@ -409,7 +434,7 @@ def _main(argv: Sequence[str] | None) -> None:
         try:
             tool = HypaOptMain(args=argv)
         except (ValueError, ArgSpecParseError) as e:  # a bad pass pipeline or target spec
-            _fail(f"hypa-opt: error: {_kebab_option_names(' '.join(str(e).split()))}")
+            _fail(f"hypa-opt: error: {_kebab_option_names(' '.join(str(e).split()), argv)}")
         tool.run()
     except HypaError as e:  # an input file that cannot be read at all (InputError)
         _fail(e.render("hypa-opt"))
