@@ -117,3 +117,41 @@ def test_wmma_fragments_are_checked_in_slice_mode():
         with pytest.raises(EmulationError, match=r"out-of-bounds access at kernel _Z9wmma_gemm.*: wmma\.load\.a\..*"
                                                r"buffer 'A' byte 2014, which holds 2000 bytes"):
             Emulator(module, mode=mode).run(small)
+
+
+LDMATRIX_OOB = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+  .reg .b64 %rd<8>;
+  .reg .b32 %r<12>;
+  .reg .pred %p<2>;
+  .shared .align 16 .b8 sm[512];
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 7;
+  shl.b32 %r3, %r2, 4;
+  mov.u32 %r4, sm;
+  add.s32 %r5, %r4, %r3;
+  setp.eq.u32 %p1, %r1, 3;
+  @%p1 add.s32 %r5, %r5, 4096;
+  OP
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "slice"])
+@pytest.mark.parametrize("op", ["ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r6}, [%r5];",
+                                "stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r5], {%r1};"])
+def test_ldmatrix_out_of_bounds_names_the_thread_giving_the_row(op, mode):
+    """Thread 3 gives matrix row 3's address, out of bounds; lanes 12-15 would receive that
+    row's parts: the error names thread 3, whose address is wrong (issue 31, item 11)."""
+    from hypa.runtime.emulator.emulator import EmulationError
+
+    from helpers import emulate
+
+    with pytest.raises(EmulationError, match=r"out-of-bounds access at kernel k, CTA \(0, 0, 0\), thread \(3, 0, 0\): "):
+        emulate(LDMATRIX_OOB.replace("OP", op), ["b"], {"b": np.zeros(32, np.uint32)}, block=32, mode=mode)

@@ -454,7 +454,7 @@ def ldmatrix(e, check_only: bool = False) -> None:
     trans = ".trans" in e.mods
     kind, addr, _ = e.address(1)
     space = "shared" if any(m.startswith(".shared") for m in e.mods) or kind == "shared" else "generic"
-    _rows_aligned(e, addr, num)
+    _rows_aligned(e, addr, num, space, "reg" if kind == "shared" else kind)
     undef = ir.Constant(addr.type, None)
     regs = []
     for i in range(num):
@@ -482,10 +482,15 @@ def ldmatrix(e, check_only: bool = False) -> None:
         e.dst_elements(0, regs)
 
 
-def _rows_aligned(e, addr: ir.Value, num: int) -> None:
-    """Each row address (lanes 0 .. 8*num-1 give them) must be 16-byte aligned."""
-    givers = ir.Constant(ir.VectorType(ir.IntType(1), LANES), [int(l < 8 * num) for l in range(LANES)])
-    e.check_alignment(addr, 16, e.b.and_(e.exec_mask, givers))
+def _rows_aligned(e, addr: ir.Value, num: int, space: str = "", kind: str = "") -> None:
+    """Each row address (lanes 0 .. 8*num-1 give them) must be 16-byte aligned, and its 16
+    bytes in bounds: checked here, in the lanes that give the rows, so that an error names
+    the thread whose address is wrong (not the lanes that receive the row's parts)."""
+    givers = e.b.and_(e.exec_mask, ir.Constant(ir.VectorType(ir.IntType(1), LANES),
+                                               [int(l < 8 * num) for l in range(LANES)]))
+    e.check_alignment(addr, 16, givers)
+    if space:
+        e.host_pointers(space, addr, 16, givers, kind, initcheck.UNTRACKED)
 
 
 @rule("stmatrix")
@@ -504,7 +509,7 @@ def stmatrix(e, check_only: bool = False) -> None:
     kind, addr, _ = e.address(0)
     space = "shared" if any(m.startswith(".shared") for m in e.mods) or kind == "shared" else "generic"
     akind = "reg" if kind == "shared" else kind
-    _rows_aligned(e, addr, num)
+    _rows_aligned(e, addr, num, space, akind)
     regs = [] if check_only else e.src_elements(1, 32)
     undef = ir.Constant(addr.type, None)
     for i in range(num):
