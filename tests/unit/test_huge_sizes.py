@@ -147,3 +147,41 @@ def test_huge_cuda_allocations_return_cuda_error_memory_allocation(tmp_path):
     a = 2 if memory_limits.host_memory_bytes() < 64 << 30 else 0
     assert p.stdout == f"{a} 2 2 0\n", p.stderr
     assert "internal error" not in p.stderr
+
+
+BIG_LOCAL = r"""
+#include <cstdio>
+__global__ void k(int *o, int n) {
+  volatile int a[262144];  // 1 MiB of local memory a thread: 1 GiB for the CTA
+  a[threadIdx.x * 7 % 262144] = n;
+  o[threadIdx.x] = a[(threadIdx.x * 5) % 262144];
+}
+int main() {
+  int *d; cudaMalloc(&d, 4096);
+  k<<<1, 1024>>>(d, 3);
+  cudaError_t e1 = cudaGetLastError();
+  cudaError_t e2 = cudaDeviceSynchronize();
+  printf("launch %s, sync %s\n", cudaGetErrorName(e1), cudaGetErrorName(e2));
+  return 0;
+}
+"""
+
+
+def test_a_launch_the_address_space_limit_refuses_fails_stickily(tmp_path):
+    """Under `ulimit -v` a launch whose memory cannot be allocated fails with one line, and
+    the program's next calls say so (issue 31: the next cudaDeviceSynchronize returned
+    cudaSuccess)."""
+    import resource
+    import subprocess
+    import sys
+
+    exe = build_cuda_program(tmp_path, "big_local", BIG_LOCAL)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))  # 1.5 GiB: hypa fits, the launch does not
+
+    p = subprocess.run([sys.executable, "-m", "hypa.tools.hypa_cli", "run", "-q", "--", str(exe)],
+                       capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    assert p.stdout == "launch cudaErrorLaunchFailure, sync cudaErrorLaunchFailure\n", p.stderr
+    assert "local memory of 1024 threads x 1048576 bytes" in p.stderr and "the allocation failed" in p.stderr
+    assert "Traceback" not in p.stderr and "internal error" not in p.stderr
