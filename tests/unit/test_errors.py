@@ -13,7 +13,7 @@ from hypa.ptxdialect.diagnostics import HypaError, InputError, PTXError, PTXSynt
 from helpers import ROOT
 
 #: exceptions caught where they are raised, which never reach a user (HypaError's docstring)
-SIGNALS = {"UnknownOpcode", "UnknownModifier", "TextureFault", "_Fail", "WorkerTraceback"}
+SIGNALS = {"UnknownOpcode", "UnknownModifier", "TextureFault", "_Fail", "WorkerTraceback", "_Terminated", "_Unwritable"}
 PACKAGES = ("ptxdialect", "passes", "runtime", "cudart", "tools")
 
 

@@ -198,7 +198,7 @@ CALL = """.version 8.0
     .reg .u64 %rd<4>;
     ld.param.u64 %rd1, [p];
     mov.u32 %r1, %tid.x;
-    mul.wide.u32 %rd2, %r1, 12;
+    mul.wide.u32 %rd2, %r1, 16;
     add.u64 %rd3, %rd1, %rd2;
     add.u32 %r2, %r1, 10;
     mov.v2.u32 temp_v, {%r1, %r2};
@@ -214,11 +214,11 @@ CALL = """.version 8.0
 def test_reg_parameters_of_vector_type(mode):
     # .reg parameters are the caller's registers in the inlined copy: temp_v = (t, t+10),
     # res = (t+10, t+100), %r3 = t + (t+10); 10 instructions of the kernel, 5 of f
-    out = np.zeros(12, dtype=np.uint32)
+    out = np.zeros(16, dtype=np.uint32)  # 16 bytes a thread: the .v2 store 8-byte aligned
     m = emulate(CALL, ["p"], {"p": out}, block=4, mode=mode, in_place=True).metrics
     if mode == "full":
         t = np.arange(4, dtype=np.uint32)
-        np.testing.assert_array_equal(out.reshape(4, 3), np.stack([t + 10, t + 100, 2 * t + 10], axis=1))
+        np.testing.assert_array_equal(out.reshape(4, 4)[:, :3], np.stack([t + 10, t + 100, 2 * t + 10], axis=1))
     assert m["inst_executed"] == 15 and m["thread_inst_executed"] == 60
 
 
@@ -227,4 +227,4 @@ def test_reg_parameter_written_by_the_callee_is_reported():
 
     src = CALL.replace("add.u32 %s, in.x, in.y;", "add.u32 %k, %k, 1;\n    mov.u32 %s, %k;")
     with pytest.raises((InlineError, Exception), match="writes its .reg parameter '%k'"):
-        emulate(src, ["p"], {"p": np.zeros(12, dtype=np.uint32)}, block=4, mode="full")
+        emulate(src, ["p"], {"p": np.zeros(16, dtype=np.uint32)}, block=4, mode="full")
