@@ -279,6 +279,8 @@ def _arch_from_dict(d: dict[str, Any], source: str) -> Arch:
 _MEMORY_KEYS = ("shared_latency", "l1_latency", "l2_latency", "const_latency", "dram_latency", "l2_bytes",
                 "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk", "l1_shared_bytes", "l2_effective_bytes")
 _MEMORY_DIVISORS = ("l2_bytes", "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk")
+#: optional memory figures the model divides by: positive where given
+_OPTIONAL_MEMORY_DIVISORS = ("dram_efficiency",)
 _OCCUPANCY_KEYS = ("max_ctas_per_sm", "max_registers_per_thread", "max_threads_per_cta", "max_threads_per_sm",
                    "max_warps_per_sm", "register_alloc_unit", "registers_per_sm", "shared_alloc_unit",
                    "shared_per_cta_max", "shared_per_sm")
@@ -297,9 +299,13 @@ def _check_arch(a: "Arch") -> "Arch":
                     ("core.fetch_per_cycle", a.fetch_per_cycle), ("core.pair_window", a.pair_window)):
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
             raise bad(what, v)
-    for what, v in (("core.launch_overhead_us", a.launch_overhead_us), ("core.cta_launch_cycles", a.cta_launch_cycles)):
+    for what, v in (("core.launch_overhead_us", a.launch_overhead_us), ("core.cta_launch_cycles", a.cta_launch_cycles),
+                    ("core.cta_dispatch_cycles", a.cta_dispatch_cycles)):
         if not (math.isfinite(v) and v >= 0):
             raise bad(what, v)
+    for what, v in (("core.bound_overlap", a.bound_overlap), ("core.sm_overlap", a.sm_overlap)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= 1):  # a share
+            raise TimingError(f"{a.source}: {what} must be a share from 0 to 1, not {v}")
     for group, values in (("occupancy", a.occupancy), ("units", a.units), ("memory", a.memory), ("tensor", a.tensor)):
         for k, v in values.items():
             if not (math.isfinite(v) and v >= 0):
@@ -308,7 +314,8 @@ def _check_arch(a: "Arch") -> "Arch":
         missing = sorted(k for k in keys if k not in values)
         if missing:
             raise TimingError(f"{a.source}: [{group}] lacks {', '.join(missing)}")
-    for group, values, keys in (("memory", a.memory, _MEMORY_DIVISORS), ("occupancy", a.occupancy, _OCCUPANCY_KEYS)):
+    for group, values, keys in (("memory", a.memory, _MEMORY_DIVISORS), ("occupancy", a.occupancy, _OCCUPANCY_KEYS),
+                                ("memory", a.memory, [k for k in _OPTIONAL_MEMORY_DIVISORS if k in a.memory])):
         for k in keys:
             if not values[k] > 0:
                 raise TimingError(f"{a.source}: {group}.{k} must be positive, not {values[k]}")

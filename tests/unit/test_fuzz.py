@@ -74,6 +74,10 @@ def test_a_buffer_larger_than_a_gpu_or_this_machine_is_a_message():
 @pytest.mark.parametrize("line, message", [
     ("clock_mhz = 1980 ", "core.clock_mhz must be positive, not 0.0"),
     ("launch_overhead_us = ", "core.launch_overhead_us must be zero or more"),
+    # found by the 2026-11-28 campaign (an infinite, NaN or division-by-zero estimate)
+    ("sm_overlap = ", "core.sm_overlap must be a share from 0 to 1, not inf"),
+    ("bound_overlap = ", "core.bound_overlap must be a share from 0 to 1, not nan"),
+    ("dram_efficiency = ", "memory.dram_efficiency must be positive, not 0"),
 ])
 def test_architecture_files_are_validated(tmp_path, line, message):
     from hypa.runtime.models.timing import TimingError, load_arch
@@ -81,7 +85,8 @@ def test_architecture_files_are_validated(tmp_path, line, message):
     text = open(os.path.join(ROOT, "runtime", "models", "arch", "sm_90.toml")).read()
     start = text.index(line)
     end = text.index("\n", start)
-    value = "0" if "clock" in line else "-100"
+    value = {"sm_overlap = ": "inf", "bound_overlap = ": "nan", "dram_efficiency = ": "0"}.get(
+        line, "0" if "clock" in line else "-100")
     bad = tmp_path / "bad.toml"
     bad.write_text(text[:start] + line.split("=")[0] + "= " + value + text[end:])
     with pytest.raises(TimingError, match=message):
