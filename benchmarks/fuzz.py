@@ -42,6 +42,15 @@ Targets (each mutates a valid seed input and feeds it to the code a user's input
     nested deep, binary bytes, a FIFO, a device, or naming a device as its ``file``; read by
     ``report/files.py``, checked and rendered (the CFG re-reads the named file).
 
+``cache-entry``
+    the compile cache with one entry damaged (truncated, flipped, emptied, another entry's
+    bytes, a FIFO, a link to ``/dev/zero``, a directory, unreadable), then a whole ``hypa-opt``
+    process on the launch that made it: the clean run's counts, or a one-line error.
+``signal``
+    SIGINT or SIGTERM after a random delay to a ``hypa-opt`` process emulating an endless
+    kernel (``-j 1`` or ``-j 2``): exit 130 / the signal's status within 30 s, no traceback.
+    These two run a process a case; ``--small`` and a run without ``--target`` leave them out.
+
 Outcomes: ``accepted`` (ran), ``rejected`` (the input error a user sees: a ``HypaError`` --
 LaunchError, EmulationError, InputError ... -- with a message), ``crash`` (any other exception: a hypa bug; the
 input is written to ``--save DIR`` and its traceback printed), ``hang`` (a case that ran past
@@ -457,6 +466,135 @@ SPIN:
                 return "rejected", kind
         return "accepted", kind
 
+    #: a saxpy launch whose output (metrics) a whole hypa-opt process prints
+    SAXPY_CLI = ["--emulate=grid=4 block=256 args=1000,2.0,x,y buffer.x=float32:1000:arange "
+                 "buffer.y=float32:1000:ones", "--mode", "full", "--format", "json"]
+
+    def _hypa_opt(self, args: list[str], env: dict | None = None, timeout: float = 120):
+        import subprocess
+
+        return subprocess.run([sys.executable, "-m", "hypa.tools.hypa_opt", *args], capture_output=True, text=True,
+                              timeout=timeout, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+
+    def cache_entry(self, rng: random.Random):
+        """A compile cache (``HYPA_CACHE_DIR``) with one entry damaged -- truncated, bytes
+        flipped, emptied, another entry's bytes, a FIFO, a link to ``/dev/zero``, a
+        directory, unreadable -- then a whole ``hypa-opt`` process on the launch that made
+        it: the same counts as on a clean cache (accepted, with at most a warning) or a
+        one-line error (rejected); a traceback, an internal error or a signal is a crash."""
+        import shutil
+        import stat
+        import tempfile
+
+        saxpy = os.path.join(ROOT, "examples", "saxpy.ptx")
+        if not hasattr(self, "_cache_seed"):
+            seed_dir = tempfile.mkdtemp(prefix="hypa-fuzz-cache-")
+            p = self._hypa_opt([saxpy, *self.SAXPY_CLI], {"HYPA_CACHE_DIR": seed_dir})
+            if p.returncode != 0:
+                raise AssertionError(f"the clean run failed: {p.stderr}")
+            self._cache_seed = (seed_dir, json.loads(p.stdout))
+        seed_dir, want = self._cache_seed
+        with tempfile.TemporaryDirectory(prefix="hypa-fuzz-cache-") as d:
+            cache = os.path.join(d, "c")
+            shutil.copytree(seed_dir, cache)
+            files = sorted(os.listdir(cache))
+            victim = os.path.join(cache, rng.choice(files))
+            other = os.path.join(cache, rng.choice(files))
+            kind = rng.choice(["truncate", "flip", "empty", "other", "fifo", "zero-link", "directory", "unreadable"])
+            data = open(victim, "rb").read()
+            if kind == "truncate":
+                open(victim, "wb").write(data[: rng.randrange(max(1, len(data)))])
+            elif kind == "flip":
+                b = bytearray(data)
+                for _ in range(rng.randint(1, 32)):
+                    if b:
+                        b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+                open(victim, "wb").write(bytes(b))
+            elif kind == "empty":
+                open(victim, "wb").close()
+            elif kind == "other":
+                open(victim, "wb").write(open(other, "rb").read())
+            else:
+                os.remove(victim)
+                if kind == "fifo":
+                    os.mkfifo(victim)
+                elif kind == "zero-link":
+                    os.symlink("/dev/zero", victim)
+                elif kind == "directory":
+                    os.mkdir(victim)
+                else:
+                    open(victim, "wb").write(data)
+                    os.chmod(victim, 0)
+            try:
+                p = self._hypa_opt([saxpy, *self.SAXPY_CLI], {"HYPA_CACHE_DIR": cache})
+            finally:
+                if os.path.exists(victim) and not os.path.islink(victim):
+                    os.chmod(victim, stat.S_IRWXU)
+        if p.returncode < 0 or "Traceback" in p.stderr or "internal error" in p.stderr:
+            raise AssertionError(f"{kind}: exit {p.returncode}: {p.stderr[-800:]}")
+        if p.returncode != 0:
+            if len(p.stderr.strip().splitlines()) != 1:
+                raise AssertionError(f"{kind}: not a one-line error: {p.stderr[-800:]}")
+            return "rejected", kind
+        got = json.loads(p.stdout)
+        drop = ("duration_ms", "compile_ms", "notes")
+        if [{k: v for k, v in g.items() if k not in drop} for g in got] != \
+                [{k: v for k, v in w.items() if k not in drop} for w in want]:
+            raise AssertionError(f"{kind}: different counts from a damaged cache")
+        return "accepted", kind
+
+    def signal(self, rng: random.Random):
+        """SIGINT or SIGTERM after a random delay to a ``hypa-opt`` process emulating a kernel
+        that never ends: it must stop within 30 s -- exit 130 with one line for SIGINT, the
+        signal's own status for SIGTERM --, never with a traceback (accepted: stopped as it
+        should; a case that does not stop is a hang)."""
+        import signal as sig
+        import subprocess
+
+        ptx = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry spin(.param .u64 p)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  mov.u32 %r1, 0;
+L:
+  add.u32 %r1, %r1, 1;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra L;
+  ret;
+}
+"""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="hypa-fuzz-sig-") as d:
+            f = os.path.join(d, "spin.ptx")
+            open(f, "w").write(ptx)
+            which = rng.choice([sig.SIGINT, sig.SIGTERM])
+            delay = rng.uniform(0.05, 3.0)
+            proc = subprocess.Popen([sys.executable, "-m", "hypa.tools.hypa_opt", f, "--mode", "full",
+                                     "--emulate=grid=64 block=256 args=0", "--step-budget", str(10**15),
+                                     "-j", str(rng.choice([1, 2]))],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+            time.sleep(delay)
+            os.killpg(proc.pid, which) if rng.random() < 0.5 else proc.send_signal(which)
+            try:
+                out, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, sig.SIGKILL)
+                proc.communicate()
+                raise Hang()
+        rc = proc.returncode
+        if "Traceback" in err or "internal error" in err:
+            raise AssertionError(f"signal {which}: exit {rc}: {err[-800:]}")
+        if which == sig.SIGINT and rc != 130:
+            raise AssertionError(f"SIGINT after {delay:.2f} s: exit {rc}, not 130: {err[-400:]}")
+        if which == sig.SIGTERM and rc not in (-sig.SIGTERM, 128 + sig.SIGTERM):
+            raise AssertionError(f"SIGTERM after {delay:.2f} s: exit {rc}: {err[-400:]}")
+        return "accepted", f"{which} after {delay:.2f} s"
+
 
 def timing_launch():
     from hypa.runtime.emulator.launch import launches_from_dict
@@ -472,7 +610,11 @@ def _ptx_files() -> list[str]:
 
 
 TARGETS = {"report-json": "report_json", "launch-spec": "launch_spec", "emulate-string": "emulate_string", "ptx": "ptx",
-           "arch-file": "arch_file", "binary": "binary", "edge-kernel": "edge_kernel", "profile-file": "profile_file"}
+           "arch-file": "arch_file", "binary": "binary", "edge-kernel": "edge_kernel", "profile-file": "profile_file",
+           "cache-entry": "cache_entry", "signal": "signal"}
+#: targets a whole-process case each (seconds a case): not in --small's round unless named
+SLOW_TARGETS = ("cache-entry", "signal")
+FAST_TARGETS = sorted(t for t in TARGETS if t not in SLOW_TARGETS)
 
 
 class Hang(Exception):
@@ -618,14 +760,14 @@ def main() -> None:
         if args.seed is None:
             args.seed = 20261126
         if args.cases is None and args.minutes is None:
-            args.cases = 20 * len(args.target or TARGETS)
+            args.cases = 20 * len(args.target or FAST_TARGETS)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     if args.cases is None and args.minutes is None:
         args.cases = 1000
     limit_memory()
     t0 = time.monotonic()
     ptx_cases: list | None = [] if args.ptxas else None
-    counts = campaign(args.target or sorted(TARGETS), args.cases, args.minutes * 60 if args.minutes else None, seed,
+    counts = campaign(args.target or FAST_TARGETS, args.cases, args.minutes * 60 if args.minutes else None, seed,
                       args.save, case_seconds=args.case_seconds,
                       only={int(x) for x in args.only.split(",")} if args.only else None, ptx_cases=ptx_cases)
     total = sum(sum(c.values()) for c in counts.values())

@@ -40,6 +40,9 @@ SMALL = [
     # hypa run --capture: the tracked and hashed captures store the same files, the replay counts the same
     ("capture.py", ["--small"], ("nvcc",), r"^replay: 20 launches, the same counts as the run$"),
     ("fuzz.py", ["--small"], (), r"^fuzz: seed 20261126, 160 cases in \d+ s$"),
+    # the whole-process families: a damaged compile cache, SIGINT/SIGTERM (no crash, no hang)
+    ("fuzz.py", ["--target", "cache-entry", "--target", "signal", "--cases", "4", "--seed", "3"], (),
+     r"^fuzz: seed 3, 4 cases in \d+ s$"),
     ("module_graph.py", ["--small"], (), r"^\d+ modules, \d+ import edges, 0 cycles, 0 upward imports, 0 private names imported"),
     ("parse.py", ["--small"], (), r"^round trip: (\d+) of \1 files print to a fixpoint$"),
     ("ptxas_agreement.py", ["--small"], ("ptxas",), r"^13 cases: 13 agree with ptxas, 0 accepted but invalid, "
