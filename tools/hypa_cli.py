@@ -288,8 +288,12 @@ def _main(argv: Sequence[str] | None) -> None:
     reset()  # a run's report covers that run (main may be called again in one process)
     args_in = sys.argv[1:] if argv is None else list(argv)
     if args_in and args_in[0] not in ("run", "--version", "-h", "--help"):  # `hypa run` emulates inside the program
-        with phase("start-up"):  # what every command loads: xDSL, the ptx dialect, numpy, LLVM
-            import hypa.runtime.report.batch  # noqa: F401
+        try:
+            with phase("start-up"):  # what every command loads: xDSL, the ptx dialect, numpy, LLVM
+                import hypa.runtime.report.batch  # noqa: F401
+        except KeyboardInterrupt:  # Ctrl-C while starting: one line, as later
+            print("hypa: interrupted", file=sys.stderr)
+            sys.exit(130)
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
     p.add_argument("--version", action="version", version=f"hypa {hypa_version()}")
     sub = p.add_subparsers(dest="command", required=True)
