@@ -42,3 +42,19 @@ def exit_now(e: SystemExit) -> NoReturn:
     except BaseException:  # e.g. a closed pipe: let Python report it as it always does
         raise e from None
     os._exit(status)
+
+
+def interrupted(tool: str) -> NoReturn:
+    """Ctrl-C (or SIGINT) stopped the command: one line, exit status 130.  Further SIGINTs are
+    ignored from here on -- a second one while the first is being reported (the signal a
+    stopped launch raises again for Python's handler, or a key held down) would otherwise end
+    the process by the signal, without the status a script checks."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say there
+        pass
+    os.write(2, f"{tool}: interrupted\n".encode())
+    os._exit(130)

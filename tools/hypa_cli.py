@@ -292,8 +292,9 @@ def _main(argv: Sequence[str] | None) -> None:
             with phase("start-up"):  # what every command loads: xDSL, the ptx dialect, numpy, LLVM
                 import hypa.runtime.report.batch  # noqa: F401
         except KeyboardInterrupt:  # Ctrl-C while starting: one line, as later
-            print("hypa: interrupted", file=sys.stderr)
-            sys.exit(130)
+            from .fast_exit import interrupted
+
+            interrupted("hypa")
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
     p.add_argument("--version", action="version", version=f"hypa {hypa_version()}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -352,8 +353,9 @@ def _main(argv: Sequence[str] | None) -> None:
     except OSError as e:
         fail("hypa", f"{e.strerror}: {e.filename}")
     except KeyboardInterrupt:
-        print("hypa: interrupted", file=sys.stderr)
-        sys.exit(130)
+        from .fast_exit import interrupted
+
+        interrupted("hypa")
     except SystemExit:
         raise
     except Exception as e:  # a bug in hypa, not in the input

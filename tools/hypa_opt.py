@@ -453,8 +453,9 @@ def _main(argv: Sequence[str] | None) -> None:
     except HypaError as e:  # an input file that cannot be read at all (InputError)
         _fail(e.render("hypa-opt"))
     except KeyboardInterrupt:  # Ctrl-C, also while a launch's native code runs (runtime/emulator/interrupt.py)
-        print("hypa-opt: interrupted", file=sys.stderr)
-        sys.exit(130)
+        from .fast_exit import interrupted
+
+        interrupted("hypa-opt")
     except BrokenPipeError:
         # the reader went away (``hypa-opt big.ptx | head``): stop quietly
         try:
