@@ -185,3 +185,24 @@ def test_a_launch_the_address_space_limit_refuses_fails_stickily(tmp_path):
     assert p.stdout == "launch cudaErrorLaunchFailure, sync cudaErrorLaunchFailure\n", p.stderr
     assert "local memory of 1024 threads x 1048576 bytes" in p.stderr and "the allocation failed" in p.stderr
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr
+
+
+def test_a_kernel_of_5000_registers_runs_in_full_mode():
+    """Issue 31: a straight-line kernel of 5,000 f32 registers (each one the previous plus 1,
+    then every 7th summed with its successor) took 90 s in full mode; it prepares, compiles and
+    runs now (about 4 s cold on the 2-core machine) and computes what the arithmetic says."""
+    n = 5000
+    lines = [".version 8.0", ".target sm_90", ".address_size 64", ".visible .entry k(.param .u64 p)", "{",
+             f"  .reg .f32 %f<{n + 3}>;", "  .reg .b64 %rd<4>;", "  .reg .b32 %r<4>;",
+             "  ld.param.u64 %rd1, [p];", "  cvta.to.global.u64 %rd2, %rd1;", "  mov.u32 %r1, %tid.x;",
+             "  cvt.rn.f32.u32 %f0, %r1;"]
+    lines += [f"  add.f32 %f{i}, %f{i - 1}, 0f3F800000;" for i in range(1, n + 1)]
+    lines += [f"  mov.f32 %f{n + 1}, 0f00000000;"]
+    lines += [f"  add.f32 %f{n + 1}, %f{n + 1}, %f{i};" for i in range(1, n + 1, 7)]
+    lines += ["  mul.wide.u32 %rd3, %r1, 4;", "  add.s64 %rd2, %rd2, %rd3;", f"  st.global.f32 [%rd2], %f{n + 1};",
+              "  ret;", "}"]
+    r = emulate("\n".join(lines) + "\n", ["b"], {"b": np.zeros(32, np.float32)}, block=32, mode="full")
+    t = np.arange(32, dtype=np.float64)
+    want = sum(t + i for i in range(1, n + 1, 7))  # every value is an integer below 2**24: exact in f32
+    assert np.array_equal(r.buffers["b"], want.astype(np.float32))
+    assert r.metrics.values["inst_executed"] == 4 + n + 1 + len(range(1, n + 1, 7)) + 4  # one warp
