@@ -64,6 +64,8 @@ class RunOptions:
     quiet: bool = False
     #: ``--estimate-time ARCH``: each launch's timing estimate in the report
     estimate_time: str | None = None
+    #: ``--timing``: the phase table (``runtime/emulator/phases.py``) of the program's process
+    timing: bool = False
 
     @classmethod
     def from_environment(cls) -> "RunOptions":
@@ -1205,6 +1207,10 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             summary["event_intervals"] = [{"first_launch": lo, "launches": hi - lo, "estimate_ms": t,
                                            "kernels": sorted({demangle(self.records[i].kernel) for i in range(lo, hi)})}
                                           for (lo, hi), t in sorted(self.intervals.items())]
+        if self.opts.timing:
+            from hypa.runtime.emulator import phases
+
+            summary["timing"] = phases.report(total=summary["wall_s"], title="hypa run timing report (the program's process)")
         if self.opts.capture:
             summary["capture"] = self._capturer.summary() if self._capturer is not None else {"launches": 0, "chunks": 0, "manifests": 0, "bytes": 0}
         tmp = self.opts.results + ".part"

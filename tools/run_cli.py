@@ -108,6 +108,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rp.add_argument("-q", "--quiet", action="store_true",
                     help="no progress line (by default one on stderr, when it is a terminal, once a run takes more "
                          "than 2 s: the launch, its kernel, thread-instructions emulated per second)")
+    rp.add_argument("--timing", action="store_true",
+                    help="print where the program's time went inside hypa, per phase (parse, prepare, lower, "
+                         "compile, emulate ...), to stderr, as hypa profile --timing does")
     rp.add_argument("--estimate-time", nargs="?", const="sm_90", default=None, metavar="ARCH",
                     help="also estimate each launch's time on ARCH (sm_90 = H100 SXM5, the default; sm_80 = A100; "
                          "or an arch .toml) with the cache model fed by the launch's address trace, as `hypa profile "
@@ -191,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             "capture": os.path.abspath(args.capture) if args.capture else None,
             "capture_launches": args.capture_launches,
             "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs, "quiet": args.quiet,
-            "estimate_time": args.estimate_time}
+            "estimate_time": args.estimate_time, "timing": args.timing}
     env = dict(os.environ)
     libdir = os.path.dirname(lib)
     env["LD_LIBRARY_PATH"] = libdir + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
@@ -267,4 +270,6 @@ def run(args: argparse.Namespace) -> int:
               f"in {args.capture}: {c['bytes'] / 1e6:.1f} MB written ({c['bytes']:,} bytes; {c['chunks']:,} new chunk"
               f"{'s' if c['chunks'] != 1 else ''}, {c['manifests']:,} manifest{'s' if c['manifests'] != 1 else ''})"
               + (f"; capture stopped: {c['error']}" if c.get("error") else ""), file=sys.stderr)
+    if s.get("timing"):
+        print(s["timing"], file=sys.stderr)
     return rc

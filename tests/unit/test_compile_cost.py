@@ -187,3 +187,50 @@ def test_precompile_leaves_every_program_in_the_cache(fresh_cache, monkeypatch):
     assert precompile(progs, 2) == 1
     assert all(jit.in_cache(p.key, "baseline") for _e, p in progs)
     assert precompile(progs, 2) == 0  # nothing left to compile
+
+
+_HALF_OPS = {
+    "fma.rn.f16x2 %r{o}, %r{a}, %r{b}, %r{o};": ("hypa_float.fma.f16.rn", 2),
+    "add.rz.f32 %f{o}, %f{a}, %f{b};": ("hypa_float.add.f32.rz", 1),
+    "cvt.rn.f16.f32 %h{o}, %f{a};": ("hypa_cvt.f16.f32", 1),
+    "cvt.rn.bf16x2.f32 %r{o}, %f{a}, %f{b};": ("hypa_cvt.bf16.f32.rn", 2),
+    "max.f16x2 %r{o}, %r{a}, %r{b};": ("hypa_float.max.f16.2", 2),
+}
+
+
+@pytest.mark.parametrize("instruction", list(_HALF_OPS))
+def test_soft_float_rounding_is_a_call_not_its_code(instruction):
+    """f16/bf16 arithmetic, conversions that round and directed roundings take 100-300
+    vector instructions an element in soft float: the baseline tier calls one helper per
+    element (mixbench's half2 kernels, 4,000 ``fma.rn.f16x2``, were 6.7 MB of machine code
+    and 70 s of LLVM inline), and the optimized tier builds them inline."""
+    name, per_instruction = _HALF_OPS[instruction]
+    n = 64
+    body = "\n".join("    " + instruction.format(o=4 + k % 4, a=k % 4, b=(k + 1) % 4) for k in range(n))
+    ptx = HEADER + f""".visible .entry k(.param .u64 p)
+{{
+    .reg .b16 %h<8>;
+    .reg .b32 %r<8>;
+    .reg .f32 %f<8>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    ld.global.v4.u32 {{%r0, %r1, %r2, %r3}}, [%rd1];
+    ld.global.v4.f32 {{%f0, %f1, %f2, %f3}}, [%rd1+16];
+    mov.b32 %r4, 0; mov.b32 %r5, 0; mov.b32 %r6, 0; mov.b32 %r7, 0;
+    mov.f32 %f4, 0f00000000; mov.f32 %f5, 0f00000000; mov.f32 %f6, 0f00000000; mov.f32 %f7, 0f00000000;
+{body}
+    st.global.v4.u32 [%rd1+32], {{%r4, %r5, %r6, %r7}};
+    st.global.v4.f32 [%rd1+48], {{%f4, %f5, %f6, %f7}};
+    st.global.v4.b16 [%rd1+64], {{%h4, %h5, %h6, %h7}};
+    ret;
+}}
+"""
+    prog = Emulator(parse_ptx(ptx), mode="full").program(None)
+    low = lower(prog)
+    calls = [ln for ln in low.text.splitlines() if " call " in ln and f'@"{name}' in ln]
+    assert len(calls) == n * per_instruction
+    assert sum(1 for h, _t, _d in low.helpers if h.startswith(name)) == 1
+    assert _llvm_instructions(low.text) < 40 * n  # inline, one fma.rn.f16x2 was ~600
+    inline = lower(prog, "optimized")
+    assert not any(h.startswith(name) for h, _t, _d in inline.helpers)
+    assert _llvm_instructions(inline.text) > 4 * _llvm_instructions(low.text)

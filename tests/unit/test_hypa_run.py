@@ -474,6 +474,18 @@ def test_report_goes_to_stderr_not_stdout(built):
     assert numbers[:4] == ["2", "0", str(2 * 352), str(2 * 11264)]
 
 
+def test_timing_reports_the_programs_phases(built):
+    """``--timing``: where the program's process spent its time, per phase, as ``hypa
+    profile --timing`` prints it; the five kernels are prepared, lowered and compiled once
+    each (or found in the cache) and the six launches emulated."""
+    r = hypa_run(built["multi_kernel"], "--timing")
+    assert r.rc == 0 and r.stdout == STDOUT["multi_kernel"]
+    table = r.stderr.split("===-- hypa run timing report (the program's process) --===", 1)[1]
+    phases = {ln.split()[0]: ln.split() for ln in table.splitlines() if ln.startswith("  ") and "%" in ln}
+    assert phases["emulate"][3] == "6"
+    assert "5  kernels prepared" in table
+
+
 @pytest.fixture(scope="module")
 def jobs2(built, tmp_path_factory) -> Run:
     return hypa_run(built["atomics_2d"], "-j", "2", report=str(tmp_path_factory.mktemp("jobs") / "r.json"))

@@ -1,4 +1,4 @@
-"""Helper functions for code that every memory access repeats.
+"""Helper functions for code that every memory access, or every soft-float rounding, repeats.
 
 The lowering of one bounds-checked access (address translation, window table, flat-memory
 lookup, initcheck's shadow, the error exits) is 50 to 200 LLVM instructions, and it is the
@@ -16,6 +16,10 @@ does not stand for its body).  Inside, ``error_if`` records the error as the war
 does (instruction and block are the helper's arguments) and returns failure; the call site
 then returns ``RC_ERROR`` from the warp function, as the inline code did.
 
+Soft-float arithmetic and conversions (f16/bf16, directed rounding: 100-300 vector
+instructions an element) are *pure* helpers (``pure_call``): element encodings in, the
+result out, built by the rule's own code given an ``ElementBuilder``.
+
 The baseline tier (no LLVM passes) calls them; the optimized tier builds the same code
 inline (``lowering.lower``).
 """
@@ -28,6 +32,7 @@ from llvmlite import ir
 
 from .function import WarpFunction
 from .irbuild import broadcast, helper_function
+from .rules import LoweringError
 from .types import LANES, VPTR, i1, i32, i64, ivec, ptr
 
 
@@ -119,3 +124,36 @@ def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbyt
         return inline(hf, instr_p, space, addr_p, n_p[0] if n_p else nbytes, mask_p, kind, intent)
 
     return call(wf, name, facts, instr, args, VPTR, body)
+
+
+class ElementBuilder:
+    """What a rule's element code reads of an ``Emitter`` (builder, modifiers, constants and
+    intrinsics), for building it as the body of a pure helper (``pure_call``)."""
+
+    def __init__(self, wf: WarpFunction, builder: ir.IRBuilder, mods: tuple[str, ...]):
+        self.wf, self.b, self.mods = wf, builder, mods
+
+    def splat(self, value, ty: ir.Type) -> ir.Constant:
+        return self.wf.splat(value, ty)
+
+    def call(self, name: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
+        return self.b.call(self.wf.intrinsic(name, ret, [a.type for a in args]), args)
+
+    def fail(self, msg: str) -> LoweringError:
+        return LoweringError(msg)
+
+
+def pure_call(e, name: str, args: list[ir.Value], ret: ir.Type, build) -> ir.Value:
+    """``build(eb, *params)`` of ``args``, built once as the helper ``name`` + the
+    instruction's modifiers (``eb``: an ``ElementBuilder`` with them; the body may read
+    nothing else of the instruction) and called from the rule's emitter ``e``; built inline
+    where helpers are not called (``enabled``)."""
+    wf = e.wf
+    if not enabled(wf):
+        return build(e, *args)
+    mods = tuple(sorted(e.mods))
+    f, new = helper_function(wf.module, name + "".join(mods), ret, [a.type for a in args])
+    if new:
+        eb = ElementBuilder(wf, ir.IRBuilder(f.append_basic_block("entry")), mods)
+        eb.b.ret(build(eb, *f.args))
+    return e.b.call(f, args)

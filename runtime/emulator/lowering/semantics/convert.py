@@ -10,6 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .... import abi
+from .. import outline
 from .. import softfloat as sf
 from ..rules import rule
 from ..types import F32V, F64V, i1, i16, i32, i64, is_signed, type_bits, vec
@@ -149,14 +150,17 @@ def _cvt_pair_to_16(e, dt: str) -> None:
     m = e.mods
     outs = []
     rb = e.src(3, 32) if mode == "rs" else None
+
+    def element(eb, bits, rbits=None):
+        r = _round_parts(eb, sf.unpack(eb, bits, sf.FMTS["f32"]), fmt, mode, ".satfinite" in m, rbits)
+        return _finish(eb, r, fmt, relu=".relu" in m)
+
     for k, shift in ((1, 16), (2, 0)):
-        p = sf.unpack(e, e.src(k, 32), sf.FMTS["f32"])
-        rbits = None
+        args = [e.src(k, 32)]
         if rb is not None:
             part = e.b.and_(e.b.lshr(rb, e.splat(shift, i32)), e.splat(0xFFFF if kind == "bf16" else 0x1FFF, i32))
-            rbits = e.b.zext(part, vec(i64))
-        r = _round_parts(e, p, fmt, mode, ".satfinite" in m, rbits)
-        outs.append(_finish(e, r, fmt, relu=".relu" in m))
+            args.append(e.b.zext(part, vec(i64)))
+        outs.append(outline.pure_call(e, f"hypa_cvt.{kind}.f32.{mode}", args, vec(ir.IntType(fmt.width)), element))
     e.dst(0, fp.pack_parts(e, [outs[1], outs[0]]))
 
 
@@ -297,7 +301,6 @@ def _cvt_float_to_int(e, dt: str, st: str) -> None:
 
 
 def _cvt_float_float(e, dt: str, st: str) -> None:
-    b = e.b
     sk, dk = _CVT_FLOAT[st], _CVT_FLOAT[dt]
     sfmt, dfmt = sf.FMTS[sk], sf.FMTS[dk]
     m = e.mods
@@ -307,21 +310,42 @@ def _cvt_float_float(e, dt: str, st: str) -> None:
     bits = e.src(1, sfmt.width)
     if ftz_in:
         bits = sf.flush_bits(e, bits, sfmt)
+
+    def convert(eb, x):
+        if _irnd(eb) is None and ".relu" not in m and ".satfinite" not in m and not ftz_in and (sk, dk) in (
+                ("f16", "f32"), ("f16", "f64"), ("bf16", "f32"), ("bf16", "f64"), ("f32", "f64")):
+            return _widened(eb, x, sk, dk, ftz_out)
+        return _rounded_float(eb, x, sk, dk, ftz_in, ftz_out)
+
+    if (sk, dk) == ("f32", "f64") and _irnd(e) is None:  # fpext, inline
+        e.dst(0, convert(e, bits))
+    else:  # the soft-float rounding or f16's subnormals: a helper (outline.pure_call)
+        e.dst(0, outline.pure_call(e, f"hypa_cvt.{dk}.{sk}", [bits], vec(ir.IntType(dfmt.width)), convert))
+
+
+def _widened(e, bits, sk: str, dk: str, ftz_out: bool):
+    """A float encoding converted exactly to a wider format."""
+    b = e.b
+    sfmt, dfmt = sf.FMTS[sk], sf.FMTS[dk]
+    x = sf.to_f32(e, bits, sk)
+    if dk == "f64":
+        x = b.fpext(x, F64V)
+    r = b.bitcast(x, vec(ir.IntType(dfmt.width)))
+    if sk == "f16":  # f16 NaN -> the canonical NaN (f32), its payload (f64)
+        r = b.select(sf.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r) if dk == "f64" else \
+            b.select(sf.unpack(e, bits, sfmt).nan, e.splat(sf.CANON_NAN["f32"], i32), r)
+    elif dk == "f64":
+        r = b.select(sf.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r)
+    return _finish(e, r, dfmt, sat=".sat" in e.mods, ftz=ftz_out)
+
+
+def _rounded_float(e, bits, sk: str, dk: str, ftz_in: bool, ftz_out: bool):
+    """A float encoding (``sk``, flushed already under ``ftz_in``) converted to ``dk`` by
+    the instruction's rounding modifier (or rounded to an integral value)."""
+    b = e.b
+    sfmt, dfmt = sf.FMTS[sk], sf.FMTS[dk]
+    m = e.mods
     irnd = _irnd(e)
-    if irnd is None and ".relu" not in m and ".satfinite" not in m and (sk, dk) in (
-            ("f16", "f32"), ("f16", "f64"), ("bf16", "f32"), ("bf16", "f64"), ("f32", "f64")) and not ftz_in:
-        # widening: exact
-        x = sf.to_f32(e, bits, sk)
-        if dk == "f64":
-            x = b.fpext(x, F64V)
-        r = b.bitcast(x, vec(ir.IntType(dfmt.width)))
-        if sk == "f16":  # f16 NaN -> the canonical NaN (f32), its payload (f64)
-            r = b.select(sf.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r) if dk == "f64" else \
-                b.select(sf.unpack(e, bits, sfmt).nan, e.splat(sf.CANON_NAN["f32"], i32), r)
-        elif dk == "f64":
-            r = b.select(sf.unpack(e, bits, sfmt).nan, _nan_convert(e, bits, sfmt, dfmt, False), r)
-        e.dst(0, _finish(e, r, dfmt, sat=".sat" in m, ftz=ftz_out))
-        return
     if irnd is not None:
         # same-size conversion rounding to an integral value
         x = b.bitcast(bits, F64V) if sk == "f64" else b.fpext(sf.to_f32(e, bits, sk), F64V)
@@ -341,7 +365,7 @@ def _cvt_float_float(e, dt: str, st: str) -> None:
         if ftz_in:
             src = b.select(p.nan, e.splat(sf.CANON_NAN["f32"], i32), src)
         r = b.select(p.nan, _nan_convert(e, src, sfmt, dfmt, (sk, dk) == ("bf16", "f32")), r)
-    e.dst(0, _finish(e, r, dfmt, relu=".relu" in m, sat=".sat" in m, ftz=ftz_out))
+    return _finish(e, r, dfmt, relu=".relu" in m, sat=".sat" in m, ftz=ftz_out)
 
 
 def _nan_convert(e, src, sfmt, dfmt, raw: bool):
