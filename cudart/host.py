@@ -561,8 +561,8 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         bad = launch_error(prog.func, prog.shared_static_bytes, tuple(block), shared, limit, self.opts.arch)
         if bad is None:
             return 0
-        self.say(f"launch of {k.name}: {bad[1]}: {bad[0]}", once=("refused", k.name, bad[1]))
-        return getattr(E, bad[0])
+        self.say(f"launch of {k.name}: {bad.located}: {bad.code}", once=("refused", k.name, bad.message))
+        return getattr(E, bad.code)
 
     def _capture(self, rec, prog) -> None:
         if self._capturer is None:

@@ -269,7 +269,7 @@ class Emulator:
         prog = self.program_for(launch, notes)
         refused = launch_error(prog.func, prog.shared_static_bytes, launch.block, launch.shared_bytes)
         if refused is not None:  # a GPU would not launch it (hypa run returns the error code first)
-            raise LaunchError(refused[1])
+            raise LaunchError(refused.message, file=refused.file, line=refused.line, column=refused.column)
         notes.extend(prog.notes)
         buffers = launch.materialize_buffers(copy=not in_place)
         if not in_place and any(isinstance(a, np.ndarray) for a in launch.args):

@@ -78,18 +78,42 @@ BOUNDED = ".visible .entry k(.param .u64 p)\n{directive}\n{{\n\tret;\n}}\n"
 
 
 @pytest.mark.parametrize("directive,block,message", [
-    (".maxntid 64, 1, 1", "128", "block (128, 1, 1) has 128 threads, more than the 64 kernel k allows "
+    (".maxntid 64, 1, 1", "128", "5:1: error: block (128, 1, 1) has 128 threads, more than the 64 kernel k allows "
                                   "(.maxntid 64, 1, 1, __launch_bounds__)"),
-    (".maxntid 64", "32,4", "block (32, 4, 1) has 128 threads, more than the 64 kernel k allows (.maxntid 64, "
-                            "__launch_bounds__)"),
-    (".reqntid 64, 1, 1", "32,2", "block (32, 2, 1) is not the 64, 1, 1 that kernel k's .reqntid requires"),
-    (".reqntid 64", "128", "block (128, 1, 1) is not the 64, 1, 1 that kernel k's .reqntid requires"),
+    ("    .maxntid 64", "32,4", "5:5: error: block (32, 4, 1) has 128 threads, more than the 64 kernel k allows "
+                                "(.maxntid 64, __launch_bounds__)"),
+    (".reqntid 64, 1, 1", "32,2", "5:1: error: block (32, 2, 1) is not the 64, 1, 1 that kernel k's .reqntid "
+                                  "requires"),
+    (".minnctapersm 1 .reqntid 64", "128", "5:17: error: block (128, 1, 1) is not the 64, 1, 1 that kernel k's "
+                                           ".reqntid requires"),
 ])
 def test_launch_against_maxntid_and_reqntid(tmp_path, directive, block, message):
+    """The refusal names the directive's file:line:column, as the parser's errors do."""
     p = _ptx(tmp_path, BOUNDED.format(directive=directive))
     r = run_hypa_opt(f"--emulate=grid=1 block={block} args=0", str(p), "-o", "/dev/null")
     assert r.returncode == 1
-    assert r.stderr == f"hypa-opt: error: {message}\n"
+    assert r.stderr == f"{p}:{message}\n"
+
+
+def test_profile_names_the_reqntid_directive(tmp_path):
+    p = _ptx(tmp_path, BOUNDED.format(directive=".reqntid 64"))
+    spec = tmp_path / "l.toml"
+    spec.write_text('[[launch]]\nfile = "k.ptx"\nkernel = "k"\ngrid = 1\nblock = 128\nargs = [0]\n')
+    r = run_hypa("profile", "--launch", str(spec))
+    assert r.returncode == 1
+    message = f"{p}:5:1: block (128, 1, 1) is not the 64, 1, 1 that kernel k's .reqntid requires"
+    assert r.stdout.startswith(f"launch 0 (k in k.ptx): error: {message}\nhypa profile: 1 launch of 1 kernel; "
+                               f"0 analysed"), r.stdout
+    assert r.stderr.endswith(f"hypa: error: launch 0 (k in k.ptx): {message}\n"), r.stderr
+
+
+def test_a_block_beyond_the_architecture_is_the_launchs_own_error(tmp_path):
+    """No .maxntid: 2,048 threads is the launch's error (a GPU's cudaErrorInvalidConfiguration),
+    not a launch bound of the kernel."""
+    p = _ptx(tmp_path, BOUNDED.format(directive=""))
+    r = run_hypa_opt("--emulate=grid=1 block=2048 args=0", str(p), "-o", "/dev/null")
+    assert r.returncode == 1
+    assert r.stderr == "hypa-opt: error: block (2048, 1, 1) has more than 1024 threads\n"
 
 
 @pytest.mark.parametrize("directive,block", [(".maxntid 64, 1, 1", "64"), (".maxntid 64, 1, 1", "16,4"),
@@ -157,6 +181,12 @@ def test_hypa_run_returns_cuda_launch_errors(tmp_path):
     assert ("hypa run: launch of _Z3dynPi: 49153 bytes of dynamic shared memory for kernel _Z3dynPi, which may have "
             "49152 (0 static; raise it with cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)): "
             "cudaErrorInvalidValue\n") in r.stderr
-    assert ("hypa run: launch of _Z7boundedPi: block (128, 1, 1) has 128 threads, more than the 64 kernel _Z7boundedPi "
-            "allows (.maxntid 64, 1, 1, __launch_bounds__): cudaErrorLaunchOutOfResources\n") in r.stderr
+    # the refusal names the .maxntid line of the program's PTX (hypa's own fatbin reader finds it)
+    from hypa.runtime.report.inputs import InputOptions, load_sources
+
+    (ptx,) = [s.ptx for s in load_sources(str(exe), InputOptions(cuobjdump=False)) if "_Z7boundedPi" in s.ptx]
+    line = ptx.splitlines().index(".maxntid 64, 1, 1") + 1
+    assert (f"hypa run: launch of _Z7boundedPi: {exe}[sm_90 PTX]:{line}:1: block (128, 1, 1) has 128 threads, more "
+            f"than the 64 kernel _Z7boundedPi allows (.maxntid 64, 1, 1, __launch_bounds__): "
+            f"cudaErrorLaunchOutOfResources\n") in r.stderr
     assert "hypa run: 3 launches of 2 kernels;" in r.stderr  # the refused ones never ran
