@@ -530,7 +530,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         except EmulationError as e:  # a fault: asynchronous, as on a GPU (the launch itself succeeds)
             rec.error = str(e)
             self.pending = self.pending or E.for_emulation_error(e.code)
-            self.say(f"launch {index}: {e}")
+            self.say(f"launch {index}: {e.located()}")
         except KeyboardInterrupt:  # a SIGINT/SIGTERM the program handles stopped it (its handler has run)
             rec.error = "stopped by a signal"
             self.pending = self.pending or E.cudaErrorLaunchTimeout

@@ -190,3 +190,64 @@ def test_hypa_run_returns_cuda_launch_errors(tmp_path):
             f"than the 64 kernel _Z7boundedPi allows (.maxntid 64, 1, 1, __launch_bounds__): "
             f"cudaErrorLaunchOutOfResources\n") in r.stderr
     assert "hypa run: 3 launches of 2 kernels;" in r.stderr  # the refused ones never ran
+
+
+BARRIERS = ".visible .entry k(.param .u32 n)\n{\n\t.reg .b32 %r<4>;\n\tld.param.u32 %r1, [n];\n\tbar.sync 0;\n" \
+           "\t  bar.sync 1, 256;\n\tbarrier.sync 2, %r1;\n\tret;\n}\n"
+BEYOND = ("barrier thread count beyond the CTA at kernel k, CTA (0, 0, 0), thread (0, 0, 0): {instr} (block bb0) waits "
+          "for {n} threads, and the CTA has {threads} (block ({threads}, 1, 1)): a GPU would wait there forever")
+
+
+@pytest.mark.parametrize("block,n,where,message", [
+    # the immediate count: the barrier's line and column (a tab counts one column, as in the parser's errors)
+    (128, 64, "9:4", BEYOND.format(instr="bar.sync 1, 256;", n=256, threads=128)),
+    # a count in a register, past the immediate's barrier
+    (256, 512, "10:2", BEYOND.format(instr="barrier.sync 2, %r1;", n=512, threads=256)),
+])
+def test_a_barrier_waiting_for_more_threads_than_the_cta_has(tmp_path, block, n, where, message):
+    """ptxas accepts ``bar.sync 1, 256`` (a multiple of 32); in a CTA of 128 threads a GPU waits
+    there forever.  The launch stops at the barrier with its count, the CTA's size and its
+    source position, not with the scheduler's deadlock, in both modes."""
+    p = _ptx(tmp_path, BARRIERS)
+    for mode in ("slice", "full"):
+        r = run_hypa_opt(f"--emulate=grid=1 block={block} args={n}", f"--mode={mode}", str(p), "-o", "/dev/null")
+        assert r.returncode == 1
+        assert r.stderr == f"{p}:{where}: error: {message}\n"
+
+
+@pytest.mark.parametrize("block,n", [(256, 256), (256, 64), (48, 64)])
+def test_barrier_counts_within_the_cta_run(tmp_path, block, n):
+    """48 threads are 2 warps: a count of 64 is all of them, as a GPU counts whole warps."""
+    p = _ptx(tmp_path, BARRIERS.replace("256;", f"{min(256, 32 * ((block + 31) // 32))};"))
+    r = run_hypa_opt(f"--emulate=grid=1 block={block} args={n}", str(p), "-o", "/dev/null")
+    assert r.returncode == 0, r.stderr
+
+
+BARRIER_CU = r"""
+#include <cstdio>
+__global__ void k() { asm volatile("bar.sync 1, 256;"); }
+int main() {
+    k<<<1, 128>>>();
+    cudaError_t l = cudaGetLastError(), s = cudaDeviceSynchronize();
+    printf("%s %s\n", cudaGetErrorName(l), cudaGetErrorName(s));
+    return 0;
+}
+"""
+
+
+def test_hypa_run_names_the_barrier(tmp_path):
+    """Under hypa run the launch fails as a hang ends on a GPU (cudaErrorLaunchTimeout, sticky)
+    and the warning names the barrier's line in the program's PTX."""
+    exe = build_cuda_program(tmp_path, "barrier", BARRIER_CU)
+    r = run_hypa("run", "-q", "--", str(exe), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "cudaSuccess cudaErrorLaunchTimeout\n"
+    from hypa.runtime.report.inputs import InputOptions, load_sources
+
+    (ptx,) = [s.ptx for s in load_sources(str(exe), InputOptions(cuobjdump=False)) if "_Z1kv" in s.ptx]
+    lines = ptx.splitlines()
+    line = next(i for i, t in enumerate(lines) if "bar.sync 1, 256;" in t) + 1
+    column = lines[line - 1].index("bar.sync") + 1
+    assert (f"hypa run: launch 0: {exe}[sm_90 PTX]:{line}:{column}: barrier thread count beyond the CTA at kernel "
+            f"_Z1kv, CTA (0, 0, 0), thread (0, 0, 0): bar.sync 1, 256; (block bb0) waits for 256 threads, and the CTA "
+            f"has 128 (block (128, 1, 1)): a GPU would wait there forever\n") in r.stderr, r.stderr
