@@ -34,9 +34,11 @@ Targets (each mutates a valid seed input and feeds it to the code a user's input
     yields parsed, and the ELF reader of ``hypa run`` (``cudart.program.inspect``) run on it.
 
 ``edge-kernel``
-    a generated kernel at the edges: accesses misaligned by a few bytes (vectors and atomics
-    too), huge ``.shared``/``.local`` sizes, a spin on ``%clock64``, barriers with odd ids and
-    counts, a random block on a buffer of a random size; emulated in either mode.
+    a generated kernel at the edges: accesses misaligned by a few bytes (vectors, atomics and
+    ``wmma.load`` too), huge ``.shared``/``.local`` sizes, a spin on ``%clock64``, barriers with
+    odd ids and counts (beyond the CTA's threads, immediate or in a register), a
+    ``.reqntid``/``.maxntid`` the block may not fit, a random block on a buffer of a random
+    size; emulated in either mode.
 ``profile-file``
     a file given to ``hypa report``/``hypa diff``: the seed profile in UTF-8/16/32, truncated,
     nested deep, binary bytes, a FIFO, a device, or naming a device as its ``file``; read by
@@ -342,8 +344,9 @@ class Targets:
 
     def edge_kernel(self, rng: random.Random):
         """A kernel generated at the edges issue 31 lists: accesses misaligned by a few bytes
-        (vector and atomic ones too), huge or odd ``.shared``/``.local`` sizes, a spin on
-        ``%clock64`` for a random number of cycles, barriers with odd ids and thread counts,
+        (vector, atomic and wmma.load ones too), huge or odd ``.shared``/``.local`` sizes, a spin
+        on ``%clock64`` for a random number of cycles, barriers with odd ids and thread counts
+        (beyond the CTA's, immediate or in a register), launch bounds the block may break,
         launched with a random block on a buffer of a random size, in either mode."""
         from hypa.ptxdialect import parse_ptx
         from hypa.runtime.emulator.emulator import Emulator
@@ -371,10 +374,23 @@ class Targets:
         else:
             access = f"atom.{space}.add.{ty} %{regs}20, [{addr}], %{regs}10;" if space != "local" else \
                 f"ld.{space}.{ty} %{regs}20, [{addr}];"
+        block = rng.choice([1, 32, 64, 96, 256, 1024])
+        nbytes = rng.choice([0, 16, 4096, block * size, max(0, block * size - 4), 1 << 20])
+        mode, grid = rng.choice(["slice", "full"]), rng.choice([1, 2])
+        # the later edges from a stream of their own (the draws above stay what they were)
+        extra = random.Random(rng.getrandbits(64))
+        bar_count = extra.choice([32, 64, 256, 1024, 2048])  # %r14: a barrier's count in a register
+        if extra.random() < 0.25:  # more threads than the CTA may have
+            bar = extra.choice(["bar.sync 1, 1024;", "barrier.sync 3, %r14;"])
+        bounds = extra.choice(["", "", "", "", ".reqntid 64", ".reqntid 32, 2", ".maxntid 128", ".maxntid 1024"])
+        if space == "global" and extra.random() < 0.2:  # a WMMA fragment, its address as misaligned as the rest's
+            access = (f"add.s64 %rd9, %rd2, {offset};\n  wmma.load.a.sync.aligned.row.m16n16k16.global.f16 "
+                      f"{{%r20, %r21, %r22, %r23, %r24, %r25, %r26, %r27}}, [%rd9], {extra.choice([16, 17, 24])};")
         ptx = f""".version 8.0
 .target sm_90
 .address_size 64
 .visible .entry k(.param .u64 p, .param .u32 n)
+{bounds}
 {{
   .reg .pred %p<4>;
   .reg .b16 %rs<30>;
@@ -397,7 +413,7 @@ class Targets:
   mov.u32 %r10, 1;
   mov.u64 %rd10, 1;
   mov.f32 %f10, 0f3F800000;
-  mov.u32 %r11, 2; mov.u32 %r12, 3; mov.u32 %r13, 4;
+  mov.u32 %r11, 2; mov.u32 %r12, 3; mov.u32 %r13, 4; mov.u32 %r14, {bar_count};
   mov.u64 %rd11, 2;
   mov.f32 %f11, 0f40000000; mov.f32 %f12, 0f40400000; mov.f32 %f13, 0f40800000;
   {access}
@@ -411,12 +427,10 @@ SPIN:
   ret;
 }}
 """
-        block = rng.choice([1, 32, 64, 96, 256, 1024])
-        nbytes = rng.choice([0, 16, 4096, block * size, max(0, block * size - 4), 1 << 20])
         try:
             module = parse_ptx(ptx, filename="edge.ptx")
-            emu = Emulator(module, mode=rng.choice(["slice", "full"]), step_budget=STEP_BUDGET)
-            emu.run(Launch(kernel="k", grid=rng.choice([1, 2]), block=block,
+            emu = Emulator(module, mode=mode, step_budget=STEP_BUDGET)
+            emu.run(Launch(kernel="k", grid=grid, block=block,
                            args=[np.zeros(nbytes // 4, np.uint32), 1]))
         except HypaError:
             return "rejected", ptx

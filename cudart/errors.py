@@ -37,6 +37,7 @@ _FROM_EMULATION = {
     abi.ERR_TEXTURE: "cudaErrorIllegalAddress",
     abi.ERR_STEP_BUDGET: "cudaErrorLaunchTimeout",
     abi.ERR_DEADLOCK: "cudaErrorLaunchTimeout",
+    abi.ERR_BARRIER_COUNT: "cudaErrorLaunchTimeout",  # a GPU waits at the barrier until the watchdog stops it
     abi.ERR_TRAP: "cudaErrorLaunchFailure",
     abi.ERR_STACK_OVERFLOW: "cudaErrorLaunchFailure",
     abi.ERR_BAD_BRANCH_INDEX: "cudaErrorIllegalInstruction",

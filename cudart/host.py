@@ -532,7 +532,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         except EmulationError as e:  # a fault: asynchronous, as on a GPU (the launch itself succeeds)
             rec.error = str(e)
             self.pending = self.pending or E.for_emulation_error(e.code)
-            self.say(f"launch {index}: {e}")
+            self.say(f"launch {index}: {e.located()}")
         except KeyboardInterrupt:  # a SIGINT/SIGTERM the program handles stopped it (its handler has run)
             rec.error = "stopped by a signal"
             self.pending = self.pending or E.cudaErrorLaunchTimeout
@@ -563,8 +563,8 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         bad = launch_error(prog.func, prog.shared_static_bytes, tuple(block), shared, limit, self.opts.arch)
         if bad is None:
             return 0
-        self.say(f"launch of {k.name}: {bad[1]}: {bad[0]}", once=("refused", k.name, bad[1]))
-        return getattr(E, bad[0])
+        self.say(f"launch of {k.name}: {bad.located}: {bad.code}", once=("refused", k.name, bad.message))
+        return getattr(E, bad.code)
 
     def _capture(self, rec, prog) -> None:
         if self._capturer is None:

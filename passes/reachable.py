@@ -126,12 +126,13 @@ def clone_function(func: FuncOp) -> FuncOp:
     operands, results or regions) is copied directly, sharing the immutable properties,
     at a fraction of the cost of xDSL's generic ``clone``; anything else takes ``clone``."""
     blocks = list(func.body.blocks)
+    where = func.__dict__.get("directive_locations")
     for b in blocks:
         if b.args:
-            return func.clone()
+            return _with_locations(func.clone(), where)
         for op in b.ops:
             if op.operands or op.results or op.regions:
-                return func.clone()
+                return _with_locations(func.clone(), where)
     mapping = {b: Block() for b in blocks}
     for b in blocks:
         nb = mapping[b]
@@ -145,7 +146,14 @@ def clone_function(func: FuncOp) -> FuncOp:
         nb.add_ops(ops)
     new = FuncOp.create(properties=dict(func.properties), attributes=dict(func.attributes),
                         regions=[Region([mapping[b] for b in blocks])])
-    return new  # type: ignore[return-value]
+    return _with_locations(new, where)  # type: ignore[arg-type]
+
+
+def _with_locations(new: FuncOp, where) -> FuncOp:
+    """The copy keeps the source positions of its directives (``FuncOp.directive_location``)."""
+    if where:
+        new.directive_locations = where
+    return new
 
 
 def extract_kernel(module: ModuleOp, kernel: FuncOp, index: SymbolIndex | None = None) -> Extracted:

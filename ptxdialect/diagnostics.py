@@ -63,6 +63,14 @@ class HypaError(Exception):
         if file is not None:
             self.file, self.line, self.column = file, line, column
 
+    def located(self) -> str:
+        """``file:line:col: message`` where the error points into a file, else the message:
+        a launch's error in a list of launches (``hypa profile``), where ``prog`` is not said."""
+        if self.file is None:
+            return str(self)
+        where = ":".join([self.file, *(str(n) for n in (self.line, self.column) if n)])
+        return f"{where}: {self.message}"
+
     def render(self, prog: str) -> str:
         """The line a command prints: ``file:line:col: error: message`` for an error that
         points into a file, else ``prog: error: message``."""

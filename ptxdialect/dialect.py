@@ -879,6 +879,12 @@ class FuncOp(DirectiveOp):
                 return text
         return None
 
+    def directive_location(self, keyword: str) -> tuple[str, int, int] | None:
+        """(file, line, column) of directive ``keyword`` in the PTX the parser read; None where
+        not given or the IR came from elsewhere.  Kept beside the op (``directive_locations``),
+        not in its properties, so the printed IR stays as it was; ``clone_function`` copies it."""
+        return self.__dict__.get("directive_locations", {}).get(keyword)
+
 
 # ---------------------------------------------------------------------------
 # Body structure

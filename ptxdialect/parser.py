@@ -29,7 +29,7 @@ import gc
 import re
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import UNKNOWN_LOC, ArrayAttr, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import UNKNOWN_LOC, ArrayAttr, FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, Use
 
 from . import isa, symbols
@@ -73,6 +73,9 @@ PERF_DIRECTIVES = frozenset(
     ".alias".split()
 )
 LABEL_DIRECTIVES = frozenset([".branchtargets", ".calltargets", ".callprototype"])
+#: instructions whose ops keep their source position (``op.location``): a launch's error at
+#: one names it (a barrier's thread count beyond the CTA's); the rest keep none (speed)
+_LOCATED_OPCODES = frozenset(["bar", "barrier"])
 #: directives a body may hold but module level may not, and the reverse
 _BODY_ONLY = frozenset([".reg", ".loc"]) | LABEL_DIRECTIVES
 _MODULE_ONLY = frozenset([".version", ".target", ".address_size", ".section", ".entry", ".func", ".alias"])
@@ -808,10 +811,12 @@ class PTXParser:
         if self.at("("):
             params = self._param_list(name[1])
         directives: list[tuple[str, str]] = []
+        where: dict[str, tuple[str, int, int]] = {}
         while True:
             t = self.peek()
             if t[0] == NAME and t[1] in PERF_DIRECTIVES:
                 self.advance()
+                where[t[1]] = (self.src.filename, *self.src.location(t[2]))
                 vals: list[Tok] = []
                 while self.peek()[0] == NUM or self.at(","):
                     vals.append(self.advance())
@@ -842,7 +847,7 @@ class PTXParser:
             props["ret_params"] = ParamsAttr.fast(ret_params)
         self._arity[name[1]] = (len(ret_params or ()), len(params))
         if self.accept(";"):
-            return new_func(props, Region())
+            return _located(new_func(props, Region()), where)
         if not self.at("{"):
             t = self.peek()
             what = "a performance directive, '{' or ';'" if t[0] == NAME and t[1].startswith(".") else "'{' or ';'"
@@ -855,7 +860,7 @@ class PTXParser:
         self._module_names.add(name[1])  # a function may call itself or take its own address
         reg_params = [p for p in (*(ret_params or ()), *params) if p[2] == ".reg"]
         region = self._body(name, reg_params, [p[1] for p in (*(ret_params or ()), *params)])
-        return new_func(props, region)
+        return _located(new_func(props, region), where)
 
     # -- bodies --------------------------------------------------------------
 
@@ -1637,7 +1642,11 @@ class PTXParser:
         props = {"mods": modifiers_attr(t[1][len(instr.name):]), "args": ArgsAttr.fast(tuple(args))}
         if guard is not None:
             props["guard"] = GuardAttr.fast(guard)
-        return new_op(INSTRUCTION_OPS[instr.name], props), instr.terminator
+        op = new_op(INSTRUCTION_OPS[instr.name], props)
+        if instr.name in _LOCATED_OPCODES:
+            line, col = self.src.location(t[2])
+            op.location = FileLineColLoc(StringAttr(self.src.filename), IntAttr(line), IntAttr(col))
+        return op, instr.terminator
 
     def _guard_register(self, tok: Tok) -> tuple:
         name = tok[1]
@@ -1871,6 +1880,13 @@ _VALID_NAME = re.compile(r"[A-Za-z_$.-][\w$.-]*", re.A).fullmatch
 _TERMINATORS = frozenset(
     [FallthroughOp, ImplicitReturnOp] + [c for c in INSTRUCTION_OPS.values() if c.ISA.terminator]
 )
+
+
+def _located(func, where: dict[str, tuple[str, int, int]]):
+    """``func`` with the source positions of its performance directives (``FuncOp.directive_location``)."""
+    if where:
+        func.directive_locations = where
+    return func
 
 
 def parse_ptx(text: str, filename: str = "<stdin>", line_offset: int = 0, *, fast: bool = True) -> ModuleOp:

@@ -241,6 +241,7 @@ ERR_CLUSTER_RANK = 12  # mapa to a CTA rank other than 0 (launches have clusters
 ERR_NO_CLUSTER = 14  # st.async / red.async in a launch without clusters (the GPU: an illegal instruction)
 ERR_HEAP = 15  # device free() of an address no live malloc block starts at: DeviceHeap.error
 ERR_TEXTURE = 13  # a texture or surface instruction faulted (bad handle, .trap out of range): TextureTable.error
+ERR_BARRIER_COUNT = 16  # bar/barrier waits for more threads than the CTA has (CTX_ERR_ADDR: the count)
 
 # -- counters ---------------------------------------------------------------------
 # per block: warp executions, thread executions, divergent branches, threads that take the

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 
 from hypa.passes.cfg import block_name
 from hypa.ptxdialect import isa
@@ -269,7 +269,7 @@ class Emulator:
         prog = self.program_for(launch, notes)
         refused = launch_error(prog.func, prog.shared_static_bytes, launch.block, launch.shared_bytes)
         if refused is not None:  # a GPU would not launch it (hypa run returns the error code first)
-            raise LaunchError(refused[1])
+            raise LaunchError(refused.message, file=refused.file, line=refused.line, column=refused.column)
         notes.extend(prog.notes)
         buffers = launch.materialize_buffers(copy=not in_place)
         if not in_place and any(isinstance(a, np.ndarray) for a in launch.args):
@@ -313,6 +313,10 @@ class Emulator:
             clock.advance(steps)
             err = EmulationError(self._error_message(prog, launch, ctx, keep))
             err.code = int(ctx[abi.CTX_ERR_CODE])
+            i = int(ctx[abi.CTX_ERR_INSTR])
+            loc = prog.instructions[i].location if 0 <= i < len(prog.instructions) else None
+            if isinstance(loc, FileLineColLoc):  # the parser kept where the instruction is (a barrier)
+                err.file, err.line, err.column = loc.filename.data, loc.line.data, loc.column.data
             raise err
         trace = self._trace(ctx, keep)
         uninit = self._uninitialized_reads(prog, launch, ctx)
@@ -871,6 +875,10 @@ class Emulator:
             return f"indirect call through {addr:#x}, the address of none of its possible targets, at {where}: {instr}"
         if code == abi.ERR_STACK_OVERFLOW:
             return f"SIMT stack overflow at {where} in block {bname}"
+        if code == abi.ERR_BARRIER_COUNT:
+            count = int(ctx[abi.CTX_ERR_ADDR])
+            return (f"barrier thread count beyond the CTA at {where}: {instr} (block {bname}) waits for {count} threads, "
+                    f"and the CTA has {launch.threads_per_cta} (block {launch.block}): a GPU would wait there forever")
         if code == abi.ERR_DEADLOCK:
             return (f"deadlock in kernel {prog.func.func_name}, CTA {cta}: warps wait at barriers that can never be released"
                     f" or on mbarrier phases that no warp can complete")

@@ -7,7 +7,8 @@ without the ``cudaFuncAttributeMaxDynamicSharedMemorySize`` opt-in -- and
 ``shared_per_cta_max``, the most a CTA may opt into); the kernel's own from its directives.
 ``hypa run`` returns the error a CUDA runtime returns (``cudart/host.py``); ``hypa-opt``
 and ``hypa profile`` end the launch with the same message (a launch specification cannot
-say whether the program opted in, so it may use up to ``shared_per_cta_max``).
+say whether the program opted in, so it may use up to ``shared_per_cta_max``).  A refusal
+for a ``.reqntid``/``.maxntid`` names the directive's ``file:line:col``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from hypa.ptxdialect.dialect import FuncOp
 
@@ -73,11 +75,32 @@ def default_dynamic_shared(static: int, arch: str = "sm_90") -> int:
     return max(0, arch_limits(arch).shared_per_cta_default - static)
 
 
+class Refusal(NamedTuple):
+    """Why a GPU would refuse a launch: the CUDA error name, the message, and where the PTX
+    says so (``file``, 1-based ``line`` and ``column`` of the ``.reqntid``/``.maxntid``
+    directive; None/0 where no directive or no position is known)."""
+
+    code: str
+    message: str
+    file: str | None = None
+    line: int = 0
+    column: int = 0
+
+    @property
+    def located(self) -> str:
+        """``file:line:col: message`` (the message alone where there is no position)."""
+        return self.message if self.file is None else f"{self.file}:{self.line}:{self.column}: {self.message}"
+
+
+def _at(func: FuncOp, directive: str, code: str, message: str) -> Refusal:
+    where = func.directive_location(directive)
+    return Refusal(code, message, *where) if where else Refusal(code, message)
+
+
 def launch_error(func: FuncOp, static_shared: int, block: tuple[int, int, int], dynamic: int,
-                 max_dynamic: int | None = None, arch: str = "sm_90") -> tuple[str, str] | None:
-    """(CUDA error name, message) where a GPU would refuse the launch, else None.
-    ``max_dynamic``: the kernel's dynamic shared memory attribute (``None``: opted in as far
-    as the architecture allows)."""
+                 max_dynamic: int | None = None, arch: str = "sm_90") -> Refusal | None:
+    """Why a GPU would refuse the launch, else None.  ``max_dynamic``: the kernel's dynamic
+    shared memory attribute (``None``: opted in as far as the architecture allows)."""
     lim = arch_limits(arch)
     name = func.func_name
     threads = block[0] * block[1] * block[2]
@@ -86,20 +109,21 @@ def launch_error(func: FuncOp, static_shared: int, block: tuple[int, int, int], 
         want = tuple(req) + (1,) * (3 - len(req))
         if tuple(block) != want[:3]:
             code = "cudaErrorLaunchOutOfResources" if threads > want[0] * want[1] * want[2] else "cudaErrorInvalidValue"
-            return code, (f"block {tuple(block)} is not the {', '.join(map(str, want[:3]))} that kernel {name}'s "
-                          f".reqntid requires")
+            return _at(func, ".reqntid", code, f"block {tuple(block)} is not the {', '.join(map(str, want[:3]))} "
+                                               f"that kernel {name}'s .reqntid requires")
     most = kernel_max_threads(func, arch)
-    if threads > most:
-        return "cudaErrorLaunchOutOfResources", (f"block {tuple(block)} has {threads} threads, more than the {most} "
-                                                 f"kernel {name} allows (.maxntid {func.directive('.maxntid')}, "
-                                                 f"__launch_bounds__)")
+    bound = func.directive(".maxntid")
+    if threads > most and bound is not None:  # (the architecture's limit is the launch's own check)
+        return _at(func, ".maxntid", "cudaErrorLaunchOutOfResources",
+                   f"block {tuple(block)} has {threads} threads, more than the {most} kernel {name} allows "
+                   f"(.maxntid {bound}, __launch_bounds__)")
     if max_dynamic is not None and dynamic > max_dynamic:
         how = ("raise it with cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)"
                if max_dynamic == default_dynamic_shared(static_shared, arch) else "as set with cudaFuncSetAttribute")
-        return "cudaErrorInvalidValue", (f"{dynamic} bytes of dynamic shared memory for kernel {name}, which may "
-                                         f"have {max_dynamic} ({static_shared} static; {how})")
+        return Refusal("cudaErrorInvalidValue", f"{dynamic} bytes of dynamic shared memory for kernel {name}, which "
+                                                f"may have {max_dynamic} ({static_shared} static; {how})")
     if static_shared + dynamic > lim.shared_per_cta_max:
-        return "cudaErrorInvalidValue", (f"kernel {name} would have {static_shared} bytes of static and {dynamic} of "
-                                         f"dynamic shared memory, more than the {lim.shared_per_cta_max} a CTA may "
-                                         f"have on {lim.arch}")
+        return Refusal("cudaErrorInvalidValue", f"kernel {name} would have {static_shared} bytes of static and "
+                                                f"{dynamic} of dynamic shared memory, more than the "
+                                                f"{lim.shared_per_cta_max} a CTA may have on {lim.arch}")
     return None

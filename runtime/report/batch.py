@@ -403,7 +403,7 @@ def run_profile(inputs: list[str], launch_files: list[str] | None, opts: Profile
             with phase("launches"):  # buffers are made when the launch runs, one launch at a time
                 rec.key = launch_key(source_hash(rec.source), rec.kernel or "", prog, rec.launch, opts)
         except HypaError as e:
-            rec.error = str(e)
+            rec.error = e.located()
             if opts.fail_fast:
                 break
             continue
@@ -587,7 +587,7 @@ def run_unit(emu: Emulator, launch: Launch, ctas, per_cta: bool, jobs: int = 1,
     try:
         return emu.run(launch, jobs=jobs, per_cta=per_cta, ctas=ctas, keep_buffers=keep_memory)
     except HypaError as e:
-        return str(e)
+        return e.located()
 
 
 _EMULATORS: dict[tuple, Emulator] = {}

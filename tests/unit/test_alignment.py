@@ -148,3 +148,63 @@ def test_hoisted_checks_prove_alignment_too():
         assert str(err.value) == message, options
     # aligned, the same loop runs with its checks hoisted
     emulate(COLSUM, [4, "a", "out"], {"a": np.ones(4096, np.float32), "out": np.zeros(256, np.float32)}, block=256)
+
+
+WMMA = """
+    ld.param.u64 %rd1, [k_a];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.param.u32 %r1, [k_off];
+    cvt.u64.u32 %rd3, %r1;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.param.u32 %r2, [k_ld];
+    {op}
+    ret;
+"""
+WMMA_REGS = "    .reg .b32 %r<20>;\n    .reg .b64 %rd<8>;\n    .reg .f32 %f<10>;\n"
+WMMA_LOAD = ("wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r3, %r4, %r5, %r6, %r7, %r8, %r9, %r10}, "
+             "[%rd4], %r2;")
+WMMA_STORE = ("wmma.store.d.sync.aligned.col.m16n16k16.global.f32 [%rd4], {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, "
+              "%r2;")
+WMMA_OPS = {"load": WMMA_LOAD,
+            "store": "add.s64 %rd5, %rd2, 4096;\n    wmma.load.c.sync.aligned.col.m16n16k16.global.f32 "
+                     "{%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, [%rd5], 16;\n    " + WMMA_STORE}
+
+
+#: what an H100 did with these (driver 580.159.04, nvcc 13.0, 2026-11-28; one process per case,
+#: every fragment register used): (op, byte offset of the matrix, stride in elements) -> fault
+H100_WMMA = {("load", 2, 16): "cudaErrorMisalignedAddress", ("store", 2, 16): "cudaErrorMisalignedAddress",
+             ("load", 0, 16): None, ("load", 4, 16): None, ("load", 16, 16): None, ("load", 0, 17): None,
+             ("load", 0, 19): None, ("load", 0, 20): None, ("store", 4, 16): None, ("store", 16, 16): None,
+             ("store", 0, 17): None, ("store", 0, 18): None}
+
+
+@pytest.mark.parametrize("mode", ["slice", "full"])
+@pytest.mark.parametrize("op,message", [
+    ("load", f"{WMMA_LOAD} (block bb0) accesses 4 bytes at 0x80000000002, which is not a multiple of 4"),
+    ("store", f"{WMMA_STORE} (block bb0) accesses 4 bytes at 0x80000000002, which is not a multiple of 4"),
+])
+def test_wmma_matrix_address_must_be_register_aligned(mode, op, message):
+    """A matrix 2 bytes off faults on an H100 (``H100_WMMA``), and here in both modes (slice mode
+    checks the fragments it does not load, ``check_access``)."""
+    assert H100_WMMA[(op, 2, 16)] == "cudaErrorMisalignedAddress"
+    ptx = kernel("k(.param .u64 k_a, .param .u32 k_off, .param .u32 k_ld)", WMMA.format(op=WMMA_OPS[op]),
+                 regs=WMMA_REGS)
+    with pytest.raises(EmulationError) as err:
+        emulate(ptx, ["a", 2, 16], {"a": np.zeros(8192, np.uint8)}, block=32, mode=mode)
+    assert str(err.value) == WHERE + message
+
+
+@pytest.mark.parametrize("mode", ["slice", "full"])
+@pytest.mark.parametrize("op,offset,stride", sorted(k for k, v in H100_WMMA.items() if v is None))
+def test_wmma_rows_an_h100_runs_run(mode, op, offset, stride):
+    """The PTX ISA asks each row (column) to start at a multiple of the lane's fragment size (32
+    bytes here); an H100 runs rows 4 or 16 bytes off and odd strides, so hypa does too (and a
+    stored matrix lands where the stride puts it)."""
+    ptx = kernel("k(.param .u64 k_a, .param .u32 k_off, .param .u32 k_ld)", WMMA.format(op=WMMA_OPS[op]),
+                 regs=WMMA_REGS)
+    a = np.zeros(8192, np.uint8)
+    a[4096:5120] = np.arange(256, dtype=np.float32).view(np.uint8)
+    r = emulate(ptx, ["a", offset, stride], {"a": a}, block=32, mode=mode)
+    if op == "store" and mode == "full":  # C (16 x 16, column-major, at byte 4096) at offset, columns `stride` apart
+        out = r.buffers["a"][offset: offset + 4 * stride * 16].view(np.float32).reshape(16, stride)[:, :16]
+        assert (out == np.arange(256, dtype=np.float32).reshape(16, 16)).all()

@@ -78,18 +78,42 @@ BOUNDED = ".visible .entry k(.param .u64 p)\n{directive}\n{{\n\tret;\n}}\n"
 
 
 @pytest.mark.parametrize("directive,block,message", [
-    (".maxntid 64, 1, 1", "128", "block (128, 1, 1) has 128 threads, more than the 64 kernel k allows "
+    (".maxntid 64, 1, 1", "128", "5:1: error: block (128, 1, 1) has 128 threads, more than the 64 kernel k allows "
                                   "(.maxntid 64, 1, 1, __launch_bounds__)"),
-    (".maxntid 64", "32,4", "block (32, 4, 1) has 128 threads, more than the 64 kernel k allows (.maxntid 64, "
-                            "__launch_bounds__)"),
-    (".reqntid 64, 1, 1", "32,2", "block (32, 2, 1) is not the 64, 1, 1 that kernel k's .reqntid requires"),
-    (".reqntid 64", "128", "block (128, 1, 1) is not the 64, 1, 1 that kernel k's .reqntid requires"),
+    ("    .maxntid 64", "32,4", "5:5: error: block (32, 4, 1) has 128 threads, more than the 64 kernel k allows "
+                                "(.maxntid 64, __launch_bounds__)"),
+    (".reqntid 64, 1, 1", "32,2", "5:1: error: block (32, 2, 1) is not the 64, 1, 1 that kernel k's .reqntid "
+                                  "requires"),
+    (".minnctapersm 1 .reqntid 64", "128", "5:17: error: block (128, 1, 1) is not the 64, 1, 1 that kernel k's "
+                                           ".reqntid requires"),
 ])
 def test_launch_against_maxntid_and_reqntid(tmp_path, directive, block, message):
+    """The refusal names the directive's file:line:column, as the parser's errors do."""
     p = _ptx(tmp_path, BOUNDED.format(directive=directive))
     r = run_hypa_opt(f"--emulate=grid=1 block={block} args=0", str(p), "-o", "/dev/null")
     assert r.returncode == 1
-    assert r.stderr == f"hypa-opt: error: {message}\n"
+    assert r.stderr == f"{p}:{message}\n"
+
+
+def test_profile_names_the_reqntid_directive(tmp_path):
+    p = _ptx(tmp_path, BOUNDED.format(directive=".reqntid 64"))
+    spec = tmp_path / "l.toml"
+    spec.write_text('[[launch]]\nfile = "k.ptx"\nkernel = "k"\ngrid = 1\nblock = 128\nargs = [0]\n')
+    r = run_hypa("profile", "--launch", str(spec))
+    assert r.returncode == 1
+    message = f"{p}:5:1: block (128, 1, 1) is not the 64, 1, 1 that kernel k's .reqntid requires"
+    assert r.stdout.startswith(f"launch 0 (k in k.ptx): error: {message}\nhypa profile: 1 launch of 1 kernel; "
+                               f"0 analysed"), r.stdout
+    assert r.stderr.endswith(f"hypa: error: launch 0 (k in k.ptx): {message}\n"), r.stderr
+
+
+def test_a_block_beyond_the_architecture_is_the_launchs_own_error(tmp_path):
+    """No .maxntid: 2,048 threads is the launch's error (a GPU's cudaErrorInvalidConfiguration),
+    not a launch bound of the kernel."""
+    p = _ptx(tmp_path, BOUNDED.format(directive=""))
+    r = run_hypa_opt("--emulate=grid=1 block=2048 args=0", str(p), "-o", "/dev/null")
+    assert r.returncode == 1
+    assert r.stderr == "hypa-opt: error: block (2048, 1, 1) has more than 1024 threads\n"
 
 
 @pytest.mark.parametrize("directive,block", [(".maxntid 64, 1, 1", "64"), (".maxntid 64, 1, 1", "16,4"),
@@ -157,6 +181,73 @@ def test_hypa_run_returns_cuda_launch_errors(tmp_path):
     assert ("hypa run: launch of _Z3dynPi: 49153 bytes of dynamic shared memory for kernel _Z3dynPi, which may have "
             "49152 (0 static; raise it with cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)): "
             "cudaErrorInvalidValue\n") in r.stderr
-    assert ("hypa run: launch of _Z7boundedPi: block (128, 1, 1) has 128 threads, more than the 64 kernel _Z7boundedPi "
-            "allows (.maxntid 64, 1, 1, __launch_bounds__): cudaErrorLaunchOutOfResources\n") in r.stderr
+    # the refusal names the .maxntid line of the program's PTX (hypa's own fatbin reader finds it)
+    from hypa.runtime.report.inputs import InputOptions, load_sources
+
+    (ptx,) = [s.ptx for s in load_sources(str(exe), InputOptions(cuobjdump=False)) if "_Z7boundedPi" in s.ptx]
+    line = ptx.splitlines().index(".maxntid 64, 1, 1") + 1
+    assert (f"hypa run: launch of _Z7boundedPi: {exe}[sm_90 PTX]:{line}:1: block (128, 1, 1) has 128 threads, more "
+            f"than the 64 kernel _Z7boundedPi allows (.maxntid 64, 1, 1, __launch_bounds__): "
+            f"cudaErrorLaunchOutOfResources\n") in r.stderr
     assert "hypa run: 3 launches of 2 kernels;" in r.stderr  # the refused ones never ran
+
+
+BARRIERS = ".visible .entry k(.param .u32 n)\n{\n\t.reg .b32 %r<4>;\n\tld.param.u32 %r1, [n];\n\tbar.sync 0;\n" \
+           "\t  bar.sync 1, 256;\n\tbarrier.sync 2, %r1;\n\tret;\n}\n"
+BEYOND = ("barrier thread count beyond the CTA at kernel k, CTA (0, 0, 0), thread (0, 0, 0): {instr} (block bb0) waits "
+          "for {n} threads, and the CTA has {threads} (block ({threads}, 1, 1)): a GPU would wait there forever")
+
+
+@pytest.mark.parametrize("block,n,where,message", [
+    # the immediate count: the barrier's line and column (a tab counts one column, as in the parser's errors)
+    (128, 64, "9:4", BEYOND.format(instr="bar.sync 1, 256;", n=256, threads=128)),
+    # a count in a register, past the immediate's barrier
+    (256, 512, "10:2", BEYOND.format(instr="barrier.sync 2, %r1;", n=512, threads=256)),
+])
+def test_a_barrier_waiting_for_more_threads_than_the_cta_has(tmp_path, block, n, where, message):
+    """ptxas accepts ``bar.sync 1, 256`` (a multiple of 32); in a CTA of 128 threads a GPU waits
+    there forever.  The launch stops at the barrier with its count, the CTA's size and its
+    source position, not with the scheduler's deadlock, in both modes."""
+    p = _ptx(tmp_path, BARRIERS)
+    for mode in ("slice", "full"):
+        r = run_hypa_opt(f"--emulate=grid=1 block={block} args={n}", f"--mode={mode}", str(p), "-o", "/dev/null")
+        assert r.returncode == 1
+        assert r.stderr == f"{p}:{where}: error: {message}\n"
+
+
+@pytest.mark.parametrize("block,n", [(256, 256), (256, 64), (48, 64)])
+def test_barrier_counts_within_the_cta_run(tmp_path, block, n):
+    """48 threads are 2 warps: a count of 64 is all of them, as a GPU counts whole warps."""
+    p = _ptx(tmp_path, BARRIERS.replace("256;", f"{min(256, 32 * ((block + 31) // 32))};"))
+    r = run_hypa_opt(f"--emulate=grid=1 block={block} args={n}", str(p), "-o", "/dev/null")
+    assert r.returncode == 0, r.stderr
+
+
+BARRIER_CU = r"""
+#include <cstdio>
+__global__ void k() { asm volatile("bar.sync 1, 256;"); }
+int main() {
+    k<<<1, 128>>>();
+    cudaError_t l = cudaGetLastError(), s = cudaDeviceSynchronize();
+    printf("%s %s\n", cudaGetErrorName(l), cudaGetErrorName(s));
+    return 0;
+}
+"""
+
+
+def test_hypa_run_names_the_barrier(tmp_path):
+    """Under hypa run the launch fails as a hang ends on a GPU (cudaErrorLaunchTimeout, sticky)
+    and the warning names the barrier's line in the program's PTX."""
+    exe = build_cuda_program(tmp_path, "barrier", BARRIER_CU)
+    r = run_hypa("run", "-q", "--", str(exe), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "cudaSuccess cudaErrorLaunchTimeout\n"
+    from hypa.runtime.report.inputs import InputOptions, load_sources
+
+    (ptx,) = [s.ptx for s in load_sources(str(exe), InputOptions(cuobjdump=False)) if "_Z1kv" in s.ptx]
+    lines = ptx.splitlines()
+    line = next(i for i, t in enumerate(lines) if "bar.sync 1, 256;" in t) + 1
+    column = lines[line - 1].index("bar.sync") + 1
+    assert (f"hypa run: launch 0: {exe}[sm_90 PTX]:{line}:{column}: barrier thread count beyond the CTA at kernel "
+            f"_Z1kv, CTA (0, 0, 0), thread (0, 0, 0): bar.sync 1, 256; (block bb0) waits for 256 threads, and the CTA "
+            f"has 128 (block (128, 1, 1)): a GPU would wait there forever\n") in r.stderr, r.stderr

@@ -41,7 +41,9 @@ def _bar_id(e) -> ir.Value:
 
 
 def _expected_warps(e) -> ir.Value:
-    """Warps the barrier waits for: the thread count operand / 32, else 0 (all)."""
+    """Warps the barrier waits for: the thread count operand / 32, else 0 (all).  More warps
+    than the CTA has stop the launch here (``ERR_BARRIER_COUNT``, the count in
+    ``CTX_ERR_ADDR``): a GPU would wait forever, and the scheduler's deadlock says less."""
     b = e.b
     if e.spec.name == "barrier.cluster":
         return ir.Constant(i64, 0)
@@ -53,7 +55,11 @@ def _expected_warps(e) -> ir.Value:
         return ir.Constant(i64, 0)
     v = e.src(k, 32)
     cnt = b.zext(b.extract_element(v, ir.Constant(i32, 0)), i64)
-    return b.udiv(b.add(cnt, ir.Constant(i64, 31)), ir.Constant(i64, 32))
+    warps = b.udiv(b.add(cnt, ir.Constant(i64, 31)), ir.Constant(i64, 32))
+    beyond = b.icmp_unsigned(">", warps, e.wf.ctx_word(abi.CTX_NWARPS))
+    e.wf.error_if(e.instr_id, b.and_(e.exec_mask, e.wf.splat_value(beyond)), abi.ERR_BARRIER_COUNT,
+                  e.wf.splat_value(cnt))
+    return warps
 
 
 def _bar_word(e, bid: ir.Value, word: int) -> ir.Value:
