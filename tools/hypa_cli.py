@@ -222,6 +222,14 @@ def hypa_version() -> str:
         return "unknown"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version is read (``importlib.metadata``, 6 ms of imports) only when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"hypa {hypa_version()}")
+        parser.exit()
+
+
 def process_start_seconds_ago() -> float | None:
     """Seconds since this process started (Linux: /proc), or None where unknown.
 
@@ -296,7 +304,7 @@ def _main(argv: Sequence[str] | None) -> None:
 
             interrupted("hypa")
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
-    p.add_argument("--version", action="version", version=f"hypa {hypa_version()}")
+    p.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
     pp = sub.add_parser("profile", help="emulate launches and report metrics",
                         description="Emulate launches of many kernels and report their metrics.")

@@ -250,7 +250,7 @@ class Emulator:
         ends (``result.buffers`` and ``result.globals`` empty; ``result.buffer_bytes`` says
         how large it was): what batches of launches do, so memory does not grow with them."""
         with phase("emulate"):
-            r = self._run(launch, jobs, per_cta, ctas, in_place)
+            r = self._run(launch, jobs, per_cta, ctas, in_place, keep_buffers)
         return r if keep_buffers else r.without_memory()
 
     def device_heap(self) -> DeviceHeap:
@@ -263,7 +263,7 @@ class Emulator:
         return self.heap
 
     def _run(self, launch: Launch, jobs: int, per_cta: bool, ctas: tuple[int, int] | None,
-             in_place: bool = False) -> LaunchResult:
+             in_place: bool = False, keep_buffers: bool = True) -> LaunchResult:
         t_all = time.perf_counter()
         notes: list[str] = []
         prog = self.program_for(launch, notes)
@@ -271,7 +271,7 @@ class Emulator:
         if refused is not None:  # a GPU would not launch it (hypa run returns the error code first)
             raise LaunchError(refused.message, file=refused.file, line=refused.line, column=refused.column)
         notes.extend(prog.notes)
-        buffers = launch.materialize_buffers(copy=not in_place)
+        buffers = launch.materialize_buffers(copy=not in_place, unread=self._unread_buffers(prog, launch, keep_buffers))
         if not in_place and any(isinstance(a, np.ndarray) for a in launch.args):
             launch = dataclasses.replace(launch, args=[np.array(a, copy=True, order="C") if isinstance(a, np.ndarray) else a
                                                        for a in launch.args])
@@ -363,6 +363,23 @@ class Emulator:
             cta_steps=keep["cta_steps"][first:last, 0].copy() if "cta_steps" in keep else None,
             cta_critical_steps=keep["cta_steps"][first:last, 1].copy() if "cta_steps" in keep else None,
         )
+
+    @staticmethod
+    def _unread_buffers(prog: KernelProgram, launch: Launch, keep_buffers: bool) -> frozenset[str]:
+        """The spec buffers whose contents a launch need not make: in slice mode, those no
+        emulated instruction reads (``read_parameters``), when nobody reads the memory after
+        the launch (``keep_buffers=False``: batches, the command line).  Making the random
+        contents of a 64 MiB buffer costs a fifth of a second; the slice only checks the
+        addresses against its size."""
+        if prog.mode != "slice" or keep_buffers:
+            return frozenset()
+        read = prog.read_parameters()
+        if read is None:
+            return frozenset()
+        names = prog.func.param_names
+        bound = [(names[i] if i < len(names) else None, a) for i, a in enumerate(launch.args)]
+        needed = {a for p, a in bound if isinstance(a, str) and (p is None or p in read)}
+        return frozenset(a for p, a in bound if isinstance(a, str) and a not in needed and a in launch.buffers)
 
     def _memory_ranges(self, launch: Launch, buffers: dict, buf_ids: dict) -> list[tuple[int, int]]:
         """(address, bytes) of the global memory the launch can see, in the order it was last

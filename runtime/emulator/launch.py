@@ -95,7 +95,10 @@ class BufferSpec:
     init: Any = "zeros"
     base_dir: str = "."
 
-    def materialize(self) -> np.ndarray:
+    def materialize(self, contents: bool = True) -> np.ndarray:
+        """The buffer as a private array; ``contents=False``: zeros of its size where the
+        contents would be generated (random, ones, arange, value: for a launch whose emulated
+        code never reads the buffer, and whose memory nobody reads after it)."""
         try:
             nbytes = self.count * np.dtype(self.dtype).itemsize
         except TypeError:
@@ -105,6 +108,11 @@ class BufferSpec:
             raise LaunchError(f"buffer '{self.name}': {self.count} x {self.dtype} is {nbytes:,} bytes, more than "
                               f"{limit:,} (the smaller of an H100's 80 GB and half this machine's memory)")
         try:
+            if not contents and self._generated():
+                dt = np.dtype(self.dtype)
+                check_numeric(self.name, np.empty(0, dt))
+                self._contents(dt, min(int(self.count), 1))  # its arguments checked as for the whole
+                return buffer_image.zeros(dt, int(self.count))
             return self._materialize()
         except (ValueError, TypeError, OverflowError, MemoryError) as e:  # a bad count, seed, range or value
             raise LaunchError(f"buffer '{self.name}': {e}") from None
@@ -142,6 +150,12 @@ class BufferSpec:
         if len(text) > 256:  # long value lists: their digest
             text = text[:64] + hashlib.sha256(text.encode()).hexdigest()
         return text
+
+    def _generated(self) -> bool:
+        """Whether the contents are computed from the init's arguments (not read from a file
+        or given element by element)."""
+        init = self.init
+        return init in ("ones", "arange") or (isinstance(init, dict) and ("random" in init or "value" in init))
 
     def _materialize(self) -> np.ndarray:
         """The contents as a private, writable array: copy-on-write pages of a shared image
@@ -332,16 +346,17 @@ class Launch:
         """Each buffer's size in bytes, without making the buffers."""
         return {name: int(b.nbytes) for name, b in self.buffers.items()}
 
-    def materialize_buffers(self, copy: bool = True) -> dict[str, np.ndarray]:
+    def materialize_buffers(self, copy: bool = True, unread: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
         """The buffers' contents; a caller's array is copied unless ``copy`` is False (then
-        full mode writes the kernel's stores into it)."""
+        full mode writes the kernel's stores into it).  Spec buffers named in ``unread`` are
+        zeros of their size: their contents are never made."""
         out: dict[str, np.ndarray] = {}
         for name, b in self.buffers.items():
             if isinstance(b, np.ndarray):
                 arr = check_numeric(name, b)
                 out[name] = np.array(arr, copy=True, order="C") if copy else arr
             else:
-                out[name] = b.materialize()
+                out[name] = b.materialize(contents=name not in unread)
         return out
 
 

@@ -145,3 +145,70 @@ def test_bad_buffer_specs_are_one_line_errors(tmp_path):
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr
     with pytest.raises(Exception, match=r"buffer 'y': init must be zeros, ones"):
         BufferSpec("y", "float32", 4 * MIB, init={"nope": 1}).materialize()
+
+
+_LOOP = """
+.visible .entry count_rows(.param .u64 out, .param .u64 data, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .f32 %f<3>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [data];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mov.f32 %f1, 0f00000000;
+LOOP:
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.f32 %f2, [%rd4];
+    add.f32 %f1, %f1, %f2;
+    add.u32 %r2, %r2, 32;
+    setp.lt.u32 %p1, %r2, %r1;
+    @%p1 bra LOOP;
+    mov.u32 %r3, %tid.x;
+    mul.wide.u32 %rd5, %r3, 4;
+    add.s64 %rd5, %rd1, %rd5;
+    st.global.f32 [%rd5], %f1;
+    ret;
+}
+"""
+
+
+def test_slice_makes_no_contents_it_never_reads(monkeypatch):
+    """Slice mode, memory not kept after the launch (batches, the command line): a buffer
+    the slice never reads (here both: the loop's trip count is a parameter) is zeros of its
+    size, its random contents never made (64 MiB of them cost a fifth of a second); its
+    arguments are still checked.  Counts are those of the launch with every buffer made."""
+    from helpers import HEADER
+    from hypa.ptxdialect import parse_ptx
+    from hypa.runtime.emulator.emulator import Emulator
+    from hypa.runtime.emulator.launch import Launch, LaunchError
+
+    made: list[tuple[str, int]] = []
+    real = BufferSpec._contents
+
+    def counted(self, dt, n):
+        made.append((self.name, n))
+        return real(self, dt, n)
+
+    monkeypatch.setattr(BufferSpec, "_contents", counted)
+    n = 1 << 20
+    buffers = {"out": BufferSpec("out", "float32", 32, "zeros"),
+               "data": BufferSpec("data", "float32", n, {"random": {"seed": 3, "low": 0, "high": 1}})}
+    launch = Launch(kernel="count_rows", grid=(1, 1, 1), block=(32, 1, 1), args=["out", "data", n], buffers=buffers)
+    emu = Emulator(parse_ptx(HEADER + _LOOP), mode="slice")
+    buffer_image.clear()
+    dropped = emu.run(launch, keep_buffers=False)
+    assert made == [("data", 1)]
+    made.clear()
+    buffer_image.clear()
+    kept = emu.run(launch)
+    assert made == [("data", n)]
+    assert dropped.metrics.values == kept.metrics.values
+    assert int(dropped.metrics["thread_inst_executed"]) == 32 * (5 + 7 * (n // 32) + 5)  # 5 before the loop, 7 a trip, 5 after
+    bad = dict(buffers, data=BufferSpec("data", "float32", n, {"random": {"seed": -1}}))
+    with pytest.raises(LaunchError, match="buffer 'data'"):
+        emu.run(Launch(kernel="count_rows", grid=(1, 1, 1), block=(32, 1, 1), args=["out", "data", n], buffers=bad),
+                keep_buffers=False)
