@@ -15,19 +15,16 @@ until the clock advanced ``N`` cycles runs ``ceil(N / k)`` iterations.
 
 from __future__ import annotations
 
-import functools
 import threading
-import tomllib
-from pathlib import Path
+
+from . import arch_file
 
 #: the architecture the emulated device is (cudart/properties.py reports an H100 SXM5)
-ARCH_FILE = Path(__file__).resolve().parents[1] / "models" / "arch" / "sm_90.toml"
+ARCH_FILE = arch_file.ARCH_DIR / "sm_90.toml"
 
 
-@functools.cache
 def _core() -> dict:
-    with open(ARCH_FILE, "rb") as f:
-        return tomllib.load(f)["core"]
+    return arch_file.read(str(ARCH_FILE))["core"]
 
 
 def clock_mhz() -> int:

@@ -14,14 +14,15 @@ for a ``.reqntid``/``.maxntid`` names the directive's ``file:line:col``.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
 from hypa.ptxdialect.dialect import FuncOp
 
-_ARCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "arch")
+from . import arch_file
+
+_ARCH_DIR = str(arch_file.ARCH_DIR)
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,7 @@ def arch_limits(arch: str = "sm_90") -> ArchLimits:
     path = os.path.join(_ARCH_DIR, f"{arch}.toml")
     if not os.path.isfile(path):
         path = os.path.join(_ARCH_DIR, "sm_90.toml")
-    with open(path, "rb") as f:
-        occ = tomllib.load(f)["occupancy"]
+    occ = arch_file.read(path)["occupancy"]
     return ArchLimits(os.path.basename(path)[:-5], int(occ["max_threads_per_cta"]), int(occ["shared_per_cta_default"]),
                       int(occ["shared_per_cta_max"]))
 
