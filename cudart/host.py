@@ -580,11 +580,13 @@ class HostRuntime(TextureRuntime, GraphRuntime):
             t = None
             if rec.result is not None:
                 try:
+                    from hypa.runtime.emulator.phases import phase
                     from hypa.runtime.models.timing import estimate
 
                     arch = self.opts.estimate_time or (self.opts.arch if self.opts.arch != "sm_90" else "h100")
-                    est = estimate(rec.result, rec.launch, arch,
-                                   program=self._module_of(rec).emulator.program_for(rec.launch))
+                    with phase("estimate"):
+                        est = estimate(rec.result, rec.launch, arch,
+                                       program=self._module_of(rec).emulator.program_for(rec.launch))
                     t = est.time_us
                     if self.opts.estimate_time:
                         rec.result.time_estimate = est  # the report's estimate columns
