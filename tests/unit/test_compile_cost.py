@@ -201,9 +201,9 @@ _HALF_OPS = {
 @pytest.mark.parametrize("instruction", list(_HALF_OPS))
 def test_soft_float_rounding_is_a_call_not_its_code(instruction):
     """f16/bf16 arithmetic, conversions that round and directed roundings take 100-300
-    vector instructions an element in soft float: the baseline tier calls one helper per
-    element (mixbench's half2 kernels, 4,000 ``fma.rn.f16x2``, were 6.7 MB of machine code
-    and 70 s of LLVM inline), and the optimized tier builds them inline."""
+    vector instructions an element in soft float: both tiers call one helper per element
+    (mixbench's half2 kernels, 4,000 ``fma.rn.f16x2``, were 6.7 MB of machine code and 70 s
+    of LLVM inline; 57 s at the optimized tier)."""
     name, per_instruction = _HALF_OPS[instruction]
     n = 64
     body = "\n".join("    " + instruction.format(o=4 + k % 4, a=k % 4, b=(k + 1) % 4) for k in range(n))
@@ -231,6 +231,6 @@ def test_soft_float_rounding_is_a_call_not_its_code(instruction):
     assert len(calls) == n * per_instruction
     assert sum(1 for h, _t, _d in low.helpers if h.startswith(name)) == 1
     assert _llvm_instructions(low.text) < 40 * n  # inline, one fma.rn.f16x2 was ~600
-    inline = lower(prog, "optimized")
-    assert not any(h.startswith(name) for h, _t, _d in inline.helpers)
-    assert _llvm_instructions(inline.text) > 4 * _llvm_instructions(low.text)
+    optimized = lower(prog, "optimized")
+    assert sum(1 for ln in optimized.text.splitlines() if " call " in ln and f'@"{name}' in ln) == n * per_instruction
+    assert sum(1 for h, _t, _d in optimized.helpers if h.startswith(name)) == 1
