@@ -2,6 +2,7 @@
 
     python benchmarks/emulate.py [--iters 2000] [--threads 65536]
     python benchmarks/emulate.py --processes [--iters 40000] [--fmas 17]
+    python benchmarks/emulate.py --racecheck-sample [--mode slice] [--repeats 5]   # also --bounds, --initcheck ...
 
 ``--processes`` measures as a user does: whole ``hypa-opt --emulate`` processes (start-up,
 parse, preparation, compile and emulation), slice mode beside full mode, cold (an empty

@@ -274,6 +274,16 @@ def test_the_sample_leaves_counts_and_results_as_they_are(jobs):
             assert np.array_equal(r.buffers["out"], runs[0].buffers["out"])
 
 
+def test_a_cooperative_launch_is_not_sampled():
+    """A cooperative launch runs its CTAs at once (they take turns in one call): the sample
+    leaves it, and the kernel's next launch is its first sampled one."""
+    emu = Emulator(parse_ptx(NEIGHBOUR), mode="full")
+    coop = Launch(grid=2, block=64, args=["out"], buffers={"out": np.zeros(128, np.uint32)}, cooperative=True)
+    assert _races(emu.run(coop)) == []
+    (note,) = _races(emu.run(_launch(grid=2)))
+    assert note.startswith("racecheck: 64 shared-memory hazards ") and note.endswith(SAMPLED)
+
+
 def test_the_sample_is_a_warning_under_strict():
     """``--strict`` makes ``--racecheck``'s hazards errors; the sample's stay a warning."""
     r = emulate(NEIGHBOUR, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode="full", strict=True)
