@@ -2,6 +2,7 @@
 
     python benchmarks/emulate.py [--iters 2000] [--threads 65536]
     python benchmarks/emulate.py --processes [--iters 40000] [--fmas 17]
+    python benchmarks/emulate.py --racecheck-sample [--mode slice] [--repeats 5]   # also --bounds, --initcheck ...
 
 ``--processes`` measures as a user does: whole ``hypa-opt --emulate`` processes (start-up,
 parse, preparation, compile and emulation), slice mode beside full mode, cold (an empty
@@ -152,22 +153,14 @@ SMALL_SPECS = ("gemm_tiled", "layernorm", "softmax")
 SCHEDULE_DEPENDENT = {"atomic_cas"}
 
 
-def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice", small: bool = False) -> int:
-    """``mode`` with and without an ``Emulator`` option (``bounds_check``: slice mode's bounds
-    checks, also with them but without hoisting them out of loops; ``initcheck``: the shadow
-    bytes of shared/local memory; ``racecheck``: its shadow of shared memory), the same launches in one process: every bundled launch
-    spec (tests/kernels/launches), saxpy on 1M threads (three accesses a thread, all outside
-    the slice), the FMA loop (no access in the loop) and column sums (a loop of loads whose
-    checks are hoisted).  Emulation time is the median of ``repeats`` runs of the compiled
-    code, alternating the variants; compile time is the first run's.  ``small``: smaller
-    launches and three bundled specs.  Returns 1 when the variants count differently."""
+def _cases(small: bool) -> list:
+    """(name, module, launches) of ``bounds_cost``: saxpy, the FMA loop, column sums and every
+    bundled launch spec of one PTX file (``small``: smaller launches, three specs)."""
     import glob
-    import statistics
 
     from hypa.ptxdialect import parse_ptx_file
     from hypa.runtime.emulator.launch import launches_from_toml
 
-    os.environ.setdefault("HYPA_NO_CACHE", "1")
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     saxpy = os.path.join(root, "examples", "saxpy.ptx")
     n = 1 << (16 if small else 20)
@@ -190,6 +183,90 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice",
         if len(files) != 1 or None in files:
             continue
         cases.append((os.path.basename(spec)[:-5], parse_ptx_file(files.pop()), launches))
+    return cases
+
+
+def _warm_up(mode: str, **kw) -> None:
+    """LLVM's start-up and the helpers every kernel calls, compiled before any measured compile."""
+    Emulator(parse_ptx(compute_kernel()), mode=mode, **kw).run(
+        Launch(kernel="spin", grid=1, block=32, args=[1, "out"], buffers={"out": np.zeros(32, np.float32)}))
+
+
+def compile_all(kw: dict, mode: str, small: bool) -> None:
+    """Child of ``cold_compile``: compile every case's kernels with the options ``kw`` in this
+    new process (no compile cache) at both JIT tiers, and print the CPU seconds per case and
+    tier as JSON (CPU time: the machine's other load changes it less than wall time)."""
+    import json
+
+    from hypa.runtime.emulator.jit import compile_ir
+    from hypa.runtime.emulator.lowering import lower
+
+    os.environ["HYPA_NO_CACHE"] = "1"
+    cases = _cases(small)
+    _warm_up(mode, **kw)
+    out = {}
+    for name, module, launches in cases:
+        emu = Emulator(module, mode=mode, **kw)
+        progs = {}
+        for L in launches:
+            p = emu.program_for(L)
+            progs[p.key] = p
+        seconds = [0.0, 0.0]
+        for p in progs.values():
+            p.materialize()
+            for k, tier in enumerate(("baseline", "optimized")):
+                t0 = time.process_time()
+                compile_ir(p.key, lambda: lower(p, tier), tier)  # noqa: B023 (called here)
+                seconds[k] += time.process_time() - t0
+        out[name] = seconds
+    print(json.dumps(out))
+
+
+def cold_compile(variants: dict, mode: str, small: bool, repeats: int) -> None:
+    """Every case's kernels compiled cold at both tiers, in a new process per variant
+    (alternating, ``repeats`` each, the median per case and tier): no variant compiles helpers
+    the other one then reuses.  The baseline tier is what every launch pays; the optimized one
+    what a long launch pays besides (``runtime/emulator/jit.py``)."""
+    import json
+    import statistics
+    import subprocess
+    import sys
+
+    got: dict[str, list[dict]] = {v: [] for v in variants}
+    for _ in range(repeats):
+        for v, kw in variants.items():
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--compile-all", json.dumps(kw),
+                                "--mode", mode] + (["--small"] if small else []),
+                               capture_output=True, text=True, env=dict(os.environ, HYPA_NO_CACHE="1"))
+            if p.returncode:
+                raise SystemExit(p.stderr)
+            got[v].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    for k, tier in enumerate(("baseline", "optimized")):
+        med = {v: {name: statistics.median(r[name][k] for r in runs) for name in runs[0]} for v, runs in got.items()}
+        on, off = sum(med["on"].values()), sum(med["off"].values())
+        worst = max(med["on"], key=lambda n: med["on"][n] / med["off"][n] if med["off"][n] else 0)
+        print(f"cold compile, {tier} tier, CPU time, a new process per variant (median of {repeats}): "
+              f"{on:.2f} s on / {off:.2f} s off = {on / off:.2f}x; the most: {worst} "
+              f"{med['on'][worst] / med['off'][worst]:.2f}x")
+
+
+def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice", small: bool = False) -> int:
+    """``mode`` with and without an ``Emulator`` option (``bounds_check``: slice mode's bounds
+    checks, also with them but without hoisting them out of loops; ``initcheck``: the shadow
+    bytes of shared/local memory; ``racecheck``: its shadow of shared memory; ``racecheck_sample``:
+    racecheck's sample, each repeat checking the first CTA of each kernel's first launch again,
+    as each new process does), the same launches in one process: every bundled launch
+    spec (tests/kernels/launches), saxpy on 1M threads (three accesses a thread, all outside
+    the slice), the FMA loop (no access in the loop) and column sums (a loop of loads whose
+    checks are hoisted).  Emulation time is the median of ``repeats`` runs of the compiled
+    code, alternating the variants, in CPU seconds of this process (one process runs them: its
+    wall time on a quiet machine, and less moved by the load of a shared one); compile time is
+    the first run's.  ``small``: smaller
+    launches and three bundled specs.  Returns 1 when the variants count differently."""
+    import statistics
+
+    os.environ.setdefault("HYPA_NO_CACHE", "1")
+    cases = _cases(small)
     if option == "bounds_check":
         variants = {"on": {"bounds_check": True}, "unhoisted": {"bounds_check": True, "hoist_checks": False},
                     "off": {"bounds_check": False}}
@@ -199,6 +276,8 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice",
         variants = {"on": {option: True}, "off": {option: False}}
     tot = dict.fromkeys(variants, 0.0)
     ctot = dict.fromkeys(variants, 0.0)
+    for kw in variants.values():  # LLVM's start-up and the shared helpers are not the first case's compile
+        _warm_up(mode, **kw)
     print(f"{mode} mode, {option} on vs off" + (" (unhoisted: on, every access checked where it is)"
                                                 if "unhoisted" in variants else ""))
     head = f"{'launches':<26} {'on ms':>9}" + (f" {'unhoisted ms':>13}" if "unhoisted" in variants else "")
@@ -210,10 +289,11 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice",
         times: dict[str, list[float]] = {v: [] for v in variants}
         for _ in range(repeats):
             for v, emu in emus.items():
-                t0 = time.perf_counter()
+                emu.sample_races_again()  # racecheck's sample: each repeat's first launches, as a new process's
+                t0 = time.process_time()
                 for L in launches:
                     emu.run(L)
-                times[v].append(time.perf_counter() - t0)
+                times[v].append(time.process_time() - t0)
         med = {v: statistics.median(t) for v, t in times.items()}
         for v in variants:
             tot[v] += med[v]
@@ -228,6 +308,8 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice",
         if "unhoisted" in variants:
             row += f" {comp['unhoisted'] / comp['off'] if comp['off'] else float('nan'):>14.2f}"
         print(row)
+        for emu in emus.values():
+            emu.sample_races_again()
         runs = {v: [emu.run(L) for L in launches] for v, emu in emus.items()}
         counts = {v: [r.metrics.values for r in rs] for v, rs in runs.items()}
         for r in runs["on"]:
@@ -247,6 +329,8 @@ def bounds_cost(repeats: int, option: str = "bounds_check", mode: str = "slice",
         line += f" (unhoisted {ctot['unhoisted']:.2f} s = {ctot['unhoisted'] / ctot['off']:.2f}x)"
     print(line)
     print(f"{len(cases)} cases, the same counts with {option} " + " and ".join(variants))
+    if option == "racecheck_sample":  # helpers compiled by one variant are reused by the other above
+        cold_compile(variants, mode, small, repeats)
     return 0
 
 
@@ -264,19 +348,33 @@ def main() -> None:
     ap.add_argument("--racecheck", action="store_true",
                     help="racecheck (shared-memory hazards) on vs off (the default), full mode; hazards found are "
                          "printed (the bundled kernels have none)")
+    ap.add_argument("--racecheck-sample", action="store_true",
+                    help="racecheck's sample (the first CTA of each kernel's first launch; on by default) vs "
+                         "--no-racecheck-sample, full mode (--mode slice: slice mode); each repeat samples again")
+    ap.add_argument("--mode", choices=("full", "slice"), default="full",
+                    help="with --initcheck/--racecheck/--racecheck-sample/--schedule: the mode measured (default full)")
     ap.add_argument("--schedule", action="store_true",
                     help="the interleaved warp schedule (hypa run's default) vs the warp schedule, full mode; the "
                          "counts must agree but for contended CAS loops")
     ap.add_argument("--repeats", type=int, default=5,
-                    help="with --bounds/--initcheck/--racecheck/--schedule: runs of each variant (median)")
+                    help="with --bounds/--initcheck/--racecheck/--racecheck-sample/--schedule: runs of each variant "
+                         "(median)")
     ap.add_argument("--small", action="store_true",
-                    help="with --bounds/--initcheck/--racecheck/--schedule: smaller launches, three bundled specs, one run of "
+                    help="with --bounds/--initcheck/--racecheck/--racecheck-sample/--schedule: smaller launches, three "
+                         "bundled specs, one run of "
                          "each variant")
+    ap.add_argument("--compile-all", metavar="JSON", help=argparse.SUPPRESS)  # cold_compile's child
     a = ap.parse_args()
-    if a.bounds or a.initcheck or a.racecheck or a.schedule:
+    if a.compile_all:
+        import json
+
+        compile_all(json.loads(a.compile_all), a.mode, a.small)
+        return
+    if a.bounds or a.initcheck or a.racecheck or a.racecheck_sample or a.schedule:
         repeats = 1 if a.small else a.repeats
-        option = "initcheck" if a.initcheck else "schedule" if a.schedule else "racecheck"
-        args = (repeats, "bounds_check", "slice") if a.bounds else (repeats, option, "full")
+        option = ("initcheck" if a.initcheck else "schedule" if a.schedule else
+                  "racecheck_sample" if a.racecheck_sample else "racecheck")
+        args = (repeats, "bounds_check", "slice") if a.bounds else (repeats, option, a.mode)
         raise SystemExit(bounds_cost(*args, small=a.small))
     if a.processes:
         whole_processes(a.iters or 40000, a.threads, a.fmas)

@@ -205,6 +205,13 @@ class Emulator:
         self._symbols = None  # passes.reachable.SymbolIndex of the module, made on first use
         #: a real program's memory, variables and printf (``hypa run``); None for launch specs
         self.host = None
+        #: racecheck's sample: the kernels whose first launch had its first CTA checked
+        self._race_sampled: set[str] = set()
+
+    def sample_races_again(self) -> None:
+        """racecheck's sample checks the next launch of each kernel again, as in a new
+        process (``benchmarks/emulate.py`` measures what a program's first launches cost)."""
+        self._race_sampled.clear()
 
     def program(self, kernel: str | None, options: EmulationOptions | None = None) -> KernelProgram:
         """The prepared ``kernel`` (with ``options``, default this emulator's): prepared once
@@ -291,10 +298,16 @@ class Emulator:
         compiled, lower = self._compile(prog)
         if compiled.from_cache:
             notes.append("compiled code from the cache")
-        ctx, keep = self._setup(prog, launch, buffers)
+        # racecheck's sample: the first CTA of the kernel's first launch (not a launch whose CTAs
+        # run at once, cooperative or grid-syncing: their CTAs take turns in one call)
+        sample = (prog.race_sample and first < last and prog.func.func_name not in self._race_sampled
+                  and not (launch.cooperative or syncs_grid(prog)))
+        if sample:
+            self._race_sampled.add(prog.func.func_name)
+        ctx, keep = self._setup(prog, launch, buffers, race_shadow=prog.racecheck or sample)
         t0 = time.perf_counter()
         tier0 = compiled.tier
-        rc, compiled = self._execute(prog, compiled, lower, ctx, keep, first, last, jobs, per_cta)
+        rc, compiled = self._execute(prog, compiled, lower, ctx, keep, first, last, jobs, per_cta, sample)
         jit_tier = tier0 if compiled.tier == tier0 else f"{tier0}+{compiled.tier}"
         run_s = time.perf_counter() - t0
         slack = int(ctx[abi.CTX_FLAT_SLACK]) & 0xFFFFFFFFFFFFFFFF if self.host is not None else 0
@@ -324,8 +337,10 @@ class Emulator:
             if self.options.strict:
                 raise EmulationError(uninit + " (an error under --strict)")
             notes.append(uninit + " (--strict makes it an error)")
-        races = racecheck.hazards(prog, launch, ctx, _cta_and_thread) if prog.racecheck else None
-        if races:
+        races = racecheck.hazards(prog, launch, ctx, _cta_and_thread) if prog.racecheck or sample else None
+        if races and sample:  # a warning only: a sample is no verdict on the launch
+            notes.append(races + f" ({racecheck.SAMPLED})")
+        elif races:
             if self.options.strict:
                 raise EmulationError(races + " (an error under --strict)")
             notes.append(races + " (--strict makes it an error)")
@@ -434,26 +449,42 @@ class Emulator:
             return compile_ir(prog.key, lambda: lower(tier), tier), lower
 
     def _execute(self, prog: KernelProgram, compiled, lower, ctx: np.ndarray, keep: dict,
-                 first: int, last: int, jobs: int, per_cta: bool):
-        """Run CTAs [first, last).  A baseline-compiled program runs the first CTA alone; if
-        optimized code would save more time on the other CTAs than its compile costs (both
-        estimated: ``jit.OPTIMIZED_SPEEDUP``, and the baseline compile's LLVM seconds times
-        ``jit.OPTIMIZED_COMPILE_FACTOR``), the rest run optimized code."""
-        from .cta_ranges import run_each, run_forked
+                 first: int, last: int, jobs: int, per_cta: bool, sample: bool = False):
+        """Run CTAs [first, last).  ``sample``: the first CTA alone with racecheck's shadow,
+        then the shadow is taken away (racecheck's sample).  A baseline-compiled program runs
+        the first CTA alone; if optimized code would save more time on the other CTAs than its
+        compile costs (both estimated: ``jit.OPTIMIZED_SPEEDUP``, and the baseline compile's
+        LLVM seconds times ``jit.OPTIMIZED_COMPILE_FACTOR``), the rest run optimized code."""
+        from .cta_ranges import CtaRows, run_each, run_forked
         from .interrupt import stoppable
         from .jit import OPTIMIZED_COMPILE_FACTOR, OPTIMIZED_SPEEDUP, compile_ir, jit_policy
 
         rows0 = None
         if ctx[abi.CTX_COOP]:  # every CTA resident: one call runs the grid
             return compiled.run_ctas(ctx.ctypes.data, first, last), compiled
+
+        def alone(c: int) -> int:
+            """CTA ``c`` by itself, in this process (its row after those before, ``per_cta``)."""
+            nonlocal rows0
+            with stoppable(ctx):
+                if not per_cta:
+                    return compiled.run_ctas(ctx.ctypes.data, c, c + 1)
+                rc = run_each(compiled.run_ctas, ctx, keep, c, c + 1)
+            if rows0 is None:
+                rows0 = CtaRows()
+            rows0.extend(keep["cta_rows"])
+            keep["cta_rows"] = rows0
+            return rc
+
+        if sample:  # checked apart, and not timed for the choice of tier below
+            rc = alone(first)
+            ctx[abi.CTX_RACE_SHADOW] = 0
+            first += 1
+            if rc != abi.RC_EXIT:
+                return rc, compiled
         if compiled.tier == "baseline" and jit_policy() == "auto" and last - first > 1:
             t = time.perf_counter()
-            with stoppable(ctx):
-                if per_cta:
-                    rc = run_each(compiled.run_ctas, ctx, keep, first, first + 1)
-                    rows0 = keep["cta_rows"]
-                else:
-                    rc = compiled.run_ctas(ctx.ctypes.data, first, first + 1)
+            rc = alone(first)
             one = time.perf_counter() - t
             first += 1
             if rc != abi.RC_EXIT:
@@ -577,7 +608,7 @@ class Emulator:
                     names[(fname, i)] = block_name(b, i)
         return names
 
-    def _setup(self, prog: KernelProgram, launch: Launch, buffers: dict[str, np.ndarray]):
+    def _setup(self, prog: KernelProgram, launch: Launch, buffers: dict[str, np.ndarray], race_shadow: bool = False):
         keep: dict[str, Any] = {}
         func = prog.func
         if len(launch.args) != len(prog.params):
@@ -759,7 +790,7 @@ class Emulator:
             keep["coop"] = np.zeros(stride * max(1, launch.num_ctas), np.uint8)  # untouched pages cost nothing
             ctx[abi.CTX_COOP] = keep["coop"].ctypes.data
             ctx[abi.CTX_COOP_STRIDE] = stride
-        if prog.racecheck:  # a shadow of words per shared byte (lowering/racecheck.py)
+        if race_shadow:  # a shadow of words per shared byte (lowering/racecheck.py)
             keep["race_shadow"] = _aligned_zeros(abi.RACE_SHADOW_WORDS * 8 * shared_size + 16)
             ctx[abi.CTX_RACE_SHADOW] = keep["race_shadow"].ctypes.data
         if self.options.address_trace:

@@ -84,6 +84,10 @@ class EmulationOptions:
                                     "barrier between them (write-after-write, write-after-read, read-after-write), as "
                                     "compute-sanitizer's racecheck does; a warning", code=True,
                              needs=(("bounds_check", True),))
+    racecheck_sample: bool = option(True, "do not check the first CTA of each kernel's first launch for shared-memory "
+                                          "hazards (racecheck's sample: a warning, never an error; costs little, "
+                                          "nothing for kernels that write no shared memory; --racecheck checks every "
+                                          "CTA of every launch)", code=True, needs=(("racecheck", False),))
     fmad: bool = option(True, "compute every add/sub as its own instruction, as ptxas does under nvcc -fmad=false "
                               "(default: the adds ptxas fuses with a mul compute as that fma, passes/contract.py)",
                         code=True, also="--fmad")
@@ -146,7 +150,8 @@ class EmulationOptions:
         """These options as they act: an address trace needs the memory-metrics slots; the
         slice's options (its predicates, aliasing, bounds checks outside it) mean nothing in
         full mode, which computes and checks everything; hoisting needs bounds checks;
-        initcheck and racecheck need every access seen (full mode, or slice mode with bounds checks)."""
+        initcheck and racecheck need every access seen (full mode, or slice mode with bounds checks);
+        racecheck's sample is part of the full racecheck."""
         sliced = self.mode == "slice"
         memory_metrics = bool(self.memory_metrics) or self.address_trace > 0
         bounds_check = bool(self.bounds_check) and sliced
@@ -155,7 +160,9 @@ class EmulationOptions:
                                    alias=self.alias if sliced else "param",
                                    hoist_checks=bool(self.hoist_checks) and bounds_check,
                                    initcheck=bool(self.initcheck) and (not sliced or bounds_check),
-                                   racecheck=bool(self.racecheck) and (not sliced or bounds_check))
+                                   racecheck=bool(self.racecheck) and (not sliced or bounds_check),
+                                   racecheck_sample=bool(self.racecheck_sample) and not self.racecheck
+                                   and (not sliced or bounds_check))
 
     def key(self) -> tuple[tuple[str, Any], ...]:
         """The options that change the prepared program and its compiled code (``code`` fields),

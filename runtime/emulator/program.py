@@ -161,6 +161,10 @@ class KernelProgram:
     initcheck: bool = True
     #: hazards between threads on shared bytes are found (``runtime/emulator/lowering/racecheck.py``)
     racecheck: bool = False
+    #: racecheck's sample (``EmulationOptions.racecheck_sample``): the kernel writes shared
+    #: memory, so its code holds racecheck's checks, run only where the launch gives a shadow
+    #: (``CTX_RACE_SHADOW``: the first CTA of the kernel's first launch, ``Emulator._run``)
+    race_sample: bool = False
     #: per block: the activation it runs in (the kernel, or a recursive function's copy)
     activations: list[str] = field(default_factory=list)
     #: real calls in block order; the block that enters each recursive function, and each
@@ -599,6 +603,7 @@ def prepare(
         hoist_masks=hoist_masks,
         initcheck=initcheck,
         racecheck=effective.racecheck,
+        race_sample=effective.racecheck_sample and writes_shared(instructions, layout["shared_vars"]),
         notes=notes,
         activations=activations,
         heap_calls=heap_calls,
@@ -766,6 +771,7 @@ def _reused(module: ModuleOp, func: FuncOp, index: SymbolIndex | None, options: 
             var_ops.append(op)
         elif op is func:
             var_ops.extend(o for o in func.body.walk() if isinstance(o, VarOp))
+    layout = _layout(var_ops, module, func, cfg, instructions, origins, activations)
     prog = ReusedProgram.__new__(ReusedProgram)
     prog.__dict__.update(
         module=module, func=func, mode=options.mode, cfg=cfg, instructions=instructions, block_instrs=block_instrs,
@@ -775,7 +781,8 @@ def _reused(module: ModuleOp, func: FuncOp, index: SymbolIndex | None, options: 
         mem_ops={instructions[i]: k for k, i in enumerate(summary.mem_ops)},
         origins=origins, activations=activations, key=key, notes=list(summary.notes), ops_cloned=0,
         functions=reached, heap_calls=heap_calls, bounds_check=options.bounds_check, initcheck=options.initcheck,
-        racecheck=options.racecheck, options=options, **_layout(var_ops, module, func, cfg, instructions, origins, activations))
+        racecheck=options.racecheck, options=options, **layout)
+    prog.race_sample = options.racecheck_sample and writes_shared(instructions, layout["shared_vars"])
     prog._summary, prog._again, prog.materialized = summary, again, False
     count("kernels prepared")
     count("functions prepared (kernels and the functions they call)", len(reached))
@@ -998,6 +1005,18 @@ def syncs_grid(prog: KernelProgram) -> bool:
                   for op in prog.instructions for a in op.operands_ast if isinstance(a, tuple))
         prog._syncs_grid = hit  # type: ignore[attr-defined]
     return hit
+
+
+def writes_shared(instructions: list[InstructionOp], shared_vars: dict) -> bool:
+    """Whether a kernel may write shared memory: a write to ``.shared``, or a generic (or
+    matrix) write where the kernel has shared variables.  Without one no shared-memory hazard
+    can happen, and racecheck's sample leaves the kernel's code as it is."""
+    for op in instructions:
+        if "w" in op.spec.memory and op.spec.kind != "texture":
+            space = isa.state_space(op.spec, op.modifiers)
+            if space == "shared" or (shared_vars and space in ("generic", None)):
+                return True
+    return False
 
 
 def is_turn_write(op: InstructionOp) -> bool:

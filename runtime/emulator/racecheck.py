@@ -1,6 +1,8 @@
 """racecheck's warning: the shared-memory hazards a launch's generated code counted
 (``lowering/racecheck.py``), and the first one in words: kernel, CTA, both threads, both
-instructions with their CUDA source lines (where the PTX has ``.loc``), the shared offset."""
+instructions with their CUDA source lines (where the PTX has ``.loc``), the shared offset.
+The same words for ``--racecheck`` and for its sample (on by default: the first CTA of each
+kernel's first launch), which says so at the end."""
 
 from __future__ import annotations
 
@@ -18,6 +20,10 @@ _FILE = re.compile(r'\s*(\d+)\s+"([^"]*)"')
 #: compute-sanitizer's names of the hazards, in the order of their counts (abi.RACE_*)
 KINDS = ("WAW", "WAR", "RAW")
 COUNT_WORDS = range(abi.CTX_RACE_COUNT, abi.CTX_RACE_COUNT + len(KINDS))
+#: the end of racecheck's sample's warning (``EmulationOptions.racecheck_sample``): what was
+#: checked, and how to check everything
+SAMPLED = ("racecheck's sample: the first CTA of the kernel's first launch; --racecheck checks every CTA of "
+           "every launch")
 #: what a worker process sends back (cta_ranges.run_forked): the counts, then the first hazard
 WORDS = range(abi.CTX_RACE_COUNT, abi.CTX_RACE_CTA + 1)
 

@@ -37,6 +37,9 @@ SMALL = [
     ("emulate.py", ["--bounds", "--small"], (), r"^6 cases, the same counts with bounds_check on and unhoisted and off$"),
     ("emulate.py", ["--initcheck", "--small"], (), r"^6 cases, the same counts with initcheck on and off$"),
     ("emulate.py", ["--schedule", "--small"], (), r"^6 cases, the same counts with schedule on and off$"),
+    # racecheck's sample: the same counts, then the cold compile of both variants in new processes
+    ("emulate.py", ["--racecheck-sample", "--small"], (),
+     r"^cold compile, optimized tier, CPU time, a new process per variant \(median of 1\): [\d.]+ s on / [\d.]+ s off"),
     # hypa run --capture: the tracked and hashed captures store the same files, the replay counts the same
     ("capture.py", ["--small"], ("nvcc",), r"^replay: 20 launches, the same counts as the run$"),
     ("fuzz.py", ["--small"], (), r"^fuzz: seed 20261126, 160 cases in \d+ s$"),

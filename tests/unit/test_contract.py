@@ -318,6 +318,7 @@ def test_program_prints_what_the_h100_prints(tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout == gpu["stdout"]
     assert "cross3 checksum 424f881fa4bb386d" in r.stdout  # the H100's (2026-11-27)
+    assert "racecheck" not in r.stderr  # racecheck's sample (on by default) finds no shared-memory hazard
     # nvcc's spelling turns contraction off: cross3's mul/sub pairs round twice, and differ
     off = run_hypa("run", "--fmad=false", "--", str(exe), timeout=600, cwd=str(tmp_path))
     assert off.returncode == 0, off.stderr

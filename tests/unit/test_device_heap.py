@@ -153,6 +153,7 @@ def test_cuda_program_under_hypa_run(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout == _device_malloc_stdout()
     assert [x["kernel"] for x in json.loads(report.read_text())] == ["_Z4makev", "_Z3usePi", "_Z7releasePi"]
+    assert not any("racecheck" in n for d in json.loads(report.read_text()) for n in d.get("notes", []))  # racecheck's sample (on by default) finds no shared-memory hazard
     gpu = gpu_recorded_run("device_malloc")
     if gpu is not None:
         assert gpu["rc"] == 0 and gpu["stdout"] == r.stdout

@@ -72,7 +72,7 @@ def test_every_command_line_offers_a_field_declared_only_in_the_options(main, ar
 def test_existing_spellings_and_defaults():
     assert [flag(f) for f in options_module.cli_fields()] == [
         "--mode", "--exact-predicates", "--alias", "--memory-metrics", "--no-bounds-check", "--no-hoist-checks",
-        "--no-initcheck", "--racecheck", "--no-fmad", "--reconvergence", "--schedule", "--strict", "--step-budget", "--stack-size"]
+        "--no-initcheck", "--racecheck", "--no-racecheck-sample", "--no-fmad", "--reconvergence", "--schedule", "--strict", "--step-budget", "--stack-size"]
     p = argparse.ArgumentParser()
     add_arguments(p)
     assert from_arguments(p.parse_args([])) == EmulationOptions()
@@ -108,10 +108,15 @@ def test_the_key_holds_the_options_as_they_act():
     assert EmulationOptions(step_budget=5, stack_size=64, strict=True).key() == EmulationOptions().key()
     assert [name for name, _ in EmulationOptions().key()] == [
         "mode", "exact_predicates", "alias", "memory_metrics", "bounds_check", "hoist_checks", "initcheck", "racecheck",
-        "fmad", "reconvergence", "schedule"]
+        "racecheck_sample", "fmad", "reconvergence", "schedule"]
     # racecheck, like initcheck, needs every access seen: not in slice mode without bounds checks
     assert EmulationOptions(racecheck=True).key() != EmulationOptions().key()
     assert EmulationOptions(racecheck=True, bounds_check=False).key() == EmulationOptions(bounds_check=False).key()
+    # racecheck's sample (on by default) is part of --racecheck, and off where racecheck would be
+    assert EmulationOptions(racecheck_sample=False).key() != EmulationOptions().key()
+    assert EmulationOptions(racecheck=True).key() == EmulationOptions(racecheck=True, racecheck_sample=False).key()
+    assert EmulationOptions(bounds_check=False).key() == EmulationOptions(bounds_check=False,
+                                                                         racecheck_sample=False).key()
 
 
 def test_options_that_would_have_no_effect_are_errors():
@@ -122,6 +127,8 @@ def test_options_that_would_have_no_effect_are_errors():
                            "--no-hoist-checks has no effect with --no-bounds-check"),
                           (["--no-initcheck", "--strict"], "--strict has no effect with --no-initcheck"),
                           (["--no-bounds-check", "--racecheck"], "--racecheck has no effect with --no-bounds-check"),
+                          (["--racecheck", "--no-racecheck-sample"],
+                           "--no-racecheck-sample has no effect with --racecheck"),
                           (["--mode", "full", "--alias", "space"], "--alias has no effect with --mode full"),
                           (["--mode", "full", "--exact-predicates"], "--exact-predicates has no effect with --mode full")]:
         with pytest.raises(OptionError, match=f"^{message}$"):

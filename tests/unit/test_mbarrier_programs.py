@@ -43,6 +43,7 @@ def test_program(ready, name, tmp_path):
     r = run_hypa("run", "--", exe, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout == STDOUT[name], r.stderr
+    assert "racecheck" not in r.stderr  # racecheck's sample (on by default) finds no shared-memory hazard
     if name == "cluster_async":  # st.async in a kernel without a cluster: the launch fails, as on the H100
         assert "needs a cluster launch: the kernel declares no cluster" in r.stderr
     gpu = gpu_recorded_run(name)

@@ -1,5 +1,6 @@
 """racecheck (``--racecheck``): hazards between threads of a CTA on the same shared-memory
-bytes with no barrier between them, a warning (an error under ``--strict``).
+bytes with no barrier between them, a warning (an error under ``--strict``); and its sample,
+on by default (the first CTA of each kernel's first launch, a warning only).
 
 The hazards of each kernel below are counted by hand.  Warps run one after the other up to
 a barrier, so which access of a pair comes first (RAW or WAR) follows that order; the number
@@ -7,6 +8,7 @@ of hazardous thread accesses is what the kernel's synchronisation leaves unorder
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -14,7 +16,9 @@ import pytest
 
 from helpers import ROOT, emulate, kernel, nvcc, run_hypa, run_hypa_opt
 
-from hypa.runtime.emulator.emulator import EmulationError
+from hypa.ptxdialect import parse_ptx
+from hypa.runtime.emulator.emulator import EmulationError, Emulator
+from hypa.runtime.emulator.launch import Launch
 
 SHARED = ".shared .align 16 .b8 s[1024];\n"
 
@@ -214,9 +218,110 @@ def test_strict_makes_it_an_error():
         _notes(NEIGHBOUR, block=32, strict=True)
 
 
-def test_off_by_default():
-    r = emulate(NEIGHBOUR, ["out"], {"out": np.zeros(64, np.uint32)}, block=64, mode="full")
-    assert not any(n.startswith("racecheck") for n in r.notes)
+# -- racecheck's sample (on by default): the first CTA of each kernel's first launch -----------
+
+SAMPLED = "(racecheck's sample: the first CTA of the kernel's first launch; --racecheck checks every CTA of every launch)"
+
+
+def _launch(grid: int = 4, block: int = 64) -> Launch:
+    return Launch(grid=grid, block=block, args=["out"], buffers={"out": np.zeros(grid * block, np.uint32)})
+
+
+def _races(r) -> list[str]:
+    return [n for n in r.notes if n.startswith("racecheck")]
+
+
+@pytest.mark.parametrize("mode", ["full", "slice"])
+def test_the_sample_checks_the_first_cta_of_each_kernels_first_launch(mode):
+    """The neighbour kernel on 4 CTAs: the full check counts 4 x 64 hazards; the sample, on by
+    default, checks CTA 0 of the first launch alone (its 64, as counted above) and says so; the
+    emulator's next launch of the kernel is not checked; a new emulator (a new process) checks
+    its first launch again."""
+    module = parse_ptx(NEIGHBOUR)
+    emu = Emulator(module, mode=mode)
+    assert _races(emu.run(_launch())) == [
+        "racecheck: 64 shared-memory hazards between threads of a CTA with no barrier between the accesses "
+        "(1 WAR, 63 RAW); the first: kernel k, CTA (0, 0, 0): RAW hazard at shared offset 0x4: thread (0, 0, 0) "
+        "reads it with ld.shared.u32 %r5, [%r7]; after thread (1, 0, 0) wrote it with st.shared.u32 [%r4], %r1; "
+        + SAMPLED]
+    assert _races(emu.run(_launch())) == []
+    assert len(_races(Emulator(module, mode=mode).run(_launch(grid=1)))) == 1
+    full = _races(Emulator(module, mode=mode, racecheck=True).run(_launch()))
+    assert len(full) == 1 and full[0].startswith("racecheck: 256 shared-memory hazards ") and SAMPLED not in full[0]
+
+
+def test_the_sample_misses_a_race_outside_the_first_cta():
+    """A race in CTA 1 only (CTA 0 skips the shared accesses): the sample sees none,
+    ``--racecheck`` finds it (32 RAW in CTA (1, 0, 0))."""
+    ptx = _kernel("mov.u32 %r8, %ctaid.x;\n    setp.eq.u32 %p1, %r8, 0;\n    @%p1 bra $L_skip;\n"
+                  "    st.shared.u32 [%r4], %r1;\n    ld.shared.u32 %r5, [%r7];\n$L_skip:")
+    assert _races(Emulator(parse_ptx(ptx), mode="full").run(_launch(grid=2, block=32))) == []
+    (full,) = _races(Emulator(parse_ptx(ptx), mode="full", racecheck=True).run(_launch(grid=2, block=32)))
+    assert full.startswith("racecheck: 32 shared-memory hazards ") and "(32 RAW)" in full and "CTA (1, 0, 0)" in full
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_sample_leaves_counts_and_results_as_they_are(jobs):
+    """The sample runs the first CTA apart: the counts, each CTA's counts and the memory after
+    the launch are those without it (and with ``--racecheck``), in one process or two."""
+    for ptx in (NEIGHBOUR, HISTOGRAM):
+        runs = [emulate(ptx, ["out"], {"out": np.zeros(192, np.uint32)}, grid=3, block=64, mode="full", jobs=jobs,
+                        per_cta=True, **kw) for kw in ({}, {"racecheck_sample": False}, {"racecheck": True})]
+        assert len(_races(runs[0])) == 1 and _races(runs[1]) == []
+        for r in runs[1:]:
+            assert r.metrics.values == runs[0].metrics.values
+            assert list(r.per_cta) == list(runs[0].per_cta)
+            assert np.array_equal(r.buffers["out"], runs[0].buffers["out"])
+
+
+def test_a_cooperative_launch_is_not_sampled():
+    """A cooperative launch runs its CTAs at once (they take turns in one call): the sample
+    leaves it, and the kernel's next launch is its first sampled one."""
+    emu = Emulator(parse_ptx(NEIGHBOUR), mode="full")
+    coop = Launch(grid=2, block=64, args=["out"], buffers={"out": np.zeros(128, np.uint32)}, cooperative=True)
+    assert _races(emu.run(coop)) == []
+    (note,) = _races(emu.run(_launch(grid=2)))
+    assert note.startswith("racecheck: 64 shared-memory hazards ") and note.endswith(SAMPLED)
+
+
+def test_the_sample_is_a_warning_under_strict():
+    """``--strict`` makes ``--racecheck``'s hazards errors; the sample's stay a warning."""
+    r = emulate(NEIGHBOUR, ["out"], {"out": np.zeros(32, np.uint32)}, block=32, mode="full", strict=True)
+    (note,) = _races(r)
+    assert note.startswith("racecheck: 32 shared-memory hazards ") and note.endswith(SAMPLED)
+
+
+def test_the_sample_costs_nothing_in_kernels_that_write_no_shared_memory(tmp_path):
+    """The code of a kernel with no shared-memory write (saxpy; the neighbour kernel reading
+    shared memory only) is the same with the sample on or off; the neighbour kernel's has the
+    sample's checks."""
+    reader = tmp_path / "reader.ptx"
+    reader.write_text(NEIGHBOUR.replace("st.shared.u32 [%r4], %r1;", ""))
+    neighbour = tmp_path / "neighbour.ptx"
+    neighbour.write_text(NEIGHBOUR)
+    for src in (ROOT / "examples" / "saxpy.ptx", reader):
+        on, off = (run_hypa_opt(src, "-t", "llvm", *flags) for flags in ((), ("--no-racecheck-sample",)))
+        assert on.returncode == off.returncode == 0 and on.stdout == off.stdout and "racecheck" not in on.stdout
+    on, off = (run_hypa_opt(neighbour, "-t", "llvm", *flags) for flags in ((), ("--no-racecheck-sample",)))
+    assert "hypa_racecheck.write.sample" in on.stdout and "racecheck" not in off.stdout
+
+
+def test_the_sample_on_the_command_line(tmp_path):
+    """hypa-opt warns by default; ``--no-racecheck-sample`` turns the sample off; with
+    ``--racecheck`` (which checks everything) it would have no effect: an error."""
+    src = tmp_path / "k.ptx"
+    src.write_text(NEIGHBOUR)
+    spec = "--emulate=grid=2 block=32 args=out buffer.out=uint32:64:zeros"
+    warn = run_hypa_opt(src, spec)
+    assert warn.returncode == 0
+    assert [ln.strip() for ln in (warn.stdout + warn.stderr).splitlines() if "racecheck" in ln] == [
+        "note: racecheck: 32 shared-memory hazards between threads of a CTA with no barrier between the accesses "
+        "(32 RAW); the first: kernel k, CTA (0, 0, 0): RAW hazard at shared offset 0x4: thread (0, 0, 0) reads it "
+        "with ld.shared.u32 %r5, [%r7]; after thread (1, 0, 0) wrote it with st.shared.u32 [%r4], %r1; " + SAMPLED]
+    off = run_hypa_opt(src, spec, "--no-racecheck-sample")
+    assert off.returncode == 0 and "racecheck" not in off.stdout + off.stderr
+    bad = run_hypa_opt(src, spec, "--racecheck", "--no-racecheck-sample")
+    assert (bad.returncode, bad.stderr) == (1, "hypa-opt: error: --no-racecheck-sample has no effect with --racecheck\n")
 
 
 def test_hypa_opt_flag(tmp_path):
@@ -256,3 +361,22 @@ def test_hypa_run_reports_the_missing_barriers(tmp_path):
         "offset 0x4: thread (0, 0, 0) reads it with ld.shared.u32 %r11, [%r10]; (missing_barrier.cu:12) after "
         "thread (1, 0, 0) wrote it with st.shared.u32 [%r5], %r2; (missing_barrier.cu:10) "
         "(--strict makes it an error)"]
+    # by default, racecheck's sample: both launches are their kernel's first, of one CTA each,
+    # so it finds the same hazards, and says what it checked; the counts are the same with it
+    # on, off (--no-racecheck-sample) and under --racecheck
+    sample = run_hypa("run", "--", str(exe), timeout=300)
+    assert sample.returncode == 0 and sample.stdout == r.stdout, sample.stderr
+    assert sorted(ln for ln in sample.stderr.splitlines() if "racecheck" in ln) == [
+        n.replace("(--strict makes it an error)", SAMPLED) for n in notes]
+    off = run_hypa("run", "--no-racecheck-sample", "--", str(exe), timeout=300)
+    assert off.returncode == 0 and off.stdout == r.stdout and "racecheck" not in off.stderr
+
+    def counts(*flags: str) -> list[dict]:
+        """the JSON report's records but for their time and notes"""
+        report = tmp_path / "report.json"
+        p = run_hypa("run", *flags, "--format", "json", "-o", str(report), "--", str(exe), timeout=300)
+        assert p.returncode == 0, p.stderr
+        return [{k: v for k, v in d.items() if k not in ("duration_ms", "notes")} for d in json.loads(report.read_text())]
+
+    assert counts() == counts("--no-racecheck-sample") == counts("--racecheck")
+    assert [d["inst_executed"] for d in counts()] == [42, 199]

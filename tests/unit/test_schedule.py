@@ -44,6 +44,15 @@ def test_program_prints_what_the_h100_prints(built, name):
     r = run_hypa("run", "--", built[name], timeout=600)
     assert r.returncode == 0, r.stderr
     assert r.stdout == runs.pop()
+    races = [ln for ln in r.stderr.splitlines() if "racecheck" in ln]
+    if name == "cooperative":
+        assert races == []
+    else:  # racecheck's sample (on by default): CTA 0 of chunks' launch, half of --racecheck's 2 CTAs' 2560
+        assert len(races) == 1 and races[0].startswith(
+            "note: racecheck: 1280 shared-memory hazards between threads of a CTA with no barrier between the "
+            "accesses (1280 WAR); the first: kernel chunks(int const*, int*, int), CTA (0, 0, 0): WAR hazard")
+        assert races[0].endswith("(racecheck's sample: the first CTA of the kernel's first launch; --racecheck "
+                                 "checks every CTA of every launch)")
 
 
 def test_warp_schedule_loses_the_races(built):

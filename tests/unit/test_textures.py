@@ -351,6 +351,12 @@ def isa_runs(tmp_path_factory):
     return out
 
 
+def test_racecheck_sample_finds_no_hazard(isa_runs):
+    """racecheck's sample (on by default under hypa run) reports nothing for these programs."""
+    for name, r in isa_runs.items():
+        assert "racecheck" not in r.stderr, (name, r.stderr)
+
+
 def _matches_gpu(name: str, stdout: str) -> None:
     rec = gpu_recorded_run(name)
     if rec is not None:

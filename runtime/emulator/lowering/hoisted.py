@@ -25,6 +25,7 @@ from hypa.passes.hoist_checks import ZERO, Aff, Expr, HoistedLoop
 
 from ... import abi
 from ..program import value_bits
+from . import racecheck
 from .function import WarpFunction
 from .irbuild import broadcast, helper_function
 from .types import MASK, VPTR, i8, i32, i64, ivec, ptr
@@ -258,6 +259,9 @@ def emit_range_checks(wf: WarpFunction, lp: HoistedLoop) -> None:
     lanes = wf.mask_to_i32(b.and_(wf.active, ok))
     check = _range_function(wf)
     shadowed = ir.Constant(i32, 1 if wf.prog.initcheck or getattr(wf.prog, "racecheck", False) else 0)
+    if not wf.prog.initcheck and racecheck.sampled(wf):  # racecheck's sample: while the launch gives a shadow
+        shadow = b.load(b.gep(wf.ctx, [ir.Constant(i64, abi.CTX_RACE_SHADOW)], source_etype=i64), typ=i64)
+        shadowed = b.zext(b.icmp_unsigned("!=", shadow, ir.Constant(i64, 0)), i32)
     for base, step, first, nbytes in _groups(lp):
         a = b.add(ev(base), ev.c(first))
         lanes = b.call(check, [wf.ctx, a, ev(step), k, ir.Constant(i64, nbytes), lanes, shadowed])

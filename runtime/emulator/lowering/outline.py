@@ -108,10 +108,13 @@ def host_pointers(wf: WarpFunction, instr: int, space: str, addr: ir.Value, nbyt
     if isinstance(nbytes, ir.Value):
         args.append(nbytes)
         size = "n"
-    facts = {"initcheck": bool(getattr(wf.prog, "initcheck", False)), "racecheck": bool(getattr(wf.prog, "racecheck", False))}
+    facts = {"initcheck": bool(getattr(wf.prog, "initcheck", False)), "racecheck": bool(getattr(wf.prog, "racecheck", False)),
+             "race_sample": bool(getattr(wf.prog, "race_sample", False))}
     name = f"hypa_ptrs.{space}.{kind}.{size}.{intent}.ic{int(facts['initcheck'])}"
     if facts["racecheck"]:
         name += ".rc"
+    elif facts["race_sample"]:
+        name += ".rs"  # racecheck's sample: the checks behind a test of the launch's shadow
     if kind == "param" or space == "param":
         facts["param_bytes"] = wf.prog.param_bytes
         name += f".p{wf.prog.param_bytes}"

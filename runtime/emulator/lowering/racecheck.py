@@ -19,7 +19,11 @@ one instruction are a WAW hazard (which value lands is undefined).
 Entries of older epochs are stale, so the shadow is never cleared.
 
 Hazards are counted per thread access, by kind, and the first is kept (``abi.CTX_RACE_*``);
-the launch gets a warning note (``Emulator._race_hazards``).  Accesses whose intent is not
+the launch gets a warning note (``runtime/emulator/racecheck.py``).
+
+racecheck's sample (on by default, ``EmulationOptions.racecheck_sample``) builds the same
+checks into kernels that write shared memory, each behind a test of ``abi.CTX_RACE_SHADOW``:
+the emulator gives a shadow to the first CTA of a kernel's first launch only.  Accesses whose intent is not
 known (``initcheck.UNKNOWN``: mbarrier objects, bulk copies ...) are not tracked: a missed
 hazard rather than a false one.
 """
@@ -43,7 +47,15 @@ _THREAD_MASK = (1 << (abi.RACE_ATOMIC_BIT - abi.RACE_THREAD_SHIFT)) - 1
 
 
 def enabled(wf: WarpFunction) -> bool:
-    return bool(getattr(wf.prog, "racecheck", False))
+    """The code tracks shared-memory accesses: ``--racecheck``, or racecheck's sample."""
+    return bool(getattr(wf.prog, "racecheck", False)) or sampled(wf)
+
+
+def sampled(wf: WarpFunction) -> bool:
+    """racecheck's sample (not ``--racecheck``): the checks run only while the launch gives a
+    shadow (``abi.CTX_RACE_SHADOW`` not 0: the first CTA of the kernel's first launch), a
+    load and a branch per shared access otherwise."""
+    return not getattr(wf.prog, "racecheck", False) and bool(getattr(wf.prog, "race_sample", False))
 
 
 def access(wf: WarpFunction, instr: int | ir.Value, space: str, ptrs: ir.Value, nbytes: int | ir.Value,
@@ -55,8 +67,13 @@ def access(wf: WarpFunction, instr: int | ir.Value, space: str, ptrs: ir.Value, 
         return
     b = wf.b
     n = nbytes if isinstance(nbytes, ir.Value) else wf.splat(nbytes, i64)
-    b.call(_check_function(wf.module, kind), [wf.ctx, ptrs, n, wf.mask_to_i32(mask), as_i64(instr),
-                                              b.zext(wf.warp, i64)])
+    args = [wf.ctx, ptrs, n, wf.mask_to_i32(mask), as_i64(instr), b.zext(wf.warp, i64)]
+    if not sampled(wf):
+        b.call(_check_function(wf.module, kind), args)
+        return
+    shadow = b.load(b.gep(wf.ctx, [ir.Constant(i64, abi.CTX_RACE_SHADOW)], source_etype=i64), typ=i64)
+    with b.if_then(b.icmp_unsigned("!=", shadow, ir.Constant(i64, 0)), likely=False):
+        b.call(_check_function(wf.module, kind, sample=True), args)
 
 
 def bump_epoch(wf: WarpFunction) -> None:
@@ -66,16 +83,21 @@ def bump_epoch(wf: WarpFunction) -> None:
     b.store(b.add(b.load(p, typ=i64), ir.Constant(i64, 1)), p)
 
 
-def _check_function(module: ir.Module, kind: int) -> ir.Function:
+def _check_function(module: ir.Module, kind: int, sample: bool = False) -> ir.Function:
     """``void hypa_racecheck.KIND(ctx, <32 x ptr> p, <32 x i64> n, i32 lanes, i64 instr, i64 warp)``:
     the module's docstring, for the ``n[l]`` bytes at ``p[l]`` of each lane, one helper per kind.
+    ``sample``: racecheck's sample's copy (``hypa_racecheck.KIND.sample``), never inlined: the
+    optimized tier then compiles a call per shared access, not these loops (the sample runs
+    them in one CTA of a launch).
 
     One pass, lane after lane, each byte checked then recorded.  Lanes of one instruction do
     not meet as RAW or WAR: a read records only reads (a plain read does not race with reads,
     a recorded atomic only with plain accesses), an atomic meets other lanes' atomics, which
     do not race; two lanes storing to one byte do meet, as WAW, as they should."""
-    name = f"hypa_racecheck.{('read', 'write', 'atomic')[kind]}"
+    name = f"hypa_racecheck.{('read', 'write', 'atomic')[kind]}" + (".sample" if sample else "")
     f, new = helper_function(module, name, ir.VoidType(), [ptr, VPTR, ivec(64), i32, i64, i64])
+    if sample:
+        f.attributes.add("noinline")  # (a declaration's too: the caller's module keeps it a call)
     if not new:
         return f
     ctx, ptrs, n, lanes, instr, warp = f.args
