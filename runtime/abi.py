@@ -142,7 +142,10 @@ CTX_RACE_CTA = CTX_FLAT_START + 40                    # .. linear CTA id
 CTX_CLOCK = CTX_FLAT_START + 41
 CTX_CLOCK_CPI = CTX_FLAT_START + 42
 CTX_CLOCK_MHZ = CTX_FLAT_START + 43
-CTX_WORDS = CTX_FLAT_START + 44
+# rsqrt/ex2.approx.f32: the low bytes of the H100's MUFU results (runtime/emulator/mufu.py),
+# or 0 where the kernel has no such instruction
+CTX_MUFU = CTX_FLAT_START + 44
+CTX_WORDS = CTX_FLAT_START + 45
 
 #: racecheck hazard kinds (the index of their count after CTX_RACE_COUNT)
 RACE_WAW, RACE_WAR, RACE_RAW = 0, 1, 2

@@ -263,8 +263,8 @@ def spec_of(rec: dict):
     srcs = tuple(tuple(s) if isinstance(s, list) else s for s in rec["sources"])
     tol = tuple(rec["tolerance"]) if rec.get("tolerance") else None
     current = {p.id: p for p in probes.probe_specs()}.get(rec.get("id"))
-    if current is not None and tol is not None and current.tolerance is not None:
-        tol = tuple(current.tolerance)
+    if current is not None and tol is not None:
+        tol = tuple(current.tolerance) if current.tolerance is not None else None
     return probes.ProbeSpec(
         rec["instruction"], srcs, tuple(rec["results"]), rec.get("result_operand", "plain"), bool(rec.get("guard")),
         tol, tuple(rec["domain"]) if rec.get("domain") else None,

@@ -28,7 +28,7 @@ from hypa.ptxdialect.diagnostics import HypaError
 from hypa.ptxdialect.dialect import FuncOp, InstructionOp
 
 from .. import abi
-from . import clock, memory_limits
+from . import clock, memory_limits, mufu
 from .device_heap import DeviceHeap
 from .launch import Launch, LaunchError, check_numeric
 from .launch_limits import launch_error
@@ -783,6 +783,8 @@ class Emulator:
         ctx[abi.CTX_CLOCK_CPI] = clock.cycles_per_warp_instruction()
         ctx[abi.CTX_CLOCK_MHZ] = clock.clock_mhz()
         ctx[abi.CTX_TEXTURE] = textures.address
+        if mufu.used_by(prog):
+            ctx[abi.CTX_MUFU] = mufu.address()
         if grid_sync:  # every CTA resident (a plain launch too: a GPU gives it a workspace as well)
             ctx[abi.CTX_GRID_WORKSPACE] = workspace_window << abi.WINDOW_SHIFT
             stride = abi.coop_save_bytes(shadows * shared_size, shadows * threads * local_size,

@@ -152,7 +152,7 @@ def source_files() -> list[str]:
     here = os.path.dirname(__file__)
     runtime = os.path.dirname(here)
     root = os.path.dirname(runtime)
-    return sorted([os.path.join(here, "program.py"), os.path.join(runtime, "abi.py")]
+    return sorted([os.path.join(here, "program.py"), os.path.join(here, "mufu.py"), os.path.join(runtime, "abi.py")]
                   + glob.glob(os.path.join(here, "lowering", "**", "*.py"), recursive=True)
                   + glob.glob(os.path.join(root, "passes", "*.py"))
                   + glob.glob(os.path.join(root, "ptxdialect", "*.py")))

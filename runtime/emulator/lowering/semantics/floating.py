@@ -25,14 +25,16 @@ from llvmlite import ir
 
 from hypa.passes.contract import CONTRACT_ATTR
 
+from .... import abi
+from ... import mufu
 from .. import outline
 from ..rules import rule
 from ..softfloat import (
     CANON_NAN, FMTS, PACKED, QUIET, K, Fmt, bool_splat, canon_bits, differs, encode, equals,
     f64_directed, f64_nan_result, flush_bits, ieee_rn, is_nan_bits, lane_width, nan_order,
-    narrow_arith, relu_bits, sat_bits, sel, special_bits, tiny_f32, to_f32, unpack,
+    narrow_arith, relu_bits, sat_bits, sel, smax, smin, special_bits, tiny_f32, to_f32, unpack,
 )
-from ..types import F32V, F64V, FLOAT_KIND, ivec, type_bits
+from ..types import F32V, F64V, FLOAT_KIND, i8, i64, ivec, ptr, type_bits
 
 
 # ---------------------------------------------------------------------------
@@ -456,6 +458,104 @@ def _approx_element(e, name: str, p, kind: str):
     return enc
 
 
+def _f64_to_f32_bits(e, r):
+    """f64 lanes rounded to nearest f32 encodings (subnormals kept)."""
+    rp = unpack(e, e.b.bitcast(r, ivec(64)), FMTS["f64"])
+    enc = encode(e, rp.neg, rp.M, rp.E, FMTS["f32"], "rn")
+    return special_bits(e, FMTS["f32"], rp.neg, rp.inf, rp.nan, enc)
+
+
+def _mufu_entry(e, idx, ref):
+    """The MUFU table's result at entry ``idx`` (i64 lanes, ``runtime/emulator/mufu.py``):
+    the encoding nearest ``ref`` (i32 lanes, the f64 evaluation rounded) with the table's
+    low byte."""
+    b = e.b
+    wf = e.wf
+    base = b.inttoptr(wf.ctx_word(abi.CTX_MUFU), ptr)
+    low = wf.masked_gather(wf.vector_pointers(base, idx, 1), e.exec_mask, e.splat(0, i8))
+    delta = b.sext(b.trunc(b.sub(b.zext(low, ivec(32)), ref), ivec(8)), ivec(32))
+    return b.add(ref, delta)
+
+
+def _mufu_rsq(e, x):
+    """MUFU.RSQ (``rsqrt.approx.ftz.f32``) of f32 encodings ``x``."""
+    b = e.b
+    s = b.lshr(x, K(e, 31, 32))
+    ex = b.and_(b.lshr(x, K(e, 23, 32)), K(e, 0xFF, 32))
+    m = b.and_(x, K(e, 0x7FFFFF, 32))
+    # x = 4^k * M with M in [1,4): the entry is the exponent's parity and the mantissa
+    odd = b.and_(b.add(ex, K(e, 1, 32)), K(e, 1, 32))
+    idx = b.zext(b.or_(b.shl(odd, K(e, 23, 32)), m), ivec(64))
+    x64 = b.fpext(b.bitcast(x, F32V), F64V)
+    ref = _f64_to_f32_bits(e, b.fdiv(ir.Constant(F64V, 1.0), e.call("llvm.sqrt.v32f64", F64V, [x64])))
+    r = _mufu_entry(e, b.add(idx, K(e, mufu.RSQRT, 64)), ref)
+    r = sel(e, equals(e, ex, 0), b.or_(b.shl(s, K(e, 31, 32)), K(e, 0x7F800000, 32)), r)
+    r = sel(e, b.and_(equals(e, ex, 255), equals(e, m, 0)), K(e, 0, 32), r)
+    bad = b.or_(b.and_(equals(e, s, 1), differs(e, ex, 0)), b.and_(equals(e, ex, 255), differs(e, m, 0)))
+    return sel(e, bad, K(e, mufu.QNAN, 32), r)
+
+
+def _rsqrt_f32(e, x):
+    """rsqrt.approx[.ftz].f32 as an H100 computes it (ptxas's wrapper without .ftz: a
+    subnormal input times 2^24, the result times 2^12)."""
+    if ".ftz" in e.mods:
+        return _mufu_rsq(e, x)
+    b = e.b
+    sign = b.and_(x, K(e, 0x80000000, 32))
+    mag = b.and_(x, K(e, 0x7FFFFFFF, 32))
+    small = b.icmp_unsigned("<", mag, K(e, 0x00800000, 32))
+    # a subnormal m * 2^-149 times 2^24 is float(m) * 2^-125
+    norm = b.sub(b.bitcast(b.uitofp(mag, F32V), ivec(32)), K(e, 125 << 23, 32))
+    scaled = b.or_(sign, sel(e, equals(e, mag, 0), K(e, 0, 32), norm))
+    r = _mufu_rsq(e, sel(e, small, scaled, x))
+    up = b.and_(small, b.and_(equals(e, sign, 0), differs(e, mag, 0)))
+    return sel(e, up, b.add(r, K(e, 12 << 23, 32)), r)
+
+
+def _mufu_ex2(e, x):
+    """MUFU.EX2 (``ex2.approx.ftz.f32``) of f32 encodings ``x``: |x| truncated to 23
+    fraction bits, n + g; 2^g * 2^n or 2^-g * 2^-n from the tables."""
+    b = e.b
+    x = b.zext(x, ivec(64))
+    s = b.lshr(x, K(e, 31, 64))
+    ex = b.and_(b.lshr(x, K(e, 23, 64)), K(e, 0xFF, 64))
+    m = b.and_(x, K(e, 0x7FFFFF, 64))
+    sig = sel(e, equals(e, ex, 0), K(e, 0, 64), b.or_(m, K(e, 1 << 23, 64)))
+    sh = b.sub(ex, K(e, 127, 64))
+    left = b.shl(sig, smin(e, smax(e, sh, K(e, 0, 64)), K(e, 8, 64)))
+    right = b.lshr(sig, smin(e, b.sub(K(e, 0, 64), sh), K(e, 63, 64)))
+    q = sel(e, b.icmp_signed(">=", sh, K(e, 0, 64)), left, right)
+    n = b.lshr(q, K(e, 23, 64))
+    f = b.and_(q, K(e, (1 << 23) - 1, 64))
+    neg = equals(e, s, 1)
+    g = b.fmul(b.uitofp(f, F64V), ir.Constant(F64V, 2.0 ** -23))
+    ref = _f64_to_f32_bits(e, e.call("llvm.exp2.v32f64", F64V, [sel(e, neg, b.fneg(g), g)]))
+    t = b.zext(_mufu_entry(e, b.add(f, sel(e, neg, K(e, mufu.EX2_NEG, 64), K(e, mufu.EX2_POS, 64))), ref),
+               ivec(64))
+    nsh = b.shl(n, K(e, 23, 64))
+    r = sel(e, neg, b.sub(t, nsh), b.add(t, nsh))
+    r = sel(e, b.icmp_signed(">=", r, K(e, 255 << 23, 64)), K(e, 0x7F800000, 64), r)
+    r = sel(e, b.icmp_signed("<", r, K(e, 1 << 23, 64)), K(e, 0, 64), r)
+    r = sel(e, b.icmp_unsigned(">=", ex, K(e, 135, 64)), sel(e, neg, K(e, 0, 64), K(e, 0x7F800000, 64)), r)
+    r = sel(e, b.and_(equals(e, ex, 255), differs(e, m, 0)), K(e, mufu.QNAN, 64), r)
+    return b.trunc(r, ivec(32))
+
+
+def _ex2_f32(e, x):
+    """ex2.approx[.ftz].f32 as an H100 computes it (ptxas's wrapper without .ftz: for
+    x < -126, ex2(x/2) squared, rounded to nearest with subnormal results)."""
+    if ".ftz" in e.mods:
+        return _mufu_ex2(e, x)
+    b = e.b
+    mag = b.and_(x, K(e, 0x7FFFFFFF, 32))
+    low = b.and_(b.icmp_unsigned(">=", x, K(e, 0x80000000, 32)),
+                 b.and_(b.icmp_unsigned(">", mag, K(e, 0x42FC0000, 32)), b.icmp_unsigned("<=", mag, K(e, 0x7F800000, 32))))
+    half = sel(e, equals(e, mag, 0x7F800000), x, b.sub(x, K(e, 1 << 23, 32)))
+    r = _mufu_ex2(e, sel(e, low, half, x))
+    r64 = b.fpext(b.bitcast(r, F32V), F64V)
+    return sel(e, low, _f64_to_f32_bits(e, b.fmul(r64, r64)), r)
+
+
 @rule("rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2", "tanh")
 def special_function(e) -> None:
     kind, n = layout(e)
@@ -475,6 +575,9 @@ def special_function(e) -> None:
         return
     if name in ("rcp", "sqrt") and ".approx" not in m:
         e.dst(0, pack_parts(e, [arith_element(e, name, [p], kind, rounding(e)) for p in src_parts(e, 1, kind, n)]))
+        return
+    if kind == "f32" and n == 1 and name in mufu.TABLE_FUNCTIONS and ".approx" in m:
+        e.dst(0, (_rsqrt_f32 if name == "rsqrt" else _ex2_f32)(e, e.src(1, 32)))
         return
     out = [_approx_element(e, name, p, kind) for p in src_parts(e, 1, kind, n)]
     e.dst(0, pack_parts(e, out))

@@ -1,0 +1,277 @@
+"""Records what a GPU's MUFU (special function unit) returns for the PTX ``.approx`` f32
+functions (issue 26), so the emulator can reproduce them bit for bit.
+
+Runs on the GPU machine (CuPy; device tool, one call of 20 s):
+
+    python3 benchmarks/gpu/mufu_record.py --out $OUT
+
+then here, on the files that came back (makes ``runtime/emulator/mufu_h100.npz``, the
+emulator's tables, and ``tests/ground_truth/h100/mufu/checks.npz``, the other recordings
+thinned; docs/validation.md, "MUFU"):
+
+    python benchmarks/gpu/mufu_record.py --pack DIR
+
+Writes ``$OUT/mufu_<group>.npz``: for every contiguous range of input encodings
+``<op>__<name>__range`` = (first input encoding, count, first output encoding) and
+``<op>__<name>__diff`` = the lzma-compressed first differences of the output encodings
+(``__dtype`` the narrowest integer type that holds them), or for sampled inputs
+``<op>__<name>__in``/``__out`` (lzma-compressed uint32). ``read_npz`` below decodes either. ``$OUT/mufu_sass.txt`` is ``cuobjdump -sass``
+of the same instructions built by nvcc for sm_90 (what ptxas wraps around each MUFU op).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import lzma
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+#: op name -> PTX instruction (one f32 source)
+OPS = {
+    "rsqrt": "rsqrt.approx.f32",
+    "rsqrt_ftz": "rsqrt.approx.ftz.f32",
+    "ex2": "ex2.approx.f32",
+    "ex2_ftz": "ex2.approx.ftz.f32",
+    "rcp": "rcp.approx.f32",
+    "rcp_ftz": "rcp.approx.ftz.f32",
+    "lg2_ftz": "lg2.approx.ftz.f32",
+    "sqrt": "sqrt.approx.f32",
+}
+
+KERNEL = r"""
+extern "C" __global__ void k_{name}(const unsigned* in, unsigned use_in, unsigned start, unsigned* out,
+                              unsigned long long n) {{
+  unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  unsigned b = use_in ? in[i] : start + (unsigned)i;
+  float x = __uint_as_float(b), r;
+  asm volatile("{ptx} %0, %1;" : "=f"(r) : "f"(x));
+  out[i] = __float_as_uint(r);
+}}
+"""
+
+
+def source() -> str:
+    return "".join(KERNEL.format(name=n, ptx=p) for n, p in OPS.items())
+
+
+def f32_bits(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float32).view(np.uint32)
+
+
+def binade(exp_biased: int, neg: bool = False) -> tuple[int, int]:
+    return ((1 << 31) if neg else 0) | (exp_biased << 23), 1 << 23
+
+
+def specials() -> np.ndarray:
+    s = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FBFFFFF,
+         0xFFFFFFFF, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000, 0x80800000,
+         0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000, 0xBF800000, 0x40000000, 0x3F000000, 0xBF000000]
+    return np.array(s, dtype=np.uint32)
+
+
+def jobs():
+    """(group, op, name, range (start, count) or inputs)"""
+    rng = np.random.default_rng(26)
+    out = []
+    # rsqrt: every float in [1,4), every positive subnormal, x * 4^k samples, specials
+    m = rng.integers(0x3F800000, 0x40800000, 1024, dtype=np.uint32)
+    x = m.view(np.float32).astype(np.float64)
+    scaled = np.concatenate([np.ldexp(x, 2 * k) for k in range(-80, 64)]).astype(np.float32)
+    neg = -rng.random(4096).astype(np.float32) * np.float32(2.0) ** rng.integers(-140, 120, 4096)
+    ins = np.concatenate([f32_bits(scaled), f32_bits(neg), specials(), rng.integers(0, 1 << 32, 65536, dtype=np.uint32)])
+    for op in ("rsqrt", "rsqrt_ftz"):
+        out.append(("rsqrt", op, "core", (0x3F800000, 1 << 24)))
+        out.append(("rsqrt", op, "subnormal", (1, (1 << 23) - 1)))
+        out.append(("rsqrt", op, "samples", ins))
+    # ex2.ftz: every float with |x| in [2^-8, 2); both ex2 variants: samples
+    for e in range(127 - 8, 128):
+        for neg in (False, True):
+            out.append(("ex2n" if neg else "ex2p", "ex2_ftz", f"binade{e - 127}{'n' if neg else 'p'}", binade(e, neg)))
+    frac = rng.random(4096).astype(np.float32)
+    fr = np.concatenate([frac, f32_bits(frac[:64]).view(np.float32)])
+    ints = np.arange(-160, 131, dtype=np.float32)
+    xi = (ints[:, None] + fr[None, :]).astype(np.float32).ravel()
+    small = [rng.integers(lo, lo + (1 << 23), 1024, dtype=np.uint32) | s
+             for e in list(range(0, 127 - 8)) + list(range(128, 256)) for lo in [e << 23] for s in (0, 1 << 31)]
+    ins = np.concatenate([f32_bits(xi), np.concatenate(small), specials(),
+                          rng.integers(0, 1 << 32, 65536, dtype=np.uint32)])
+    for op in ("ex2", "ex2_ftz"):
+        out.append(("ex2s", op, "samples", ins))
+    # ex2 (not ftz) where results are subnormal or near: every float in [-152, -120]
+    lo = f32_bits(np.float32(-120.0)).item()
+    hi = f32_bits(np.float32(-152.0)).item()
+    for op in ("ex2", "ex2_ftz"):
+        out.append(("ex2s", op, "tail", (lo, hi - lo + 1)))
+    # cheap extras (not modelled yet): the reduced domains of rcp, lg2, sqrt
+    out.append(("extra", "rcp", "core", (0x3F800000, 1 << 23)))
+    out.append(("extra", "rcp_ftz", "core", (0x3F800000, 1 << 23)))
+    out.append(("extra", "lg2_ftz", "core", (0x3F800000, 1 << 23)))
+    out.append(("extra", "sqrt", "core", (0x3F800000, 1 << 24)))
+    ins = np.concatenate([specials(), rng.integers(0, 1 << 32, 65536, dtype=np.uint32)])
+    for op in ("rcp", "rcp_ftz", "lg2_ftz", "sqrt"):
+        out.append(("extra", op, "samples", ins))
+    return out
+
+
+def pack(a: np.ndarray) -> np.ndarray:
+    return np.frombuffer(lzma.compress(a.tobytes(), preset=6), np.uint8)
+
+
+def unpack(a: np.ndarray, dtype) -> np.ndarray:
+    return np.frombuffer(lzma.decompress(a.tobytes()), dtype)
+
+
+def encode(item):
+    key, kind, a, b = item
+    if kind == "range":
+        d = np.diff(a.astype(np.int64))
+        dt = next(t for t in (np.int8, np.int16, np.int32, np.int64) if d.size == 0 or
+                  (d.min() >= np.iinfo(t).min and d.max() <= np.iinfo(t).max))
+        return key, {"range": np.array([b[0], b[1], a[0]], dtype=np.int64), "diff": pack(d.astype(dt)),
+                     "dtype": np.array(np.dtype(dt).str)}
+    return key, {"in": pack(b), "out": pack(a)}
+
+
+def read_npz(path) -> dict:
+    """{(op, name): (inputs uint32, outputs uint32)} from a file ``main`` wrote."""
+    z = np.load(path)
+    res = {}
+    for k in z.files:
+        op, name, part = k.split("__")
+        if part == "range":
+            s, n, first = (int(v) for v in z[k])
+            d = unpack(z[f"{op}__{name}__diff"], np.dtype(str(z[f"{op}__{name}__dtype"])))
+            out = np.concatenate([[first], first + np.cumsum(d, dtype=np.int64)])
+            res[(op, name)] = ((s + np.arange(n, dtype=np.int64)).astype(np.uint32), out.astype(np.uint32))
+        elif part == "in":
+            i = unpack(z[k], np.uint32)
+            o = unpack(z[f"{op}__{name}__out"], np.uint32)
+            res[(op, name)] = (i, o)
+    return res
+
+
+def sass(out: str) -> None:
+    src = source().replace('extern "C" __global__', 'extern "C" __global__ __launch_bounds__(256)')
+    with tempfile.TemporaryDirectory() as d:
+        cu = os.path.join(d, "m.cu")
+        open(cu, "w").write(src)
+        cub = os.path.join(d, "m.cubin")
+        p = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", cub, cu], capture_output=True, text=True)
+        text = p.stderr
+        if p.returncode == 0:
+            text += subprocess.run(["cuobjdump", "-sass", cub], capture_output=True, text=True).stdout
+        open(os.path.join(out, "mufu_sass.txt"), "w").write(text)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="on the GPU machine: record into this folder")
+    ap.add_argument("--pack", metavar="DIR", help="here: make the emulator's tables and the recorded checks from "
+                    "the files a device call wrote to DIR")
+    a = ap.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if a.pack:
+        pack_files(a.pack, os.path.join(root, "runtime", "emulator", "mufu_h100.npz"),
+                   os.path.join(root, "tests", "ground_truth", "h100", "mufu", "checks.npz"))
+        return 0
+    if not a.out:
+        ap.error("give --out (on the GPU machine) or --pack")
+    import cupy as cp
+
+    sass(a.out)
+    mod = cp.RawModule(code=source())
+    kern = {n: mod.get_function(f"k_{n}") for n in OPS}
+    print(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip())
+    groups: dict[str, list] = {}
+    for group, op, name, spec in jobs():
+        if isinstance(spec, tuple):
+            s, n = spec
+            dev_in, use, start = cp.zeros(1, dtype=cp.uint32), 0, s
+        else:
+            n = len(spec)
+            dev_in, use, start = cp.asarray(spec), 1, 0
+        o = cp.empty(n, dtype=cp.uint32)
+        kern[op](((n + 255) // 256,), (256,), (dev_in, np.uint32(use), np.uint32(start), o, np.uint64(n)))
+        res = cp.asnumpy(o)
+        groups.setdefault(group, []).append((f"{op}__{name}", "range" if isinstance(spec, tuple) else "in",
+                                             res, spec))
+    with ProcessPoolExecutor(16) as ex:
+        for group, items in groups.items():
+            arrays = {}
+            for key, parts in ex.map(encode, items):
+                for part, v in parts.items():
+                    arrays[f"{key}__{part}"] = v
+            path = os.path.join(a.out, f"mufu_{group}.npz")
+            np.savez(path, **arrays)
+            print(group, len(items), "jobs", os.path.getsize(path), "bytes")
+    return 0
+
+
+
+# ---------------------------------------------------------------------------
+# here, after the device call: the emulator's tables and the recorded checks
+# ---------------------------------------------------------------------------
+
+
+def _diff_blob(out: np.ndarray) -> dict:
+    d = np.diff(out.astype(np.int64))
+    dt = next(t for t in (np.int8, np.int16, np.int32, np.int64)
+              if d.min() >= np.iinfo(t).min and d.max() <= np.iinfo(t).max)
+    return {"first": np.array(int(out[0]), dtype=np.int64), "dtype": np.array(np.dtype(dt).str),
+            "diff": np.frombuffer(lzma.compress(d.astype(dt).tobytes(), preset=9 | lzma.PRESET_EXTREME), np.uint8)}
+
+
+def undiff(z, prefix: str) -> np.ndarray:
+    """The uint32 array ``_diff_blob`` stored under ``prefix`` in ``z``."""
+    d = np.frombuffer(lzma.decompress(z[f"{prefix}__diff"].tobytes()), np.dtype(str(z[f"{prefix}__dtype"])))
+    first = int(z[f"{prefix}__first"])
+    return np.concatenate([[first], first + np.cumsum(d, dtype=np.int64)]).astype(np.uint32)
+
+
+def pack_files(recorded: str, tables: str, checks: str) -> None:
+    """``recorded``: the folder the device call wrote.  ``tables``: the emulator's MUFU tables
+    (runtime/emulator/mufu_h100.npz: the H100's outputs for every input of the reduced
+    domains); ``checks``: the other recordings, thinned (tests/ground_truth/h100/mufu/checks.npz)."""
+    rec = {}
+    for g in ("rsqrt", "ex2p", "ex2n", "ex2s"):
+        rec.update(read_npz(os.path.join(recorded, f"mufu_{g}.npz")))
+    core, core_ftz = rec[("rsqrt", "core")], rec[("rsqrt_ftz", "core")]
+    assert np.array_equal(core[1], core_ftz[1]), "rsqrt.approx.f32 and .ftz differ on [1,4)"
+    t = {}
+    for name, (ins, outs), first in (("rsqrt", core, 0x3F800000), ("ex2_pos", rec[("ex2_ftz", "binade0p")], 0x3F800000),
+                                     ("ex2_neg", rec[("ex2_ftz", "binade0n")], 0xBF800000)):
+        assert ins[0] == first
+        if name == "ex2_pos":
+            outs = outs - np.uint32(1 << 23)  # 2^(1+f) -> 2^f
+        if name == "ex2_neg":
+            outs = outs + np.uint32(1 << 23)  # 2^-(1+g) -> 2^-g
+        for k, v in _diff_blob(outs).items():
+            t[f"{name}__{k}"] = v
+    np.savez(tables, **t)
+    rng = np.random.default_rng(1)
+    c = {}
+    for (op, name), (ins, outs) in sorted(rec.items()):
+        if name in ("core", "binade0p", "binade0n"):
+            continue  # in the tables
+        contiguous = ins.size > 1 and np.all(np.diff(ins.astype(np.int64)) == 1)
+        if contiguous:
+            c[f"{op}__{name}__start"] = np.array(int(ins[0]), dtype=np.int64)
+            c[f"{op}__{name}__count"] = np.array(ins.size, dtype=np.int64)
+            for k, v in _diff_blob(outs).items():
+                c[f"{op}__{name}__{k}"] = v
+        else:
+            keep = np.union1d(rng.choice(ins.size, min(ins.size, 32768), replace=False),
+                              np.flatnonzero(np.isin(ins, specials())))
+            c[f"{op}__{name}__in"] = pack(ins[keep])
+            c[f"{op}__{name}__out"] = pack(outs[keep])
+    np.savez(checks, **c)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
