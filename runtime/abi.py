@@ -142,8 +142,8 @@ CTX_RACE_CTA = CTX_FLAT_START + 40                    # .. linear CTA id
 CTX_CLOCK = CTX_FLAT_START + 41
 CTX_CLOCK_CPI = CTX_FLAT_START + 42
 CTX_CLOCK_MHZ = CTX_FLAT_START + 43
-# rsqrt/ex2.approx.f32: the low bytes of the H100's MUFU results (runtime/emulator/mufu.py),
-# or 0 where the kernel has no such instruction
+# rsqrt/ex2/rcp/sqrt.approx.f32: pointer to the addresses of the MUFU tables' low bytes
+# (runtime/emulator/mufu.py, TABLES order; 0: a table the kernel does not read), or 0
 CTX_MUFU = CTX_FLAT_START + 44
 CTX_WORDS = CTX_FLAT_START + 45
 

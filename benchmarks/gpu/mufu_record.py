@@ -9,7 +9,9 @@ then here, on the files that came back (makes ``runtime/emulator/mufu_h100.npz``
 emulator's tables, and ``tests/ground_truth/h100/mufu/checks.npz``, the other recordings
 thinned; docs/validation.md, "MUFU"):
 
-    python benchmarks/gpu/mufu_record.py --pack DIR
+    python benchmarks/gpu/mufu_record.py --pack DIR1 DIR2 DIR3
+
+(DIR1: what ``--out`` wrote, DIR2: ``--set rcp_sqrt --out``, DIR3: ``--set div --out``.)
 
 Writes ``$OUT/mufu_<group>.npz``: for every contiguous range of input encodings
 ``<op>__<name>__range`` = (first input encoding, count, first output encoding) and
@@ -41,6 +43,7 @@ OPS = {
     "rcp_ftz": "rcp.approx.ftz.f32",
     "lg2_ftz": "lg2.approx.ftz.f32",
     "sqrt": "sqrt.approx.f32",
+    "sqrt_ftz": "sqrt.approx.ftz.f32",
 }
 
 KERNEL = r"""
@@ -56,8 +59,47 @@ extern "C" __global__ void k_{name}(const unsigned* in, unsigned use_in, unsigne
 """
 
 
+#: two-source instructions (``--set div``): a / b
+OPS2 = {"div_approx": "div.approx.f32", "div_approx_ftz": "div.approx.ftz.f32",
+        "div_full": "div.full.f32", "div_full_ftz": "div.full.ftz.f32"}
+
+KERNEL2 = r"""
+extern "C" __global__ void k_{name}(const unsigned* a, const unsigned* b, unsigned* out, unsigned long long n) {{
+  unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float r;
+  asm volatile("{ptx} %0, %1, %2;" : "=f"(r) : "f"(__uint_as_float(a[i])), "f"(__uint_as_float(b[i])));
+  out[i] = __float_as_uint(r);
+}}
+"""
+
+
 def source() -> str:
-    return "".join(KERNEL.format(name=n, ptx=p) for n, p in OPS.items())
+    return "".join(KERNEL.format(name=n, ptx=p) for n, p in OPS.items()) + \
+        "".join(KERNEL2.format(name=n, ptx=p) for n, p in OPS2.items())
+
+
+def div_inputs(n: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) for ``--set div``: divisors of every exponent, subnormal, near 2^-126 and
+    2^126, specials; dividends random or a few binades from b's (quotients near overflow
+    and underflow)."""
+    rng = np.random.default_rng(28)
+    q = n // 4
+    b = np.concatenate([
+        rng.integers(0, 1 << 32, q, dtype=np.uint32),
+        (rng.integers(0, 1 << 23, q, dtype=np.uint32) | (rng.integers(0, 256, q, dtype=np.uint32) << 23)
+         | (rng.integers(0, 2, q, dtype=np.uint32) << 31)),
+        # exponent fields 0..3 and 250..254: subnormal, near 2^-126, near 2^126
+        (rng.integers(0, 1 << 23, q, dtype=np.uint32) | (rng.choice([0, 1, 2, 3, 250, 251, 252, 253, 254], q).astype(np.uint32) << 23)
+         | (rng.integers(0, 2, q, dtype=np.uint32) << 31)),
+        np.resize(specials(), q)])
+    be = (b >> 23) & 0xFF
+    ae = np.clip(be.astype(np.int64) + rng.integers(-130, 131, n), 0, 255).astype(np.uint32)
+    a_near = rng.integers(0, 1 << 23, n, dtype=np.uint32) | (ae << 23) | (rng.integers(0, 2, n, dtype=np.uint32) << 31)
+    a = np.where(rng.random(n) < 0.5, rng.integers(0, 1 << 32, n, dtype=np.uint32), a_near).astype(np.uint32)
+    a[: len(specials()) ** 2] = np.repeat(specials(), len(specials()))
+    b[: len(specials()) ** 2] = np.tile(specials(), len(specials()))
+    return a, b
 
 
 def f32_bits(x) -> np.ndarray:
@@ -73,6 +115,27 @@ def specials() -> np.ndarray:
          0xFFFFFFFF, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000, 0x80800000,
          0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000, 0xBF800000, 0x40000000, 0x3F000000, 0xBF000000]
     return np.array(s, dtype=np.uint32)
+
+
+def jobs_rcp_sqrt():
+    """The second call (``--set rcp_sqrt``): rcp and sqrt beyond their reduced domains."""
+    rng = np.random.default_rng(27)
+    out = []
+    m = rng.integers(0x3F800000, 0x40000000, 1024, dtype=np.uint32).view(np.float32).astype(np.float64)
+    scaled = np.concatenate([np.ldexp(m, k) for k in range(-150, 129)]).astype(np.float32)
+    ins = np.concatenate([f32_bits(scaled), f32_bits(-scaled), specials(), rng.integers(0, 1 << 32, 65536, dtype=np.uint32)])
+    for op in ("rcp", "rcp_ftz"):
+        out.append(("rcpsqrt", op, "subnormal", (1, (1 << 23) - 1)))
+        out.append(("rcpsqrt", op, "scaled", ins))
+    m = rng.integers(0x3F800000, 0x40800000, 1024, dtype=np.uint32).view(np.float32).astype(np.float64)
+    scaled = np.concatenate([np.ldexp(m, 2 * k) for k in range(-80, 64)]).astype(np.float32)
+    neg = -rng.random(4096).astype(np.float32) * np.float32(2.0) ** rng.integers(-140, 120, 4096)
+    ins = np.concatenate([f32_bits(scaled), f32_bits(neg), specials(), rng.integers(0, 1 << 32, 65536, dtype=np.uint32)])
+    out.append(("rcpsqrt", "sqrt_ftz", "core", (0x3F800000, 1 << 24)))
+    for op in ("sqrt", "sqrt_ftz"):
+        out.append(("rcpsqrt", op, "subnormal", (1, (1 << 23) - 1)))
+        out.append(("rcpsqrt", op, "scaled", ins))
+    return out
 
 
 def jobs():
@@ -172,8 +235,10 @@ def sass(out: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="on the GPU machine: record into this folder")
-    ap.add_argument("--pack", metavar="DIR", help="here: make the emulator's tables and the recorded checks from "
-                    "the files a device call wrote to DIR")
+    ap.add_argument("--set", choices=("rsqrt_ex2", "rcp_sqrt", "div"), default="rsqrt_ex2",
+                    help="what to record: the first call's sets (default) or the second's")
+    ap.add_argument("--pack", metavar="DIR", nargs="+", help="here: make the emulator's tables and the recorded "
+                    "checks from the files the device calls wrote to the folders DIR")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if a.pack:
@@ -186,10 +251,19 @@ def main() -> int:
 
     sass(a.out)
     mod = cp.RawModule(code=source())
-    kern = {n: mod.get_function(f"k_{n}") for n in OPS}
+    kern = {n: mod.get_function(f"k_{n}") for n in list(OPS) + list(OPS2)}
+    if a.set == "div":
+        x, y = div_inputs()
+        np.savez(os.path.join(a.out, "mufu_div_in.npz"), a=pack(x), b=pack(y))
+        for op in OPS2:  # a file each (at most 16 MiB come back per file)
+            o = cp.empty(x.size, dtype=cp.uint32)
+            kern[op](((x.size + 255) // 256,), (256,), (cp.asarray(x), cp.asarray(y), o, np.uint64(x.size)))
+            np.savez(os.path.join(a.out, f"mufu_{op}.npz"), out=pack(cp.asnumpy(o)))
+        print("div", x.size, "pairs")
+        return 0
     print(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip())
     groups: dict[str, list] = {}
-    for group, op, name, spec in jobs():
+    for group, op, name, spec in (jobs() if a.set == "rsqrt_ex2" else jobs_rcp_sqrt()):
         if isinstance(spec, tuple):
             s, n = spec
             dev_in, use, start = cp.zeros(1, dtype=cp.uint32), 0, s
@@ -234,18 +308,26 @@ def undiff(z, prefix: str) -> np.ndarray:
     return np.concatenate([[first], first + np.cumsum(d, dtype=np.int64)]).astype(np.uint32)
 
 
-def pack_files(recorded: str, tables: str, checks: str) -> None:
-    """``recorded``: the folder the device call wrote.  ``tables``: the emulator's MUFU tables
+def pack_files(recorded: list[str], tables: str, checks: str) -> None:
+    """``recorded``: the folders the device calls wrote.  ``tables``: the emulator's MUFU tables
     (runtime/emulator/mufu_h100.npz: the H100's outputs for every input of the reduced
     domains); ``checks``: the other recordings, thinned (tests/ground_truth/h100/mufu/checks.npz)."""
     rec = {}
-    for g in ("rsqrt", "ex2p", "ex2n", "ex2s"):
-        rec.update(read_npz(os.path.join(recorded, f"mufu_{g}.npz")))
-    core, core_ftz = rec[("rsqrt", "core")], rec[("rsqrt_ftz", "core")]
-    assert np.array_equal(core[1], core_ftz[1]), "rsqrt.approx.f32 and .ftz differ on [1,4)"
+    for d in recorded:
+        for g in ("rsqrt", "ex2p", "ex2n", "ex2s", "extra", "rcpsqrt"):
+            if os.path.exists(os.path.join(d, f"mufu_{g}.npz")):
+                rec.update(read_npz(os.path.join(d, f"mufu_{g}.npz")))
+    # lg2: not modelled; the first call's random rcp/sqrt samples: the second call's "scaled" has as many
+    rec = {k: v for k, v in rec.items() if not k[0].startswith("lg2") and not (k[0] in ("rcp", "rcp_ftz", "sqrt")
+                                                                                 and k[1] == "samples")}
+    for a, b in (("rsqrt", "rsqrt_ftz"), ("rcp", "rcp_ftz"), ("sqrt", "sqrt_ftz")):
+        assert np.array_equal(rec[(a, "core")][1], rec[(b, "core")][1]), f"{a} and {b} differ on the reduced domain"
     t = {}
-    for name, (ins, outs), first in (("rsqrt", core, 0x3F800000), ("ex2_pos", rec[("ex2_ftz", "binade0p")], 0x3F800000),
-                                     ("ex2_neg", rec[("ex2_ftz", "binade0n")], 0xBF800000)):
+    for name, (ins, outs), first in (("rsqrt", rec[("rsqrt", "core")], 0x3F800000),
+                                     ("ex2_pos", rec[("ex2_ftz", "binade0p")], 0x3F800000),
+                                     ("ex2_neg", rec[("ex2_ftz", "binade0n")], 0xBF800000),
+                                     ("rcp", rec[("rcp", "core")], 0x3F800000),
+                                     ("sqrt", rec[("sqrt", "core")], 0x3F800000)):
         assert ins[0] == first
         if name == "ex2_pos":
             outs = outs - np.uint32(1 << 23)  # 2^(1+f) -> 2^f
@@ -266,10 +348,18 @@ def pack_files(recorded: str, tables: str, checks: str) -> None:
             for k, v in _diff_blob(outs).items():
                 c[f"{op}__{name}__{k}"] = v
         else:
-            keep = np.union1d(rng.choice(ins.size, min(ins.size, 32768), replace=False),
+            keep = np.union1d(rng.choice(ins.size, min(ins.size, 16384), replace=False),
                               np.flatnonzero(np.isin(ins, specials())))
             c[f"{op}__{name}__in"] = pack(ins[keep])
             c[f"{op}__{name}__out"] = pack(outs[keep])
+    for d in recorded:  # --set div: 16,384 of the pairs (the specials' 484 among them)
+        if os.path.exists(os.path.join(d, "mufu_div_in.npz")):
+            z = np.load(os.path.join(d, "mufu_div_in.npz"))
+            x, y = unpack(z["a"], np.uint32), unpack(z["b"], np.uint32)
+            keep = np.union1d(np.arange(len(specials()) ** 2), rng.choice(x.size, 16384 - len(specials()) ** 2, replace=False))
+            c["div__pairs__a"], c["div__pairs__b"] = pack(x[keep]), pack(y[keep])
+            for op in OPS2:
+                c[f"{op}__pairs__out"] = pack(unpack(np.load(os.path.join(d, f"mufu_{op}.npz"))["out"], np.uint32)[keep])
     np.savez(checks, **c)
 
 

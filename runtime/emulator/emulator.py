@@ -784,7 +784,7 @@ class Emulator:
         ctx[abi.CTX_CLOCK_MHZ] = clock.clock_mhz()
         ctx[abi.CTX_TEXTURE] = textures.address
         if mufu.used_by(prog):
-            ctx[abi.CTX_MUFU] = mufu.address()
+            ctx[abi.CTX_MUFU] = mufu.address(mufu.used_by(prog))
         if grid_sync:  # every CTA resident (a plain launch too: a GPU gives it a workspace as well)
             ctx[abi.CTX_GRID_WORKSPACE] = workspace_window << abi.WINDOW_SHIFT
             stride = abi.coop_save_bytes(shadows * shared_size, shadows * threads * local_size,

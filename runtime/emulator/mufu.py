@@ -35,22 +35,20 @@ import numpy as np
 
 TABLE_FILE = os.path.join(os.path.dirname(__file__), "mufu_h100.npz")
 
-#: entry offsets in the byte table given to generated code (``abi.CTX_MUFU``)
-RSQRT = 0
-EX2_POS = 1 << 24
-EX2_NEG = EX2_POS + (1 << 23)
-ENTRIES = EX2_NEG + (1 << 23)
-
-#: the instructions that read the tables (``used_by``)
-TABLE_FUNCTIONS = ("rsqrt", "ex2")
+#: the tables, in the order of their addresses in the word array ``abi.CTX_MUFU`` points to:
+#: name -> entries
+TABLES = {"rsqrt": 1 << 24, "ex2_pos": 1 << 23, "ex2_neg": 1 << 23, "rcp": 1 << 23, "sqrt": 1 << 24}
+SLOT = {name: i for i, name in enumerate(TABLES)}
+#: the PTX functions with MUFU tables (``.approx.f32`` alone) -> the tables they read
+FUNCTIONS = {"rsqrt": ("rsqrt",), "ex2": ("ex2_pos", "ex2_neg"), "rcp": ("rcp",), "sqrt": ("sqrt",)}
 
 
 @functools.cache
 def tables() -> dict[str, np.ndarray]:
-    """{"rsqrt", "ex2_pos", "ex2_neg"}: the recorded results (uint32 encodings)."""
+    """The recorded results (uint32 encodings), by table name."""
     z = np.load(TABLE_FILE)
     out = {}
-    for name in ("rsqrt", "ex2_pos", "ex2_neg"):
+    for name in TABLES:
         d = np.frombuffer(lzma.decompress(z[f"{name}__diff"].tobytes()), np.dtype(str(z[f"{name}__dtype"])))
         first = int(z[f"{name}__first"])
         out[name] = np.concatenate([[first], first + np.cumsum(d, dtype=np.int64)]).astype(np.uint32)
@@ -58,27 +56,38 @@ def tables() -> dict[str, np.ndarray]:
 
 
 @functools.cache
-def _low_bytes() -> np.ndarray:
-    t = tables()
-    return np.ascontiguousarray(np.concatenate([t["rsqrt"], t["ex2_pos"], t["ex2_neg"]]).astype(np.uint8))
+def _low_bytes(name: str) -> np.ndarray:
+    return np.ascontiguousarray(tables()[name].astype(np.uint8))
 
 
-def address() -> int:
-    """The byte table's address (loaded on first use, kept for the process)."""
-    return _low_bytes().ctypes.data
+@functools.cache
+def _addresses(names: frozenset) -> np.ndarray:
+    return np.array([_low_bytes(n).ctypes.data if n in names else 0 for n in TABLES], np.int64)
 
 
-def uses_table(op) -> bool:
-    """Whether an instruction's lowering reads the tables (``rsqrt``/``ex2`` ``.approx.f32``)."""
+def address(names: frozenset) -> int:
+    """The address of the words generated code reads (``abi.CTX_MUFU``): each table's low
+    bytes, or 0 for a table not in ``names`` (loaded on first use, kept for the process)."""
+    return _addresses(frozenset(names)).ctypes.data
+
+
+def uses(op) -> tuple[str, ...]:
+    """The tables an instruction's lowering reads (``rsqrt``/``ex2``/``rcp``/``sqrt``
+    ``.approx.f32``; ``div.approx.f32`` and ``div.full.f32``: a times MUFU.RCP(b)).
+    Generated code reads a table only where this says so: the launch loads those."""
     mods = op.modifiers
-    return op.spec.name in TABLE_FUNCTIONS and ".approx" in mods and ".f32" in mods
+    if ".f32" not in mods:
+        return ()
+    if op.spec.name == "div":
+        return ("rcp",) if ".approx" in mods or ".full" in mods else ()
+    return FUNCTIONS.get(op.spec.name, ()) if ".approx" in mods else ()
 
 
-def used_by(prog) -> bool:
-    """Whether a kernel program has such an instruction (remembered on the program)."""
-    hit = prog.__dict__.get("_uses_mufu")
+def used_by(prog) -> frozenset:
+    """The tables a kernel program reads (remembered on the program)."""
+    hit = prog.__dict__.get("_mufu_tables")
     if hit is None:
-        hit = prog.__dict__["_uses_mufu"] = any(uses_table(op) for op in prog.instructions)
+        hit = prog.__dict__["_mufu_tables"] = frozenset(t for op in prog.instructions for t in uses(op))
     return hit
 
 
@@ -139,3 +148,57 @@ def ex2(x: np.ndarray, ftz: bool) -> np.ndarray:
     r = _mufu_ex2(np.where(low, half, x))
     sq = (r.view(np.float32).astype(np.float64) ** 2).astype(np.float32).view(np.uint32)
     return np.where(low, sq, r).astype(np.uint32)
+
+
+def _mufu_rcp(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.int64)
+    s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
+    r = tables()["rcp"][m].astype(np.int64) - ((e - 127) << 23)
+    r = np.where(r < 1 << 23, 0, r) | (s << 31)
+    r = np.where(e == 0, (s << 31) | 0x7F800000, r)
+    r = np.where((e == 255) & (m == 0), s << 31, r)
+    return np.where((e == 255) & (m != 0), QNAN, r).astype(np.uint32)
+
+
+def _f32_mul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x * y of uint32 encodings, rounded to nearest (subnormals kept), NaN canonical."""
+    p = (x.view(np.float32).astype(np.float64) * y.view(np.float32).astype(np.float64)).astype(np.float32)
+    return np.where(np.isnan(p), QNAN, p.view(np.uint32)).astype(np.uint32)
+
+
+def rcp(x: np.ndarray, ftz: bool) -> np.ndarray:
+    """``rcp.approx[.ftz].f32`` as an H100 computes it (without .ftz ptxas scales x by 2^24
+    below 2^-126 and by 1/4 above 2^126, and the result by the same factor)."""
+    x = np.asarray(x, dtype=np.uint32)
+    if ftz:
+        return _mufu_rcp(x)
+    mag = x & np.uint32(0x7FFFFFFF)
+    sc = np.where(mag > 0x7E800000, 0x3E800000, np.where(mag < 0x00800000, 0x4B800000, 0x3F800000))
+    sc = np.where(mag > 0x7F800000, 0x3F800000, sc).astype(np.uint32)  # NaN: not scaled
+    return _f32_mul(sc, _mufu_rcp(_f32_mul(x, sc)))
+
+
+def _mufu_sqrt(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.int64)
+    s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
+    normal = (e > 0) & (e < 255)
+    idx = np.where(normal, ((e + 1) & 1) << 23 | m, 0)
+    r = tables()["sqrt"][idx].astype(np.int64) + (((e - 127) >> 1) << 23)
+    r = np.where(e == 0, s << 31, r)
+    r = np.where((e == 255) & (m == 0), 0x7F800000, r)
+    r = np.where(((s == 1) & (e != 0)) | ((e == 255) & (m != 0)), QNAN, r)
+    return r.astype(np.uint32)
+
+
+def sqrt(x: np.ndarray, ftz: bool) -> np.ndarray:
+    """``sqrt.approx[.ftz].f32`` as an H100 computes it (without .ftz ptxas scales a
+    subnormal input by 2^24 and the result by 2^-12)."""
+    x = np.asarray(x, dtype=np.uint32).astype(np.int64)
+    if ftz:
+        return _mufu_sqrt(x)
+    mag = x & 0x7FFFFFFF
+    small = mag < 0x00800000
+    scaled = (x & 0x80000000) | np.where(mag == 0, 0, np.maximum(mag, 1).astype(np.float32).view(np.uint32)
+                                          .astype(np.int64) - (125 << 23))
+    r = _mufu_sqrt(np.where(small, scaled, x)).astype(np.int64)
+    return np.where(small & (x >> 31 == 0) & (mag != 0), r - (12 << 23), r).astype(np.uint32)

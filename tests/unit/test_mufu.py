@@ -1,10 +1,11 @@
-"""rsqrt.approx.f32 and ex2.approx.f32 bit for bit as an H100 computes them (issue 26).
+"""rsqrt, ex2, rcp and sqrt .approx.f32 bit for bit as an H100 computes them (issue 26).
 
 ``runtime/emulator/mufu.py`` holds the H100's results on the reduced domains (every float of
-[1,4) for rsqrt, every 23-bit fraction for ex2); ``tests/ground_truth/h100/mufu/checks.npz``
-holds what the same H100 returned elsewhere (every positive subnormal, every float with
-|x| in [2^-8, 1) for ex2.ftz, every float in [-152, -120] for ex2, and samples of every
-exponent, x * 4^k for rsqrt, specials), recorded by ``benchmarks/gpu/mufu_record.py``
+[1,4) for rsqrt and sqrt, of [1,2) for rcp, every 23-bit fraction for ex2);
+``tests/ground_truth/h100/mufu/checks.npz`` holds what H100s returned elsewhere (every
+positive subnormal, every float with |x| in [2^-8, 1) for ex2.ftz, every float in
+[-152, -120] for ex2, x * 4^k (rsqrt, sqrt) and x * 2^k (rcp) for every k, random
+encodings, specials), recorded by ``benchmarks/gpu/mufu_record.py``
 (docs/validation.md, "MUFU"). The model (numpy) and the emulator's lowering (a kernel)
 are both compared with those recordings.
 """
@@ -23,7 +24,9 @@ from hypa.runtime.emulator import mufu
 
 CHECKS = os.path.join(os.path.dirname(__file__), "..", "ground_truth", "h100", "mufu", "checks.npz")
 OPS = {"rsqrt": "rsqrt.approx.f32", "rsqrt_ftz": "rsqrt.approx.ftz.f32",
-       "ex2": "ex2.approx.f32", "ex2_ftz": "ex2.approx.ftz.f32"}
+       "ex2": "ex2.approx.f32", "ex2_ftz": "ex2.approx.ftz.f32",
+       "rcp": "rcp.approx.f32", "rcp_ftz": "rcp.approx.ftz.f32",
+       "sqrt": "sqrt.approx.f32", "sqrt_ftz": "sqrt.approx.ftz.f32"}
 
 
 @functools.cache
@@ -44,20 +47,40 @@ def recorded() -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
     return out
 
 
+DIV_OPS = {"div_approx": "div.approx.f32", "div_approx_ftz": "div.approx.ftz.f32",
+           "div_full": "div.full.f32", "div_full_ftz": "div.full.ftz.f32"}
+
+
+@functools.cache
+def recorded_div() -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """(a, b, {op: the H100's a / b}): 16,384 recorded pairs (uint32 encodings)."""
+    z = np.load(CHECKS)
+
+    def get(k):
+        return np.frombuffer(lzma.decompress(z[k].tobytes()), np.uint32)
+
+    return get("div__pairs__a"), get("div__pairs__b"), {op: get(f"{op}__pairs__out") for op in DIV_OPS}
+
+
 def model(op: str, x: np.ndarray) -> np.ndarray:
-    fn = mufu.rsqrt if op.startswith("rsqrt") else mufu.ex2
+    fn = getattr(mufu, op.removesuffix("_ftz"))
     with np.errstate(all="ignore"):
         return fn(x, op.endswith("_ftz"))
 
 
-def emulated(op: str, x: np.ndarray) -> np.ndarray:
+def emulated(op: str, *xs: np.ndarray) -> np.ndarray:
+    """The instruction ``op`` on the inputs, in an emulated kernel (a thread per element)."""
     k = ElementwiseKernel()
-    a = k.load("a", ".b32")
+    regs = [k.load(f"a{i}", ".b32") for i in range(len(xs))]
     out = k.param("out", 4)
+    srcs = []
+    for i, r in enumerate(regs):
+        srcs.append(k.reg(f"%f{i}", ".f32"))
+        k.add(f"mov.b32 %f{i}, {r}")
     k.reg("%r", ".f32")
-    k.add(f"mov.b32 %r, {a}; {OPS[op]} %r, %r; st.global.f32 [{out}], %r")
-    res = emulate_elementwise(k.ptx(), [x.astype(np.uint32), np.zeros(len(x), np.uint32)], len(x))
-    return res[1]
+    k.add(f"{OPS.get(op) or DIV_OPS[op]} %r, {', '.join(srcs)}; st.global.f32 [{out}], %r")
+    res = emulate_elementwise(k.ptx(), [x.astype(np.uint32) for x in xs] + [np.zeros(len(xs[0]), np.uint32)], len(xs[0]))
+    return res[-1]
 
 
 def _differences(op, ins, want, got) -> str:
@@ -67,12 +90,13 @@ def _differences(op, ins, want, got) -> str:
 
 
 def test_tables_are_the_recorded_reduced_domains():
-    """Sizes and a few entries: rsqrt(1) = 1, 2^0 = 1, 2^-0 = 1; rsqrt of the largest float
+    """Sizes and a few entries: rsqrt(1) = 2^0 = 2^-0 = rcp(1) = sqrt(1) = 1; rsqrt of the largest float
     below 4 (0.5 + 2^-25 + ...) is 0.5 on the H100 (correctly rounded: 0.5 + 2^-24); every
     rsqrt of [1,4) is in [0.5, 1]."""
     t = mufu.tables()
-    assert {k: v.size for k, v in t.items()} == {"rsqrt": 1 << 24, "ex2_pos": 1 << 23, "ex2_neg": 1 << 23}
-    assert t["rsqrt"][0] == 0x3F800000 and t["ex2_pos"][0] == 0x3F800000 and t["ex2_neg"][0] == 0x3F800000
+    assert {k: v.size for k, v in t.items()} == {"rsqrt": 1 << 24, "ex2_pos": 1 << 23, "ex2_neg": 1 << 23,
+                                                 "rcp": 1 << 23, "sqrt": 1 << 24}
+    assert all(t[k][0] == 0x3F800000 for k in t)
     assert t["rsqrt"][-1] == 0x3F000000
     assert t["rsqrt"].min() == 0x3F000000 and t["rsqrt"].max() == 0x3F800000
 
@@ -100,11 +124,11 @@ def test_model_matches_h100_sampled(op):
         assert np.array_equal(got, want[pick]), f"{name}: " + _differences(op, ins[pick], want[pick], got)
 
 
-@pytest.mark.skipif(not SLOW_OK, reason="48 million inputs, about a minute: set HYPA_SLOW_TESTS=1")
+@pytest.mark.skipif(not SLOW_OK, reason="307 million emulated threads, about a minute: set HYPA_SLOW_TESTS=1")
 def test_model_and_emulator_match_h100_exhaustive():
-    """Every recorded input (19.1 million besides the tables), through the model and through
-    an emulated kernel; and every input of the reduced domains (the tables' own: 2^24 for
-    each rsqrt, 2^24 for each ex2) through the emulated kernel."""
+    """Every recorded input besides the tables (190 million), through the model and
+    through an emulated kernel; and every input of the reduced domains (the tables' own:
+    2^24 for rsqrt, sqrt and ex2, 2^23 for rcp) through the emulated kernel."""
     total = 0
     for (op, name), (ins, want) in recorded().items():
         got = model(op, ins)
@@ -112,12 +136,15 @@ def test_model_and_emulator_match_h100_exhaustive():
         got = emulated(op, ins)
         assert np.array_equal(got, want), f"{name} (emulated): " + _differences(op, ins, want, got)
         total += ins.size
-    assert total > 19_000_000
+    assert total == 189_955_108
     t = mufu.tables()
     one = np.uint32(0x3F800000)
     for op in OPS:
-        if op.startswith("rsqrt"):
-            ins, want = one + np.arange(1 << 24, dtype=np.uint32), t["rsqrt"]
+        fn = op.removesuffix("_ftz")
+        if fn in ("rsqrt", "sqrt"):  # [1,4)
+            ins, want = one + np.arange(1 << 24, dtype=np.uint32), t[fn]
+        elif fn == "rcp":  # [1,2)
+            ins, want = one + np.arange(1 << 23, dtype=np.uint32), t[fn]
         else:  # [1,2) and (-2,-1]: 2^(1+g) and 2^-(1+g)
             ins = np.concatenate([one + np.arange(1 << 23, dtype=np.uint32), (one | np.uint32(1 << 31)) + np.arange(1 << 23, dtype=np.uint32)])
             want = np.concatenate([t["ex2_pos"] + np.uint32(1 << 23), t["ex2_neg"] - np.uint32(1 << 23)])
@@ -139,10 +166,23 @@ def test_emulated_kernel_gives_h100_bits(op):
                                                      1, 0x80000001, 0x7F7FFFFF, 0xFF7FFFFF], np.uint32)))
     pick = np.concatenate([special, pick])
     # the reduced domain: the model is the table there
-    table_in = (0x3F800000 + rng.integers(0, 1 << 24 if op.startswith("rsqrt") else 1 << 23, 1000)).astype(np.uint32)
+    table_in = (0x3F800000 + rng.integers(0, 1 << 24 if op.startswith(("rsqrt", "sqrt")) else 1 << 23, 1000)).astype(np.uint32)
     if op.startswith("ex2"):
         table_in = np.concatenate([table_in, table_in | np.uint32(0x80000000)])
     x = np.concatenate([ins[pick], table_in])
     expect = np.concatenate([want[pick], model(op, table_in)])
     got = emulated(op, x)
     assert np.array_equal(got, expect), _differences(op, x, expect, got)
+
+
+@pytest.mark.parametrize("op", list(DIV_OPS))
+def test_emulated_div_gives_h100_bits(op):
+    """div.approx/div.full.f32 are a times MUFU.RCP(b), rounded by FMUL (ptxas's sm_90 code:
+    operands scaled by 2^24 for a divisor below 2^-126 without .ftz, by 1/4 above 2^126 for
+    div.full): the H100's bits for 16,384 recorded pairs (the specials' 484 among them; all
+    1,048,576 recorded matched too)."""
+    a, b, outs = recorded_div()
+    got = emulated(op, a, b)
+    bad = np.flatnonzero(got != outs[op])
+    assert bad.size == 0, f"{op}: {bad.size} of {a.size} differ, e.g. " + ", ".join(
+        f"{a[i]:#010x} / {b[i]:#010x} -> {got[i]:#010x} (H100 {outs[op][i]:#010x})" for i in bad[:4])

@@ -34,7 +34,7 @@ from ..softfloat import (
     f64_directed, f64_nan_result, flush_bits, ieee_rn, is_nan_bits, lane_width, nan_order,
     narrow_arith, relu_bits, sat_bits, sel, smax, smin, special_bits, tiny_f32, to_f32, unpack,
 )
-from ..types import F32V, F64V, FLOAT_KIND, i8, i64, ivec, ptr, type_bits
+from ..types import F32V, F64V, FLOAT_KIND, VPTR, i8, i64, ivec, ptr, type_bits
 
 
 # ---------------------------------------------------------------------------
@@ -245,29 +245,23 @@ def float_div(e) -> None:
 
 
 def _div_approx(e, a, c, full: bool):
-    """div.approx.f32: a * (1/b) with the reciprocal's subnormal results flushed
-    (|b| > 2**126 gives a signed zero, or NaN for an infinite a);
-    div.full.f32: the correctly rounded quotient (within the stated 2 ulp)."""
+    """div.approx.f32 and div.full.f32 as ptxas builds them for sm_90 and an H100 computes
+    them: a times MUFU.RCP(b) (``_mufu_rcp``), the product rounded by FMUL (FMUL.FTZ with
+    .ftz); without .ftz a divisor below 2^-126 first scales both operands by 2^24, and
+    div.full scales both by 1/4 for a divisor above 2^126."""
     b = e.b
-    fmt = FMTS["f32"]
-    ftz = ".ftz" in e.mods
-    if ftz:
-        a, c = flush_bits(e, a, fmt), flush_bits(e, c, fmt)
-    x, y = b.bitcast(a, F32V), b.bitcast(c, F32V)
+
+    def mul(x, y):  # FMUL, or FMUL.FTZ for .ftz
+        return arith_element(e, "mul", [x, K(e, y, 32) if isinstance(y, int) else y], "f32", "rn")
+
+    mag = b.and_(c, K(e, 0x7FFFFFFF, 32))
     if full:
-        r = b.fdiv(x, y)
-    else:
-        # a * (1/b) for |b| > 2^126 (where the reciprocal flushes, as on the
-        # GPU); elsewhere -- subnormal divisors included -- the quotient itself,
-        # which is within the stated 2 ulp (an H100 gives 1.0 for 2^-149/2^-149)
-        one = ir.Constant(F32V, 1.0)
-        rc = b.bitcast(flush_bits(e, b.bitcast(b.fdiv(one, y), ivec(32)), fmt), F32V)
-        big = b.fcmp_ordered(">", e.call("llvm.fabs.v32f32", F32V, [y]), ir.Constant(F32V, 2.0**126))
-        r = b.select(big, b.fmul(x, rc), b.fdiv(x, y))
-    rb = b.bitcast(r, ivec(32))
-    if ftz:
-        rb = flush_bits(e, rb, fmt)
-    return canon_bits(e, rb, fmt)
+        big = b.and_(b.icmp_unsigned(">", mag, K(e, 0x7E800000, 32)), b.icmp_unsigned("<=", mag, K(e, 0x7F800000, 32)))
+        a, c = sel(e, big, mul(a, 0x3E800000), a), sel(e, big, mul(c, 0x3E800000), c)
+    if ".ftz" not in e.mods:
+        small = b.icmp_unsigned("<", mag, K(e, 0x00800000, 32))
+        a, c = sel(e, small, mul(a, 0x4B800000), a), sel(e, small, mul(c, 0x4B800000), c)
+    return mul(_mufu_rcp(e, c), a)
 
 
 # ---------------------------------------------------------------------------
@@ -459,40 +453,108 @@ def _approx_element(e, name: str, p, kind: str):
 
 
 def _f64_to_f32_bits(e, r):
-    """f64 lanes rounded to nearest f32 encodings (subnormals kept)."""
+    """f64 lanes rounded to nearest f32 encodings (subnormals kept, NaN canonical)."""
     rp = unpack(e, e.b.bitcast(r, ivec(64)), FMTS["f64"])
     enc = encode(e, rp.neg, rp.M, rp.E, FMTS["f32"], "rn")
     return special_bits(e, FMTS["f32"], rp.neg, rp.inf, rp.nan, enc)
 
 
-def _mufu_entry(e, idx, ref):
-    """The MUFU table's result at entry ``idx`` (i64 lanes, ``runtime/emulator/mufu.py``):
-    the encoding nearest ``ref`` (i32 lanes, the f64 evaluation rounded) with the table's
-    low byte."""
+def _f32_mul(e, x, y):
+    """x * y of f32 encodings, rounded to nearest with subnormal results (FMUL)."""
+    b = e.b
+    return _f64_to_f32_bits(e, b.fmul(b.fpext(b.bitcast(x, F32V), F64V), b.fpext(b.bitcast(y, F32V), F64V)))
+
+
+def _mufu_base(e, table: str):
+    """The address of a MUFU table's low bytes, in every lane (``runtime/emulator/mufu.py``)."""
+    b = e.b
+    words = b.inttoptr(e.wf.ctx_word(abi.CTX_MUFU), ptr)
+    addr = b.load(b.gep(words, [ir.Constant(i64, mufu.SLOT[table])], source_etype=i64), typ=i64)
+    return e.wf.splat_value(addr)
+
+
+def _mufu_entry(e, base, idx, core_x, fn):
+    """A MUFU table's result: at ``base + idx`` (i64 lanes) the low byte of the H100's
+    result for ``core_x`` (f32 encodings of the reduced argument); the result is the
+    encoding with that low byte nearest ``fn(core_x)`` evaluated in f64 and rounded (the
+    H100 is within 3 units of it)."""
     b = e.b
     wf = e.wf
-    base = b.inttoptr(wf.ctx_word(abi.CTX_MUFU), ptr)
-    low = wf.masked_gather(wf.vector_pointers(base, idx, 1), e.exec_mask, e.splat(0, i8))
+    ref = _f64_to_f32_bits(e, fn(b.fpext(b.bitcast(core_x, F32V), F64V)))
+    low = wf.masked_gather(b.inttoptr(b.add(base, idx), VPTR), e.exec_mask, e.splat(0, i8))
     delta = b.sext(b.trunc(b.sub(b.zext(low, ivec(32)), ref), ivec(8)), ivec(32))
     return b.add(ref, delta)
 
 
-def _mufu_rsq(e, x):
-    """MUFU.RSQ (``rsqrt.approx.ftz.f32``) of f32 encodings ``x``."""
+def _fields(e, x):
+    """(sign, biased exponent, mantissa) of f32 encodings, i32 lanes."""
     b = e.b
-    s = b.lshr(x, K(e, 31, 32))
-    ex = b.and_(b.lshr(x, K(e, 23, 32)), K(e, 0xFF, 32))
-    m = b.and_(x, K(e, 0x7FFFFF, 32))
-    # x = 4^k * M with M in [1,4): the entry is the exponent's parity and the mantissa
+    return (b.lshr(x, K(e, 31, 32)), b.and_(b.lshr(x, K(e, 23, 32)), K(e, 0xFF, 32)), b.and_(x, K(e, 0x7FFFFF, 32)))
+
+
+def _four_k_index(e, ex, m):
+    """x = 4^k * c, c in [1,4): (the table entry of c, c's encoding)."""
+    b = e.b
     odd = b.and_(b.add(ex, K(e, 1, 32)), K(e, 1, 32))
-    idx = b.zext(b.or_(b.shl(odd, K(e, 23, 32)), m), ivec(64))
-    x64 = b.fpext(b.bitcast(x, F32V), F64V)
-    ref = _f64_to_f32_bits(e, b.fdiv(ir.Constant(F64V, 1.0), e.call("llvm.sqrt.v32f64", F64V, [x64])))
-    r = _mufu_entry(e, b.add(idx, K(e, mufu.RSQRT, 64)), ref)
+    idx = b.or_(b.shl(odd, K(e, 23, 32)), m)
+    return b.zext(idx, ivec(64)), b.add(idx, K(e, 0x3F800000, 32))
+
+
+def _sqrt64(e, x):
+    return e.call("llvm.sqrt.v32f64", F64V, [x])
+
+
+def _mufu_rsq(e, x):
+    """MUFU.RSQ (``rsqrt.approx.ftz.f32``) of f32 encodings ``x``: RSQRT[c] * 2^-k."""
+    b = e.b
+    s, ex, m = _fields(e, x)
+    idx, c = _four_k_index(e, ex, m)
+    r = _mufu_entry(e, _mufu_base(e, "rsqrt"), idx, c, lambda v: b.fdiv(ir.Constant(F64V, 1.0), _sqrt64(e, v)))
+    k = b.ashr(b.sub(ex, K(e, 127, 32)), K(e, 1, 32))
+    r = b.sub(r, b.shl(k, K(e, 23, 32)))
     r = sel(e, equals(e, ex, 0), b.or_(b.shl(s, K(e, 31, 32)), K(e, 0x7F800000, 32)), r)
     r = sel(e, b.and_(equals(e, ex, 255), equals(e, m, 0)), K(e, 0, 32), r)
     bad = b.or_(b.and_(equals(e, s, 1), differs(e, ex, 0)), b.and_(equals(e, ex, 255), differs(e, m, 0)))
     return sel(e, bad, K(e, mufu.QNAN, 32), r)
+
+
+def _mufu_sqrt(e, x):
+    """MUFU.SQRT (``sqrt.approx.ftz.f32``): SQRT[c] * 2^k."""
+    b = e.b
+    s, ex, m = _fields(e, x)
+    idx, c = _four_k_index(e, ex, m)
+    r = _mufu_entry(e, _mufu_base(e, "sqrt"), idx, c, lambda v: _sqrt64(e, v))
+    k = b.ashr(b.sub(ex, K(e, 127, 32)), K(e, 1, 32))
+    r = b.add(r, b.shl(k, K(e, 23, 32)))
+    r = sel(e, equals(e, ex, 0), b.shl(s, K(e, 31, 32)), r)
+    r = sel(e, b.and_(equals(e, ex, 255), equals(e, m, 0)), K(e, 0x7F800000, 32), r)
+    bad = b.or_(b.and_(equals(e, s, 1), differs(e, ex, 0)), b.and_(equals(e, ex, 255), differs(e, m, 0)))
+    return sel(e, bad, K(e, mufu.QNAN, 32), r)
+
+
+def _mufu_rcp(e, x):
+    """MUFU.RCP (``rcp.approx.ftz.f32``): RCP[m] * 2^-e, subnormal results flushed."""
+    b = e.b
+    s, ex, m = _fields(e, x)
+    c = b.or_(m, K(e, 0x3F800000, 32))
+    r = _mufu_entry(e, _mufu_base(e, "rcp"), b.zext(m, ivec(64)), c, lambda v: b.fdiv(ir.Constant(F64V, 1.0), v))
+    r = b.sub(r, b.shl(b.sub(ex, K(e, 127, 32)), K(e, 23, 32)))
+    r = sel(e, b.icmp_signed("<", r, K(e, 1 << 23, 32)), K(e, 0, 32), r)
+    sign = b.shl(s, K(e, 31, 32))
+    r = b.or_(r, sign)
+    r = sel(e, equals(e, ex, 0), b.or_(sign, K(e, 0x7F800000, 32)), r)
+    r = sel(e, b.and_(equals(e, ex, 255), equals(e, m, 0)), sign, r)
+    return sel(e, b.and_(equals(e, ex, 255), differs(e, m, 0)), K(e, mufu.QNAN, 32), r)
+
+
+def _subnormal_scaled(e, x):
+    """(|x| < 2^-126, x * 2^24 where it is: a subnormal m * 2^-149 is float(m) * 2^-125)."""
+    b = e.b
+    sign = b.and_(x, K(e, 0x80000000, 32))
+    mag = b.and_(x, K(e, 0x7FFFFFFF, 32))
+    small = b.icmp_unsigned("<", mag, K(e, 0x00800000, 32))
+    norm = b.sub(b.bitcast(b.uitofp(mag, F32V), ivec(32)), K(e, 125 << 23, 32))
+    return small, sel(e, small, b.or_(sign, sel(e, equals(e, mag, 0), K(e, 0, 32), norm)), x)
 
 
 def _rsqrt_f32(e, x):
@@ -501,15 +563,35 @@ def _rsqrt_f32(e, x):
     if ".ftz" in e.mods:
         return _mufu_rsq(e, x)
     b = e.b
-    sign = b.and_(x, K(e, 0x80000000, 32))
-    mag = b.and_(x, K(e, 0x7FFFFFFF, 32))
-    small = b.icmp_unsigned("<", mag, K(e, 0x00800000, 32))
-    # a subnormal m * 2^-149 times 2^24 is float(m) * 2^-125
-    norm = b.sub(b.bitcast(b.uitofp(mag, F32V), ivec(32)), K(e, 125 << 23, 32))
-    scaled = b.or_(sign, sel(e, equals(e, mag, 0), K(e, 0, 32), norm))
-    r = _mufu_rsq(e, sel(e, small, scaled, x))
-    up = b.and_(small, b.and_(equals(e, sign, 0), differs(e, mag, 0)))
+    small, xs = _subnormal_scaled(e, x)
+    r = _mufu_rsq(e, xs)
+    up = b.and_(small, b.icmp_unsigned("<", b.sub(x, K(e, 1, 32)), K(e, 0x007FFFFF, 32)))  # positive subnormal
     return sel(e, up, b.add(r, K(e, 12 << 23, 32)), r)
+
+
+def _sqrt_f32(e, x):
+    """sqrt.approx[.ftz].f32 as an H100 computes it (without .ftz: a subnormal input times
+    2^24, the result times 2^-12)."""
+    if ".ftz" in e.mods:
+        return _mufu_sqrt(e, x)
+    b = e.b
+    small, xs = _subnormal_scaled(e, x)
+    r = _mufu_sqrt(e, xs)
+    down = b.and_(small, b.icmp_unsigned("<", b.sub(x, K(e, 1, 32)), K(e, 0x007FFFFF, 32)))
+    return sel(e, down, b.sub(r, K(e, 12 << 23, 32)), r)
+
+
+def _rcp_f32(e, x):
+    """rcp.approx[.ftz].f32 as an H100 computes it (without .ftz: x times 2^24 below
+    2^-126, times 1/4 above 2^126, and the result times the same factor, rounded)."""
+    if ".ftz" in e.mods:
+        return _mufu_rcp(e, x)
+    b = e.b
+    mag = b.and_(x, K(e, 0x7FFFFFFF, 32))
+    sc = sel(e, b.icmp_unsigned("<", mag, K(e, 0x00800000, 32)), K(e, 0x4B800000, 32), K(e, 0x3F800000, 32))
+    big = b.and_(b.icmp_unsigned(">", mag, K(e, 0x7E800000, 32)), b.icmp_unsigned("<=", mag, K(e, 0x7F800000, 32)))
+    sc = sel(e, big, K(e, 0x3E800000, 32), sc)
+    return _f32_mul(e, sc, _mufu_rcp(e, _f32_mul(e, x, sc)))
 
 
 def _mufu_ex2(e, x):
@@ -528,10 +610,15 @@ def _mufu_ex2(e, x):
     n = b.lshr(q, K(e, 23, 64))
     f = b.and_(q, K(e, (1 << 23) - 1, 64))
     neg = equals(e, s, 1)
-    g = b.fmul(b.uitofp(f, F64V), ir.Constant(F64V, 2.0 ** -23))
-    ref = _f64_to_f32_bits(e, e.call("llvm.exp2.v32f64", F64V, [sel(e, neg, b.fneg(g), g)]))
-    t = b.zext(_mufu_entry(e, b.add(f, sel(e, neg, K(e, mufu.EX2_NEG, 64), K(e, mufu.EX2_POS, 64))), ref),
-               ivec(64))
+    # the reduced argument as an f32 in [1,2) (exact): 1 + g
+    c = b.trunc(b.or_(f, K(e, 0x3F800000, 64)), ivec(32))
+    base = sel(e, neg, _mufu_base(e, "ex2_neg"), _mufu_base(e, "ex2_pos"))
+
+    def ref(v):  # 2^g or 2^-g of v = 1 + g
+        g = b.fsub(v, ir.Constant(F64V, 1.0))
+        return e.call("llvm.exp2.v32f64", F64V, [sel(e, neg, b.fneg(g), g)])
+
+    t = b.zext(_mufu_entry(e, base, f, c, ref), ivec(64))
     nsh = b.shl(n, K(e, 23, 64))
     r = sel(e, neg, b.sub(t, nsh), b.add(t, nsh))
     r = sel(e, b.icmp_signed(">=", r, K(e, 255 << 23, 64)), K(e, 0x7F800000, 64), r)
@@ -552,8 +639,11 @@ def _ex2_f32(e, x):
                  b.and_(b.icmp_unsigned(">", mag, K(e, 0x42FC0000, 32)), b.icmp_unsigned("<=", mag, K(e, 0x7F800000, 32))))
     half = sel(e, equals(e, mag, 0x7F800000), x, b.sub(x, K(e, 1 << 23, 32)))
     r = _mufu_ex2(e, sel(e, low, half, x))
-    r64 = b.fpext(b.bitcast(r, F32V), F64V)
-    return sel(e, low, _f64_to_f32_bits(e, b.fmul(r64, r64)), r)
+    return sel(e, low, _f32_mul(e, r, r), r)
+
+
+#: the .approx.f32 functions computed as the H100's MUFU does (``runtime/emulator/mufu.py``)
+_MUFU_F32 = {"rsqrt": _rsqrt_f32, "ex2": _ex2_f32, "rcp": _rcp_f32, "sqrt": _sqrt_f32}
 
 
 @rule("rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2", "tanh")
@@ -576,8 +666,8 @@ def special_function(e) -> None:
     if name in ("rcp", "sqrt") and ".approx" not in m:
         e.dst(0, pack_parts(e, [arith_element(e, name, [p], kind, rounding(e)) for p in src_parts(e, 1, kind, n)]))
         return
-    if kind == "f32" and n == 1 and name in mufu.TABLE_FUNCTIONS and ".approx" in m:
-        e.dst(0, (_rsqrt_f32 if name == "rsqrt" else _ex2_f32)(e, e.src(1, 32)))
+    if kind == "f32" and n == 1 and name in _MUFU_F32 and ".approx" in m:
+        e.dst(0, _MUFU_F32[name](e, e.src(1, 32)))
         return
     out = [_approx_element(e, name, p, kind) for p in src_parts(e, 1, kind, n)]
     e.dst(0, pack_parts(e, out))
