@@ -1,13 +1,15 @@
 """Records what a GPU's MUFU (special function unit) returns for the PTX ``.approx`` f32
 functions (issue 26), so the emulator can reproduce them bit for bit.
 
-Runs on the GPU machine (CuPy; device tool, one call of 20 s):
+Runs on the GPU machine (CuPy; device tool, three calls of 20, 8 and 17 s):
 
-    python3 benchmarks/gpu/mufu_record.py --out $OUT
+    python3 benchmarks/gpu/mufu_record.py --out $OUT               # rsqrt, ex2 (+ rcp/sqrt/lg2 reduced domains)
+    python3 benchmarks/gpu/mufu_record.py --set rcp_sqrt --out $OUT
+    python3 benchmarks/gpu/mufu_record.py --set div --out $OUT      # mufu_div_in.npz, mufu_div_*.npz
 
 then here, on the files that came back (makes ``runtime/emulator/mufu_h100.npz``, the
 emulator's tables, and ``tests/ground_truth/h100/mufu/checks.npz``, the other recordings
-thinned; docs/validation.md, "MUFU"):
+thinned; docs/validation.md, "Special functions (MUFU) on an H100"):
 
     python benchmarks/gpu/mufu_record.py --pack DIR1 DIR2 DIR3
 
@@ -17,8 +19,9 @@ Writes ``$OUT/mufu_<group>.npz``: for every contiguous range of input encodings
 ``<op>__<name>__range`` = (first input encoding, count, first output encoding) and
 ``<op>__<name>__diff`` = the lzma-compressed first differences of the output encodings
 (``__dtype`` the narrowest integer type that holds them), or for sampled inputs
-``<op>__<name>__in``/``__out`` (lzma-compressed uint32). ``read_npz`` below decodes either. ``$OUT/mufu_sass.txt`` is ``cuobjdump -sass``
-of the same instructions built by nvcc for sm_90 (what ptxas wraps around each MUFU op).
+``<op>__<name>__in``/``__out`` (lzma-compressed uint32); ``read_npz`` below decodes either.
+``$OUT/mufu_sass.txt`` is ``cuobjdump -sass`` of the same instructions built by nvcc for
+sm_90 (what ptxas wraps around each MUFU op).
 """
 
 from __future__ import annotations

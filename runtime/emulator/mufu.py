@@ -1,28 +1,31 @@
-"""The H100's special function unit (MUFU) for ``rsqrt.approx.f32`` and ``ex2.approx.f32``
-(issue 26): its results, bit for bit, from tables of what an H100 returned.
+"""The H100's special function unit (MUFU) for ``rsqrt``, ``ex2``, ``rcp``, ``sqrt``
+``.approx.f32`` (and ``div.approx``/``div.full.f32``, a times MUFU.RCP(b)), issue 26: its
+results, bit for bit, from tables of what an H100 returned.
 
 The MUFU interpolates from tables, so its results are not the correctly rounded ones
-(``rsqrt.approx.f32`` is off by one unit in the last place for about 22% of the inputs).
-What it computes depends only on a reduced argument (docs/validation.md, "MUFU"):
+(``rsqrt.approx.f32`` is one unit off for about 22% of the inputs). What it computes
+depends only on a reduced argument (docs/validation.md, "Special functions (MUFU) on an H100"):
 
-* ``MUFU.RSQ`` (``rsqrt.approx.ftz.f32``): of ``x = 4^k * m``, ``m`` in [1,4), it returns
-  ``RSQRT[m] * 2^-k``: 2^24 results, indexed by the exponent's parity and the mantissa;
-  subnormal inputs are flushed (+-0 gives +-inf), a negative input or NaN gives
-  ``0x7FFFFFFF``, +inf gives +0.
-* ``MUFU.EX2`` (``ex2.approx.ftz.f32``): ``|x|`` truncated to 23 fraction bits,
-  ``n + g``; it returns ``EX2_POS[g] * 2^n`` for ``x >= 0`` and ``EX2_NEG[g] * 2^-n`` for
-  ``x < 0`` (two tables of 2^23: ``2^g`` and ``2^-g``, not one: ``2^-g`` is not ``2^(1-g)/2``
-  there), +inf past the largest float, +0 below the smallest normal one.
-* Without ``.ftz`` ptxas wraps them (its SASS for sm_90): ``rsqrt.approx.f32`` scales a
-  subnormal input by 2^24 and the result by 2^12; ``ex2.approx.f32`` computes ``ex2(x/2)^2``
-  for ``x < -126``, the square rounded to nearest with subnormal results.
+* MUFU.RSQ / MUFU.SQRT (``rsqrt``/``sqrt.approx.ftz.f32``) of ``x = 4^k * c``, ``c`` in
+  [1,4): ``RSQRT[c] * 2^-k`` / ``SQRT[c] * 2^k`` (2^24 entries, indexed by the exponent's
+  parity and the mantissa); MUFU.RCP of ``2^k * c``, ``c`` in [1,2): ``RCP[c] * 2^-k``
+  (2^23 entries), subnormal results flushed. Subnormal inputs are flushed; a negative
+  input (rsqrt, sqrt) or NaN gives ``0x7FFFFFFF``.
+* MUFU.EX2 (``ex2.approx.ftz.f32``): ``|x|`` truncated to 23 fraction bits, ``n + g``;
+  ``2^g * 2^n`` for ``x >= 0``, ``2^-g * 2^-n`` for ``x < 0``, from two tables of 2^23 (on
+  the unit ``2^-g`` is not ``2^(1-g)/2``); +inf past the largest float, +0 below 2^-126.
+* Without ``.ftz`` ptxas wraps them (its SASS for sm_90): rsqrt/sqrt scale a subnormal
+  input by 2^24 and the result by 2^12 / 2^-12; rcp scales x by 2^24 below 2^-126 and by
+  1/4 above 2^126, and the result by the same factor (rounded); ex2 of ``x < -126`` is
+  ``ex2(x/2)^2``, the square rounded with subnormal results.
 
-The tables (``mufu_h100.npz``, 0.34 MB: every output's difference from the one before,
+The tables (``mufu_h100.npz``, 0.51 MB: every output's difference from the one before,
 lzma-compressed) are the H100's outputs for every input of the reduced domains, recorded
 by ``benchmarks/gpu/mufu_record.py``. Generated code gets one byte per entry (the low byte
-of the result: 32 MB, ``abi.CTX_MUFU``) and takes the result nearest to the f64 evaluation
-with that low byte (the H100 is within 3 units of it), so no absolute address is baked in
-compiled code. ``rsqrt``/``ex2`` here are the same model in numpy (tests, docs).
+of the result), through a word per table that ``abi.CTX_MUFU`` points to (0 for a table
+the kernel does not read: nothing absolute is baked into compiled code), and takes the
+encoding with that low byte nearest the f64 evaluation rounded (the H100 is within 3 units
+of it). ``rsqrt``/``ex2``/``rcp``/``sqrt`` here are the same model in numpy (tests).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 positive subnormal, every float with |x| in [2^-8, 1) for ex2.ftz, every float in
 [-152, -120] for ex2, x * 4^k (rsqrt, sqrt) and x * 2^k (rcp) for every k, random
 encodings, specials), recorded by ``benchmarks/gpu/mufu_record.py``
-(docs/validation.md, "MUFU"). The model (numpy) and the emulator's lowering (a kernel)
+(docs/validation.md, "Special functions (MUFU) on an H100"). The model (numpy) and the emulator's lowering (a kernel)
 are both compared with those recordings.
 """
 
