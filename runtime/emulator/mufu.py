@@ -47,20 +47,22 @@ FUNCTIONS = {"rsqrt": ("rsqrt",), "ex2": ("ex2_pos", "ex2_neg"), "rcp": ("rcp",)
 
 
 @functools.cache
-def tables() -> dict[str, np.ndarray]:
-    """The recorded results (uint32 encodings), by table name."""
-    z = np.load(TABLE_FILE)
-    out = {}
-    for name in TABLES:
+def table(name: str) -> np.ndarray:
+    """One table's recorded results (uint32 encodings), decoded on first use."""
+    with np.load(TABLE_FILE) as z:
         d = np.frombuffer(lzma.decompress(z[f"{name}__diff"].tobytes()), np.dtype(str(z[f"{name}__dtype"])))
         first = int(z[f"{name}__first"])
-        out[name] = np.concatenate([[first], first + np.cumsum(d, dtype=np.int64)]).astype(np.uint32)
-    return out
+    return np.concatenate([[first], first + np.cumsum(d, dtype=np.int64)]).astype(np.uint32)
+
+
+def tables() -> dict[str, np.ndarray]:
+    """Every table, by name."""
+    return {name: table(name) for name in TABLES}
 
 
 @functools.cache
 def _low_bytes(name: str) -> np.ndarray:
-    return np.ascontiguousarray(tables()[name].astype(np.uint8))
+    return np.ascontiguousarray(table(name).astype(np.uint8))
 
 
 @functools.cache
@@ -106,7 +108,7 @@ def _mufu_rsq(x: np.ndarray) -> np.ndarray:
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     normal = (e > 0) & (e < 255)
     idx = np.where(normal, ((e + 1) & 1) << 23 | m, 0)
-    r = tables()["rsqrt"][idx].astype(np.int64) - (((e - 127) >> 1) << 23)
+    r = table("rsqrt")[idx].astype(np.int64) - (((e - 127) >> 1) << 23)
     r = np.where(e == 0, (s << 31) | 0x7F800000, r)
     r = np.where((e == 255) & (m == 0), 0, r)
     r = np.where(((s == 1) & (e != 0)) | ((e == 255) & (m != 0)), QNAN, r)
@@ -133,8 +135,7 @@ def _mufu_ex2(x: np.ndarray) -> np.ndarray:
     sh = e - 127
     q = np.where(sh >= 0, sig << np.clip(sh, 0, 8), sig >> np.clip(-sh, 0, 63))
     n, f = q >> 23, q & ((1 << 23) - 1)
-    t = tables()
-    r = np.where(s == 1, t["ex2_neg"][f].astype(np.int64) - (n << 23), t["ex2_pos"][f].astype(np.int64) + (n << 23))
+    r = np.where(s == 1, table("ex2_neg")[f].astype(np.int64) - (n << 23), table("ex2_pos")[f].astype(np.int64) + (n << 23))
     r = np.where(r >= 255 << 23, 0x7F800000, np.where(r < 1 << 23, 0, r))
     r = np.where(e >= 135, np.where(s == 1, 0, 0x7F800000), r)
     return np.where((e == 255) & (m != 0), QNAN, r).astype(np.uint32)
@@ -156,7 +157,7 @@ def ex2(x: np.ndarray, ftz: bool) -> np.ndarray:
 def _mufu_rcp(x: np.ndarray) -> np.ndarray:
     x = x.astype(np.int64)
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
-    r = tables()["rcp"][m].astype(np.int64) - ((e - 127) << 23)
+    r = table("rcp")[m].astype(np.int64) - ((e - 127) << 23)
     r = np.where(r < 1 << 23, 0, r) | (s << 31)
     r = np.where(e == 0, (s << 31) | 0x7F800000, r)
     r = np.where((e == 255) & (m == 0), s << 31, r)
@@ -186,7 +187,7 @@ def _mufu_sqrt(x: np.ndarray) -> np.ndarray:
     s, e, m = x >> 31, (x >> 23) & 0xFF, x & 0x7FFFFF
     normal = (e > 0) & (e < 255)
     idx = np.where(normal, ((e + 1) & 1) << 23 | m, 0)
-    r = tables()["sqrt"][idx].astype(np.int64) + (((e - 127) >> 1) << 23)
+    r = table("sqrt")[idx].astype(np.int64) + (((e - 127) >> 1) << 23)
     r = np.where(e == 0, s << 31, r)
     r = np.where((e == 255) & (m == 0), 0x7F800000, r)
     r = np.where(((s == 1) & (e != 0)) | ((e == 255) & (m != 0)), QNAN, r)
