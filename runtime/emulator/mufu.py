@@ -31,6 +31,7 @@ of it). ``rsqrt``/``ex2``/``rcp``/``sqrt`` here are the same model in numpy (tes
 from __future__ import annotations
 
 import functools
+import hashlib
 import lzma
 import os
 
@@ -60,9 +61,29 @@ def tables() -> dict[str, np.ndarray]:
     return {name: table(name) for name in TABLES}
 
 
+#: the format of a decoded table's record in the compile cache (``jit.write_record``)
+_RECORD_MAGIC = b"HYPA-MUFU-LOW-BYTES-1\n"
+
+
+@functools.cache
+def _data_digest() -> str:
+    with open(TABLE_FILE, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:24]
+
+
 @functools.cache
 def _low_bytes(name: str) -> np.ndarray:
-    return np.ascontiguousarray(table(name).astype(np.uint8))
+    """The low bytes generated code reads: decoded once per machine (0.1-0.2 s a table) and
+    kept in the compile cache as a sealed record (read back and checked in about 10 ms)."""
+    from .jit import read_record, write_record
+
+    record = f"mufu-{name}-{_data_digest()}"
+    data = read_record(record, _RECORD_MAGIC)
+    if data is not None and len(data) == TABLES[name]:
+        return np.frombuffer(data, np.uint8)
+    low = np.ascontiguousarray(table(name).astype(np.uint8))
+    write_record(record, _RECORD_MAGIC, low.tobytes())
+    return low
 
 
 @functools.cache

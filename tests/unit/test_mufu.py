@@ -186,3 +186,32 @@ def test_emulated_div_gives_h100_bits(op):
     bad = np.flatnonzero(got != outs[op])
     assert bad.size == 0, f"{op}: {bad.size} of {a.size} differ, e.g. " + ", ".join(
         f"{a[i]:#010x} / {b[i]:#010x} -> {got[i]:#010x} (H100 {outs[op][i]:#010x})" for i in bad[:4])
+
+
+def test_decoded_tables_are_kept_in_the_compile_cache(tmp_path, monkeypatch, capsys):
+    """A table is decoded once per machine (a sealed record in the compile cache, read back
+    in a later process); a damaged record is decoded again, with one warning."""
+    from hypa.runtime.emulator import jit
+
+    monkeypatch.setenv("HYPA_CACHE_DIR", str(tmp_path))
+    expected = mufu.table("rcp").astype(np.uint8)
+    mufu._addresses.cache_clear()
+    mufu._low_bytes.cache_clear()
+    decoded = []
+    real = mufu.table.__wrapped__
+    monkeypatch.setattr(mufu, "table", lambda name: decoded.append(name) or real(name))
+    try:
+        assert np.array_equal(mufu._low_bytes("rcp"), expected) and decoded == ["rcp"]
+        (record,) = [p for p in tmp_path.iterdir() if p.name.startswith("mufu-rcp-")]
+        mufu._low_bytes.cache_clear()  # a new process: read back, not decoded
+        assert np.array_equal(mufu._low_bytes("rcp"), expected) and decoded == ["rcp"]
+        data = bytearray(record.read_bytes())
+        data[-1000] ^= 0x40
+        record.write_bytes(bytes(data))
+        mufu._low_bytes.cache_clear()
+        jit._warned.clear()
+        assert np.array_equal(mufu._low_bytes("rcp"), expected) and decoded == ["rcp", "rcp"]
+        assert "seal does not match" in capsys.readouterr().err
+    finally:  # the addresses kernels read must be of arrays still alive
+        mufu._low_bytes.cache_clear()
+        mufu._addresses.cache_clear()
