@@ -120,13 +120,22 @@ print("cuGetErrorName(700):", cu.cuGetErrorName(700, byref(text)), text.value.de
 print("cuGetErrorString(12345):", cu.cuGetErrorString(12345, byref(text)), text.value)
 
 ctx = c_void_p()
-print("cuCtxCreate:", cu.cuCtxCreate_v4(byref(ctx), None, 0, 0))
+if mode == "mixed":  # the runtime first: its primary context is current, its memory the driver's too
+    rt = ctypes.CDLL("libcudart.so.13")
+    rp = c_void_p()
+    print("cudaMalloc:", rt.cudaMalloc(byref(rp), c_size_t(128)))
+    print("cuCtxGetCurrent:", cu.cuCtxGetCurrent(byref(ctx)), ctx.value is not None)
+else:
+    print("cuCtxCreate:", cu.cuCtxCreate_v4(byref(ctx), None, 0, 0))
 mod, f = c_void_p(), c_void_p()
 buf = ctypes.create_string_buffer(image)
 r = cu.cuModuleLoadDataEx(byref(mod), buf, 0, None, None)
 print("cuModuleLoadDataEx:", r)
 print("cuModuleGetFunction:", cu.cuModuleGetFunction(byref(f), mod, b"triple"))
-print("cuMemAlloc:", cu.cuMemAlloc_v2(byref(dptr), c_size_t(128)))
+if mode == "mixed":
+    dptr.value = rp.value
+else:
+    print("cuMemAlloc:", cu.cuMemAlloc_v2(byref(dptr), c_size_t(128)))
 print("cuMemsetD32:", cu.cuMemsetD32_v2(dptr, c_uint(0xFFFFFFFF), c_size_t(32)))
 cu.cuLaunchKernel.argtypes = [c_void_p] + [c_uint] * 7 + [c_void_p] * 3
 n = c_int(20)
@@ -137,12 +146,18 @@ if mode == "extra":  # the arguments packed in one buffer, at the parameters' of
     extra = (c_void_p * 5)(1, ctypes.addressof(packed), 2, ctypes.addressof(size), 0)
     r = cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, ctypes.addressof(extra))
 else:
-    params = (c_void_p * 2)(ctypes.addressof(dptr), ctypes.addressof(n))
+    bad = c_uint64(0)  # mode "fault": a store through a null pointer
+    params = (c_void_p * 2)(ctypes.addressof(bad if mode == "fault" else dptr), ctypes.addressof(n))
     r = cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, ctypes.addressof(params), None)
 print("cuLaunchKernel:", r, "cuCtxSynchronize:", cu.cuCtxSynchronize())
 out = (c_int * 32)()
-print("cuMemcpyDtoH:", cu.cuMemcpyDtoH_v2(out, dptr, c_size_t(128)))
+if mode == "mixed":
+    print("cudaMemcpy:", rt.cudaMemcpy(out, rp, c_size_t(128), 2))
+else:
+    print("cuMemcpyDtoH:", cu.cuMemcpyDtoH_v2(out, dptr, c_size_t(128)))
 print("p:", list(out))
+if mode == "fault":  # the fault is sticky: later calls report it, as on a GPU
+    print("later cuMemAlloc:", cu.cuMemAlloc_v2(byref(dptr), c_size_t(64)))
 if mode == "unsupported":
     cu.cuModuleGetGlobal_v2(byref(dptr), None, mod, b"nothing")
     print("not reached")
@@ -187,6 +202,24 @@ def test_a_call_hypas_driver_does_not_provide_stops_the_program_naming_it(libcud
     assert p.stdout.endswith(TRIPLE_RESULT)  # the output before it, flushed
     assert "prog.py called cuModuleGetGlobal_v2, which hypa's CUDA driver (libcuda.so.1) does not provide" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_program_mixing_runtime_and_driver_calls_sees_one_device(libcuda, tmp_path):
+    """cudaMalloc'ed memory, the runtime's primary context current without cuCtxCreate, a driver
+    launch on that memory, cudaMemcpy back."""
+    p = _ctypes_program(tmp_path, "mixed", TRIPLE_PTX.encode())
+    assert p.returncode == 0, p.stderr
+    assert "cudaMalloc: 0\ncuCtxGetCurrent: 0 True\ncuModuleLoadDataEx: 0\n" in p.stdout
+    assert p.stdout.endswith("cuLaunchKernel: 0 cuCtxSynchronize: 0\ncudaMemcpy: 0\n" + TRIPLE_RESULT)
+
+
+def test_a_kernel_fault_is_reported_at_the_next_synchronization_and_stays(libcuda, tmp_path):
+    p = _ctypes_program(tmp_path, "fault", TRIPLE_PTX.encode())
+    assert p.returncode == 0, p.stderr
+    # the launch itself succeeds (asynchronous); the copy returns the sticky error, not the data
+    assert p.stdout.endswith("cuLaunchKernel: 0 cuCtxSynchronize: 700\ncuMemcpyDtoH: 700\n"
+                             "p: " + str([0] * 32) + "\nlater cuMemAlloc: 700\n")
+    assert "hypa run: launch 0:" in p.stderr and "Traceback" not in p.stderr
 
 
 @requires("nvcc")
