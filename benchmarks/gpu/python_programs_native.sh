@@ -2,11 +2,11 @@
 # On a GPU machine (device tool): the Python driver-API programs of tests/cuda_programs/python
 # (issue 30) natively, and what `hypa run` needs to stand in for libcuda.so.1 faithfully.
 # Writes to $OUT:
-#   python_native.json  {"kind", "gpu", "command", "versions", "programs": {name: {rc, stdout, stderr}}}
-#                       (tests/ground_truth/hypa_run/python_native.json keeps it)
-#   kernels.ptx, driver_api.toml, counts.json  the PTX NVRTC makes there for driver_api.py's
-#                       kernels, its three launches as a launch TOML, and the harness's counts of
-#                       the instrumented kernels (benchmarks/gpu/harness.py counts)
+#   python_native.json  {"kind", "gpu", "command", "versions", "programs": {name: {rc, stdout, stderr}},
+#                       "kernels_ptx_sha256", "counts": {"driver_api.py": [per launch: kernel, grid,
+#                       block, metrics]}}: the counts are the harness's (benchmarks/gpu/harness.py
+#                       counts) of driver_api.py's kernels as NVRTC compiles them there, instrumented,
+#                       on its three launches (tests/ground_truth/hypa_run/python_native.json keeps it)
 #   libcuda_dynsyms.txt, libcuda_version.txt  readelf of the driver library (exports, version nodes)
 #   cu_errors.tsv       cuGetErrorName/cuGetErrorString of every CUresult the driver names
 # Needs hypa's pure-Python dependencies as wheels in .whl (benchmarks/gpu/README.md); the
@@ -53,7 +53,6 @@ sys.path.insert(0, sys.argv[1])
 import driver_api
 open("/tmp/pyprog/kernels.ptx", "wb").write(driver_api.compile_ptx(9, 0).rstrip(b"\0 "))
 PY
-cp $W/kernels.ptx $OUT/
 cat > $W/driver_api.toml <<'TOML'
 # driver_api.py's launches (tests/cuda_programs/python): counts independent of the data
 [[launch]]
@@ -122,8 +121,16 @@ dtype = "uint32"
 count = 1
 init = "zeros"
 TOML
-cp $W/driver_api.toml $OUT/
-PYTHONUNBUFFERED=1 timeout 240 python3 benchmarks/gpu/harness.py counts --out $OUT --no-ncu --no-probes --deadline 200 $W/driver_api.toml
+PYTHONUNBUFFERED=1 timeout 240 python3 benchmarks/gpu/harness.py counts --out $W/harness --no-ncu --no-probes --deadline 200 $W/driver_api.toml
+python3 - <<'PY'
+import json, os
+path = os.environ["OUT"] + "/python_native.json"
+out, c = json.load(open(path)), json.load(open("/tmp/pyprog/harness/counts.json"))
+out["kernels_ptx_sha256"] = c["launches"][0]["ptx_sha256"]
+out["counts"] = {"driver_api.py": [{"kernel": l["kernel"], "grid": l["grid"], "block": l["block"],
+                                    "metrics": l.get("metrics")} for l in c["launches"]]}
+json.dump(out, open(path, "w"), indent=1)
+PY
 LIB=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 echo "libcuda: $LIB"
 readelf -d -V -W "$LIB" > $OUT/libcuda_version.txt 2>&1
