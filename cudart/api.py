@@ -208,7 +208,8 @@ class Prototype:
         return sum(3 if k in ("dim3", "extent") else 1 for k, _ in self.params)
 
 
-def _parse(text: str) -> tuple[Prototype, ...]:
+def parse(text: str) -> tuple[Prototype, ...]:
+    """Prototypes from the notation above, one a line (also ``cudart.driver_api``'s)."""
     out = []
     for line in text.strip().splitlines():
         head, _, rest = line.partition("(")
@@ -225,7 +226,7 @@ def _parse(text: str) -> tuple[Prototype, ...]:
     return tuple(out)
 
 
-API: tuple[Prototype, ...] = _parse(PROTOTYPES)
+API: tuple[Prototype, ...] = parse(PROTOTYPES)
 
 #: the calls that wait for the device's earlier work, where a kernel's fault becomes visible
 #: (CUDA reports asynchronous errors "on a later, unrelated call"; these always see them)
@@ -236,6 +237,32 @@ SYNCHRONIZING = frozenset({
     "cudaMemcpy2DFromArray", "cudaFree", "cudaFreeHost", "cudaFreeArray",
 })
 
-#: dispatcher codes above the API's indices
+def decode(proto: Prototype, words) -> list:
+    """The Python values of a call's argument words (as the C side packed them)."""
+    vals: list = []
+    i = 0
+    for kind, _n in proto.params:
+        if kind in ("dim3", "extent"):
+            mask = 0xFFFFFFFF if kind == "dim3" else 0xFFFFFFFFFFFFFFFF
+            vals.append(tuple(w & mask for w in words[i : i + 3]))
+            i += 3
+            continue
+        w = words[i]
+        i += 1
+        if kind in ("ptr", "size", "u64"):
+            vals.append(w & 0xFFFFFFFFFFFFFFFF)
+        elif kind == "uint":
+            vals.append(w & 0xFFFFFFFF)
+        elif kind == "int":
+            vals.append(((w & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000)
+        else:
+            vals.append(w)
+    return vals
+
+
+#: dispatcher codes outside the API's indices
 FINISH = -1        # the program is exiting: write the results
 UNSUPPORTED = -2   # the program called a function hypa does not provide (args[0]: its name)
+UNSUPPORTED_DRIVER = -3  # ... a driver API function (libcuda.so.1) hypa does not provide
+#: the driver API's functions (``cudart.driver_api.DRIVER_API``) are numbered from here
+DRIVER_BASE = 1 << 16

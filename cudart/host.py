@@ -33,7 +33,8 @@ from hypa.runtime.emulator.options import RUN_DEFAULTS, EmulationOptions
 from hypa.ptxdialect.diagnostics import HypaError
 
 from . import errors as E
-from .api import API, FINISH, SYNCHRONIZING, UNSUPPORTED
+from .api import API, DRIVER_BASE, FINISH, SYNCHRONIZING, UNSUPPORTED, UNSUPPORTED_DRIVER, decode
+from .driver import DriverRuntime
 from .graph_api import GraphRuntime
 from .texture_api import TextureRuntime
 
@@ -123,7 +124,7 @@ class Event:
     recorded: int | None = None  # launches completed when it was recorded
 
 
-class HostRuntime(TextureRuntime, GraphRuntime):
+class HostRuntime(TextureRuntime, GraphRuntime, DriverRuntime):
     def __init__(self, major: int, opts: RunOptions) -> None:
         from hypa.runtime.emulator.device_heap import DeviceHeap
         from hypa.runtime.emulator.flat_memory import FlatMemory
@@ -167,6 +168,7 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         self._progress_at = 0.0
         self._progress_shown = False
         self._graph_state()  # CUDA graphs, stream capture, memory pools (graph_api.py)
+        self._driver_state()  # the driver API's contexts and loaded modules (driver.py)
         self._lock = threading.RLock()
         self._printf_out: list[bytes] = []
 
@@ -203,29 +205,11 @@ class HostRuntime(TextureRuntime, GraphRuntime):
                          f"(`hypa run --help` lists what it does); stopping the program")
                 self.finish()
                 return 0
+            if fn >= DRIVER_BASE or fn == UNSUPPORTED_DRIVER:
+                return self.driver_call(fn, args, nargs)
             proto = API[fn]
-            words = [args[i] for i in range(nargs)]
-            vals: list[Any] = []
-            i = 0
-            for kind, _n in proto.params:
-                if kind == "dim3":
-                    vals.append(tuple(w & 0xFFFFFFFF for w in words[i : i + 3]))
-                    i += 3
-                    continue
-                if kind == "extent":
-                    vals.append(tuple(w & 0xFFFFFFFFFFFFFFFF for w in words[i : i + 3]))
-                    i += 3
-                    continue
-                w = words[i]
-                i += 1
-                if kind in ("ptr", "size", "u64"):
-                    vals.append(w & 0xFFFFFFFFFFFFFFFF)
-                elif kind == "uint":
-                    vals.append(w & 0xFFFFFFFF)
-                elif kind == "int":
-                    vals.append(((w & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000)
-                else:
-                    vals.append(w)
+            vals = decode(proto, [args[i] for i in range(nargs)])
+            self.runtime_threads.add(self.caller)  # the runtime made the primary context current here
             name = proto.name.removesuffix("_ptsz").removesuffix("_ptds").removesuffix("_ptsa")
             impl = getattr(self, name.lstrip("_") if name.startswith("__cuda") else name)
             if self.stream_captures:  # work onto a capturing stream is recorded, not run
@@ -336,6 +320,13 @@ class HostRuntime(TextureRuntime, GraphRuntime):
 
     # -- modules and variables -----------------------------------------------------------
 
+    def new_module(self, handle: int, address: int) -> Module:
+        """A module the driver API loads at run time (cudart/driver.py sets its PTX or fatbin)."""
+        return Module(handle, b"", len(self.modules), address)
+
+    def new_kernel(self, m: Module, name: str) -> Kernel:
+        return Kernel(m, name)
+
     def _load(self, m: Module) -> bool:
         """Parse the module's PTX (once).  False, with m.error set, where it cannot be."""
         if m.emulator is not None or m.error is not None:
@@ -344,6 +335,26 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         from hypa.ptxdialect.diagnostics import PTXError
         from hypa.runtime.emulator.emulator import Emulator
         from hypa.runtime.emulator.flat_memory import HostBinding
+
+        if m.ptx is None and not self._ptx_of_fatbin(m):
+            return False
+        try:
+            module_op = parse_ptx(m.ptx, filename=f"{self.opts.program}[sm_{m.arch} PTX]")
+        except PTXError as e:
+            m.error = f"the program's PTX does not parse: {e}"
+            return False
+        emu = Emulator(module_op, options=self.opts.emulation, stack_size=self.stack_size,
+                       address_trace=_trace_records(self.opts.emulation.memory_metrics or bool(self.opts.estimate_time)))
+        emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
+                               ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures,
+                               heap=self.heap)
+        m.emulator = emu
+        return True
+
+    def _ptx_of_fatbin(self, m: Module) -> bool:
+        """Choose the registered fatbin's PTX for the device (m.ptx, m.arch, m.source); False,
+        with m.error set, where it has none hypa can run."""
+        from hypa.ptxdialect.diagnostics import PTXError
         from hypa.runtime.report.inputs import ENTRY_ELF, ENTRY_PTX, InputError, Source, arch_specific, read_fatbins
 
         try:
@@ -372,17 +383,6 @@ class HostRuntime(TextureRuntime, GraphRuntime):
         m.arch, m.ptx = max(usable, key=lambda p: (p[0], arch_specific(p[1])))
         m.source = Source(self.opts.program, m.ptx, "elf", f"sm_{m.arch} PTX" + (f" {m.index + 1}" if m.index else "")
                           + (" (-rdc objects linked)" if linked is not None else ""), f"sm_{m.arch}")
-        try:
-            module_op = parse_ptx(m.ptx, filename=f"{self.opts.program}[sm_{m.arch} PTX]")
-        except PTXError as e:
-            m.error = f"the program's PTX does not parse: {e}"
-            return False
-        emu = Emulator(module_op, options=self.opts.emulation, stack_size=self.stack_size,
-                       address_trace=_trace_records(self.opts.emulation.memory_metrics or bool(self.opts.estimate_time)))
-        emu.host = HostBinding(self.memory, lambda name, size, init: self._variable(m, name, size, init),
-                               ctypes.cast(self._printf, ctypes.c_void_p).value or 0, textures=self.textures,
-                               heap=self.heap)
-        m.emulator = emu
         return True
 
     def _relocatable_ptx(self, m: Module) -> tuple[int, str] | None:

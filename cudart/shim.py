@@ -211,6 +211,11 @@ static void hypa_unsupported(const char *name) {
     _exit(1);
 }
 
+/* the driver API's libcuda.so.1 (cudart/driver_shim.py) reaches hypa through this */
+__attribute__((visibility("default"))) long long hypa_cudart_call(int fn, const long long *args, int nargs, long long in_child) {
+    return hypa_call(fn, args, nargs, in_child);
+}
+
 /* the program exits (from any thread): the results are written, except in a fork() child and
    where the program's own interpreter has finalized (it wrote them then: cudart.host.install) */
 __attribute__((destructor)) static void hypa_finish(void) {
@@ -222,7 +227,8 @@ __attribute__((destructor)) static void hypa_finish(void) {
 """
 
 
-def _function(index: int, p: Prototype) -> str:
+def c_function(index: int, p: Prototype, call_fn: str = "hypa_call") -> str:
+    """The exported C function of prototype ``p``, calling ``call_fn`` with dispatcher code ``index``."""
     params = ", ".join(f"{_C_TYPES[k]} {n}" for k, n in p.params) or "void"
     words: list[str] = []
     for k, n in p.params:
@@ -238,7 +244,7 @@ def _function(index: int, p: Prototype) -> str:
             words.append(f"(long long){n}")
     arr = f"long long a[{max(1, len(words))}] = {{{', '.join(words) or '0'}}};"
     # in a fork() child every runtime call fails with cudaErrorInitializationError, as CUDA's do
-    call = f"hypa_call({index}, a, {len(words)}, {3 if p.ret == 'err' else 0})"
+    call = f"{call_fn}({index}, a, {len(words)}, {3 if p.ret == 'err' else 0})"
     ret = _C_TYPES[p.ret]
     if p.ret == "chan":  # a pure function of its arguments: no call into Python
         body = f"{ret} r = {{{', '.join(n for _k, n in p.params)}}}; return r;"
@@ -269,7 +275,7 @@ def c_source(major: int) -> str:
                  f"{cases}    default: return t ? \"unrecognized error code\" : \"cudaErrorUnknown\";\n  }}\n}}\n")
     have = set()
     for i, p in enumerate(API):
-        parts.append(_function(i, p))
+        parts.append(c_function(i, p))
         have.add(p.name)
     for name in exported_names():
         if name not in have:
@@ -279,7 +285,7 @@ def c_source(major: int) -> str:
 
 
 def version_script(major: int) -> str:
-    return f"libcudart.so.{major} {{\n  global: cuda*; __cuda*; hypa_cudart_set_dispatch;\n  local: *;\n}};\n"
+    return f"libcudart.so.{major} {{\n  global: cuda*; __cuda*; hypa_cudart_set_dispatch; hypa_cudart_call;\n  local: *;\n}};\n"
 
 
 def compiler() -> str | None:
@@ -353,17 +359,24 @@ def build(major: int, out_dir: str | None = None) -> str:
     if major not in SUPPORTED_MAJORS:
         raise BuildError(f"hypa provides the CUDA runtime of CUDA {' and '.join(map(str, SUPPORTED_MAJORS))}, "
                          f"not CUDA {major}")
-    src = c_source(major)
     cflags, ldflags = _python_link()
-    key = hashlib.sha256((src + repr((cflags, ldflags))).encode()).hexdigest()[:16]
+    return build_library(f"libcudart.so.{major}", c_source(major), version_script(major), cflags, ldflags, out_dir)
+
+
+def build_library(soname: str, src: str, script: str, cflags: list[str], ldflags: list[str],
+                  out_dir: str | None = None, what: str = "runtime") -> str:
+    """Build (or find in the cache, by the hash of its source and flags) the library
+    ``soname`` from C source ``src`` and version script ``script``; also hypa's libcuda.so.1
+    (``cudart.driver_shim``)."""
+    key = hashlib.sha256((src + script + repr((cflags, ldflags))).encode()).hexdigest()[:16]
     d = out_dir or os.path.join(cache_root(), key)
-    lib = os.path.join(d, f"libcudart.so.{major}")
+    lib = os.path.join(d, soname)
     if _cached_library_problem(lib) is None:
         return lib
     cc = compiler()
     if cc is None:
-        raise BuildError("no C compiler found (looked for $CC, cc, gcc and clang): hypa run builds its CUDA "
-                         "runtime library with one; install gcc")
+        raise BuildError(f"no C compiler found (looked for $CC, cc, gcc and clang): hypa run builds its CUDA "
+                         f"{what} library with one; install gcc")
     try:
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, ".lock"), "a") as lock:
@@ -374,13 +387,13 @@ def build(major: int, out_dir: str | None = None) -> str:
             if why is None:  # another run built it meanwhile
                 return lib
             if why != "missing":  # the new one replaces it atomically (another run may be loading it)
-                _warn(f"the cached libcudart.so.{major} ({lib}) is damaged ({why}): building it again")
-            return _compile(cc, src, major, cflags, ldflags, d, lib)
+                _warn(f"the cached {soname} ({lib}) is damaged ({why}): building it again")
+            return _compile(cc, src, soname, script, cflags, ldflags, d, lib)
     except (OSError, _Unwritable) as e:
         if out_dir is not None:
-            raise BuildError(f"cannot build libcudart.so.{major} in {out_dir}: {e}") from None
+            raise BuildError(f"cannot build {soname} in {out_dir}: {e}") from None
         where = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        _warn(f"cannot write the cache ({d}: {where}); building libcudart.so.{major} for this run only")
+        _warn(f"cannot write the cache ({d}: {where}); building {soname} for this run only")
     import atexit
 
     tmp = tempfile.mkdtemp(prefix="hypa-cudart-")
@@ -388,9 +401,9 @@ def build(major: int, out_dir: str | None = None) -> str:
         atexit.register(_remove_temporary_dirs)
     _temporary_dirs.append(tmp)
     try:
-        return _compile(cc, src, major, cflags, ldflags, tmp, os.path.join(tmp, os.path.basename(lib)))
+        return _compile(cc, src, soname, script, cflags, ldflags, tmp, os.path.join(tmp, soname))
     except (OSError, _Unwritable) as e:
-        raise BuildError(f"cannot build libcudart.so.{major}: {e}") from None
+        raise BuildError(f"cannot build {soname}: {e}") from None
 
 
 class _Unwritable(Exception):
@@ -403,7 +416,7 @@ def _warn(text: str) -> None:
     print(f"hypa run: warning: {text}", file=sys.stderr)
 
 
-def _compile(cc: str, src: str, major: int, cflags: list[str], ldflags: list[str], d: str, lib: str) -> str:
+def _compile(cc: str, src: str, soname: str, script: str, cflags: list[str], ldflags: list[str], d: str, lib: str) -> str:
     """Build ``lib`` in directory ``d`` and seal it (its SHA-256 beside it)."""
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         c = os.path.join(tmp, "hypa_cudart.c")
@@ -411,16 +424,16 @@ def _compile(cc: str, src: str, major: int, cflags: list[str], ldflags: list[str
         with open(c, "w") as f:
             f.write(src)
         with open(vs, "w") as f:
-            f.write(version_script(major))
+            f.write(script)
         out = os.path.join(tmp, os.path.basename(lib))
-        cmd = [cc, "-shared", "-fPIC", "-O1", "-w", *cflags, c, "-o", out, f"-Wl,-soname,libcudart.so.{major}",
+        cmd = [cc, "-shared", "-fPIC", "-O1", "-w", *cflags, c, "-o", out, f"-Wl,-soname,{soname}",
                f"-Wl,--version-script={vs}", *ldflags]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             if any(w in p.stderr for w in ("No space left on device", "Read-only file system", "Permission denied",
                                            "Disk quota exceeded", "File too large")):
                 raise _Unwritable(p.stderr.strip().splitlines()[-1])
-            raise BuildError(f"building libcudart.so.{major} failed: {' '.join(cmd)}\n{p.stderr.strip()[-2000:]}")
+            raise BuildError(f"building {os.path.basename(lib)} failed: {' '.join(cmd)}\n{p.stderr.strip()[-2000:]}")
         with open(out, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         # the library first, then its seal: a library without one is built again, never trusted

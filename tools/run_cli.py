@@ -1,7 +1,9 @@
 """``hypa run [options] -- PROGRAM ARGS...``: run an unmodified CUDA program (built with
-``nvcc -cudart shared``) on the CPU, every kernel launch emulated and counted.
+``nvcc -cudart shared``, or a Python program on the driver API) on the CPU, every kernel
+launch emulated and counted.
 
-The program loads hypa's ``libcudart.so.<major>`` (``cudart.shim``) instead of NVIDIA's;
+The program loads hypa's ``libcudart.so.<major>`` (``cudart.shim``) and ``libcuda.so.1``
+(``cudart.driver_shim``) instead of NVIDIA's;
 its stdout, stderr and exit status are its own.  hypa's report goes to ``-o FILE`` (format
 from ``--format`` or the file's extension) or, without one, to stderr after the program ends.
 """
@@ -13,6 +15,7 @@ import ctypes
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -75,13 +78,15 @@ def _die_with(parent: int):
 def add_parser(sub) -> argparse.ArgumentParser:
     rp = sub.add_parser(
         "run", help="run a CUDA program on the CPU, every launch emulated and counted",
-        description="Run an unmodified CUDA program built with `nvcc -cudart shared`: hypa stands in for the "
-                    "CUDA runtime, device memory is host memory, and every kernel launch runs in hypa's "
+        description="Run an unmodified CUDA program built with `nvcc -cudart shared`, or a Python program on "
+                    "CUDA's driver API (cuda-python: hypa run -- python script.py): hypa stands in for the CUDA "
+                    "runtime and driver, device memory is host memory, and every kernel launch runs in hypa's "
                     "emulator (full mode: the program sees its real results) and is counted as "
                     "`hypa profile` counts it.",
-        epilog="example: hypa run -o run.json -- ./bfs graph.txt\n\nThe runtime functions provided are listed in "
-               "hypa/cudart/api.py (docs/guide.md, \"hypa run\"); any other libcudart function stops the program with "
-               "a message naming it.", formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog="examples: hypa run -o run.json -- ./bfs graph.txt\n          hypa run -- python vector_add.py\n\n"
+               "The runtime and driver functions provided are listed in hypa/cudart/api.py and driver_api.py "
+               "(docs/guide.md, \"hypa run\"); any other libcudart or libcuda function stops the program with a "
+               "message naming it.", formatter_class=argparse.RawDescriptionHelpFormatter)
     rp.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
                     help="the program and its arguments, after --")
     rp.add_argument("--arch", default="sm_90",
@@ -128,14 +133,54 @@ def _fail(msg: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+#: the CUDA major a program that loads only the driver (a Python program, one linked with
+#: -lcuda alone) gets hypa's runtime library for: cuda-python 13's
+DRIVER_PROGRAM_MAJOR = 13
+
+
+def _python_interpreter(exe: str, needed: list[str]) -> tuple[int, int] | None:
+    """The Python version of the interpreter ``exe`` (from its ``libpython3.N`` or its name),
+    None where it is not one."""
+    for name in [*needed, os.path.basename(os.path.realpath(exe)), os.path.basename(exe)]:
+        m = re.fullmatch(r"(?:lib)?python(\d)\.(\d+)[a-z]*(?:\.so.*)?", name)
+        if m:
+            return int(m.group(1)), int(m.group(2))
+    if re.fullmatch(r"python3?", os.path.basename(exe)):  # a `python3` its name does not date: ask it
+        try:
+            p = subprocess.run([exe, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                               text=True, timeout=60)
+            major, minor = p.stdout.split()
+            return int(major), int(minor)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            return None
+    return None
+
+
+def _check_python(exe: str, version: tuple[int, int]) -> None:
+    """hypa runs inside the program's own interpreter: it must be a Python hypa's packages
+    (numpy, llvmlite, xdsl) are built for."""
+    if version != sys.version_info[:2]:
+        _fail(f"{exe} is Python {version[0]}.{version[1]}, and hypa runs inside the program's interpreter: run the "
+              f"program with the Python hypa is installed in (Python {sys.version_info[0]}.{sys.version_info[1]}: "
+              f"{sys.executable})")
+
+
+def _program_name(exe: str, argv: list[str], python: tuple[int, int] | None) -> str:
+    """What the report and messages call the program: a Python program's script, where given."""
+    if python is not None and len(argv) > 1 and not argv[1].startswith("-") and os.path.isfile(argv[1]):
+        return argv[1]
+    return exe
+
+
 def run(args: argparse.Namespace) -> int:
-    from hypa.cudart import shim
-    from hypa.cudart.program import NotAProgram, inspect
+    from hypa.cudart import driver_shim, shim
+    from hypa.cudart.program import NotAProgram, ProgramInfo, inspect
 
     if args.build_only:
         try:
             for major in shim.SUPPORTED_MAJORS:
                 print(shim.build(major))
+            print(driver_shim.build(DRIVER_PROGRAM_MAJOR))
         except shim.BuildError as e:
             _fail(str(e))
         return 0
@@ -172,17 +217,27 @@ def run(args: argparse.Namespace) -> int:
     try:
         info = inspect(exe)
     except NotAProgram as e:
-        _fail(str(e))
+        if not re.fullmatch(r"python[\d.]*", os.path.basename(exe)):
+            _fail(str(e))
+        info = ProgramInfo(exe, [], None, False, False)  # a launcher script (pyenv's shims): asked below
     except OSError as e:
         _fail(f"{exe}: {e.strerror}")
     if info.static_cudart:
         _fail(f"{exe} is linked with the static CUDA runtime (nvcc's default), which hypa cannot stand in for; "
               f"rebuild it with `nvcc -cudart shared`")
-    if info.cudart_major is None:
-        _fail(f"{exe} does not load the CUDA runtime (no libcudart.so.N among its libraries: "
-              f"{', '.join(info.needed) or 'none'}); hypa run runs programs built with `nvcc -cudart shared`")
+    python = _python_interpreter(exe, info.needed)
+    major = info.cudart_major
+    if major is None:
+        if python is None and "libcuda.so.1" not in info.needed:
+            _fail(f"{exe} does not load the CUDA runtime (no libcudart.so.N among its libraries: "
+                  f"{', '.join(info.needed) or 'none'}) nor the driver (libcuda.so.1); hypa run runs programs built "
+                  f"with `nvcc -cudart shared`, and Python programs (hypa run -- python script.py)")
+        major = DRIVER_PROGRAM_MAJOR
+    if python is not None:
+        _check_python(exe, python)
     try:
-        lib = shim.build(info.cudart_major)
+        lib = shim.build(major)
+        driver = driver_shim.build(major)
     except shim.BuildError as e:
         _fail(str(e))
     fmt = args.format or (FORMATS.get(os.path.splitext(args.output)[1].lower(), "table") if args.output else "table")
@@ -193,12 +248,14 @@ def run(args: argparse.Namespace) -> int:
     opts = {"emulation": dataclasses.asdict(emulation), "arch": args.arch, "results": results,
             "capture": os.path.abspath(args.capture) if args.capture else None,
             "capture_launches": args.capture_launches,
-            "program": exe, "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs, "quiet": args.quiet,
+            "program": _program_name(exe, argv, python), "exact_bounds": args.exact_bounds, "format": fmt, "by": args.by, "jobs": args.jobs, "quiet": args.quiet,
             "estimate_time": args.estimate_time, "timing": args.timing}
     env = dict(os.environ)
-    libdir = os.path.dirname(lib)
-    env["LD_LIBRARY_PATH"] = libdir + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    env["LD_PRELOAD"] = lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    # the driver library (libcuda.so.1) too, which Python packages load themselves: preloaded,
+    # so that a dlopen of it finds hypa's by its soname whatever the search path
+    libdirs = os.pathsep.join(dict.fromkeys((os.path.dirname(driver), os.path.dirname(lib))))
+    env["LD_LIBRARY_PATH"] = libdirs + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["LD_PRELOAD"] = f"{lib} {driver}" + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["HYPA_SYS_PATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
     env["HYPA_RUN"] = json.dumps(opts)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -1,0 +1,612 @@
+"""The CUDA driver API (``libcuda.so.1``, ``cudart.driver_api``) on ``HostRuntime``'s model.
+
+A mixin of ``cudart.host.HostRuntime``, as the graph and texture calls are: the driver's
+allocations, modules, functions, streams and events are the runtime's own (a ``CUfunction``
+is a key of ``HostRuntime.functions`` as a registered kernel's host address is; a
+``CUstream`` is a runtime stream), so a program that mixes the two APIs sees one device.
+What is the driver's alone: ``cuInit``, contexts (one primary context and those
+``cuCtxCreate`` makes, a stack of current ones per host thread; they share the one device's
+memory), modules loaded from PTX text or a fatbin at run time, kernel arguments through
+``extra``, and ``CUresult`` codes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import sys
+
+import numpy as np
+
+from . import errors as E
+from .api import DRIVER_BASE, UNSUPPORTED_DRIVER, decode
+from .driver_api import DRIVER_API, SYNCHRONIZING
+
+# CUresult values (cuda.h; names and texts in driver_errors.tsv)
+SUCCESS = 0
+INVALID_VALUE = 1
+NOT_INITIALIZED = 3
+INVALID_DEVICE = 101
+INVALID_IMAGE = 200
+INVALID_CONTEXT = 201
+INVALID_PTX = 218
+INVALID_HANDLE = 400
+NOT_FOUND = 500
+UNKNOWN = 999
+
+#: cudaError_t values whose CUresult differs (most share their number: 1-3, 200-999)
+_FROM_RUNTIME = {
+    E.cudaErrorInvalidConfiguration: INVALID_VALUE,
+    E.cudaErrorInvalidDeviceFunction: INVALID_HANDLE,
+    E.cudaErrorInvalidMemcpyDirection: INVALID_VALUE,
+    E.cudaErrorInvalidSymbol: NOT_FOUND,
+    E.cudaErrorInvalidPitchValue: INVALID_VALUE,
+    E.cudaErrorMissingConfiguration: INVALID_VALUE,
+}
+
+#: the calls that need no current context
+_CONTEXT_FREE = frozenset({
+    "cuInit", "cuDriverGetVersion", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetName", "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2", "cuDeviceComputeCapability", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2",
+    "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxSetFlags_v2", "cuCtxCreate_v2",
+    "cuCtxCreate_v3", "cuCtxCreate_v4", "cuCtxDestroy_v2", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
+    "cuCtxSetCurrent", "cuCtxGetCurrent", "cuProfilerStart", "cuProfilerStop",
+})
+
+# cuLaunchKernel's ``extra`` (cuda.h): CU_LAUNCH_PARAM_END, _BUFFER_POINTER, _BUFFER_SIZE
+_PARAM_END, _PARAM_BUFFER_POINTER, _PARAM_BUFFER_SIZE = 0, 1, 2
+
+# CUfunction_attribute -> cudaFuncAttributes field
+_FUNC_ATTRIBUTES = {0: "maxThreadsPerBlock", 1: "sharedSizeBytes", 2: "constSizeBytes", 3: "localSizeBytes",
+                    4: "numRegs", 5: "ptxVersion", 6: "binaryVersion", 7: "cacheModeCA",
+                    8: "maxDynamicSharedSizeBytes", 9: "preferredShmemCarveout"}
+
+# cudaMemcpyKind: the runtime's copy checks take it
+H2D, D2H, D2D, DEFAULT = 1, 2, 3, 4
+
+FATBIN_WRAPPER_MAGIC = b"\xb1\x43\x62\x46"
+FATBIN_MAGIC = b"\x50\xed\x55\xba"
+
+
+class DriverRuntime:
+    """The driver API calls of ``HostRuntime`` (cudart/host.py)."""
+
+    def _driver_state(self) -> None:
+        """The driver's state (``HostRuntime.__init__`` makes it)."""
+        self.cu_initialized = False
+        self.primary_context = 0  # its handle, made at the first use
+        self.contexts: set[int] = set()  # every live context, the primary one too
+        self.context_stacks: dict[int, list[int]] = {}  # host thread -> its current contexts (top last)
+        self.runtime_threads: set[int] = set()  # host threads that called the runtime API (its primary context is current there)
+        self.module_functions: dict[tuple[int, str], int] = {}  # (module handle, kernel) -> CUfunction
+        self.unloaded_modules: set[int] = set()  # cuModuleUnload'ed (kept as the source of their launches)
+
+    # -- the dispatcher ------------------------------------------------------------------
+
+    def driver_call(self, fn: int, args, nargs: int) -> int:
+        """A call through hypa's ``libcuda.so.1``: a ``CUresult``."""
+        if fn == UNSUPPORTED_DRIVER:
+            name = ctypes.string_at(args[0]).decode()
+            self.say(f"{self.opts.program} called {name}, which hypa's CUDA driver (libcuda.so.1) does not provide "
+                     f"(docs/guide.md, \"Python programs (the driver API)\", lists what it does); stopping the program")
+            self.finish()
+            return 0
+        proto = DRIVER_API[fn - DRIVER_BASE]
+        name = proto.name
+        try:
+            vals = decode(proto, [args[i] for i in range(nargs)])
+            if not self.cu_initialized and name not in ("cuInit", "cuDriverGetVersion"):
+                return NOT_INITIALIZED
+            if name not in _CONTEXT_FREE and not self._current_context():
+                return INVALID_CONTEXT
+            if self.pending and name in SYNCHRONIZING:
+                self.sticky, self.pending = self.pending, 0
+            if self.sticky and name not in ("cuCtxDestroy_v2", "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxRelease_v2",
+                                            "cuMemFree_v2", "cuMemFreeHost", "cuDeviceGetCount"):
+                if name == "cuCtxSynchronize":
+                    self._flush_printf()
+                return self._cu(self.sticky)
+            return int(getattr(self, name)(*vals) or 0)
+        except Exception as e:  # a bug in hypa, never the program's fault: say so, keep the program alive
+            self.say(f"internal error in {name}: {type(e).__name__}: {e}")
+            if os.environ.get("HYPA_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
+            return UNKNOWN
+
+    @staticmethod
+    def _cu(error: int) -> int:
+        """The CUresult of a runtime call's cudaError_t."""
+        return _FROM_RUNTIME.get(error, error)
+
+    def _handle(self, kind: str) -> int:
+        """A new opaque handle (a context, module or function): an address nothing else has."""
+        return self.memory.allocate(8, kind).start
+
+    # -- initialisation, device ------------------------------------------------------------
+
+    def cuInit(self, flags):
+        if flags != 0:
+            return INVALID_VALUE
+        self.cu_initialized = True
+        return SUCCESS
+
+    def cuDriverGetVersion(self, version):
+        if not version:
+            return INVALID_VALUE
+        ctypes.c_int.from_address(version).value = self.major * 1000
+        return SUCCESS
+
+    def cuDeviceGet(self, device, ordinal):
+        if not device:
+            return INVALID_VALUE
+        if ordinal != 0:
+            return INVALID_DEVICE
+        ctypes.c_int.from_address(device).value = 0
+        return SUCCESS
+
+    def cuDeviceGetCount(self, count):
+        if not count:
+            return INVALID_VALUE
+        ctypes.c_int.from_address(count).value = 1
+        return SUCCESS
+
+    def cuDeviceGetName(self, name, length, dev):
+        from .properties import h100_properties
+
+        if dev != 0:
+            return INVALID_DEVICE
+        if not name or length <= 0:
+            return INVALID_VALUE
+        text = str(h100_properties(self.opts.sm)["name"]).encode()[: length - 1]
+        ctypes.memmove(name, text + b"\0", len(text) + 1)
+        return SUCCESS
+
+    def cuDeviceGetAttribute(self, pi, attrib, dev):
+        from .properties import attribute_value
+
+        if dev != 0:
+            return INVALID_DEVICE
+        v = attribute_value(attrib, self.opts.sm, self.major)  # CUdevice_attribute numbers cudaDeviceAttr's
+        if v is None or not pi:
+            self.say(f"cuDeviceGetAttribute: attribute {attrib} is not one hypa reports (CUDA_ERROR_INVALID_VALUE)",
+                     once=("cuattr", attrib))
+            return INVALID_VALUE
+        ctypes.c_int.from_address(pi).value = int(v)
+        return SUCCESS
+
+    def cuDeviceTotalMem_v2(self, nbytes, dev):
+        from .properties import h100_properties
+
+        if dev != 0:
+            return INVALID_DEVICE
+        ctypes.c_size_t.from_address(nbytes).value = int(h100_properties(self.opts.sm)["totalGlobalMem"])
+        return SUCCESS
+
+    def cuDeviceComputeCapability(self, major, minor, dev):
+        if dev != 0:
+            return INVALID_DEVICE
+        ctypes.c_int.from_address(major).value = self.opts.sm // 10
+        ctypes.c_int.from_address(minor).value = self.opts.sm % 10
+        return SUCCESS
+
+    # -- contexts ------------------------------------------------------------------------
+
+    def _stack(self) -> list[int]:
+        return self.context_stacks.setdefault(self.caller, [])
+
+    def _current_context(self) -> int:
+        """The calling thread's current context (the primary one where it used the runtime API)."""
+        stack = self._stack()
+        if stack:
+            return stack[-1]
+        if self.caller in self.runtime_threads:
+            return self._primary()
+        return 0
+
+    def _primary(self) -> int:
+        if not self.primary_context:
+            self.primary_context = self._handle("context")
+            self.contexts.add(self.primary_context)
+        return self.primary_context
+
+    def cuDevicePrimaryCtxRetain(self, pctx, dev):
+        if dev != 0:
+            return INVALID_DEVICE
+        ctypes.c_void_p.from_address(pctx).value = self._primary()
+        return SUCCESS
+
+    def cuDevicePrimaryCtxRelease_v2(self, dev):
+        return SUCCESS if dev == 0 else INVALID_DEVICE
+
+    def cuDevicePrimaryCtxReset_v2(self, dev):
+        if dev != 0:
+            return INVALID_DEVICE
+        return self._cu(self.cudaDeviceReset())
+
+    def cuDevicePrimaryCtxGetState(self, dev, flags, active):
+        if dev != 0:
+            return INVALID_DEVICE
+        ctypes.c_uint.from_address(flags).value = 0
+        ctypes.c_int.from_address(active).value = int(bool(self.primary_context))
+        return SUCCESS
+
+    def cuDevicePrimaryCtxSetFlags_v2(self, dev, flags):
+        return SUCCESS if dev == 0 else INVALID_DEVICE
+
+    def cuCtxCreate_v2(self, pctx, flags, dev):
+        if dev != 0:
+            return INVALID_DEVICE
+        if not pctx:
+            return INVALID_VALUE
+        ctx = self._handle("context")
+        self.contexts.add(ctx)
+        self._stack().append(ctx)  # current to the calling thread, the one before it kept below
+        ctypes.c_void_p.from_address(pctx).value = ctx
+        return SUCCESS
+
+    def cuCtxCreate_v3(self, pctx, paramsArray, numParams, flags, dev):
+        return self.cuCtxCreate_v2(pctx, flags, dev)
+
+    def cuCtxCreate_v4(self, pctx, ctxCreateParams, flags, dev):
+        return self.cuCtxCreate_v2(pctx, flags, dev)
+
+    def cuCtxDestroy_v2(self, ctx):
+        if ctx not in self.contexts or ctx == self.primary_context:
+            return INVALID_CONTEXT if ctx not in self.contexts else INVALID_VALUE
+        self.contexts.discard(ctx)
+        for stack in self.context_stacks.values():
+            while ctx in stack:
+                stack.remove(ctx)
+        self.memory.release(ctx)
+        return SUCCESS
+
+    def cuCtxPushCurrent_v2(self, ctx):
+        if ctx not in self.contexts:
+            return INVALID_CONTEXT
+        self._stack().append(ctx)
+        return SUCCESS
+
+    def cuCtxPopCurrent_v2(self, pctx):
+        stack = self._stack()
+        if not stack:
+            return INVALID_CONTEXT
+        ctx = stack.pop()
+        if pctx:
+            ctypes.c_void_p.from_address(pctx).value = ctx
+        return SUCCESS
+
+    def cuCtxSetCurrent(self, ctx):
+        stack = self._stack()
+        if ctx == 0:
+            if stack:
+                stack.pop()
+            return SUCCESS
+        if ctx not in self.contexts:
+            return INVALID_CONTEXT
+        if stack:
+            stack[-1] = ctx
+        else:
+            stack.append(ctx)
+        return SUCCESS
+
+    def cuCtxGetCurrent(self, pctx):
+        if not pctx:
+            return INVALID_VALUE
+        ctypes.c_void_p.from_address(pctx).value = self._current_context() or None
+        return SUCCESS
+
+    def cuCtxGetDevice(self, device):
+        ctypes.c_int.from_address(device).value = 0
+        return SUCCESS
+
+    def cuCtxSynchronize(self):
+        return self._cu(self.cudaDeviceSynchronize())
+
+    # -- modules and functions -----------------------------------------------------------
+
+    def cuModuleLoadData(self, module, image):
+        return self._load_image(module, image, "cuModuleLoadData")
+
+    def cuModuleLoadDataEx(self, module, image, numOptions, options, optionValues):
+        """As cuModuleLoadData: the JIT options (optimisation level, log buffers ...) change
+        nothing hypa does; the log buffers are left as the program set them."""
+        return self._load_image(module, image, "cuModuleLoadDataEx")
+
+    def cuModuleLoadFatBinary(self, module, fatCubin):
+        return self._load_image(module, fatCubin, "cuModuleLoadFatBinary")
+
+    def _load_image(self, out: int, image: int, call: str) -> int:
+        """A module from PTX text, a fatbin or a fatbin wrapper; a cubin (SASS alone) stops the
+        program, as a launch of a registered kernel without PTX does."""
+        if not out or not image:
+            return INVALID_VALUE
+        head = ctypes.string_at(image, 4)
+        handle = self._handle("module")
+        m = self.new_module(handle, image)
+        if head == b"\x7fELF":
+            self._stop(f"{call}: the module is a cubin (machine code, SASS) and holds no PTX; hypa runs PTX: load the "
+                       f"PTX text (NVRTC with --gpu-architecture=compute_90, not sm_90; nvcc -ptx) or a fatbin that "
+                       f"embeds it (nvcc -fatbin -arch=sm_90)")
+        if head in (FATBIN_WRAPPER_MAGIC, FATBIN_MAGIC):
+            m.address = image
+            if head == FATBIN_WRAPPER_MAGIC:
+                image = ctypes.c_void_p.from_address(image + 8).value or 0
+            hsize, size = int.from_bytes(ctypes.string_at(image + 6, 2), "little"), int.from_bytes(
+                ctypes.string_at(image + 8, 8), "little")
+            m.blob = ctypes.string_at(image, hsize + size)
+            if not self._ptx_of_fatbin(m):
+                self._stop(f"{call}: {m.error.replace('the program', 'the module')}")
+        else:
+            text = ctypes.string_at(image).decode("utf-8", errors="replace")
+            target = re.search(r"^\s*\.target\s+sm_(\d+)", text, re.M)
+            if ".version" not in text or target is None:
+                self.say(f"{call}: the image is neither PTX text nor a fatbin (CUDA_ERROR_INVALID_IMAGE)")
+                self.memory.release(handle)
+                return INVALID_IMAGE
+            m.arch = int(target.group(1))
+            if m.arch > self.opts.sm:
+                self.say(f"{call}: the PTX targets sm_{m.arch}, newer than the device ({self.opts.arch}): "
+                         f"CUDA_ERROR_INVALID_PTX")
+                self.memory.release(handle)
+                return INVALID_PTX
+            from hypa.runtime.report.inputs import Source
+
+            m.ptx = text
+            m.source = Source(self.opts.program, text, "ptx", f"module {m.index + 1} (sm_{m.arch} PTX)", f"sm_{m.arch}")
+        if not self._load(m):  # the driver compiles PTX when it loads it: a bad one fails here
+            self.say(f"{call}: {m.error} (CUDA_ERROR_INVALID_PTX)")
+            self.memory.release(handle)
+            return INVALID_PTX
+        self.modules[handle] = m
+        ctypes.c_void_p.from_address(out).value = handle
+        return SUCCESS
+
+    def _stop(self, text: str) -> None:
+        """A GPU would run what hypa cannot: going on would hand the program wrong results."""
+        self.say(f"{text}; stopping the program")
+        self.finish()
+        sys.stdout.flush()
+        os._exit(1)
+
+    def cuModuleUnload(self, hmod):
+        """Its functions go; the module stays known, as its launches' source in the report."""
+        if hmod not in self.modules or hmod in self.unloaded_modules:
+            return INVALID_HANDLE
+        self.unloaded_modules.add(hmod)
+        for key in [k for k in self.module_functions if k[0] == hmod]:
+            f = self.module_functions.pop(key)
+            self.functions.pop(f, None)
+            self.memory.release(f)
+        return SUCCESS
+
+    def cuModuleGetFunction(self, hfunc, hmod, name):
+        m = self.modules.get(hmod) if hmod not in self.unloaded_modules else None
+        if m is None or not hfunc or not name:
+            return INVALID_HANDLE if m is None else INVALID_VALUE
+        kernel = ctypes.string_at(name).decode(errors="replace")
+        f = self.module_functions.get((hmod, kernel))
+        if f is None:
+            if not re.search(rf"\.entry\s+{re.escape(kernel)}\s*\(", m.ptx or ""):
+                return NOT_FOUND
+            f = self._handle("function")
+            self.module_functions[(hmod, kernel)] = f
+            self.functions[f] = self.new_kernel(m, kernel)
+        ctypes.c_void_p.from_address(hfunc).value = f
+        return SUCCESS
+
+    def cuFuncGetAttribute(self, pi, attrib, hfunc):
+        from .properties import FuncAttributes
+
+        field = _FUNC_ATTRIBUTES.get(attrib)
+        if field is None or not pi:
+            return INVALID_VALUE
+        fa = FuncAttributes()
+        r = self.cudaFuncGetAttributes(ctypes.addressof(fa), hfunc)
+        if r:
+            return self._cu(r)
+        ctypes.c_int.from_address(pi).value = int(getattr(fa, field))
+        return SUCCESS
+
+    def cuFuncSetAttribute(self, hfunc, attrib, value):
+        return self._cu(self.cudaFuncSetAttribute(hfunc, attrib, value))
+
+    def cuFuncSetCacheConfig(self, hfunc, config):
+        return self._cu(self.cudaFuncSetCacheConfig(hfunc, config))
+
+    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, numBlocks, func, blockSize, dynamicSMemSize):
+        return self._cu(self.cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize))
+
+    # -- launches ------------------------------------------------------------------------
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, kernelParams, extra):
+        if f not in self.functions:
+            return INVALID_HANDLE
+        r = self._stream_ok(stream)
+        if r:
+            return self._cu(r)
+        keep = None
+        if not kernelParams:
+            keep = self._params_from_extra(f, extra)
+            if keep is None:
+                return INVALID_VALUE
+            kernelParams = ctypes.addressof(keep)
+        return self._cu(self._launch(f, (gx, gy, gz), (bx, by, bz), kernelParams, shared))
+
+    def cuLaunchCooperativeKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, kernelParams):
+        if f not in self.functions:
+            return INVALID_HANDLE
+        return self._cu(self.cudaLaunchCooperativeKernel(f, (gx, gy, gz), (bx, by, bz), kernelParams, shared, stream))
+
+    def _params_from_extra(self, f: int, extra: int):
+        """kernelParams (an array of pointers, one per parameter) into the argument buffer
+        ``extra`` passes (CU_LAUNCH_PARAM_BUFFER_POINTER), at the PTX parameters' offsets;
+        None where ``extra`` holds none."""
+        buf = size = None
+        i = 0
+        while extra:
+            key = ctypes.c_void_p.from_address(extra + 8 * i).value or 0
+            if key == _PARAM_END:
+                break
+            value = ctypes.c_void_p.from_address(extra + 8 * i + 8).value or 0
+            if key == _PARAM_BUFFER_POINTER:
+                buf = value
+            elif key == _PARAM_BUFFER_SIZE and value:
+                size = ctypes.c_size_t.from_address(value).value
+            else:
+                return None
+            i += 2
+        prog = self._program(f)
+        if prog is None or (buf is None and prog.params):
+            return None
+        offsets = [off for _n, _t, off, _size in prog.params]
+        if size is not None and prog.params and max(off + sz for _n, _t, off, sz in prog.params) > size:
+            return None
+        return (ctypes.c_void_p * max(1, len(offsets)))(*[buf + off for off in offsets])
+
+    # -- memory --------------------------------------------------------------------------
+
+    def cuMemGetInfo_v2(self, free, total):
+        return self._cu(self.cudaMemGetInfo(free, total))
+
+    def cuMemAlloc_v2(self, dptr, bytesize):
+        if bytesize == 0:
+            return INVALID_VALUE
+        return self._cu(self._alloc(dptr, bytesize, "device"))
+
+    def cuMemAllocManaged(self, dptr, bytesize, flags):
+        if bytesize == 0:
+            return INVALID_VALUE
+        return self._cu(self._alloc(dptr, bytesize, "managed"))
+
+    def cuMemFree_v2(self, dptr):
+        return self._cu(self._free(dptr, ("device", "managed")))
+
+    def cuMemAllocHost_v2(self, pp, bytesize):
+        return self._cu(self._alloc(pp, bytesize, "host"))
+
+    def cuMemHostAlloc(self, pp, bytesize, flags):
+        return self._cu(self._alloc(pp, bytesize, "host"))
+
+    def cuMemFreeHost(self, p):
+        return self._cu(self._free(p, ("host",)))
+
+    def _cu_copy(self, dst, src, count, kind, call) -> int:
+        if kind == DEFAULT:  # cuMemcpy: unified addressing, either side may be the device's
+            kind = {(True, True): D2D, (True, False): H2D, (False, True): D2H}.get(
+                (self.memory.find(dst) is not None, self.memory.find(src) is not None), DEFAULT)
+            if kind == DEFAULT:
+                if count:
+                    ctypes.memmove(dst, src, count)
+                return SUCCESS
+        self._flush_printf()
+        r = self._check_copy(dst, src, count, kind, call)
+        if r == 0 and count:
+            ctypes.memmove(dst, src, count)
+        return self._cu(r)
+
+    def cuMemcpy(self, dst, src, byteCount):
+        return self._cu_copy(dst, src, byteCount, DEFAULT, "cuMemcpy")
+
+    def cuMemcpyAsync(self, dst, src, byteCount, hStream):
+        return self._cu(self._stream_ok(hStream)) or self._cu_copy(dst, src, byteCount, DEFAULT, "cuMemcpyAsync")
+
+    def cuMemcpyHtoD_v2(self, dstDevice, srcHost, byteCount):
+        return self._cu_copy(dstDevice, srcHost, byteCount, H2D, "cuMemcpyHtoD")
+
+    def cuMemcpyDtoH_v2(self, dstHost, srcDevice, byteCount):
+        return self._cu_copy(dstHost, srcDevice, byteCount, D2H, "cuMemcpyDtoH")
+
+    def cuMemcpyDtoD_v2(self, dstDevice, srcDevice, byteCount):
+        return self._cu_copy(dstDevice, srcDevice, byteCount, D2D, "cuMemcpyDtoD")
+
+    def cuMemcpyHtoDAsync_v2(self, dstDevice, srcHost, byteCount, hStream):
+        return self._cu(self._stream_ok(hStream)) or self._cu_copy(dstDevice, srcHost, byteCount, H2D, "cuMemcpyHtoDAsync")
+
+    def cuMemcpyDtoHAsync_v2(self, dstHost, srcDevice, byteCount, hStream):
+        return self._cu(self._stream_ok(hStream)) or self._cu_copy(dstHost, srcDevice, byteCount, D2H, "cuMemcpyDtoHAsync")
+
+    def cuMemcpyDtoDAsync_v2(self, dstDevice, srcDevice, byteCount, hStream):
+        return self._cu(self._stream_ok(hStream)) or self._cu_copy(dstDevice, srcDevice, byteCount, D2D, "cuMemcpyDtoDAsync")
+
+    def _memset(self, dst: int, value: int, n: int, width: int, call: str) -> int:
+        """``n`` elements of ``width`` bytes from ``dst``, each ``value``."""
+        if dst % width:
+            return INVALID_VALUE  # the element size's alignment, as the driver requires
+        if n == 0:
+            return SUCCESS
+        if self.memory.find(dst, n * width) is None:
+            self.say(f"{call}: {dst:#x} .. +{n * width} bytes is not inside one device allocation "
+                     f"(CUDA_ERROR_INVALID_VALUE)", once=(call, dst, n))
+            return INVALID_VALUE
+        dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}[width]
+        buf = (ctypes.c_uint8 * (n * width)).from_address(dst)
+        np.frombuffer(buf, dtype=dtype)[:] = value & ((1 << (8 * width)) - 1)
+        return SUCCESS
+
+    def cuMemsetD8_v2(self, dstDevice, uc, n):
+        return self._memset(dstDevice, uc, n, 1, "cuMemsetD8")
+
+    def cuMemsetD16_v2(self, dstDevice, us, n):
+        return self._memset(dstDevice, us, n, 2, "cuMemsetD16")
+
+    def cuMemsetD32_v2(self, dstDevice, ui, n):
+        return self._memset(dstDevice, ui, n, 4, "cuMemsetD32")
+
+    def cuMemsetD8Async(self, dstDevice, uc, n, hStream):
+        return self._cu(self._stream_ok(hStream)) or self._memset(dstDevice, uc, n, 1, "cuMemsetD8Async")
+
+    def cuMemsetD16Async(self, dstDevice, us, n, hStream):
+        return self._cu(self._stream_ok(hStream)) or self._memset(dstDevice, us, n, 2, "cuMemsetD16Async")
+
+    def cuMemsetD32Async(self, dstDevice, ui, n, hStream):
+        return self._cu(self._stream_ok(hStream)) or self._memset(dstDevice, ui, n, 4, "cuMemsetD32Async")
+
+    # -- streams and events: the runtime's ---------------------------------------------
+
+    def cuStreamCreate(self, phStream, flags):
+        return self._cu(self.cudaStreamCreateWithFlags(phStream, flags))
+
+    def cuStreamCreateWithPriority(self, phStream, flags, priority):
+        return self._cu(self.cudaStreamCreateWithPriority(phStream, flags, priority))
+
+    def cuStreamDestroy_v2(self, hStream):
+        return self._cu(self.cudaStreamDestroy(hStream))
+
+    def cuStreamSynchronize(self, hStream):
+        return self._cu(self.cudaStreamSynchronize(hStream))
+
+    def cuStreamQuery(self, hStream):
+        return self._cu(self.cudaStreamQuery(hStream))
+
+    def cuStreamWaitEvent(self, hStream, hEvent, flags):
+        return self._cu(self.cudaStreamWaitEvent(hStream, hEvent, flags))
+
+    def cuEventCreate(self, phEvent, flags):
+        return self._cu(self.cudaEventCreateWithFlags(phEvent, flags))
+
+    def cuEventRecord(self, hEvent, hStream):
+        return self._cu(self.cudaEventRecord(hEvent, hStream))
+
+    def cuEventSynchronize(self, hEvent):
+        return self._cu(self.cudaEventSynchronize(hEvent))
+
+    def cuEventQuery(self, hEvent):
+        return self._cu(self.cudaEventQuery(hEvent))
+
+    def cuEventElapsedTime(self, pMilliseconds, hStart, hEnd):
+        return self._cu(self.cudaEventElapsedTime(pMilliseconds, hStart, hEnd))
+
+    def cuEventElapsedTime_v2(self, pMilliseconds, hStart, hEnd):
+        return self.cuEventElapsedTime(pMilliseconds, hStart, hEnd)
+
+    def cuEventDestroy_v2(self, hEvent):
+        return self._cu(self.cudaEventDestroy(hEvent))
+
+    def cuProfilerStart(self):
+        return SUCCESS
+
+    def cuProfilerStop(self):
+        return SUCCESS

@@ -1,0 +1,150 @@
+"""The CUDA driver API hypa provides (``libcuda.so.1``), described once as data.
+
+The same notation as ``cudart.api`` (``err`` is a ``CUresult`` here; ``u64`` a
+``CUdeviceptr``).  ``cudart.driver_shim`` generates the C library's exports from it and
+``cudart.driver.DriverRuntime`` implements each name as a method.  The names are the symbols
+NVIDIA's driver exports, version suffix and all (``cuMemAlloc_v2``): a program linked with
+``-lcuda`` binds them through ``cuda.h``'s macros, and ``cuGetProcAddress`` -- how
+cuda-python, CuPy and the runtime itself find driver functions -- is asked for the name
+without its suffix plus a CUDA version, and answers with the newest variant that version
+has (``SINCE``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .api import Prototype, parse
+
+PROTOTYPES = """
+err cuInit(uint flags)
+err cuDriverGetVersion(ptr driverVersion)
+err cuDeviceGet(ptr device, int ordinal)
+err cuDeviceGetCount(ptr count)
+err cuDeviceGetName(ptr name, int len, int dev)
+err cuDeviceGetAttribute(ptr pi, int attrib, int dev)
+err cuDeviceTotalMem_v2(ptr bytes, int dev)
+err cuDeviceComputeCapability(ptr major, ptr minor, int dev)
+err cuDevicePrimaryCtxRetain(ptr pctx, int dev)
+err cuDevicePrimaryCtxRelease_v2(int dev)
+err cuDevicePrimaryCtxReset_v2(int dev)
+err cuDevicePrimaryCtxGetState(int dev, ptr flags, ptr active)
+err cuDevicePrimaryCtxSetFlags_v2(int dev, uint flags)
+err cuCtxCreate_v2(ptr pctx, uint flags, int dev)
+err cuCtxCreate_v3(ptr pctx, ptr paramsArray, int numParams, uint flags, int dev)
+err cuCtxCreate_v4(ptr pctx, ptr ctxCreateParams, uint flags, int dev)
+err cuCtxDestroy_v2(ptr ctx)
+err cuCtxPushCurrent_v2(ptr ctx)
+err cuCtxPopCurrent_v2(ptr pctx)
+err cuCtxSetCurrent(ptr ctx)
+err cuCtxGetCurrent(ptr pctx)
+err cuCtxGetDevice(ptr device)
+err cuCtxSynchronize()
+err cuModuleLoadData(ptr module, ptr image)
+err cuModuleLoadDataEx(ptr module, ptr image, uint numOptions, ptr options, ptr optionValues)
+err cuModuleLoadFatBinary(ptr module, ptr fatCubin)
+err cuModuleUnload(ptr hmod)
+err cuModuleGetFunction(ptr hfunc, ptr hmod, ptr name)
+err cuFuncGetAttribute(ptr pi, int attrib, ptr hfunc)
+err cuFuncSetAttribute(ptr hfunc, int attrib, int value)
+err cuFuncSetCacheConfig(ptr hfunc, int config)
+err cuOccupancyMaxActiveBlocksPerMultiprocessor(ptr numBlocks, ptr func, int blockSize, size dynamicSMemSize)
+err cuLaunchKernel(ptr f, uint gridDimX, uint gridDimY, uint gridDimZ, uint blockDimX, uint blockDimY, uint blockDimZ, uint sharedMemBytes, ptr hStream, ptr kernelParams, ptr extra)
+err cuLaunchCooperativeKernel(ptr f, uint gridDimX, uint gridDimY, uint gridDimZ, uint blockDimX, uint blockDimY, uint blockDimZ, uint sharedMemBytes, ptr hStream, ptr kernelParams)
+err cuMemGetInfo_v2(ptr free, ptr total)
+err cuMemAlloc_v2(ptr dptr, size bytesize)
+err cuMemAllocManaged(ptr dptr, size bytesize, uint flags)
+err cuMemFree_v2(u64 dptr)
+err cuMemAllocHost_v2(ptr pp, size bytesize)
+err cuMemHostAlloc(ptr pp, size bytesize, uint flags)
+err cuMemFreeHost(ptr p)
+err cuMemcpy(u64 dst, u64 src, size byteCount)
+err cuMemcpyAsync(u64 dst, u64 src, size byteCount, ptr hStream)
+err cuMemcpyHtoD_v2(u64 dstDevice, ptr srcHost, size byteCount)
+err cuMemcpyDtoH_v2(ptr dstHost, u64 srcDevice, size byteCount)
+err cuMemcpyDtoD_v2(u64 dstDevice, u64 srcDevice, size byteCount)
+err cuMemcpyHtoDAsync_v2(u64 dstDevice, ptr srcHost, size byteCount, ptr hStream)
+err cuMemcpyDtoHAsync_v2(ptr dstHost, u64 srcDevice, size byteCount, ptr hStream)
+err cuMemcpyDtoDAsync_v2(u64 dstDevice, u64 srcDevice, size byteCount, ptr hStream)
+err cuMemsetD8_v2(u64 dstDevice, uint uc, size n)
+err cuMemsetD16_v2(u64 dstDevice, uint us, size n)
+err cuMemsetD32_v2(u64 dstDevice, uint ui, size n)
+err cuMemsetD8Async(u64 dstDevice, uint uc, size n, ptr hStream)
+err cuMemsetD16Async(u64 dstDevice, uint us, size n, ptr hStream)
+err cuMemsetD32Async(u64 dstDevice, uint ui, size n, ptr hStream)
+err cuStreamCreate(ptr phStream, uint flags)
+err cuStreamCreateWithPriority(ptr phStream, uint flags, int priority)
+err cuStreamDestroy_v2(ptr hStream)
+err cuStreamSynchronize(ptr hStream)
+err cuStreamQuery(ptr hStream)
+err cuStreamWaitEvent(ptr hStream, ptr hEvent, uint flags)
+err cuEventCreate(ptr phEvent, uint flags)
+err cuEventRecord(ptr hEvent, ptr hStream)
+err cuEventSynchronize(ptr hEvent)
+err cuEventQuery(ptr hEvent)
+err cuEventElapsedTime(ptr pMilliseconds, ptr hStart, ptr hEnd)
+err cuEventElapsedTime_v2(ptr pMilliseconds, ptr hStart, ptr hEnd)
+err cuEventDestroy_v2(ptr hEvent)
+err cuProfilerStart()
+err cuProfilerStop()
+"""
+
+DRIVER_API: tuple[Prototype, ...] = parse(PROTOTYPES)
+
+#: the CUDA version (1000 * major + 10 * minor) each variant appeared in, where not 2.0;
+#: ``cuGetProcAddress(name, version)`` returns the newest variant of ``name`` at ``version``
+SINCE = {
+    "cuDriverGetVersion": 2020, "cuDeviceTotalMem_v2": 3020,
+    "cuDevicePrimaryCtxRetain": 7000, "cuDevicePrimaryCtxRelease_v2": 11000, "cuDevicePrimaryCtxReset_v2": 11000,
+    "cuDevicePrimaryCtxGetState": 7000, "cuDevicePrimaryCtxSetFlags_v2": 11000,
+    "cuCtxCreate_v2": 3020, "cuCtxCreate_v3": 11040, "cuCtxCreate_v4": 12050, "cuCtxDestroy_v2": 4000,
+    "cuCtxPushCurrent_v2": 4000, "cuCtxPopCurrent_v2": 4000, "cuCtxSetCurrent": 4000, "cuCtxGetCurrent": 4000,
+"cuModuleLoadDataEx": 2010,
+    "cuFuncGetAttribute": 2020, "cuFuncSetAttribute": 9000, "cuFuncSetCacheConfig": 3000,
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor": 6050, "cuLaunchKernel": 4000, "cuLaunchCooperativeKernel": 9000,
+    "cuMemGetInfo_v2": 3020, "cuMemAlloc_v2": 3020, "cuMemAllocManaged": 6000, "cuMemFree_v2": 3020,
+    "cuMemAllocHost_v2": 3020, "cuMemHostAlloc": 2020, "cuMemcpy": 4000, "cuMemcpyAsync": 4000,
+    "cuMemcpyHtoD_v2": 3020, "cuMemcpyDtoH_v2": 3020, "cuMemcpyDtoD_v2": 3020, "cuMemcpyHtoDAsync_v2": 3020,
+    "cuMemcpyDtoHAsync_v2": 3020, "cuMemcpyDtoDAsync_v2": 3020, "cuMemsetD8_v2": 3020, "cuMemsetD16_v2": 3020,
+    "cuMemsetD32_v2": 3020, "cuMemsetD8Async": 3020, "cuMemsetD16Async": 3020, "cuMemsetD32Async": 3020,
+    "cuStreamCreateWithPriority": 5050, "cuStreamDestroy_v2": 4000, "cuStreamWaitEvent": 3020,
+    "cuEventElapsedTime_v2": 12080, "cuEventDestroy_v2": 4000, "cuProfilerStart": 4000, "cuProfilerStop": 4000,
+    "cuGetErrorString": 6000, "cuGetErrorName": 6000, "cuGetProcAddress": 11030, "cuGetProcAddress_v2": 12000, "cuGetExportTable": 2000,
+}
+
+#: answered by the C library itself (no call into Python): error texts and the symbol lookup
+IN_C = ("cuGetErrorString", "cuGetErrorName", "cuGetProcAddress", "cuGetProcAddress_v2", "cuGetExportTable")
+
+#: the calls that wait for the device's earlier work (where a kernel's fault becomes visible)
+SYNCHRONIZING = frozenset({
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuStreamQuery", "cuEventQuery", "cuMemcpy",
+    "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2", "cuMemFree_v2", "cuMemFreeHost",
+})
+
+
+def base_name(symbol: str) -> str:
+    """The name ``cuGetProcAddress`` is asked for: the symbol less its ``_vN``/``_ptds``/``_ptsz``."""
+    return re.sub(r"(_v\d+)?(_ptds|_ptsz)?$", "", symbol)
+
+
+def since(symbol: str) -> int:
+    return SINCE.get(symbol, 2000)
+
+
+def exported_names() -> list[str]:
+    """Every function name NVIDIA's ``libcuda.so.1`` exports (driver 580, CUDA 13.0; names only)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "driver_exports.txt")) as f:
+        return [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+
+
+def errors() -> dict[int, tuple[str, str]]:
+    """CUresult values: name and ``cuGetErrorString``'s text, as NVIDIA's driver gives them."""
+    out = {}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "driver_errors.tsv")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            code, name, text = line.rstrip("\n").split("\t")
+            out[int(code)] = (name, text)
+    return out

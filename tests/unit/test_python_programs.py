@@ -1,0 +1,307 @@
+"""Python programs on CUDA's driver API under `hypa run` (issue 30): hypa's libcuda.so.1
+(cudart/driver_shim.py, cudart/driver.py), `hypa run -- python script.py`, and the cuda-python
+program tests/cuda_programs/python/driver_api.py against an H100's recording
+(tests/ground_truth/hypa_run/python_native.json, benchmarks/gpu/python_programs_native.sh)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hypa.cudart import driver_api, driver_shim, shim
+
+from helpers import requires, run_hypa
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "cuda_programs" / "python" / "driver_api.py"
+RECORDED = json.loads((ROOT / "tests" / "ground_truth" / "hypa_run" / "python_native.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def libcuda(tmp_path_factory):
+    if shim.compiler() is None:
+        pytest.skip("no C compiler")
+    try:
+        return driver_shim.build(13, out_dir=str(tmp_path_factory.mktemp("driver")))
+    except shim.BuildError as e:
+        pytest.skip(str(e))
+
+
+@requires("readelf")
+def test_soname_unversioned_exports_and_the_runtime_it_needs(libcuda):
+    dyn = subprocess.run(["readelf", "-d", libcuda], capture_output=True, text=True).stdout
+    assert "Library soname: [libcuda.so.1]" in dyn and "Shared library: [libcudart.so.13]" in dyn
+    syms = subprocess.run(["readelf", "--dyn-syms", "-W", libcuda], capture_output=True, text=True).stdout
+    exported = {}
+    for line in syms.splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[4] == "GLOBAL" and parts[6] != "UND":
+            exported[parts[7]] = line
+    assert set(driver_api.exported_names()) <= set(exported)
+    assert len(driver_api.exported_names()) == 682  # NVIDIA's driver 580's functions
+    assert not any("@" in name for name in exported)  # no version nodes, as NVIDIA's has none
+    assert "hypa_unsupported" not in exported and "hypa_procs" not in exported
+
+
+def test_every_driver_prototype_is_a_driver_export_and_implemented():
+    from hypa.cudart.host import HostRuntime
+
+    exports = set(driver_api.exported_names())
+    for p in driver_api.DRIVER_API:
+        assert p.name in exports, p.name
+        assert callable(getattr(HostRuntime, p.name, None)), p.name
+    assert set(driver_api.IN_C) <= exports
+
+
+def test_the_error_table_is_the_drivers():
+    errors = driver_api.errors()
+    assert errors[0] == ("CUDA_SUCCESS", "no error")
+    assert errors[500] == ("CUDA_ERROR_NOT_FOUND", "named symbol not found")
+    assert errors[700] == ("CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered")
+    assert len(errors) == 101
+
+
+# a kernel whose counts are known by hand: p[tid] = 3 * tid for tid < n
+TRIPLE_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry triple(.param .u64 p, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra DONE;
+    mul.lo.u32 %r3, %r2, 3;
+    mul.wide.u32 %rd2, %r2, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+DONE:
+    ret;
+}
+"""
+# 32 threads run the first five instructions and ret, the 20 with tid < 20 the four between
+TRIPLE_THREAD_INSTRUCTIONS = 32 * 5 + 20 * 4 + 32
+
+CTYPES_PROGRAM = r"""
+import ctypes, sys
+from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
+
+cu = ctypes.CDLL("libcuda.so.1")
+mode, image = sys.argv[1], open(sys.argv[2], "rb").read()
+dptr = c_uint64()
+print("before cuInit:", cu.cuMemAlloc_v2(byref(dptr), c_size_t(64)))
+print("cuInit:", cu.cuInit(0))
+print("no context:", cu.cuMemAlloc_v2(byref(dptr), c_size_t(64)))
+
+gpa = cu.cuGetProcAddress_v2
+gpa.argtypes = [c_char_p, POINTER(c_void_p), c_int, c_uint64, POINTER(c_int)]
+names = ["cuMemAlloc", "cuMemAlloc_v2", "cuCtxCreate", "cuCtxCreate_v2", "cuCtxCreate_v3", "cuCtxCreate_v4",
+         "cuGetErrorName", "cuLinkCreate", "cuLinkCreate_v2"]
+where = {ctypes.cast(getattr(cu, n), c_void_p).value: n for n in names}
+for name, version in (("cuMemAlloc", 3020), ("cuCtxCreate", 11040), ("cuCtxCreate", 13000), ("cuMemAlloc", 2000),
+                      ("cuGetErrorName", 13000), ("cuLinkCreate", 13000), ("cuNoSuchCall", 13000)):
+    fn, status = c_void_p(), c_int(-1)
+    r = gpa(name.encode(), byref(fn), version, 0, byref(status))
+    print("cuGetProcAddress", name, version, "->", r, status.value, where.get(fn.value))
+text = c_char_p()
+print("cuGetErrorName(700):", cu.cuGetErrorName(700, byref(text)), text.value.decode())
+print("cuGetErrorString(12345):", cu.cuGetErrorString(12345, byref(text)), text.value)
+
+ctx = c_void_p()
+if mode == "mixed":  # the runtime first: its primary context is current, its memory the driver's too
+    rt = ctypes.CDLL("libcudart.so.13")
+    rp = c_void_p()
+    print("cudaMalloc:", rt.cudaMalloc(byref(rp), c_size_t(128)))
+    print("cuCtxGetCurrent:", cu.cuCtxGetCurrent(byref(ctx)), ctx.value is not None)
+else:
+    print("cuCtxCreate:", cu.cuCtxCreate_v4(byref(ctx), None, 0, 0))
+mod, f = c_void_p(), c_void_p()
+buf = ctypes.create_string_buffer(image)
+r = cu.cuModuleLoadDataEx(byref(mod), buf, 0, None, None)
+print("cuModuleLoadDataEx:", r)
+print("cuModuleGetFunction:", cu.cuModuleGetFunction(byref(f), mod, b"triple"))
+if mode == "mixed":
+    dptr.value = rp.value
+else:
+    print("cuMemAlloc:", cu.cuMemAlloc_v2(byref(dptr), c_size_t(128)))
+print("cuMemsetD32:", cu.cuMemsetD32_v2(dptr, c_uint(0xFFFFFFFF), c_size_t(32)))
+cu.cuLaunchKernel.argtypes = [c_void_p] + [c_uint] * 7 + [c_void_p] * 3
+n = c_int(20)
+if mode == "extra":  # the arguments packed in one buffer, at the parameters' offsets
+    class Args(ctypes.Structure):
+        _fields_ = [("p", c_uint64), ("n", c_int)]
+    packed, size = Args(dptr.value, 20), c_size_t(ctypes.sizeof(Args))
+    extra = (c_void_p * 5)(1, ctypes.addressof(packed), 2, ctypes.addressof(size), 0)
+    r = cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, ctypes.addressof(extra))
+else:
+    bad = c_uint64(0)  # mode "fault": a store through a null pointer
+    params = (c_void_p * 2)(ctypes.addressof(bad if mode == "fault" else dptr), ctypes.addressof(n))
+    r = cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, ctypes.addressof(params), None)
+print("cuLaunchKernel:", r, "cuCtxSynchronize:", cu.cuCtxSynchronize())
+out = (c_int * 32)()
+if mode == "mixed":
+    print("cudaMemcpy:", rt.cudaMemcpy(out, rp, c_size_t(128), 2))
+else:
+    print("cuMemcpyDtoH:", cu.cuMemcpyDtoH_v2(out, dptr, c_size_t(128)))
+print("p:", list(out))
+if mode == "fault":  # the fault is sticky: later calls report it, as on a GPU
+    print("later cuMemAlloc:", cu.cuMemAlloc_v2(byref(dptr), c_size_t(64)))
+if mode == "unsupported":
+    cu.cuModuleGetGlobal_v2(byref(dptr), None, mod, b"nothing")
+    print("not reached")
+"""
+
+TRIPLE_RESULT = "p: " + str([3 * i for i in range(20)] + [-1] * 12) + "\n"
+
+
+def _ctypes_program(tmp_path: Path, mode: str, image: bytes) -> subprocess.CompletedProcess:
+    (tmp_path / "prog.py").write_text(CTYPES_PROGRAM)
+    (tmp_path / "image").write_bytes(image)
+    return run_hypa("run", "-o", tmp_path / "r.json", "--", sys.executable, tmp_path / "prog.py", mode,
+                    tmp_path / "image")
+
+
+def test_a_python_program_on_the_driver_api_through_ctypes(libcuda, tmp_path):
+    """cuInit and contexts are required, cuGetProcAddress gives each version's variant (a stub
+    for a variant hypa does not implement, none for an unknown name), the error texts are the
+    driver's, and a PTX module's launch through kernelParams is counted as by hand."""
+    p = _ctypes_program(tmp_path, "params", TRIPLE_PTX.encode())
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == (
+        "before cuInit: 3\ncuInit: 0\nno context: 201\n"
+        "cuGetProcAddress cuMemAlloc 3020 -> 0 0 cuMemAlloc_v2\n"
+        "cuGetProcAddress cuCtxCreate 11040 -> 0 0 cuCtxCreate_v3\n"
+        "cuGetProcAddress cuCtxCreate 13000 -> 0 0 cuCtxCreate_v4\n"
+        "cuGetProcAddress cuMemAlloc 2000 -> 0 0 cuMemAlloc\n"
+        "cuGetProcAddress cuGetErrorName 13000 -> 0 0 cuGetErrorName\n"
+        "cuGetProcAddress cuLinkCreate 13000 -> 0 0 cuLinkCreate\n"
+        "cuGetProcAddress cuNoSuchCall 13000 -> 500 1 None\n"
+        "cuGetErrorName(700): 0 CUDA_ERROR_ILLEGAL_ADDRESS\ncuGetErrorString(12345): 1 None\n"
+        "cuCtxCreate: 0\ncuModuleLoadDataEx: 0\ncuModuleGetFunction: 0\ncuMemAlloc: 0\ncuMemsetD32: 0\n"
+        "cuLaunchKernel: 0 cuCtxSynchronize: 0\ncuMemcpyDtoH: 0\n" + TRIPLE_RESULT)
+    (r,) = json.loads((tmp_path / "r.json").read_text())
+    assert (r["kernel"], r["thread_inst_executed"], r["inst_executed"]) == ("triple", TRIPLE_THREAD_INSTRUCTIONS, 10)
+    assert "hypa run: 1 launch of 1 kernel" in p.stderr
+
+
+def test_a_call_hypas_driver_does_not_provide_stops_the_program_naming_it(libcuda, tmp_path):
+    p = _ctypes_program(tmp_path, "unsupported", TRIPLE_PTX.encode())
+    assert p.returncode == 1
+    assert p.stdout.endswith(TRIPLE_RESULT)  # the output before it, flushed
+    assert "prog.py called cuModuleGetGlobal_v2, which hypa's CUDA driver (libcuda.so.1) does not provide" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_a_program_mixing_runtime_and_driver_calls_sees_one_device(libcuda, tmp_path):
+    """cudaMalloc'ed memory, the runtime's primary context current without cuCtxCreate, a driver
+    launch on that memory, cudaMemcpy back."""
+    p = _ctypes_program(tmp_path, "mixed", TRIPLE_PTX.encode())
+    assert p.returncode == 0, p.stderr
+    assert "cudaMalloc: 0\ncuCtxGetCurrent: 0 True\ncuModuleLoadDataEx: 0\n" in p.stdout
+    assert p.stdout.endswith("cuLaunchKernel: 0 cuCtxSynchronize: 0\ncudaMemcpy: 0\n" + TRIPLE_RESULT)
+
+
+def test_a_kernel_fault_is_reported_at_the_next_synchronization_and_stays(libcuda, tmp_path):
+    p = _ctypes_program(tmp_path, "fault", TRIPLE_PTX.encode())
+    assert p.returncode == 0, p.stderr
+    # the launch itself succeeds (asynchronous); the copy returns the sticky error, not the data
+    assert p.stdout.endswith("cuLaunchKernel: 0 cuCtxSynchronize: 700\ncuMemcpyDtoH: 700\n"
+                             "p: " + str([0] * 32) + "\nlater cuMemAlloc: 700\n")
+    assert "hypa run: launch 0:" in p.stderr and "Traceback" not in p.stderr
+
+
+@requires("nvcc")
+def test_a_fatbin_with_ptx_loads_and_extra_passes_the_arguments(libcuda, tmp_path):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void triple(int *p, int n) {\n'
+                                   "  int i = threadIdx.x; if (i < n) p[i] = 3 * i; }\n")
+    subprocess.run(["nvcc", "-fatbin", "-arch=sm_90", "-o", str(tmp_path / "k.fatbin"), str(tmp_path / "k.cu")],
+                   check=True, capture_output=True)
+    p = _ctypes_program(tmp_path, "extra", (tmp_path / "k.fatbin").read_bytes())
+    assert p.returncode == 0, p.stderr
+    assert "cuModuleLoadDataEx: 0\n" in p.stdout and p.stdout.endswith(TRIPLE_RESULT)
+
+
+@requires("nvcc")
+def test_a_cubin_without_ptx_stops_with_how_to_get_ptx(libcuda, tmp_path):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void triple(int *p, int n) { p[threadIdx.x] = n; }\n')
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", str(tmp_path / "k.cubin"), str(tmp_path / "k.cu")],
+                   check=True, capture_output=True)
+    p = _ctypes_program(tmp_path, "params", (tmp_path / "k.cubin").read_bytes())
+    assert p.returncode == 1
+    assert "cuModuleLoadDataEx: the module is a cubin (machine code, SASS) and holds no PTX; hypa runs PTX" in p.stderr
+    assert "--gpu-architecture=compute_90" in p.stderr and "Traceback" not in p.stderr
+    assert "cuModuleLoadDataEx:" not in p.stdout
+
+
+def test_a_python_hypa_cannot_run_inside_is_refused(tmp_path):
+    other = tmp_path / "python3.9"
+    other.symlink_to("/bin/true")
+    p = run_hypa("run", "--", other, "script.py")
+    assert p.returncode == 2
+    assert p.stderr.startswith(f"hypa run: error: {other} is Python 3.9, and hypa runs inside the program's interpreter")
+    assert len(p.stderr.splitlines()) == 1
+
+
+def _cuda_python() -> str | None:
+    """Why cuda-python's driver program cannot run here (None: it can)."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return "cuda-python (cuda-bindings) is not installed"
+    try:
+        nvrtc.nvrtcVersion()
+    except Exception as e:  # noqa: BLE001  (the package's loader error: libnvrtc missing)
+        return f"NVRTC is not installed (pip install nvidia-cuda-nvrtc): {e}"
+    return None
+
+
+@pytest.mark.skipif(_cuda_python() is not None, reason=str(_cuda_python()))
+def test_the_cuda_python_program_prints_what_an_h100_prints_and_its_counts(tmp_path):
+    """driver_api.py (NVRTC, cuModuleLoadDataEx, cuLaunchKernel with kernelParams, streams,
+    events, cuMemsetD8/D32, a shared-memory reduction, atomics): the H100's stdout, and per
+    launch the counts of the instrumented kernels on the H100 where NVRTC made the same PTX."""
+    out = tmp_path / "r.json"
+    p = run_hypa("run", "-o", out, "--", sys.executable, PROGRAM)
+    native = RECORDED["programs"]["driver_api.py"]
+    assert (p.returncode, p.stdout) == (native["rc"], native["stdout"]), p.stderr
+    assert "hypa run: 3 launches of 3 kernels" in p.stderr
+    records = json.loads(out.read_text())
+    sys.path.insert(0, str(PROGRAM.parent))
+    try:
+        import driver_api as program
+    finally:
+        sys.path.pop(0)
+    ptx = program.compile_ptx(9, 0).rstrip(b"\0 ")
+    if hashlib.sha256(ptx).hexdigest() != RECORDED["kernels_ptx_sha256"]:
+        pytest.skip("this NVRTC makes other PTX than the H100's (nvidia-cuda-nvrtc 13.0.88): its counts differ")
+    keys = ("inst_executed", "thread_inst_executed", "not_predicated_off_thread_inst_executed", "flop_count_sp",
+            "branch", "divergent_branch")
+    got = [(r["kernel"], r["grid"], r["block"], {k: r[k] for k in keys}) for r in records]
+    want = [(c["kernel"], c["grid"], c["block"],
+             {k: c["metrics"][k] for k in keys}) for c in RECORDED["counts"]["driver_api.py"]]
+    assert got == want
+
+
+def test_a_launcher_script_named_python_is_asked_its_version(tmp_path):
+    """pyenv's `python` is a shell script that starts the real one: hypa run asks it which
+    Python it starts, and runs the program in it."""
+    launcher = tmp_path / "python"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    launcher.chmod(0o755)
+    (tmp_path / "hello.py").write_text("print('hello')\n")
+    p = run_hypa("run", "--", launcher, tmp_path / "hello.py")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "hello\n"
+    assert "ended before hypa could write its results (it made no CUDA call" in p.stderr
