@@ -56,7 +56,9 @@ Targets (each mutates a valid seed input and feeds it to the code a user's input
 Outcomes: ``accepted`` (ran), ``rejected`` (the input error a user sees: a ``HypaError`` --
 LaunchError, EmulationError, InputError ... -- with a message), ``crash`` (any other exception: a hypa bug; the
 input is written to ``--save DIR`` and its traceback printed), ``hang`` (a case that ran past
-``--case-seconds``, 60 s by default: stopped by an alarm, also saved). Emulations get a step
+``--case-seconds`` of CPU time, 60 s by default, or ten times that of wall time: stopped
+by a timer, also saved; CPU time, so that a loaded machine does not turn a slow case into a
+hang). Emulations get a step
 budget too. The exit status is 1 when any case crashed or hung.
 
 ``--small`` (CI) runs 20 cases of every target with the fixed seed 20261126 and also exits 1
@@ -706,6 +708,7 @@ def campaign(targets: list[str], cases: int | None, seconds: float | None, seed:
     start = time.monotonic()
     n = 0
     old = signal.signal(signal.SIGALRM, _alarm)
+    old_prof = signal.signal(signal.SIGPROF, _alarm)
     try:
         while (cases is None or n < cases) and (seconds is None or time.monotonic() - start < seconds):
             name = targets[n % len(targets)]
@@ -715,7 +718,11 @@ def campaign(targets: list[str], cases: int | None, seconds: float | None, seed:
                 if n > max(only):
                     break
                 continue
-            signal.alarm(case_seconds)
+            # a hang: past case_seconds of this process's CPU time (a loaded machine slows a
+            # case down, it does not make it a hang), or ten times that of wall time (a case
+            # blocked without using the CPU: a FIFO, a lock)
+            signal.setitimer(signal.ITIMER_PROF, case_seconds)
+            signal.alarm(10 * case_seconds)
             text = ""
             try:
                 outcome, _inp = getattr(t, TARGETS[name])(case_rng)
@@ -725,6 +732,7 @@ def campaign(targets: list[str], cases: int | None, seconds: float | None, seed:
                 outcome, text = "crash", traceback.format_exc()
             finally:
                 signal.alarm(0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
             if outcome in ("crash", "hang"):
                 if not quiet:
                     print(f"{outcome} in {name} (case {n}):\n{text}", file=sys.stderr)
@@ -738,6 +746,7 @@ def campaign(targets: list[str], cases: int | None, seconds: float | None, seed:
             n += 1
     finally:
         signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGPROF, old_prof)
     return counts
 
 
@@ -759,7 +768,8 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, help="stop after this long")
     ap.add_argument("--seed", type=int, default=None, help="default: random (printed)")
     ap.add_argument("--save", metavar="DIR", help="write each crash's and hang's traceback here")
-    ap.add_argument("--case-seconds", type=int, default=60, help="a case running longer is a hang (default 60)")
+    ap.add_argument("--case-seconds", type=int, default=60,
+                    help="a case using more CPU seconds, or ten times as many wall seconds, is a hang (default 60)")
     ap.add_argument("--only", metavar="N,N", help="replay just these case numbers of the campaign (with its --seed "
                                                    "and --target list; --cases must cover them)")
     ap.add_argument("--ptxas", nargs="?", const="ptxas", default=None, metavar="EXE",

@@ -21,6 +21,32 @@ def test_a_deterministic_campaign_has_no_crash():
     assert all(c["accepted"] > 0 and c["rejected"] > 0 for c in counts.values()), counts  # both sides exercised
 
 
+def test_a_hang_is_cpu_time_not_a_slow_machine(monkeypatch):
+    """A case is a hang past ``case_seconds`` of CPU time (a spin), or ten times that of wall
+    time (blocked); a case that only waits longer than ``case_seconds`` -- what a loaded
+    machine does to a slow case -- is not one."""
+    import time
+
+    fuzz = load_script("benchmarks/fuzz.py")
+
+    def spin(self, rng):
+        end = time.process_time() + 5
+        while time.process_time() < end:
+            pass
+        return "accepted", ""
+
+    def wait(self, rng):
+        time.sleep(1.5)
+        return "accepted", ""
+
+    monkeypatch.setattr(fuzz.Targets, "spin", spin, raising=False)
+    monkeypatch.setattr(fuzz.Targets, "wait", wait, raising=False)
+    monkeypatch.setitem(fuzz.TARGETS, "spin", "spin")
+    monkeypatch.setitem(fuzz.TARGETS, "wait", "wait")
+    counts = fuzz.campaign(["spin", "wait"], cases=2, seconds=None, seed=1, quiet=True, case_seconds=1)
+    assert counts["spin"]["hang"] == 1 and counts["wait"]["accepted"] == 1, counts
+
+
 @pytest.mark.parametrize("spec, message", [
     ({"launch": [{"grid": [1, "x"], "block": 1}]}, "grid must be an integer or a list"),
     ({"launch": [{"grid": 1.5, "block": 1}]}, "grid must be an integer or a list"),
