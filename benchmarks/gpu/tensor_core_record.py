@@ -1,21 +1,23 @@
 """Records what an H100's tensor cores return for f16/bf16 matrix multiply-accumulate
-(issue 26), so the emulator's inner-product model (runtime/emulator/tensor_core.py) can be
-checked bit for bit without a GPU (tests/unit/test_tensor_core.py).
+(issue 26), so the emulator's inner-product model (runtime/emulator/lowering/tensor_core.py)
+can be checked bit for bit without a GPU (tests/unit/test_tensor_core.py).
 
-Runs on the GPU machine (nvcc; device tool, one call of about 30 s):
+Runs on the GPU machine (nvcc for sm_90a; device tool, one call of about 10 s):
 
     python3 benchmarks/gpu/tensor_core_record.py --out $OUT
 
 and writes ``$OUT/tensor_cores.npz`` (copy it to ``tests/ground_truth/h100/tensor_cores.npz``)
-and ``$OUT/tensor_cores_sass.txt`` (the HMMA instructions ptxas made).  ``--ptx FILE``
-writes the kernels' PTX, which the tests emulate (``tests/ground_truth/h100/tensor_cores.ptx``).  The inputs are not
-stored: ``inputs(case)`` regenerates them from the seed (``numpy.random.Generator``, PCG64),
-and ``<case>__sha256`` (a digest of the inputs) says when they no longer match.  Each case
-is a batch of independent tiles, one warp each: ``D = A * B + C`` with A ``m x k`` and B
-``k x n`` (row-major logical matrices), C and D ``m x n``.  Every tile draws its values from
-one of the classes in ``CLASSES`` (wide and narrow exponent ranges, cancelling pairs,
-zero C, sparse, a C far above the products, products just below C's last bit, infinities and
-NaNs).  ``<case>__D`` is D's encodings (uint32 for f32, uint16 for f16), lzma-compressed.
+and ``$OUT/tensor_cores_sass.txt`` (the HMMA instructions ptxas made).  ``--ptx FILE`` writes
+the kernels' PTX, which the tests emulate (``tests/ground_truth/h100/tensor_cores.ptx``).
+The inputs are not stored: ``inputs(case)`` regenerates them from the seed
+(``numpy.random.Generator``, PCG64), and ``<case>__sha256`` (a digest of the inputs) says
+when they no longer match.  Each case is a batch of independent tiles, one warp each (one
+warpgroup for wgmma): ``D = A * B + C`` with A ``m x k`` and B ``k x n`` (row-major logical
+matrices), C and D ``m x n``.  Every tile draws its values from one of the classes in
+``CLASSES`` (wide and narrow exponent ranges, cancelling pairs, zero C, sparse, a C far
+above the products, products just below C's last bit, infinities and NaNs), or for the
+``_edge`` cases ``EDGE_CLASSES``.  ``<case>__D`` is D's encodings (uint32 for f32, uint16
+for f16), lzma-compressed.
 """
 
 from __future__ import annotations
@@ -37,9 +39,16 @@ CASES = {
     "mma_m16n8k8_f16_f32": ("mma", "f16", "f32", (16, 8, 8), 64, 3),
     "mma_m16n8k16_f16_f16": ("mma", "f16", "f16", (16, 8, 16), 96, 4),
     "wmma_m16n16k16_f16_f32": ("wmma", "f16", "f32", (16, 16, 16), 80, 5),
+    "wgmma_m64n8k16_f16_f32": ("wgmma", "f16", "f32", (64, 8, 16), 60, 6),
+    "wgmma_m64n8k16_bf16_f32": ("wgmma", "bf16", "f32", (64, 8, 16), 30, 7),
+    "mma_m16n8k16_bf16_f32_edge": ("mma", "bf16", "f32", (16, 8, 16), 64, 8),
+    "mma_m16n8k16_f16_f32_edge": ("mma", "f16", "f32", (16, 8, 16), 16, 9),
 }
 
 CLASSES = ("wide", "narrow", "cancel", "czero", "sparse", "bigc", "below", "special")
+#: the ``_edge`` cases' classes: sums past the largest f32, results in f32's subnormal range,
+#: subnormal C (with mostly zero products)
+EDGE_CLASSES = ("overflow", "tiny", "csub")
 
 
 def _floats(rng, shape, fmt: str, elo: int, ehi: int, sub: float = 0.0) -> np.ndarray:
@@ -72,6 +81,9 @@ def inputs(case: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     C = np.zeros((tiles, m, n), np.uint32 if ct == "f32" else np.uint16)
     cmax = 40 if ct == "f32" else 4  # f16 C: stay clear of overflow
     for t in range(tiles):
+        if case.endswith("_edge"):
+            A[t], B[t], C[t] = _edge(rng, EDGE_CLASSES[t % len(EDGE_CLASSES)], at, (m, n, k))
+            continue
         cls = CLASSES[t % len(CLASSES)]
         lo, hi = {"wide": wide, "narrow": (-2, 2), "cancel": (-4, 4), "czero": (-6, 6), "sparse": (-8, 8),
                   "bigc": (-3, 3), "below": (-14, -6) if at == "f16" else (-20, -6), "special": (-3, 3)}[cls]
@@ -109,6 +121,23 @@ def inputs(case: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             c[i] = (0x7F800000 if ct == "f32" else 0x7C00)
         A[t], B[t], C[t] = a, b, c
     return A, B, C
+
+
+def _edge(rng, cls: str, at: str, shape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    m, n, k = shape
+    big = at == "bf16"
+    if cls == "overflow":
+        lo, hi, clo, chi = (58, 64, 120, 127) if big else (13, 15, 110, 127)
+    elif cls == "tiny":
+        lo, hi, clo, chi = (-75, -60, -149, -120) if big else (-24, -14, -149, -120)
+    else:
+        lo, hi, clo, chi = (-70, -60, -149, -127) if big else (-24, -14, -149, -127)
+    a = _floats(rng, (m, k), at, lo, hi, 0.1)
+    b = _floats(rng, (k, n), at, lo, hi, 0.1)
+    c = _floats(rng, (m, n), "f32", clo, chi)
+    if cls == "csub":
+        a[rng.random(a.shape) < 0.8] = 0
+    return a, b, c
 
 
 def digest(case: str) -> str:
@@ -209,6 +238,51 @@ extern "C" __global__ void wmma_m16n16k16_f16_f32(const unsigned short *A, const
   wmma::mma_sync(acc, fa, fb, acc);
   wmma::store_matrix_sync(D + w * 256, acc, 16, wmma::mem_row_major);
 }
+
+// wgmma: a warpgroup (one CTA of 128 threads) per 64 x 8 tile; A from registers (each warp
+// 16 rows, as mma's A), B from shared memory through a descriptor (no swizzle, K-major:
+// element (k, n) at n * 16 + (k % 8) * 2 + (k / 8) * 128; LBO 128, SBO 256), scale-d 1
+template <bool BF>
+__device__ void wgmma64n8(const unsigned short *A, const unsigned short *B, const float *C, float *D, int T) {
+  __shared__ __align__(128) unsigned short sb[128];
+  const int w = threadIdx.x >> 5, l = threadIdx.x & 31, g = l >> 2, q = l & 3, tile = blockIdx.x;
+  if (tile >= T) return;
+  const unsigned short *a = A + tile * 64 * 16, *b = B + tile * 16 * 8;
+  const float *c = C + tile * 64 * 8; float *d = D + tile * 64 * 8;
+  { int kk = threadIdx.x / 8, nn = threadIdx.x % 8; sb[(nn * 16 + (kk % 8) * 2 + (kk / 8) * 128) / 2] = b[kk * 8 + nn]; }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  unsigned base = (unsigned)__cvta_generic_to_shared(sb);
+  unsigned long long db = ((base >> 4) & 0x3FFF) | ((unsigned long long)(128 >> 4) << 16) | ((unsigned long long)(256 >> 4) << 32);
+  unsigned ar[4]; float acc[4];
+  (void)db;
+  for (int r = 0; r < 4; r++) {
+    int i0 = 2 * r, i1 = 2 * r + 1;
+    ar[r] = PACK(a[(16 * w + g + 8 * ((i0 >> 1) & 1)) * 16 + q * 2 + 8 * (i0 >> 2)],
+                 a[(16 * w + g + 8 * ((i1 >> 1) & 1)) * 16 + q * 2 + 1 + 8 * (i1 >> 2)]);
+  }
+  for (int i = 0; i < 4; i++) acc[i] = c[(16 * w + g + 8 * ((i >> 1) & 1)) * 8 + 2 * q + (i & 1)];
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  if (BF)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]) : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db) : "memory");
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]) : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db) : "memory");
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#else
+  __trap();
+#endif
+  for (int i = 0; i < 4; i++) d[(16 * w + g + 8 * ((i >> 1) & 1)) * 8 + 2 * q + (i & 1)] = acc[i];
+}
+extern "C" __global__ void wgmma_m64n8k16_f16_f32(const unsigned short *A, const unsigned short *B, const float *C, float *D, int T) { wgmma64n8<false>(A, B, C, D, T); }
+extern "C" __global__ void wgmma_m64n8k16_bf16_f32(const unsigned short *A, const unsigned short *B, const float *C, float *D, int T) { wgmma64n8<true>(A, B, C, D, T); }
+extern "C" __global__ void mma_m16n8k16_bf16_f32_edge(const unsigned short *A, const unsigned short *B, const float *C, float *D, int T) { mma16816_f32<true>(A, B, C, D, T); }
+extern "C" __global__ void mma_m16n8k16_f16_f32_edge(const unsigned short *A, const unsigned short *B, const float *C, float *D, int T) { mma16816_f32<false>(A, B, C, D, T); }
 """
 
 _HOST = r"""
@@ -237,7 +311,8 @@ int main(int argc, char **argv) {
 
 def _source() -> str:
     dispatch = " ".join(
-        f'if (!strcmp(name, "{c}")) {c}<<<(T + 3) / 4, 128>>>((const unsigned short *)dv[0], (const unsigned short *)dv[1], '
+        f'if (!strcmp(name, "{c}")) {c}<<<{"T" if CASES[c][0] == "wgmma" else "(T + 3) / 4"}, 128>>>('
+        f"(const unsigned short *)dv[0], (const unsigned short *)dv[1], "
         f"({'const float' if CASES[c][2] == 'f32' else 'const unsigned short'} *)dv[2], "
         f"({'float' if CASES[c][2] == 'f32' else 'unsigned short'} *)dv[3], T);" for c in CASES)
     return _CU + _HOST.replace("KERNELS", dispatch)
@@ -249,7 +324,7 @@ def record(out: str) -> None:
         exe = os.path.join(tmp, "tc")
         with open(src, "w") as f:
             f.write(_source())
-        subprocess.run(["nvcc", "-arch=sm_90", "-O2", "-o", exe, src], check=True)
+        subprocess.run(["nvcc", "-arch=sm_90a", "-O2", "-o", exe, src], check=True)
         sass = subprocess.run(["cuobjdump", "-sass", exe], capture_output=True, text=True).stdout
         with open(os.path.join(out, "tensor_cores_sass.txt"), "w") as f:
             f.write("\n".join(ln.strip() for ln in sass.splitlines() if "Function" in ln or "HMMA" in ln) + "\n")
@@ -283,7 +358,7 @@ def main(argv=None) -> int:
             src = os.path.join(tmp, "tc.cu")
             with open(src, "w") as f:
                 f.write(_source())
-            subprocess.run(["nvcc", "-arch=sm_90", "-O2", "-ptx", "-o", args.ptx, src], check=True)
+            subprocess.run(["nvcc", "-arch=sm_90a", "-O2", "-ptx", "-o", args.ptx, src], check=True)
         return 0
     record(args.out)
     return 0

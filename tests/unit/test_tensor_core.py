@@ -34,7 +34,7 @@ def emulated(case: str) -> np.ndarray:
     D = np.zeros(C.shape, C.dtype)
     bufs = {"A": np.ascontiguousarray(A).ravel(), "B": np.ascontiguousarray(B).ravel(), "C": C.ravel(), "D": D.ravel()}
     res = emulate((H100 / "tensor_cores.ptx").read_text(), ["A", "B", "C", "D", tiles], bufs,
-                  grid=(tiles + 3) // 4, block=128, kernel=case, mode="full")
+                  grid=tiles if fam == "wgmma" else (tiles + 3) // 4, block=128, kernel=case, mode="full")
     return res.buffers["D"].reshape(C.shape)
 
 

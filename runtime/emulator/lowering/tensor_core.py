@@ -1,16 +1,17 @@
 """The H100 tensor core's inner product for f16/bf16 inputs with f32 accumulation (issue 26):
-what ``HMMA.16816``/``HMMA.1688`` (``mma.sync`` m16n8k16/m16n8k8, ``wmma.mma`` f16/bf16)
-return, bit for bit, where IEEE arithmetic does not.
+what ``HMMA.16816``/``HMMA.1688`` (``mma.sync`` m16n8k16/m16n8k8, ``wmma.mma`` f16/bf16) and
+``HGMMA`` (``wgmma.mma_async`` f16/bf16) return, bit for bit, where IEEE arithmetic does not.
 
 One instruction's ``d = c + a_0 * b_0 + ... + a_(k-1) * b_(k-1)`` (k <= 16) is one fused
 step, not k roundings:
 
 * each product is exact; its exponent is taken as ``exp(a) + exp(b)`` (the inputs' unbiased
   exponents, a subnormal input counting as the format's smallest, -14 or -126), whatever
-  the product's leading bit; ``c``'s is its own leading bit's;
+  the product's leading bit; ``c``'s is its encoding's (a subnormal counting as -126);
 * every nonzero addend (the k products and ``c``) is aligned to the largest such exponent
   ``E`` and truncated (toward zero) to a multiple of ``2^(E - 25)``;
-* the truncated addends are summed exactly and the sum is rounded to f32 toward zero.
+* the truncated addends are summed exactly and the sum is rounded to f32 toward zero (f32
+  subnormals kept), except that a sum of 2^128 or more is infinite.
 
 Infinities and NaNs give IEEE's result (a NaN is ``0x7FFFFFFF``); all-zero addends give
 IEEE's signed zero.  An f16 D is that f32 result rounded to nearest.  Recorded on an H100 by
@@ -90,10 +91,10 @@ def _build(f: ir.Function, at: str, k: int, stride: int) -> None:
         prods.append(p)
         nz = b.fcmp_unordered("!=", p, ir.Constant(f64, 0.0))
         exps.append(b.select(nz, b.add(exponent(x), exponent(y)), none))
-    # c's exponent: its leading bit's (from the f64 encoding, exact for f32 subnormals too)
+    # c's exponent: its encoding's, a subnormal counting as -126
     cd = b.fpext(c, f64)
-    field = b.and_(b.lshr(b.bitcast(cd, i64), ir.Constant(i64, 52)), ir.Constant(i64, 0x7FF))
-    cexp = b.sub(b.trunc(field, i32), ir.Constant(i32, 1023))
+    cexp = smax(b.sub(b.and_(b.lshr(b.bitcast(c, i32), ir.Constant(i32, 23)), ir.Constant(i32, 0xFF)),
+                      ir.Constant(i32, 127)), ir.Constant(i32, -126))
     cexp = b.select(b.fcmp_unordered("!=", cd, ir.Constant(f64, 0.0)), cexp, none)
     emax = cexp
     for e in exps:
@@ -109,8 +110,12 @@ def _build(f: ir.Function, at: str, k: int, stride: int) -> None:
     for p in prods:
         total = b.add(total, b.fptosi(b.fmul(p, scale), i64))
     exact = b.fmul(b.sitofp(total, f64), pow2(b.sub(emax, ir.Constant(i32, ALIGN_BITS))))
-    r = b.fptrunc(exact, f32)  # to nearest; one step toward zero where that was away from zero
-    away = b.fcmp_ordered(">", b.call(fabs64, [b.fpext(r, f64)]), b.call(fabs64, [exact]))
+    # to nearest, then one step toward zero where that was away from zero, except that a sum
+    # of 2^128 or more is infinite
+    r = b.fptrunc(exact, f32)
+    mag = b.call(fabs64, [exact])
+    away = b.and_(b.fcmp_ordered(">", b.call(fabs64, [b.fpext(r, f64)]), mag),
+                  b.fcmp_ordered("<", mag, ir.Constant(f64, 2.0 ** 128)))
     r = b.select(away, b.bitcast(b.sub(b.bitcast(r, i32), ir.Constant(i32, 1)), f32), r)
     nan = b.fcmp_unordered("uno", ieee, ieee)
     ieee = b.select(nan, b.bitcast(ir.Constant(i32, 0x7FFFFFFF), f32), ieee)

@@ -690,8 +690,9 @@ def _wgmma_load_desc(e, desc: ir.Value, buf: ir.Value | None, row0: ir.Value, ro
 def wgmma_mma_async(e, check_only: bool = False) -> None:
     """``wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype d, a, b-desc, scale-d,
     imm-scale-a, imm-scale-b[, imm-trans-a][, imm-trans-b]`` for f16/bf16 (K 16; f16 or f32
-    D) and tf32 (K 8; f32 D), A from registers or a descriptor.  D = A * B (+ D when scale-d),
-    one rounding per multiply-add in k order, in f32.  ``check_only``: the descriptors'
+    D) and tf32 (K 8; f32 D), A from registers or a descriptor.  D = A * B (+ D when scale-d):
+    f16/bf16 as the H100's tensor core rounds (``tensor_core``), tf32 with one rounding per
+    multiply-add in k order, in f32.  ``check_only``: the descriptors'
     elements are bounds-checked, nothing is read or written (slice mode)."""
     b = e.b
     if ".sp" in e.mods:
@@ -761,12 +762,18 @@ def wgmma_mma_async(e, check_only: bool = False) -> None:
             idx = ir.Constant(vec(i64), [r * n + c for r, c in (_wgmma_dc(l, i) for l in range(LANES))])
             b.call(scatter, [val, wf.vector_pointers(dbuf, idx, 4), all_lanes])
     scale_d = b.extract_element(e.src_pred(3), lane0)
-    # D = A * B (+ C), one rounding per multiply-add in k order
+    # D = A * B (+ C)
     cell, close_cell = _scalar_loop(b, 16 * n, "wgmma_cell")
     row = b.udiv(cell, ir.Constant(i64, n))
     col = b.urem(cell, ir.Constant(i64, n))
     dptr = b.gep(dbuf, [ir.Constant(i64, 0), cell])
     b.store(b.select(scale_d, b.load(dptr, typ=f32), ir.Constant(f32, 0.0)), dptr)
+    if at in (".f16", ".bf16"):  # as the H100's tensor core rounds (``tensor_core``)
+        arow = b.gep(abuf, [ir.Constant(i64, 0), b.mul(row, ir.Constant(i64, k))])
+        bcol = b.gep(bbuf, [ir.Constant(i64, 0), col])
+        b.store(tensor_core.dot(b, wf.module, at, k, n, arow, bcol, b.load(dptr, typ=f32)), dptr)
+        close_cell()
+        return _wgmma_store_d(e, dbuf, n, olds, per, dt, vt)
     kk, close_k = _scalar_loop(b, k, "wgmma_k")
     x = b.load(b.gep(abuf, [ir.Constant(i64, 0), b.add(b.mul(row, ir.Constant(i64, k)), kk)]), typ=f32)
     y = b.load(b.gep(bbuf, [ir.Constant(i64, 0), b.add(b.mul(kk, ir.Constant(i64, n)), col)]), typ=f32)
@@ -774,6 +781,13 @@ def wgmma_mma_async(e, check_only: bool = False) -> None:
     b.store(b.call(fma, [x, y, b.load(dptr, typ=f32)]), dptr)
     close_k()
     close_cell()
+    _wgmma_store_d(e, dbuf, n, olds, per, dt, vt)
+
+
+def _wgmma_store_d(e, dbuf, n: int, olds, per, dt, vt) -> None:
+    """D (``dbuf``, the warp's 16 rows) back into the registers of operand 0."""
+    b, wf = e.b, e.wf
+    all_lanes = ir.Constant(MASK, 1)
     gather = wf.gather_function(vt)
     regs = []
     for j in range(len(olds)):
