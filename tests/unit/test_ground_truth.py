@@ -62,6 +62,13 @@ def _nondeterministic(path: str) -> dict:
     return json.loads(p.read_text()) if p.exists() else {}
 
 
+def _output_differences(path: str) -> dict:
+    """Launches whose outputs may differ from the GPU's, and why (float atomics' order ...);
+    any other launch's outputs must equal the GPU's bit for bit."""
+    p = Path(path).with_name("output_differences.json")
+    return json.loads(p.read_text()) if p.exists() else {}
+
+
 def _explanations(path: str) -> dict:
     p = Path(path).with_name("explanations.json")
     return json.loads(p.read_text()) if p.exists() else {}
@@ -129,9 +136,13 @@ def test_launch_matches_gpu(path, launch_id):
     for d in c.warp_differences:
         warnings.warn(f"{launch_id}: warp-level {d.get('block', d.get('metric'))}: GPU {d['gpu']}, IPDOM model "
                       f"{d['ours']} ({d['explanation']})", stacklevel=1)
+    expected = _output_differences(path).get(launch_id)
     for d in c.buffer_differences:
         warnings.warn(f"{launch_id}: buffer {d['buffer']} differs from the GPU's: {d}", stacklevel=1)
     nd = _nondeterministic(path).get(launch_id)
+    if c.buffer_differences and not expected and not nd:
+        pytest.fail(f"{launch_id}: outputs differ from the GPU's and output_differences.json does not say why: "
+                    + "; ".join(f"{d['buffer']}: {d}" for d in c.buffer_differences))
     if c.failures and nd:
         # docs/validation.md, "Ground truth": exact equality is required where control flow is deterministic
         pytest.skip(f"{launch_id}: control flow depends on thread timing ({nd}); differences: " + "; ".join(c.failures))

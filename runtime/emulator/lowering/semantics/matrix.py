@@ -8,10 +8,11 @@ operations on fragments).  The emulator's layout: a fragment of F elements
 per lane holds, in lane l, element j, the matrix element at row-major index
 (l * F + j) mod (rows * cols); when 32 * F exceeds the matrix (f16 A and B
 fragments of m16n16k16 hold every element twice) the elements repeat.
-wmma.mma computes D = A * B + C with one rounding per multiply-add, in f32
-(f16, bf16, tf32 inputs; products of f16/bf16 are exact in f32), f64, or
-integers (s8/u8 -> s32, .satfinite clamps).  Hardware accumulation order
-and rounding are unspecified: float results agree to rounding.  ``mma.sync``
+wmma.mma and mma.sync compute D = A * B + C: f16/bf16 inputs as an H100's tensor
+core does (``tensor_core``: one fused step per instruction, addends truncated to a
+fixed alignment, the sum rounded toward zero; bit for bit), tf32 with one f32
+rounding per multiply-add in k order (agrees to rounding), f64 exactly as IEEE, or
+integers (s8/u8 -> s32, .satfinite clamps).  ``mma.sync``
 ``ldmatrix``, ``stmatrix`` and ``movmatrix`` use the fragment layouts the ISA specifies.
 """
 
@@ -26,6 +27,7 @@ from hypa.ptxdialect.operands import parse_int_immediate
 
 from .. import initcheck
 from .. import softfloat as sf
+from .. import tensor_core
 from ..irbuild import lowest_lane
 from ..rules import rule
 from ..types import LANES, MASK, VPTR, i32, i64, vec
@@ -279,7 +281,6 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
     all_lanes = ir.Constant(MASK, 1)
     vt = vec(comp)
     scatter = e.wf.scatter_function(vt)
-    gather = e.wf.gather_function(vt)
     # the fragments, row-major in a buffer each (the C buffer becomes D)
     bufs = []
     for vals, fc, cols, size in ((av, coords[0], k, m * k), (bv, coords[1], n, k * n), (cv, coords[2], n, m * n)):
@@ -289,13 +290,20 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
             b.call(scatter, [v, e.wf.vector_pointers(buf, idx, esz), all_lanes])
         bufs.append(buf)
     abuf, bbuf, dbuf = bufs
-    # D = A * B + C, element by element, one rounding per multiply-add in k order
+    # D = A * B + C, element by element: f16/bf16 with an f32 accumulator as the H100's tensor
+    # core rounds (``tensor_core``), others one rounding per multiply-add in k order
     fn = b.function
     cell, close_cell = _scalar_loop(b, m * n, "mma_cell")
     row = b.udiv(cell, ir.Constant(i64, n))
     col = b.urem(cell, ir.Constant(i64, n))
     dptr = b.gep(dbuf, [ir.Constant(i64, 0), cell])
     acc0 = b.load(dptr, typ=comp)
+    if at in (".f16", ".bf16"):
+        arow = b.gep(abuf, [ir.Constant(i64, 0), b.mul(row, ir.Constant(i64, k))])
+        bcol = b.gep(bbuf, [ir.Constant(i64, 0), col])
+        b.store(tensor_core.dot(b, e.wf.module, at, k, n, arow, bcol, acc0), dptr)
+        close_cell()
+        return _mma_store_d(e, dt, n, coords, dbuf, vt, esz, satfinite)
     pre = b.block
     head, body, done = (fn.append_basic_block(f"mma_k_{x}") for x in ("head", "body", "done"))
     b.branch(head)
@@ -319,7 +327,14 @@ def _mma_core(e, shape, types, frags, coords, satfinite: bool) -> None:
     b.position_at_end(done)
     b.store(acc, dptr)
     close_cell()
-    # D's elements back into the lanes, in the C/D fragment layout
+    _mma_store_d(e, dt, n, coords, dbuf, vt, esz, satfinite)
+
+
+def _mma_store_d(e, dt, n, coords, dbuf, vt, esz, satfinite) -> None:
+    """D's elements (``dbuf``, row-major) back into the lanes, in the C/D fragment layout."""
+    b = e.b
+    all_lanes = ir.Constant(MASK, 1)
+    gather = e.wf.gather_function(vt)
     ebits = _WMMA_ELEM_BITS[dt]
     nregs = len(e.elements(0))
     rbits, per, _ = _frag_elements(nregs, ebits)
@@ -675,8 +690,9 @@ def _wgmma_load_desc(e, desc: ir.Value, buf: ir.Value | None, row0: ir.Value, ro
 def wgmma_mma_async(e, check_only: bool = False) -> None:
     """``wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype d, a, b-desc, scale-d,
     imm-scale-a, imm-scale-b[, imm-trans-a][, imm-trans-b]`` for f16/bf16 (K 16; f16 or f32
-    D) and tf32 (K 8; f32 D), A from registers or a descriptor.  D = A * B (+ D when scale-d),
-    one rounding per multiply-add in k order, in f32.  ``check_only``: the descriptors'
+    D) and tf32 (K 8; f32 D), A from registers or a descriptor.  D = A * B (+ D when scale-d):
+    f16/bf16 as the H100's tensor core rounds (``tensor_core``), tf32 with one rounding per
+    multiply-add in k order, in f32.  ``check_only``: the descriptors'
     elements are bounds-checked, nothing is read or written (slice mode)."""
     b = e.b
     if ".sp" in e.mods:
@@ -746,12 +762,18 @@ def wgmma_mma_async(e, check_only: bool = False) -> None:
             idx = ir.Constant(vec(i64), [r * n + c for r, c in (_wgmma_dc(l, i) for l in range(LANES))])
             b.call(scatter, [val, wf.vector_pointers(dbuf, idx, 4), all_lanes])
     scale_d = b.extract_element(e.src_pred(3), lane0)
-    # D = A * B (+ C), one rounding per multiply-add in k order
+    # D = A * B (+ C)
     cell, close_cell = _scalar_loop(b, 16 * n, "wgmma_cell")
     row = b.udiv(cell, ir.Constant(i64, n))
     col = b.urem(cell, ir.Constant(i64, n))
     dptr = b.gep(dbuf, [ir.Constant(i64, 0), cell])
     b.store(b.select(scale_d, b.load(dptr, typ=f32), ir.Constant(f32, 0.0)), dptr)
+    if at in (".f16", ".bf16"):  # as the H100's tensor core rounds (``tensor_core``)
+        arow = b.gep(abuf, [ir.Constant(i64, 0), b.mul(row, ir.Constant(i64, k))])
+        bcol = b.gep(bbuf, [ir.Constant(i64, 0), col])
+        b.store(tensor_core.dot(b, wf.module, at, k, n, arow, bcol, b.load(dptr, typ=f32)), dptr)
+        close_cell()
+        return _wgmma_store_d(e, dbuf, n, olds, per, dt, vt)
     kk, close_k = _scalar_loop(b, k, "wgmma_k")
     x = b.load(b.gep(abuf, [ir.Constant(i64, 0), b.add(b.mul(row, ir.Constant(i64, k)), kk)]), typ=f32)
     y = b.load(b.gep(bbuf, [ir.Constant(i64, 0), b.add(b.mul(kk, ir.Constant(i64, n)), col)]), typ=f32)
@@ -759,6 +781,13 @@ def wgmma_mma_async(e, check_only: bool = False) -> None:
     b.store(b.call(fma, [x, y, b.load(dptr, typ=f32)]), dptr)
     close_k()
     close_cell()
+    _wgmma_store_d(e, dbuf, n, olds, per, dt, vt)
+
+
+def _wgmma_store_d(e, dbuf, n: int, olds, per, dt, vt) -> None:
+    """D (``dbuf``, the warp's 16 rows) back into the registers of operand 0."""
+    b, wf = e.b, e.wf
+    all_lanes = ir.Constant(MASK, 1)
     gather = wf.gather_function(vt)
     regs = []
     for j in range(len(olds)):
