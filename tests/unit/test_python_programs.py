@@ -249,6 +249,7 @@ def test_a_cubin_without_ptx_stops_with_how_to_get_ptx(libcuda, tmp_path):
     assert p.returncode == 1
     assert "cuModuleLoadDataEx: the module is a cubin (machine code, SASS) and holds no PTX; hypa runs PTX" in p.stderr
     assert "--gpu-architecture=compute_90" in p.stderr and "Traceback" not in p.stderr
+    assert "Numba-CUDA makes machine code when nvJitLink is installed (nvidia-nvjitlink" in p.stderr
     assert "cuModuleLoadDataEx:" not in p.stdout
 
 
