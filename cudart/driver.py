@@ -16,6 +16,7 @@ import ctypes
 import os
 import re
 import sys
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,6 +32,7 @@ INVALID_DEVICE = 101
 INVALID_IMAGE = 200
 INVALID_CONTEXT = 201
 INVALID_PTX = 218
+FILE_NOT_FOUND = 301
 INVALID_HANDLE = 400
 NOT_FOUND = 500
 UNKNOWN = 999
@@ -48,7 +50,7 @@ _FROM_RUNTIME = {
 #: the calls that need no current context
 _CONTEXT_FREE = frozenset({
     "cuInit", "cuDriverGetVersion", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetName", "cuDeviceGetAttribute",
-    "cuDeviceTotalMem_v2", "cuDeviceComputeCapability", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2",
+    "cuDeviceTotalMem_v2", "cuDeviceComputeCapability", "cuDeviceGetUuid", "cuDeviceGetUuid_v2", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxSetFlags_v2", "cuCtxCreate_v2",
     "cuCtxCreate_v3", "cuCtxCreate_v4", "cuCtxDestroy_v2", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
     "cuCtxSetCurrent", "cuCtxGetCurrent", "cuProfilerStart", "cuProfilerStop",
@@ -64,6 +66,42 @@ _FUNC_ATTRIBUTES = {0: "maxThreadsPerBlock", 1: "sharedSizeBytes", 2: "constSize
 
 # cudaMemcpyKind: the runtime's copy checks take it
 H2D, D2H, D2D, DEFAULT = 1, 2, 3, 4
+
+class _LaunchConfig(ctypes.Structure):
+    """``CUlaunchConfig`` (cuda.h)."""
+
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+                ("numAttrs", ctypes.c_uint)]
+
+
+class _LaunchAttribute(ctypes.Structure):
+    """``CUlaunchAttribute``: an id and a 64-byte value (read here as unsigned ints)."""
+
+    _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint * 16)]
+
+
+_LAUNCH_ATTRIBUTE_COOPERATIVE, _LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 2, 4
+
+# CUjitInputType (cuda.h)
+JIT_INPUT_CUBIN, JIT_INPUT_PTX, JIT_INPUT_FATBINARY, JIT_INPUT_OBJECT, JIT_INPUT_LIBRARY, JIT_INPUT_NVVM = range(6)
+_JIT_INPUTS = {JIT_INPUT_CUBIN: "a cubin (machine code, SASS)", JIT_INPUT_FATBINARY: "a fatbin without PTX for the device",
+               JIT_INPUT_OBJECT: "a host object's device code (machine code)",
+               JIT_INPUT_LIBRARY: "a library of machine code (such as cudadevrt)", JIT_INPUT_NVVM: "LTO-IR (NVVM)"}
+#: why a Numba-CUDA program loads machine code, and how it loads PTX instead
+_NVJITLINK_HINT = ("; Numba-CUDA makes machine code when nvJitLink is installed (nvidia-nvjitlink, which "
+                   "numba-cuda[cu13] brings): uninstall it, and Numba-CUDA links its PTX with the driver's "
+                   "cuLink*, which hypa provides")
+
+
+@dataclass
+class Link:
+    """A ``CUlinkState``: its PTX inputs (name, text) and, once complete, the linked text."""
+
+    inputs: list[tuple[str, str]] = field(default_factory=list)
+    output: ctypes.Array | None = None
+
 
 FATBIN_WRAPPER_MAGIC = b"\xb1\x43\x62\x46"
 FATBIN_MAGIC = b"\x50\xed\x55\xba"
@@ -81,6 +119,7 @@ class DriverRuntime:
         self.runtime_threads: set[int] = set()  # host threads that called the runtime API (its primary context is current there)
         self.module_functions: dict[tuple[int, str], int] = {}  # (module handle, kernel) -> CUfunction
         self.unloaded_modules: set[int] = set()  # cuModuleUnload'ed (kept as the source of their launches)
+        self.links: dict[int, Link] = {}  # CUlinkState -> its inputs
 
     # -- the dispatcher ------------------------------------------------------------------
 
@@ -191,6 +230,19 @@ class DriverRuntime:
         ctypes.c_int.from_address(major).value = self.opts.sm // 10
         ctypes.c_int.from_address(minor).value = self.opts.sm % 10
         return SUCCESS
+
+    def cuDeviceGetUuid(self, uuid, dev):
+        from .properties import h100_properties
+
+        if dev != 0:
+            return INVALID_DEVICE
+        if not uuid:
+            return INVALID_VALUE
+        ctypes.memmove(uuid, bytes(h100_properties(self.opts.sm)["uuid"]), 16)  # cudaGetDeviceProperties' uuid
+        return SUCCESS
+
+    def cuDeviceGetUuid_v2(self, uuid, dev):
+        return self.cuDeviceGetUuid(uuid, dev)
 
     # -- contexts ------------------------------------------------------------------------
 
@@ -329,7 +381,7 @@ class DriverRuntime:
         if head == b"\x7fELF":
             self._stop(f"{call}: the module is a cubin (machine code, SASS) and holds no PTX; hypa runs PTX: load the "
                        f"PTX text (NVRTC with --gpu-architecture=compute_90, not sm_90; nvcc -ptx) or a fatbin that "
-                       f"embeds it (nvcc -fatbin -arch=sm_90)")
+                       f"embeds it (nvcc -fatbin -arch=sm_90){_NVJITLINK_HINT}")
         if head in (FATBIN_WRAPPER_MAGIC, FATBIN_MAGIC):
             m.address = image
             if head == FATBIN_WRAPPER_MAGIC:
@@ -382,6 +434,92 @@ class DriverRuntime:
             self.memory.release(f)
         return SUCCESS
 
+    # -- the linker: PTX in, linked PTX out ------------------------------------------------
+
+    def cuLinkCreate_v2(self, numOptions, options, optionValues, stateOut):
+        """A link of PTX inputs.  The JIT options (log buffers, optimisation level, target)
+        change nothing hypa does; the log buffers are left as the program set them."""
+        if not stateOut:
+            return INVALID_VALUE
+        state = self._handle("link")
+        self.links[state] = Link()
+        ctypes.c_void_p.from_address(stateOut).value = state
+        return SUCCESS
+
+    def cuLinkAddData_v2(self, state, type_, data, size, name, numOptions, options, optionValues):
+        link = self.links.get(state)
+        if link is None or not data:
+            return INVALID_HANDLE if link is None else INVALID_VALUE
+        label = ctypes.string_at(name).decode(errors="replace") if name else f"input {len(link.inputs) + 1}"
+        return self._link_input(link, type_, ctypes.string_at(data, size) if size else ctypes.string_at(data), label,
+                                "cuLinkAddData")
+
+    def cuLinkAddFile_v2(self, state, type_, path, numOptions, options, optionValues):
+        link = self.links.get(state)
+        if link is None or not path:
+            return INVALID_HANDLE if link is None else INVALID_VALUE
+        name = ctypes.string_at(path).decode(errors="replace")
+        try:
+            with open(name, "rb") as f:
+                blob = f.read()
+        except OSError:
+            return FILE_NOT_FOUND
+        return self._link_input(link, type_, blob, name, "cuLinkAddFile")
+
+    def _link_input(self, link: Link, type_: int, blob: bytes, label: str, call: str) -> int:
+        """PTX text, or a fatbin's PTX; machine code (a cubin, an object, a library) and
+        LTO-IR stop the program: hypa links and runs PTX."""
+        from hypa.runtime.report.inputs import ENTRY_PTX, InputError, arch_specific, read_fatbins
+
+        if type_ == JIT_INPUT_PTX:
+            link.inputs.append((label, blob.rstrip(b"\0").decode("utf-8", errors="replace")))
+            return SUCCESS
+        if type_ == JIT_INPUT_FATBINARY:
+            try:
+                ptx = [(e.arch, e.payload.rstrip(b"\0").decode("utf-8", errors="replace"))
+                       for e in read_fatbins(blob, label) if e.kind == ENTRY_PTX]
+            except InputError as e:
+                self.say(f"{call}: {e} (CUDA_ERROR_INVALID_IMAGE)")
+                return INVALID_IMAGE
+            usable = [p for p in ptx if p[0] <= self.opts.sm]
+            if usable:
+                link.inputs.append((label, max(usable, key=lambda p: (p[0], arch_specific(p[1])))[1]))
+                return SUCCESS
+        what = _JIT_INPUTS.get(type_)
+        if what is None:
+            return INVALID_VALUE
+        self._stop(f"{call}: {label} is {what}, which holds no PTX hypa can run; hypa links PTX: add the PTX "
+                   f"text (NVRTC with --gpu-architecture=compute_90, nvcc -ptx) or a fatbin that embeds it"
+                   f"{_NVJITLINK_HINT if type_ == JIT_INPUT_NVVM else ''}")
+        return UNKNOWN
+
+    def cuLinkComplete(self, state, cubinOut, sizeOut):
+        """The inputs linked as ``-rdc`` objects are (ptxdialect/link.py): the "cubin" it hands
+        back is the linked PTX text, which hypa's cuModuleLoadData (and cuLibraryLoadData) load."""
+        from hypa.ptxdialect.diagnostics import PTXError
+        from hypa.ptxdialect.link import link_ptx
+
+        link = self.links.get(state)
+        if link is None or not cubinOut or not sizeOut:
+            return INVALID_HANDLE if link is None else INVALID_VALUE
+        if not link.inputs:
+            return INVALID_VALUE
+        try:
+            text = link.inputs[0][1] if len(link.inputs) == 1 else link_ptx(link.inputs)
+        except PTXError as e:
+            self.say(f"cuLinkComplete: {e} (CUDA_ERROR_INVALID_PTX)")
+            return INVALID_PTX
+        link.output = ctypes.create_string_buffer(text.encode())  # NUL-terminated, the link's until cuLinkDestroy
+        ctypes.c_void_p.from_address(cubinOut).value = ctypes.addressof(link.output)
+        ctypes.c_size_t.from_address(sizeOut).value = ctypes.sizeof(link.output)
+        return SUCCESS
+
+    def cuLinkDestroy(self, state):
+        if self.links.pop(state, None) is None:
+            return INVALID_HANDLE
+        self.memory.release(state)
+        return SUCCESS
+
     def cuModuleGetFunction(self, hfunc, hmod, name):
         m = self.modules.get(hmod) if hmod not in self.unloaded_modules else None
         if m is None or not hfunc or not name:
@@ -396,6 +534,62 @@ class DriverRuntime:
             self.functions[f] = self.new_kernel(m, kernel)
         ctypes.c_void_p.from_address(hfunc).value = f
         return SUCCESS
+
+    def cuModuleGetGlobal_v2(self, dptr, nbytes, hmod, name):
+        """A module variable (``.global`` or ``.const``) by its PTX name: its address and size."""
+        from hypa.ptxdialect.dialect import VarOp
+        from hypa.runtime.emulator.emulator import initial_bytes
+
+        m = self.modules.get(hmod) if hmod not in self.unloaded_modules else None
+        if m is None or not name:
+            return INVALID_HANDLE if m is None else INVALID_VALUE
+        var = ctypes.string_at(name).decode(errors="replace")
+        for op in m.emulator.module.ops:
+            if isinstance(op, VarOp) and op.var_name == var and op.space in (".global", ".const"):
+                size = op.size_bytes() or 0
+                arr = self._variable(m, var, size, initial_bytes(size, op.init, op.ptx_type))
+                if dptr:
+                    ctypes.c_uint64.from_address(dptr).value = arr.ctypes.data
+                if nbytes:
+                    ctypes.c_size_t.from_address(nbytes).value = size
+                return SUCCESS
+        return NOT_FOUND
+
+    # a CUlibrary is a module, a CUkernel a function: one device, one context's view of each
+
+    def cuLibraryLoadData(self, library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                          libraryOptionValues, numLibraryOptions):
+        return self._load_image(library, code, "cuLibraryLoadData")
+
+    def cuLibraryUnload(self, library):
+        return self.cuModuleUnload(library)
+
+    def cuLibraryGetKernel(self, pKernel, library, name):
+        return self.cuModuleGetFunction(pKernel, library, name)
+
+    def cuLibraryGetModule(self, pMod, library):
+        if library not in self.modules or library in self.unloaded_modules:
+            return INVALID_HANDLE
+        ctypes.c_void_p.from_address(pMod).value = library
+        return SUCCESS
+
+    def cuLibraryGetGlobal(self, dptr, nbytes, library, name):
+        return self.cuModuleGetGlobal_v2(dptr, nbytes, library, name)
+
+    def cuKernelGetFunction(self, pFunc, kernel):
+        if kernel not in self.functions:
+            return INVALID_HANDLE
+        ctypes.c_void_p.from_address(pFunc).value = kernel
+        return SUCCESS
+
+    def cuKernelGetAttribute(self, pi, attrib, kernel, dev):
+        return self.cuFuncGetAttribute(pi, attrib, kernel) if dev == 0 else INVALID_DEVICE
+
+    def cuKernelSetAttribute(self, attrib, val, kernel, dev):
+        return self.cuFuncSetAttribute(kernel, attrib, val) if dev == 0 else INVALID_DEVICE
+
+    def cuKernelSetCacheConfig(self, kernel, config, dev):
+        return self.cuFuncSetCacheConfig(kernel, config) if dev == 0 else INVALID_DEVICE
 
     def cuFuncGetAttribute(self, pi, attrib, hfunc):
         from .properties import FuncAttributes
@@ -419,6 +613,10 @@ class DriverRuntime:
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, numBlocks, func, blockSize, dynamicSMemSize):
         return self._cu(self.cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize))
 
+    def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(self, numBlocks, func, blockSize, dynamicSMemSize, flags):
+        """The flags (CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE) concern caches hypa's count ignores."""
+        return self.cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize)
+
     # -- launches ------------------------------------------------------------------------
 
     def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, kernelParams, extra):
@@ -434,6 +632,27 @@ class DriverRuntime:
                 return INVALID_VALUE
             kernelParams = ctypes.addressof(keep)
         return self._cu(self._launch(f, (gx, gy, gz), (bx, by, bz), kernelParams, shared))
+
+    def cuLaunchKernelEx(self, config, f, kernelParams, extra):
+        """cuLaunchKernel with a ``CUlaunchConfig``: its attributes may make the launch
+        cooperative; a thread block cluster of more than one CTA hypa does not emulate (the
+        other attributes are scheduling hints, which change no count)."""
+        if not config:
+            return INVALID_VALUE
+        c = _LaunchConfig.from_address(config)
+        cooperative = False
+        for i in range(c.numAttrs):
+            a = _LaunchAttribute.from_address(c.attrs + i * ctypes.sizeof(_LaunchAttribute))
+            if a.id == _LAUNCH_ATTRIBUTE_COOPERATIVE:
+                cooperative = bool(a.value[0])
+            elif a.id == _LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION and tuple(a.value[:3]) not in ((1, 1, 1), (0, 0, 0)):
+                self._stop(f"cuLaunchKernelEx: a thread block cluster of {'x'.join(map(str, a.value[:3]))} CTAs, "
+                           f"which hypa does not emulate")
+        grid = (c.gridDimX, c.gridDimY, c.gridDimZ)
+        block = (c.blockDimX, c.blockDimY, c.blockDimZ)
+        if cooperative and not extra:
+            return self.cuLaunchCooperativeKernel(f, *grid, *block, c.sharedMemBytes, c.hStream or 0, kernelParams)
+        return self.cuLaunchKernel(f, *grid, *block, c.sharedMemBytes, c.hStream or 0, kernelParams, extra)
 
     def cuLaunchCooperativeKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, kernelParams):
         if f not in self.functions:
@@ -492,6 +711,51 @@ class DriverRuntime:
 
     def cuMemFreeHost(self, p):
         return self._cu(self._free(p, ("host",)))
+
+    def cuMemHostRegister_v2(self, p, bytesize, flags):
+        return self._cu(self.cudaHostRegister(p, bytesize, flags))
+
+    def cuMemHostUnregister(self, p):
+        return self._cu(self.cudaHostUnregister(p))
+
+    def cuMemHostGetDevicePointer_v2(self, pdptr, p, flags):
+        return self._cu(self.cudaHostGetDevicePointer(pdptr, p, flags))
+
+    def cuMemGetAddressRange_v2(self, pbase, psize, dptr):
+        """The allocation that holds ``dptr``: its start and size."""
+        a = self.memory.find(dptr)
+        if a is None or a.kind not in ("device", "managed", "variable"):
+            return NOT_FOUND
+        if pbase:
+            ctypes.c_uint64.from_address(pbase).value = a.start
+        if psize:
+            ctypes.c_size_t.from_address(psize).value = a.size
+        return SUCCESS
+
+    def cuPointerGetAttribute(self, data, attribute, ptr):
+        """What the driver knows of an address (CUpointer_attribute): hypa's memory is the
+        host's, so a device pointer and its host pointer are one address."""
+        a = self.memory.find(ptr)
+        if a is None or not data:
+            return INVALID_VALUE
+        device = a.kind not in ("host", "registered")
+        values = {1: ("p", self._current_context() or self._primary()),  # CONTEXT
+                  2: ("u", 2 if device and a.kind != "managed" else 1),  # MEMORY_TYPE: CU_MEMORYTYPE_DEVICE/HOST
+                  3: ("p", ptr),  # DEVICE_POINTER
+                  4: ("p", ptr),  # HOST_POINTER (mapped: the same address)
+                  6: ("u", 1),  # SYNC_MEMOPS
+                  7: ("q", a.start),  # BUFFER_ID: one per allocation
+                  8: ("u", int(a.kind == "managed")),  # IS_MANAGED
+                  9: ("u", 0),  # DEVICE_ORDINAL
+                  11: ("p", a.start), 12: ("s", a.size),  # RANGE_START_ADDR, RANGE_SIZE
+                  13: ("u", 1)}  # MAPPED
+        v = values.get(attribute)
+        if v is None:
+            return INVALID_VALUE
+        kind, value = v
+        {"p": ctypes.c_uint64, "q": ctypes.c_uint64, "s": ctypes.c_size_t, "u": ctypes.c_uint}[kind].from_address(
+            data).value = value
+        return SUCCESS
 
     def _cu_copy(self, dst, src, count, kind, call) -> int:
         if kind == DEFAULT:  # cuMemcpy: unified addressing, either side may be the device's
@@ -583,6 +847,9 @@ class DriverRuntime:
 
     def cuStreamWaitEvent(self, hStream, hEvent, flags):
         return self._cu(self.cudaStreamWaitEvent(hStream, hEvent, flags))
+
+    def cuStreamAddCallback(self, hStream, callback, userData, flags):
+        return self._cu(self.cudaStreamAddCallback(hStream, callback, userData, flags))
 
     def cuEventCreate(self, phEvent, flags):
         return self._cu(self.cudaEventCreateWithFlags(phEvent, flags))

@@ -182,6 +182,10 @@ static void hypa_start(void) {
 static long long hypa_call(int fn, const long long *args, int nargs, long long in_child) {
     pthread_once(&hypa_once, hypa_start);
     unsigned long long me = hypa_caller();
+    /* a call after the program's own interpreter finalized (a C++ library's destructors
+       releasing what they hold at exit): CUDA is shutting down, as the driver's
+       CUDA_ERROR_DEINITIALIZED and the runtime's cudaErrorCudartUnloading (both 4) say */
+    if (!hypa_thread_mode && !Py_IsInitialized()) return in_child == 3 ? 4 : in_child;
     if (!hypa_thread_mode || pthread_equal(pthread_self(), hypa_thread)) return hypa_dispatch(fn, args, nargs, me);
     if (hypa_forked || hypa_waiting) return in_child;
     int cancel;  /* pthread_cond_wait is a cancellation point: a thread cancelled there would keep the turn */

@@ -3,15 +3,18 @@
 # (issue 30) natively, and what `hypa run` needs to stand in for libcuda.so.1 faithfully.
 # Writes to $OUT:
 #   python_native.json  {"kind", "gpu", "command", "versions", "programs": {name: {rc, stdout, stderr}},
-#                       "kernels_ptx_sha256", "counts": {"driver_api.py": [per launch: kernel, grid,
-#                       block, metrics]}}: the counts are the harness's (benchmarks/gpu/harness.py
-#                       counts) of driver_api.py's kernels as NVRTC compiles them there, instrumented,
-#                       on its three launches (tests/ground_truth/hypa_run/python_native.json keeps it)
+#                       "kernels_ptx_sha256", "numba_ptx": {kernel: PTX}, "counts": {"driver_api.py" |
+#                       "numba_jit.py": [per launch: kernel, grid, block, metrics]}}: the counts are the
+#                       harness's (benchmarks/gpu/harness.py counts) of each program's kernels as NVRTC
+#                       (driver_api.py) and Numba-CUDA's NVVM (numba_jit.py) compile them there,
+#                       instrumented, on the programs' launches (tests/ground_truth/hypa_run/python_native.json
+#                       keeps it)
 #   libcuda_dynsyms.txt, libcuda_version.txt  readelf of the driver library (exports, version nodes)
 #   cu_errors.tsv       cuGetErrorName/cuGetErrorString of every CUresult the driver names
 # Needs hypa's pure-Python dependencies as wheels in .whl (benchmarks/gpu/README.md); the
-# machine's own cuda-bindings and NVRTC compile and run the program.  DIR (default
-# tests/cuda_programs/python) is where the programs are.
+# machine's own cuda-bindings, NVRTC and Numba-CUDA compile and run the programs (Numba-CUDA's
+# linked by the driver, as under `hypa run`: benchmarks/gpu/without_nvjitlink.py).  DIR
+# (default tests/cuda_programs/python) is where the programs are.
 set -u
 DIR=${1:-tests/cuda_programs/python}
 nvidia-smi -L
@@ -20,10 +23,11 @@ python3 - "$DIR" <<'PY'
 import glob, json, os, subprocess, sys
 out = {"kind": "python-programs-native",
        "gpu": subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip(),
-       "command": "bash benchmarks/gpu/python_programs_native.sh (python3 PROGRAM, each run once, the machine's cuda-bindings and NVRTC)",
+       "command": "bash benchmarks/gpu/python_programs_native.sh (python3 PROGRAM, each run once, the machine's cuda-bindings and NVRTC; numba_jit.py through benchmarks/gpu/without_nvjitlink.py with the Numba-CUDA of versions)",
        "versions": {}, "programs": {}}
 from importlib import metadata
-for pkg in ("cuda-bindings", "cuda-python", "nvidia-cuda-nvrtc", "numpy"):
+for pkg in ("cuda-bindings", "cuda-python", "nvidia-cuda-nvrtc", "numpy", "numba", "numba-cuda", "llvmlite",
+            "cuda-core", "nvidia-nvjitlink", "nvidia-nvvm", "cuda-toolkit"):
     try:
         out["versions"][pkg] = metadata.version(pkg)
     except metadata.PackageNotFoundError:
@@ -32,7 +36,10 @@ from cuda.bindings import driver, nvrtc
 out["versions"]["nvrtc"] = list(nvrtc.nvrtcVersion()[1:])
 out["versions"]["driver"] = driver.cuDriverGetVersion()[1]
 for prog in sorted(glob.glob(os.path.join(sys.argv[1], "*.py"))):
-    p = subprocess.run([sys.executable, prog], capture_output=True, text=True, timeout=120)
+    cmd = [sys.executable, prog]
+    if os.path.basename(prog) == "numba_jit.py":  # the driver's linker, and its kernels' PTX kept
+        cmd = [sys.executable, "benchmarks/gpu/without_nvjitlink.py", prog, "--ptx", "/tmp/pyprog/numba"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     out["programs"][os.path.basename(prog)] = {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr[-2000:]}
     print(os.path.basename(prog), p.returncode, p.stdout, p.stderr[-2000:])
 json.dump(out, open(os.environ["OUT"] + "/python_native.json", "w"), indent=1)
@@ -121,14 +128,19 @@ dtype = "uint32"
 count = 1
 init = "zeros"
 TOML
-PYTHONUNBUFFERED=1 timeout 240 python3 benchmarks/gpu/harness.py counts --out $W/harness --no-ncu --no-probes --deadline 200 $W/driver_api.toml
+NUMBA=; [ -f $W/numba/launches.toml ] && NUMBA=$W/numba/launches.toml
+PYTHONUNBUFFERED=1 timeout 240 python3 benchmarks/gpu/harness.py counts --out $W/harness --no-ncu --no-probes --deadline 200 $W/driver_api.toml $NUMBA
 python3 - <<'PY'
 import json, os
 path = os.environ["OUT"] + "/python_native.json"
 out, c = json.load(open(path)), json.load(open("/tmp/pyprog/harness/counts.json"))
 out["kernels_ptx_sha256"] = c["launches"][0]["ptx_sha256"]
-out["counts"] = {"driver_api.py": [{"kernel": l["kernel"], "grid": l["grid"], "block": l["block"],
-                                    "metrics": l.get("metrics")} for l in c["launches"]]}
+out["counts"] = {prog: [{"kernel": l["kernel"], "grid": l["grid"], "block": l["block"], "metrics": l.get("metrics")}
+                        for l in c["launches"] if l["id"].startswith(stem + "#")]
+                 for prog, stem in (("driver_api.py", "driver_api"), ("numba_jit.py", "launches"))}
+if os.path.isdir("/tmp/pyprog/numba"):
+    out["numba_ptx"] = {f[:-4]: open(f"/tmp/pyprog/numba/{f}").read() for f in sorted(os.listdir("/tmp/pyprog/numba"))
+                        if f.endswith(".ptx")}
 json.dump(out, open(path, "w"), indent=1)
 PY
 LIB=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')

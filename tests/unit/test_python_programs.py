@@ -1,13 +1,16 @@
 """Python programs on CUDA's driver API under `hypa run` (issue 30): hypa's libcuda.so.1
 (cudart/driver_shim.py, cudart/driver.py), `hypa run -- python script.py`, and the cuda-python
-program tests/cuda_programs/python/driver_api.py against an H100's recording
-(tests/ground_truth/hypa_run/python_native.json, benchmarks/gpu/python_programs_native.sh)."""
+and Numba-CUDA programs tests/cuda_programs/python/driver_api.py and numba_jit.py against an
+H100's recording (tests/ground_truth/hypa_run/python_native.json,
+benchmarks/gpu/python_programs_native.sh)."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +23,7 @@ from helpers import requires, run_hypa
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "cuda_programs" / "python" / "driver_api.py"
+NUMBA_PROGRAM = ROOT / "tests" / "cuda_programs" / "python" / "numba_jit.py"
 RECORDED = json.loads((ROOT / "tests" / "ground_truth" / "hypa_run" / "python_native.json").read_text())
 
 
@@ -108,10 +112,11 @@ print("no context:", cu.cuMemAlloc_v2(byref(dptr), c_size_t(64)))
 gpa = cu.cuGetProcAddress_v2
 gpa.argtypes = [c_char_p, POINTER(c_void_p), c_int, c_uint64, POINTER(c_int)]
 names = ["cuMemAlloc", "cuMemAlloc_v2", "cuCtxCreate", "cuCtxCreate_v2", "cuCtxCreate_v3", "cuCtxCreate_v4",
-         "cuGetErrorName", "cuLinkCreate", "cuLinkCreate_v2"]
+         "cuGetErrorName", "cuLinkCreate", "cuLinkCreate_v2", "cuFuncGetName"]
 where = {ctypes.cast(getattr(cu, n), c_void_p).value: n for n in names}
 for name, version in (("cuMemAlloc", 3020), ("cuCtxCreate", 11040), ("cuCtxCreate", 13000), ("cuMemAlloc", 2000),
-                      ("cuGetErrorName", 13000), ("cuLinkCreate", 13000), ("cuNoSuchCall", 13000)):
+                      ("cuGetErrorName", 13000), ("cuLinkCreate", 13000), ("cuLinkCreate", 5000),
+                      ("cuFuncGetName", 13000), ("cuNoSuchCall", 13000)):
     fn, status = c_void_p(), c_int(-1)
     r = gpa(name.encode(), byref(fn), version, 0, byref(status))
     print("cuGetProcAddress", name, version, "->", r, status.value, where.get(fn.value))
@@ -159,7 +164,7 @@ print("p:", list(out))
 if mode == "fault":  # the fault is sticky: later calls report it, as on a GPU
     print("later cuMemAlloc:", cu.cuMemAlloc_v2(byref(dptr), c_size_t(64)))
 if mode == "unsupported":
-    cu.cuModuleGetGlobal_v2(byref(dptr), None, mod, b"nothing")
+    cu.cuFuncGetName(byref(c_char_p()), f)
     print("not reached")
 """
 
@@ -186,7 +191,9 @@ def test_a_python_program_on_the_driver_api_through_ctypes(libcuda, tmp_path):
         "cuGetProcAddress cuCtxCreate 13000 -> 0 0 cuCtxCreate_v4\n"
         "cuGetProcAddress cuMemAlloc 2000 -> 0 0 cuMemAlloc\n"
         "cuGetProcAddress cuGetErrorName 13000 -> 0 0 cuGetErrorName\n"
-        "cuGetProcAddress cuLinkCreate 13000 -> 0 0 cuLinkCreate\n"
+        "cuGetProcAddress cuLinkCreate 13000 -> 0 0 cuLinkCreate_v2\n"
+        "cuGetProcAddress cuLinkCreate 5000 -> 0 0 cuLinkCreate\n"
+        "cuGetProcAddress cuFuncGetName 13000 -> 0 0 cuFuncGetName\n"
         "cuGetProcAddress cuNoSuchCall 13000 -> 500 1 None\n"
         "cuGetErrorName(700): 0 CUDA_ERROR_ILLEGAL_ADDRESS\ncuGetErrorString(12345): 1 None\n"
         "cuCtxCreate: 0\ncuModuleLoadDataEx: 0\ncuModuleGetFunction: 0\ncuMemAlloc: 0\ncuMemsetD32: 0\n"
@@ -200,7 +207,7 @@ def test_a_call_hypas_driver_does_not_provide_stops_the_program_naming_it(libcud
     p = _ctypes_program(tmp_path, "unsupported", TRIPLE_PTX.encode())
     assert p.returncode == 1
     assert p.stdout.endswith(TRIPLE_RESULT)  # the output before it, flushed
-    assert "prog.py called cuModuleGetGlobal_v2, which hypa's CUDA driver (libcuda.so.1) does not provide" in p.stderr
+    assert "prog.py called cuFuncGetName, which hypa's CUDA driver (libcuda.so.1) does not provide" in p.stderr
     assert "Traceback" not in p.stderr
 
 
@@ -242,6 +249,7 @@ def test_a_cubin_without_ptx_stops_with_how_to_get_ptx(libcuda, tmp_path):
     assert p.returncode == 1
     assert "cuModuleLoadDataEx: the module is a cubin (machine code, SASS) and holds no PTX; hypa runs PTX" in p.stderr
     assert "--gpu-architecture=compute_90" in p.stderr and "Traceback" not in p.stderr
+    assert "Numba-CUDA makes machine code when nvJitLink is installed (nvidia-nvjitlink" in p.stderr
     assert "cuModuleLoadDataEx:" not in p.stdout
 
 
@@ -305,3 +313,196 @@ def test_a_launcher_script_named_python_is_asked_its_version(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stdout == "hello\n"
     assert "ended before hypa could write its results (it made no CUDA call" in p.stderr
+
+
+# the linker: two PTX inputs, one defining what the other declares .extern (a function and a
+# variable with an initializer), linked and loaded; the variable read and written through
+# cuModuleGetGlobal; a launch through cuLaunchKernelEx; what cuPointerGetAttribute and
+# cuMemGetAddressRange say of an address inside an allocation
+LIB_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .global .align 4 .u32 scale = 3;
+
+.visible .func (.reg .u32 r) scaled(.reg .u32 x)
+{
+    .reg .u32 %s;
+    ld.global.u32 %s, [scale];
+    mul.lo.u32 r, x, %s;
+    ret;
+}
+"""
+
+MAIN_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.extern .global .align 4 .u32 scale;
+.extern .func (.reg .u32 r) scaled(.reg .u32 x);
+
+.visible .entry times_scale(.param .u64 p)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    call (%r2), scaled, (%r1);
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+
+LINK_PROGRAM = r"""
+import ctypes, sys
+from ctypes import byref, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
+
+cu = ctypes.CDLL("libcuda.so.1")
+mode, lib, main = sys.argv[1], open(sys.argv[2], "rb").read(), open(sys.argv[3], "rb").read()
+ctx, state, image, size = c_void_p(), c_void_p(), c_void_p(), c_size_t()
+cu.cuInit(0)
+cu.cuCtxCreate_v4(byref(ctx), None, 0, 0)
+cu.cuLinkAddData_v2.argtypes = [c_void_p, c_int, c_char_p, c_size_t, c_char_p, c_uint, c_void_p, c_void_p]
+print("cuLinkCreate:", cu.cuLinkCreate_v2(0, None, None, byref(state)))
+if mode == "cubin":  # machine code: hypa links PTX alone
+    cu.cuLinkAddData_v2(state, 0, lib, len(lib), b"kernels.cubin", 0, None, None)
+    print("not reached")
+for name, text in ((b"lib.ptx", lib), (b"main.ptx", main)):
+    print("cuLinkAddData:", cu.cuLinkAddData_v2(state, 1, text, len(text), name, 0, None, None))
+print("cuLinkComplete:", cu.cuLinkComplete(state, byref(image), byref(size)))
+mod, f = c_void_p(), c_void_p()
+print("cuModuleLoadData:", cu.cuModuleLoadData(byref(mod), image))
+print("cuLinkDestroy:", cu.cuLinkDestroy(state))
+print("cuModuleGetFunction:", cu.cuModuleGetFunction(byref(f), mod, b"times_scale"))
+var, nbytes, value = c_uint64(), c_size_t(), c_uint()
+print("cuModuleGetGlobal:", cu.cuModuleGetGlobal_v2(byref(var), byref(nbytes), mod, b"scale"), nbytes.value)
+print("missing global:", cu.cuModuleGetGlobal_v2(byref(var), byref(nbytes), mod, b"nothing"))
+cu.cuMemcpyDtoH_v2(byref(value), var, c_size_t(4))
+print("scale:", value.value)
+value.value = 5
+cu.cuMemcpyHtoD_v2(var, byref(value), c_size_t(4))
+dptr = c_uint64()
+cu.cuMemAlloc_v2(byref(dptr), c_size_t(128))
+memtype, start, length = c_uint(), c_uint64(), c_size_t()
+print("memory type:", cu.cuPointerGetAttribute(byref(memtype), 2, c_uint64(dptr.value + 8)), memtype.value)
+print("range start:", cu.cuPointerGetAttribute(byref(start), 11, c_uint64(dptr.value + 8)), start.value == dptr.value)
+print("cuMemGetAddressRange:", cu.cuMemGetAddressRange_v2(byref(start), byref(length), c_uint64(dptr.value + 8)),
+      start.value == dptr.value, length.value)
+host = ctypes.create_string_buffer(64)
+print("host memory:", cu.cuPointerGetAttribute(byref(memtype), 2, c_uint64(ctypes.addressof(host))))
+
+class Config(ctypes.Structure):
+    _fields_ = [("grid", c_uint * 3), ("block", c_uint * 3), ("shared", c_uint), ("stream", c_void_p),
+                ("attrs", c_void_p), ("numAttrs", c_uint)]
+
+class Attribute(ctypes.Structure):
+    _fields_ = [("id", c_uint), ("pad", ctypes.c_char * 4), ("value", c_uint * 16)]
+
+cluster = Attribute(4, b"", (c_uint * 16)(*(2, 1, 1) if mode == "cluster" else (1, 1, 1)))
+config = Config((c_uint * 3)(1, 1, 1), (c_uint * 3)(32, 1, 1), 0, None, ctypes.addressof(cluster), 1)
+params = (c_void_p * 1)(ctypes.addressof(dptr))
+cu.cuLaunchKernelEx.argtypes = [c_void_p, c_void_p, c_void_p, c_void_p]
+print("cuLaunchKernelEx:", cu.cuLaunchKernelEx(ctypes.addressof(config), f, params, None))
+out = (c_int * 32)()
+cu.cuMemcpyDtoH_v2(out, c_uint64(dptr.value), c_size_t(128))
+print("p:", list(out))
+"""
+
+
+def _link_program(tmp_path: Path, mode: str) -> subprocess.CompletedProcess:
+    (tmp_path / "prog.py").write_text(LINK_PROGRAM)
+    (tmp_path / "lib.ptx").write_text(LIB_PTX)
+    (tmp_path / "main.ptx").write_text(MAIN_PTX)
+    return run_hypa("run", "-o", tmp_path / "r.json", "--", sys.executable, tmp_path / "prog.py", mode,
+                    tmp_path / "lib.ptx", tmp_path / "main.ptx")
+
+
+def test_ptx_linked_by_the_driver_loads_with_its_globals_and_launches_through_cuLaunchKernelEx(libcuda, tmp_path):
+    """What Numba-CUDA does: cuLink* over PTX inputs (an .extern function and variable resolved
+    across them, as -rdc objects are linked), the linked image loaded, a module variable read
+    and written by its address, a cuLaunchKernelEx launch; the pointer queries of an address
+    inside an allocation."""
+    p = _link_program(tmp_path, "link")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == (
+        "cuLinkCreate: 0\ncuLinkAddData: 0\ncuLinkAddData: 0\ncuLinkComplete: 0\ncuModuleLoadData: 0\n"
+        "cuLinkDestroy: 0\ncuModuleGetFunction: 0\ncuModuleGetGlobal: 0 4\nmissing global: 500\nscale: 3\n"
+        "memory type: 0 2\nrange start: 0 True\ncuMemGetAddressRange: 0 True 128\nhost memory: 1\n"
+        "cuLaunchKernelEx: 0\np: " + str([5 * i for i in range(32)]) + "\n")
+    (r,) = json.loads((tmp_path / "r.json").read_text())
+    assert r["kernel"] == "times_scale" and r["grid"] == [1, 1, 1] and r["block"] == [32, 1, 1]
+
+
+def test_machine_code_handed_to_the_linker_stops_the_program_naming_it(libcuda, tmp_path):
+    p = _link_program(tmp_path, "cubin")
+    assert p.returncode == 1
+    assert "cuLinkAddData: kernels.cubin is a cubin (machine code, SASS), which holds no PTX hypa can run" in p.stderr
+    assert "not reached" not in p.stdout and "Traceback" not in p.stderr
+
+
+def test_a_thread_block_cluster_stops_the_program_naming_it(libcuda, tmp_path):
+    p = _link_program(tmp_path, "cluster")
+    assert p.returncode == 1
+    assert "cuLaunchKernelEx: a thread block cluster of 2x1x1 CTAs, which hypa does not emulate" in p.stderr
+    assert "cuLaunchKernelEx:" not in p.stdout and "Traceback" not in p.stderr
+
+
+def _numba_cuda() -> str | None:
+    """Why Numba-CUDA's program cannot run here (None: it may; the test also compiles)."""
+    if importlib.util.find_spec("numba_cuda") is None:
+        return "numba-cuda is not installed (pip install 'hypa[test]')"
+    return None
+
+
+def _numba_cuda_compiles() -> str | None:
+    """Why Numba-CUDA cannot compile a kernel here (NVVM missing, a NumPy it does not support)."""
+    try:
+        from numba import cuda, int32
+
+        def kernel(a):
+            a[0] = 1
+
+        cuda.compile_ptx(kernel, (int32[:],), cc=(9, 0))
+    except Exception as e:  # noqa: BLE001  (the package's own error: what it lacks)
+        return f"Numba-CUDA cannot compile here: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return None
+
+
+@pytest.mark.skipif(_numba_cuda() is not None, reason=str(_numba_cuda()))
+def test_the_numba_cuda_program_prints_what_an_h100_prints_and_its_counts(tmp_path):
+    """numba_jit.py (@cuda.jit kernels: a shared-memory block reduction with syncthreads and
+    cuda.atomic.add, a shared-memory histogram of atomics, a scaled add; NVVM's PTX linked by
+    cuLink*, loaded by cuLibraryLoadData, launched by cuLaunchKernelEx): the H100's stdout, and
+    per launch the counts of the instrumented kernels on the H100 -- of the PTX this Numba-CUDA
+    made where it is the H100's, else of the H100's PTX emulated here."""
+    why = _numba_cuda_compiles()
+    if why:
+        pytest.skip(why)
+    out, ptx_dir = tmp_path / "r.json", tmp_path / "ptx"
+    p = run_hypa("run", "-o", out, "--", sys.executable, NUMBA_PROGRAM, "--ptx", ptx_dir)
+    native = RECORDED["programs"]["numba_jit.py"]
+    assert (p.returncode, p.stdout) == (native["rc"], native["stdout"]), p.stderr
+    assert "hypa run: 3 launches of 3 kernels" in p.stderr
+    keys = ("inst_executed", "thread_inst_executed", "not_predicated_off_thread_inst_executed", "flop_count_sp",
+            "branch", "divergent_branch")
+    want = [(c["kernel"], c["grid"], c["block"], {k: c["metrics"][k] for k in keys})
+            for c in RECORDED["counts"]["numba_jit.py"]]
+    h100_ptx = RECORDED["numba_ptx"]
+    if all((ptx_dir / f"{name}.ptx").read_text() == text for name, text in h100_ptx.items()):
+        records = json.loads(out.read_text())
+    else:  # another Numba-CUDA or NVVM: its launches, on the H100's PTX (entry names and all)
+        toml = (ptx_dir / "launches.toml").read_text()
+        for name, text in h100_ptx.items():
+            mine = re.search(r"\.entry\s+([\w$]+)", (ptx_dir / f"{name}.ptx").read_text()).group(1)
+            toml = toml.replace(f'"{mine}"', '"' + re.search(r"\.entry\s+([\w$]+)", text).group(1) + '"')
+            (ptx_dir / f"{name}.ptx").write_text(text)
+        (ptx_dir / "launches.toml").write_text(toml)
+        q = run_hypa("profile", "--launch", ptx_dir / "launches.toml", "--format", "json", "-o", tmp_path / "h.json")
+        assert q.returncode == 0, q.stderr
+        records = json.loads((tmp_path / "h.json").read_text())
+    got = [(r["kernel"], r["grid"], r["block"], {k: r[k] for k in keys}) for r in records]
+    assert got == want
