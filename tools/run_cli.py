@@ -172,6 +172,21 @@ def _program_name(exe: str, argv: list[str], python: tuple[int, int] | None) -> 
     return exe
 
 
+def _python_environment(env: dict, cudart_soname: str) -> None:
+    """What Python GPU packages need to run on hypa's libraries: CuPy's extension modules carry
+    CUDA's static runtime, sent to hypa's libcudart as Python loads them (a ``sitecustomize``
+    first on PYTHONPATH, ``cudart/static_runtime.py``), CuPy's NVRTC makes PTX, not a cubin
+    (``CUPY_COMPILE_WITH_PTX=1``), and CuPy reduces with its own kernels, not CUB's, which ship
+    as SASS (``CUPY_ACCELERATORS=''``); a program's own settings stand."""
+    from hypa.cudart import static_runtime
+
+    startup = os.path.join(os.path.dirname(os.path.abspath(static_runtime.__file__)), "python_startup")
+    env["PYTHONPATH"] = startup + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["HYPA_CUDART_SONAME"] = cudart_soname
+    env.setdefault("CUPY_COMPILE_WITH_PTX", "1")
+    env.setdefault("CUPY_ACCELERATORS", "")  # CuPy's own reduction kernels, not CUB's (SASS alone)
+
+
 def run(args: argparse.Namespace) -> int:
     from hypa.cudart import driver_shim, shim
     from hypa.cudart.program import NotAProgram, ProgramInfo, inspect
@@ -258,6 +273,8 @@ def run(args: argparse.Namespace) -> int:
     env["LD_PRELOAD"] = f"{lib} {driver}" + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["HYPA_SYS_PATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
     env["HYPA_RUN"] = json.dumps(opts)
+    if python is not None:
+        _python_environment(env, os.path.basename(lib))
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         proc = subprocess.Popen([exe, *argv[1:]], env=env, preexec_fn=_die_with(os.getpid()))
