@@ -176,8 +176,9 @@ def _python_environment(env: dict, cudart_soname: str) -> None:
     """What Python GPU packages need to run on hypa's libraries: CuPy's extension modules carry
     CUDA's static runtime, sent to hypa's libcudart as Python loads them (a ``sitecustomize``
     first on PYTHONPATH, ``cudart/static_runtime.py``), CuPy's NVRTC makes PTX, not a cubin
-    (``CUPY_COMPILE_WITH_PTX=1``), and CuPy reduces with its own kernels, not CUB's, which ship
-    as SASS (``CUPY_ACCELERATORS=''``); a program's own settings stand."""
+    (``CUPY_COMPILE_WITH_PTX=1``), CuPy reduces with its own kernels, not CUB's, which ship as
+    SASS (``CUPY_ACCELERATORS=''``; a program's own settings stand), and ``nvcc --cubin`` (how
+    PyCUDA's ``SourceModule`` compiles) makes PTX, through an ``nvcc`` first on PATH."""
     from hypa.cudart import static_runtime
 
     startup = os.path.join(os.path.dirname(os.path.abspath(static_runtime.__file__)), "python_startup")
@@ -185,6 +186,10 @@ def _python_environment(env: dict, cudart_soname: str) -> None:
     env["HYPA_CUDART_SONAME"] = cudart_soname
     env.setdefault("CUPY_COMPILE_WITH_PTX", "1")
     env.setdefault("CUPY_ACCELERATORS", "")  # CuPy's own reduction kernels, not CUB's (SASS alone)
+    nvcc = shutil.which("nvcc", path=env.get("PATH"))
+    if nvcc is not None:  # PyCUDA's SourceModule asks nvcc for a cubin: PTX instead (python_startup/bin/nvcc)
+        env["HYPA_REAL_NVCC"] = nvcc
+        env["PATH"] = os.path.join(startup, "bin") + os.pathsep + env.get("PATH", "")
 
 
 def run(args: argparse.Namespace) -> int:

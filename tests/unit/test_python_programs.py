@@ -145,6 +145,11 @@ if mode == "extra":  # the arguments packed in one buffer, at the parameters' of
     packed, size = Args(dptr.value, 20), c_size_t(ctypes.sizeof(Args))
     extra = (c_void_p * 5)(1, ctypes.addressof(packed), 2, ctypes.addressof(size), 0)
     r = cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, ctypes.addressof(extra))
+elif mode == "legacy":  # before cuLaunchKernel: the block shape and argument bytes set on the function
+    cu.cuParamSetv.argtypes = [c_void_p, c_int, c_void_p, c_uint]
+    print("legacy:", cu.cuFuncSetBlockShape(f, 32, 1, 1), cu.cuParamSetv(f, 0, ctypes.addressof(dptr), 8),
+          cu.cuParamSeti(f, 8, c_uint(20)), cu.cuParamSetSize(f, c_uint(12)), cu.cuFuncSetBlockShape(f, 0, 1, 1))
+    r = cu.cuLaunchGrid(f, 1, 1)
 else:
     bad = c_uint64(0)  # mode "fault": a store through a null pointer
     params = (c_void_p * 2)(ctypes.addressof(bad if mode == "fault" else dptr), ctypes.addressof(n))
@@ -194,6 +199,18 @@ def test_a_python_program_on_the_driver_api_through_ctypes(libcuda, tmp_path):
     (r,) = json.loads((tmp_path / "r.json").read_text())
     assert (r["kernel"], r["thread_inst_executed"], r["inst_executed"]) == ("triple", TRIPLE_THREAD_INSTRUCTIONS, 10)
     assert "hypa run: 1 launch of 1 kernel" in p.stderr
+
+
+def test_the_legacy_launch_takes_the_block_shape_and_argument_bytes_set_before(libcuda, tmp_path):
+    """cuFuncSetBlockShape, cuParamSetv/Seti/SetSize and cuLaunchGrid (PyCUDA sets the block
+    shape so; older programs launch so): the same launch, counts and results as kernelParams;
+    a zero block dimension is CUDA_ERROR_INVALID_VALUE and keeps the shape set before."""
+    p = _ctypes_program(tmp_path, "legacy", TRIPLE_PTX.encode())
+    assert p.returncode == 0, p.stderr
+    assert "legacy: 0 0 0 0 1\ncuLaunchKernel: 0 cuCtxSynchronize: 0\n" in p.stdout
+    assert p.stdout.endswith(TRIPLE_RESULT)
+    (r,) = json.loads((tmp_path / "r.json").read_text())
+    assert (r["kernel"], r["block"], r["thread_inst_executed"]) == ("triple", [32, 1, 1], TRIPLE_THREAD_INSTRUCTIONS)
 
 
 def test_a_call_hypas_driver_does_not_provide_stops_the_program_naming_it(libcuda, tmp_path):
@@ -426,3 +443,60 @@ def test_the_static_runtime_in_an_extension_module_is_sent_to_hypas(libcuda, sta
     assert (p.returncode, p.stdout) == (1, "(0, 1)\n"), p.stderr
     assert "a call of __cudaPushCallConfiguration of CUB (cub." in p.stderr
     assert "hypa runs PTX, and cannot run them" in p.stderr and "Traceback" not in p.stderr
+
+
+PYCUDA_PROGRAM = ROOT / "tests" / "cuda_programs" / "python" / "pycuda_kernels.py"
+
+
+def _pycuda() -> str | None:
+    """Why the PyCUDA program cannot run here (None: it can).  PyCUDA builds from source (no
+    wheel on the package index), against CUDA's headers and a libcuda.so: not in any extra."""
+    import shutil
+
+    try:
+        import pycuda  # noqa: F401
+    except ImportError as e:
+        return f"PyCUDA is not installed: {e}"
+    if shutil.which("nvcc") is None:
+        return "PyCUDA's SourceModule needs nvcc"
+    return _cuda_python()
+
+
+@pytest.mark.skipif(_pycuda() is not None, reason=str(_pycuda()))
+def test_the_pycuda_program_prints_what_an_h100_prints_and_its_counts(tmp_path):
+    """pycuda_kernels.py: SourceModule (nvcc --cubin, made PTX by the nvcc hypa run puts first
+    on PATH), PyCUDA's launches (cuFuncSetBlockShape, cuLaunchKernel with `extra`), cuCtxDetach
+    at exit.  Its kernels, data and launches are driver_api.py's, so it prints the result lines
+    the H100 printed for driver_api.py, and each launch reports the counts the H100 read from
+    NVRTC's PTX of the same source: compared where nvcc made the same .entry as NVRTC (here:
+    vector_add and histogram; block_sum's differs in register numbering and order, and its
+    counts are the same too)."""
+    out, cap = tmp_path / "r.json", tmp_path / "cap"
+    (tmp_path / "pycuda-cache").mkdir()  # compiled afresh, not from a GPU run's cubin
+    env = dict(os.environ, PYCUDA_CACHE_DIR=str(tmp_path / "pycuda-cache"))
+    p = run_hypa("run", "-o", out, "--capture", cap, "--", sys.executable, PYCUDA_PROGRAM, env=env)
+    native = RECORDED["programs"]["driver_api.py"]["stdout"].splitlines()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [ln for ln in native if ln.split(":")[0] in ("vector_add", "block_sum",
+                                                                                  "histogram", "PASS")]
+    assert "hypa run: 3 launches of 3 kernels;" in p.stderr, p.stderr
+    records = json.loads(out.read_text())
+    keys = ("inst_executed", "thread_inst_executed", "not_predicated_off_thread_inst_executed", "flop_count_sp",
+            "branch", "divergent_branch")
+    got = [(r["kernel"], r["grid"], r["block"], {k: r[k] for k in keys}) for r in records]
+    want = [(c["kernel"], c["grid"], c["block"], {k: c["metrics"][k] for k in keys})
+            for c in RECORDED["counts"]["driver_api.py"]]
+    sys.path[:0] = [str(PROGRAM.parent), str(ROOT / "benchmarks" / "gpu")]
+    try:
+        import driver_api as program
+        from cupy_programs_native import entry_sha256
+    finally:
+        del sys.path[:2]
+    nvrtc_ptx = program.compile_ptx(9, 0).rstrip(b"\0 ")
+    if hashlib.sha256(nvrtc_ptx).hexdigest() != RECORDED["kernels_ptx_sha256"]:
+        pytest.skip("this NVRTC makes other PTX than the H100's: its counts differ")
+    nvcc_ptx = (cap / "module_0.ptx").read_text()
+    same = [k for k in ("vector_add", "block_sum", "histogram")
+            if entry_sha256(nvcc_ptx, k) == entry_sha256(nvrtc_ptx.decode(), k)]
+    assert {"vector_add", "histogram"} <= set(same), same
+    assert got == want
