@@ -79,7 +79,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rp = sub.add_parser(
         "run", help="run a CUDA program on the CPU, every launch emulated and counted",
         description="Run an unmodified CUDA program built with `nvcc -cudart shared`, or a Python program on "
-                    "CUDA's driver API (cuda-python: hypa run -- python script.py): hypa stands in for the CUDA "
+                    "CUDA's driver API (cuda-python, CuPy, PyCUDA: hypa run -- python script.py): hypa stands in for the CUDA "
                     "runtime and driver, device memory is host memory, and every kernel launch runs in hypa's "
                     "emulator (full mode: the program sees its real results) and is counted as "
                     "`hypa profile` counts it.",

@@ -11,9 +11,13 @@ def _hypa_startup() -> None:
     for p in os.environ.get("HYPA_SYS_PATH", "").split(os.pathsep):
         if p and p not in sys.path:
             sys.path.append(p)
-    from hypa.cudart import static_runtime
+    try:
+        from hypa.cudart import static_runtime
 
-    static_runtime.install(os.environ["HYPA_CUDART_SONAME"])
+        static_runtime.install(os.environ["HYPA_CUDART_SONAME"])
+    except (ImportError, OSError, KeyError) as e:  # the program runs on; CuPy then fails at its first call
+        print(f"hypa run: cannot send CUDA's static runtime in Python extension modules to hypa's "
+              f"({type(e).__name__}: {e}); CuPy will not run", file=sys.stderr)
     # the program's sys.path as it would have been, and its own sitecustomize, if any
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     from importlib.machinery import PathFinder

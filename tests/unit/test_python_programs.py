@@ -1,7 +1,10 @@
 """Python programs on CUDA's driver API under `hypa run` (issue 30): hypa's libcuda.so.1
 (cudart/driver_shim.py, cudart/driver.py), `hypa run -- python script.py`, and the cuda-python
 program tests/cuda_programs/python/driver_api.py against an H100's recording
-(tests/ground_truth/hypa_run/python_native.json, benchmarks/gpu/python_programs_native.sh)."""
+(tests/ground_truth/hypa_run/python_native.json, benchmarks/gpu/python_programs_native.sh); the
+CuPy and PyCUDA programs beside it (cupy_native.json, benchmarks/gpu/cupy_programs_native.py),
+which CI does not run (CuPy is the `python-gpu` extra; PyCUDA builds from source), and CuPy's
+static CUDA runtime sent to hypa's (cudart/static_runtime.py) on a stand-in module, which it does."""
 
 from __future__ import annotations
 
