@@ -52,7 +52,7 @@ _CONTEXT_FREE = frozenset({
     "cuInit", "cuDriverGetVersion", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetName", "cuDeviceGetAttribute",
     "cuDeviceTotalMem_v2", "cuDeviceComputeCapability", "cuDeviceGetUuid", "cuDeviceGetUuid_v2", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxSetFlags_v2", "cuCtxCreate_v2",
-    "cuCtxCreate_v3", "cuCtxCreate_v4", "cuCtxDestroy_v2", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
+    "cuCtxCreate_v3", "cuCtxCreate_v4", "cuCtxDestroy_v2", "cuCtxDetach", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
     "cuCtxSetCurrent", "cuCtxGetCurrent", "cuProfilerStart", "cuProfilerStop",
 })
 
@@ -314,6 +314,11 @@ class DriverRuntime:
                 stack.remove(ctx)
         self.memory.release(ctx)
         return SUCCESS
+
+    def cuCtxDetach(self, ctx):
+        """The legacy release of a context cuCtxCreate made (PyCUDA's at exit): hypa counts no
+        attachments, so the last detach is the only one, and destroys it."""
+        return self.cuCtxDestroy_v2(ctx)
 
     def cuCtxPushCurrent_v2(self, ctx):
         if ctx not in self.contexts:
@@ -684,6 +689,76 @@ class DriverRuntime:
         if size is not None and prog.params and max(off + sz for _n, _t, off, sz in prog.params) > size:
             return None
         return (ctypes.c_void_p * max(1, len(offsets)))(*[buf + off for off in offsets])
+
+    # -- the legacy launch (before cuLaunchKernel): PyCUDA sets the block shape so ----------
+
+    def _legacy(self, f: int) -> dict:
+        """A function's block shape, dynamic shared memory and argument bytes, as the legacy
+        calls set them (kept per function, as the driver keeps them)."""
+        if not hasattr(self, "legacy_launch"):
+            self.legacy_launch: dict[int, dict] = {}
+        return self.legacy_launch.setdefault(f, {"block": (1, 1, 1), "shared": 0, "params": bytearray()})
+
+    def cuFuncSetBlockShape(self, hfunc, x, y, z):
+        if hfunc not in self.functions:
+            return INVALID_HANDLE
+        if min(x, y, z) <= 0:
+            return INVALID_VALUE
+        self._legacy(hfunc)["block"] = (x, y, z)
+        return SUCCESS
+
+    def cuFuncSetSharedSize(self, hfunc, nbytes):
+        if hfunc not in self.functions:
+            return INVALID_HANDLE
+        self._legacy(hfunc)["shared"] = nbytes
+        return SUCCESS
+
+    def cuParamSetSize(self, hfunc, numbytes):
+        if hfunc not in self.functions:
+            return INVALID_HANDLE
+        params = self._legacy(hfunc)["params"]
+        params[:] = params[:numbytes].ljust(numbytes, b"\0")
+        return SUCCESS
+
+    def _param_set(self, hfunc, offset: int, data: bytes) -> int:
+        if hfunc not in self.functions:
+            return INVALID_HANDLE
+        if offset < 0:
+            return INVALID_VALUE
+        params = self._legacy(hfunc)["params"]
+        if len(params) < offset + len(data):
+            params.extend(b"\0" * (offset + len(data) - len(params)))
+        params[offset : offset + len(data)] = data
+        return SUCCESS
+
+    def cuParamSeti(self, hfunc, offset, value):
+        return self._param_set(hfunc, offset, value.to_bytes(4, "little"))
+
+    def cuParamSetf(self, hfunc, offset, value):  # the float's bits, as the C side passes them
+        return self._param_set(hfunc, offset, (value & 0xFFFFFFFF).to_bytes(4, "little"))
+
+    def cuParamSetv(self, hfunc, offset, ptr, numbytes):
+        if not ptr and numbytes:
+            return INVALID_VALUE
+        return self._param_set(hfunc, offset, ctypes.string_at(ptr, numbytes) if numbytes else b"")
+
+    def cuLaunch(self, f):
+        return self.cuLaunchGridAsync(f, 1, 1, 0)
+
+    def cuLaunchGrid(self, f, grid_width, grid_height):
+        return self.cuLaunchGridAsync(f, grid_width, grid_height, 0)
+
+    def cuLaunchGridAsync(self, f, grid_width, grid_height, hStream):
+        """cuLaunchKernel with the shape, shared memory and argument bytes the legacy calls set."""
+        if f not in self.functions:
+            return INVALID_HANDLE
+        st = self._legacy(f)
+        buf = (ctypes.c_char * max(1, len(st["params"]))).from_buffer_copy(bytes(st["params"]) or b"\0")
+        size = ctypes.c_size_t(len(st["params"]))
+        extra = (ctypes.c_void_p * 5)(_PARAM_BUFFER_POINTER, ctypes.addressof(buf), _PARAM_BUFFER_SIZE,
+                                      ctypes.addressof(size), _PARAM_END)
+        return self.cuLaunchKernel(f, grid_width, grid_height, 1, *st["block"], st["shared"], hStream, 0,
+                                   ctypes.addressof(extra))
 
     # -- memory --------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import ctypes
 import dataclasses
 import json
 import os
+import re
 import struct
 import sys
 import threading
@@ -485,6 +486,7 @@ class HostRuntime(TextureRuntime, GraphRuntime, DriverRuntime):
 
         k = self.functions.get(func)
         if k is None:
+            self._library_kernel(func)
             self.say(f"a launch of a function hypa has not seen registered (host address {func:#x})", once=("fn", func))
             return E.cudaErrorInvalidDeviceFunction
         if not self._load(k.module):
@@ -946,9 +948,20 @@ class HostRuntime(TextureRuntime, GraphRuntime, DriverRuntime):
 
     def _program(self, func: int):
         k = self.functions.get(func)
+        if k is None:
+            self._library_kernel(func)
         if k is None or not self._load(k.module):
             return None
         return k.module.emulator.program(k.name)
+
+    def _library_kernel(self, func: int) -> None:
+        """A kernel of a library whose static CUDA runtime was sent to hypa's (CuPy's CUB):
+        SASS hypa cannot run; stop, naming it (cudart/static_runtime.py)."""
+        from .static_runtime import library_of, stop_message
+
+        path = library_of(func)
+        if path is not None:
+            self._stop(stop_message(f"a kernel (host address {func:#x})", path))
 
     def cudaFuncGetAttributes(self, attr, func):
         from hypa.runtime.emulator.launch_limits import default_dynamic_shared, kernel_max_threads
@@ -1243,12 +1256,38 @@ def install(set_dispatch: int, major: int) -> None:
     """Called by the C library once the interpreter runs: make the runtime, hand back the dispatcher."""
     global _RUNTIME, _DISPATCH
     _RUNTIME = HostRuntime(major, RunOptions.from_environment())
+    from . import static_runtime
+
+    static_runtime.stop_hook = _RUNTIME._stop
     proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_uint64)
     _DISPATCH = proto(_RUNTIME.dispatch)
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(set_dispatch)(ctypes.cast(_DISPATCH, ctypes.c_void_p).value)
     # a program that embeds Python finalizes its interpreter before the C library's destructor
     # runs, so the records are written here then (hypa's own interpreter never finalizes)
-    atexit.register(_RUNTIME.finish)
+    atexit.register(_finish, proto, set_dispatch)
+
+
+#: what a CUDA call made while the interpreter finalizes returns, but for releases (``_RELEASE``,
+#: which succeed: the device still exists then): cudaErrorCudartUnloading and
+#: CUDA_ERROR_DEINITIALIZED (both 4)
+UNLOADING = 4
+_RELEASE = re.compile(r"cu(da)?(Free|.*Destroy|ModuleUnload|DevicePrimaryCtxRelease|Unregister)")
+
+
+def _finish(proto, set_dispatch: int) -> None:
+    """At the program's exit: write the records, then answer every later call without running
+    hypa's runtime, whose modules the interpreter is tearing down -- objects it frees as it
+    finalizes (CuPy's modules, streams and memory pools) still release what they hold."""
+    global _DISPATCH
+    from .driver_api import DRIVER_API
+
+    releases = frozenset([i for i, p in enumerate(API) if _RELEASE.match(p.name)]
+                         + [DRIVER_BASE + i for i, p in enumerate(DRIVER_API) if _RELEASE.match(p.name)])
+    _RUNTIME.finish()
+    unloading = proto(lambda fn, args, nargs, caller: 0 if fn in releases else UNLOADING)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(unloading))  # alive to the end: C calls it while Python finalizes
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(set_dispatch)(ctypes.cast(unloading, ctypes.c_void_p).value)
+    _DISPATCH = unloading
 
 
 #: seconds into a run before the progress line appears (short runs print none)

@@ -112,8 +112,11 @@ def reachable(module: ModuleOp, kernel: FuncOp, index: SymbolIndex | None = None
     for n in seen_funcs:
         keep.extend(index.funcs[n])
     for v in index.variables.values():
-        # .global/.const: module state every kernel shares; .shared: only what is referenced
-        if v.space != ".shared" or v.var_name in seen_vars:
+        # .const: module state every kernel shares (one bank); .global and .shared: only what the
+        # kernel names, or what reached variables' initializers name (a module of CUDA C++
+        # headers, CuPy's, declares a thousand .global constants no kernel reads: each would
+        # take one of the emulator's address windows)
+        if v.space == ".const" or v.var_name in seen_vars:
             keep.append(v)
     keep.sort(key=index.position.__getitem__)
     reached = [kernel.func_name] + [op.func_name for op in keep if isinstance(op, FuncOp)

@@ -79,7 +79,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rp = sub.add_parser(
         "run", help="run a CUDA program on the CPU, every launch emulated and counted",
         description="Run an unmodified CUDA program built with `nvcc -cudart shared`, or a Python program on "
-                    "CUDA's driver API (cuda-python, Numba-CUDA: hypa run -- python script.py): hypa stands in for the CUDA "
+                    "CUDA's driver API (cuda-python, Numba-CUDA, CuPy, PyCUDA: hypa run -- python script.py): hypa stands in for the CUDA "
                     "runtime and driver, device memory is host memory, and every kernel launch runs in hypa's "
                     "emulator (full mode: the program sees its real results) and is counted as "
                     "`hypa profile` counts it.",
@@ -172,6 +172,26 @@ def _program_name(exe: str, argv: list[str], python: tuple[int, int] | None) -> 
     return exe
 
 
+def _python_environment(env: dict, cudart_soname: str) -> None:
+    """What Python GPU packages need to run on hypa's libraries: CuPy's extension modules carry
+    CUDA's static runtime, sent to hypa's libcudart as Python loads them (a ``sitecustomize``
+    first on PYTHONPATH, ``cudart/static_runtime.py``), CuPy's NVRTC makes PTX, not a cubin
+    (``CUPY_COMPILE_WITH_PTX=1``), CuPy reduces with its own kernels, not CUB's, which ship as
+    SASS (``CUPY_ACCELERATORS=''``; a program's own settings stand), and ``nvcc --cubin`` (how
+    PyCUDA's ``SourceModule`` compiles) makes PTX, through an ``nvcc`` first on PATH."""
+    from hypa.cudart import static_runtime
+
+    startup = os.path.join(os.path.dirname(os.path.abspath(static_runtime.__file__)), "python_startup")
+    env["PYTHONPATH"] = startup + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["HYPA_CUDART_SONAME"] = cudart_soname
+    env.setdefault("CUPY_COMPILE_WITH_PTX", "1")
+    env.setdefault("CUPY_ACCELERATORS", "")  # CuPy's own reduction kernels, not CUB's (SASS alone)
+    nvcc = shutil.which("nvcc", path=env.get("PATH"))
+    if nvcc is not None:  # PyCUDA's SourceModule asks nvcc for a cubin: PTX instead (python_startup/bin/nvcc)
+        env["HYPA_REAL_NVCC"] = nvcc
+        env["PATH"] = os.path.join(startup, "bin") + os.pathsep + env.get("PATH", "")
+
+
 def run(args: argparse.Namespace) -> int:
     from hypa.cudart import driver_shim, shim
     from hypa.cudart.program import NotAProgram, ProgramInfo, inspect
@@ -258,6 +278,8 @@ def run(args: argparse.Namespace) -> int:
     env["LD_PRELOAD"] = f"{lib} {driver}" + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["HYPA_SYS_PATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
     env["HYPA_RUN"] = json.dumps(opts)
+    if python is not None:
+        _python_environment(env, os.path.basename(lib))
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         proc = subprocess.Popen([exe, *argv[1:]], env=env, preexec_fn=_die_with(os.getpid()))

@@ -2,7 +2,10 @@
 (cudart/driver_shim.py, cudart/driver.py), `hypa run -- python script.py`, and the cuda-python
 and Numba-CUDA programs tests/cuda_programs/python/driver_api.py and numba_jit.py against an
 H100's recording (tests/ground_truth/hypa_run/python_native.json,
-benchmarks/gpu/python_programs_native.sh)."""
+benchmarks/gpu/python_programs_native.sh); the CuPy and PyCUDA programs beside them
+(cupy_native.json, benchmarks/gpu/cupy_programs_native.py), which CI does not run (CuPy is the
+`python-gpu` extra; PyCUDA builds from source), and CuPy's static CUDA runtime sent to hypa's
+(cudart/static_runtime.py) on a stand-in module, which it does."""
 
 from __future__ import annotations
 
@@ -150,6 +153,11 @@ if mode == "extra":  # the arguments packed in one buffer, at the parameters' of
     packed, size = Args(dptr.value, 20), c_size_t(ctypes.sizeof(Args))
     extra = (c_void_p * 5)(1, ctypes.addressof(packed), 2, ctypes.addressof(size), 0)
     r = cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, ctypes.addressof(extra))
+elif mode == "legacy":  # before cuLaunchKernel: the block shape and argument bytes set on the function
+    cu.cuParamSetv.argtypes = [c_void_p, c_int, c_void_p, c_uint]
+    print("legacy:", cu.cuFuncSetBlockShape(f, 32, 1, 1), cu.cuParamSetv(f, 0, ctypes.addressof(dptr), 8),
+          cu.cuParamSeti(f, 8, c_uint(20)), cu.cuParamSetSize(f, c_uint(12)), cu.cuFuncSetBlockShape(f, 0, 1, 1))
+    r = cu.cuLaunchGrid(f, 1, 1)
 else:
     bad = c_uint64(0)  # mode "fault": a store through a null pointer
     params = (c_void_p * 2)(ctypes.addressof(bad if mode == "fault" else dptr), ctypes.addressof(n))
@@ -201,6 +209,18 @@ def test_a_python_program_on_the_driver_api_through_ctypes(libcuda, tmp_path):
     (r,) = json.loads((tmp_path / "r.json").read_text())
     assert (r["kernel"], r["thread_inst_executed"], r["inst_executed"]) == ("triple", TRIPLE_THREAD_INSTRUCTIONS, 10)
     assert "hypa run: 1 launch of 1 kernel" in p.stderr
+
+
+def test_the_legacy_launch_takes_the_block_shape_and_argument_bytes_set_before(libcuda, tmp_path):
+    """cuFuncSetBlockShape, cuParamSetv/Seti/SetSize and cuLaunchGrid (PyCUDA sets the block
+    shape so; older programs launch so): the same launch, counts and results as kernelParams;
+    a zero block dimension is CUDA_ERROR_INVALID_VALUE and keeps the shape set before."""
+    p = _ctypes_program(tmp_path, "legacy", TRIPLE_PTX.encode())
+    assert p.returncode == 0, p.stderr
+    assert "legacy: 0 0 0 0 1\ncuLaunchKernel: 0 cuCtxSynchronize: 0\n" in p.stdout
+    assert p.stdout.endswith(TRIPLE_RESULT)
+    (r,) = json.loads((tmp_path / "r.json").read_text())
+    assert (r["kernel"], r["block"], r["thread_inst_executed"]) == ("triple", [32, 1, 1], TRIPLE_THREAD_INSTRUCTIONS)
 
 
 def test_a_call_hypas_driver_does_not_provide_stops_the_program_naming_it(libcuda, tmp_path):
@@ -505,4 +525,181 @@ def test_the_numba_cuda_program_prints_what_an_h100_prints_and_its_counts(tmp_pa
         assert q.returncode == 0, q.stderr
         records = json.loads((tmp_path / "h.json").read_text())
     got = [(r["kernel"], r["grid"], r["block"], {k: r[k] for k in keys}) for r in records]
+
+
+CUPY_PROGRAM = ROOT / "tests" / "cuda_programs" / "python" / "cupy_kernels.py"
+CUPY_RECORDED_PATH = ROOT / "tests" / "ground_truth" / "hypa_run" / "cupy_native.json"
+
+
+def _cupy() -> str | None:
+    """Why the CuPy program cannot run here (None: it can).  CuPy is not in the `test` extra
+    (a 70 MB wheel; CI does not run this test): `pip install -e '.[python-gpu]'`."""
+    try:
+        import cupy  # noqa: F401
+        from cupy.cuda import compiler  # noqa: F401
+    except ImportError as e:
+        return f"CuPy is not installed (pip install -e '.[python-gpu]'): {e}"
+    if not any(os.path.isfile(os.path.join(d, "include", "cuda_runtime.h"))
+               for d in (os.environ.get("CUDA_PATH", ""), "/usr/local/cuda")):
+        return "CuPy 14 needs CUDA's headers (CUDA_PATH, or pip install 'cupy-cuda13x[ctk]')"
+    return None
+
+
+@pytest.mark.skipif(_cupy() is not None, reason=str(_cupy()))
+def test_the_cupy_program_prints_what_an_h100_prints_and_its_counts(tmp_path):
+    """cupy_kernels.py (RawKernel, ElementwiseKernel, ReductionKernel: CuPy's extension modules
+    carry CUDA's static runtime, sent to hypa's libcudart; NVRTC makes PTX as hypa run sets
+    CUPY_COMPILE_WITH_PTX=1): the H100's stdout, and per kernel the counts of the H100's
+    instrumented kernels (benchmarks/gpu/cupy_programs_native.py) where NVRTC made the same
+    kernel code (the .entry; the rest of a module differs with CUDA's headers).  Exit is clean:
+    CuPy's modules and pools released while the interpreter finalizes do not reach hypa's
+    torn-down runtime (cudart/host.py, _finish)."""
+    recorded = json.loads(CUPY_RECORDED_PATH.read_text())
+    native = recorded["programs"]["cupy_kernels.py"]
+    out, cap = tmp_path / "r.json", tmp_path / "cap"
+    env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path / "cupy-cache"))
+    env.setdefault("CUDA_PATH", "/usr/local/cuda")
+    p = run_hypa("run", "-o", out, "--capture", cap, "--", sys.executable, CUPY_PROGRAM, env=env)
+    assert (p.returncode, p.stdout) == (native["rc"], native["stdout"]), p.stderr
+    assert "hypa run: 3 launches of 3 kernels;" in p.stderr, p.stderr
+    records = json.loads(out.read_text())
+    assert [r["kernel"] for r in records] == ["axpy_mod", "squared_diff", "l1_norm"]
+    sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
+    try:
+        from cupy_programs_native import entry_sha256
+    finally:
+        sys.path.pop(0)
+    modules = [f.read_text() for f in sorted(cap.glob("module_*.ptx"))]
+    here = {k: next(h for h in (entry_sha256(m, k) for m in modules) if h) for k in native["counts"]}
+    if here != {k: v["entry"] for k, v in native["ptx_sha256"].items()}:
+        pytest.skip("this NVRTC makes other PTX than the H100's: its counts differ")
+    keys = ("inst_executed", "thread_inst_executed", "not_predicated_off_thread_inst_executed", "flop_count_sp",
+            "branch", "divergent_branch")
+    got = {r["kernel"]: {k: r[k] for k in keys} for r in records}
+    want = {k: {m: c[m] for m in keys} for k, c in native["counts"].items()}
+    assert got == want
+
+
+# An extension module as CuPy's are: CUDA's static runtime linked in, its functions local
+# symbols (here two stand-ins; the bytes /cudart.shm. mark the static runtime).
+STATIC_RUNTIME_MODULE = r"""
+#include <Python.h>
+__attribute__((used)) static const char mark[] = "/cudart.shm.%x";
+__attribute__((noinline)) static int cudaGetDeviceCount(int *n) {
+    volatile int k = 0;
+    for (int i = 0; i < 3; i++) k += i;
+    *n = k;
+    return 999;  /* as the static copy over hypa's driver: it cannot initialize */
+}
+__attribute__((noinline)) static int __cudaPushCallConfiguration(unsigned gx, unsigned gy) {
+    volatile unsigned s = gx + gy;
+    return (int)s;
+}
+static PyObject *count(PyObject *self, PyObject *args) {
+    int n = -1;
+    int r = cudaGetDeviceCount(&n);
+    return Py_BuildValue("(ii)", r, n);
+}
+static PyObject *launch(PyObject *self, PyObject *args) {
+    return PyLong_FromLong(__cudaPushCallConfiguration(1, 2));
+}
+static PyMethodDef methods[] = {{"count", count, METH_NOARGS, 0}, {"launch", launch, METH_NOARGS, 0}, {0}};
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "cub", 0, -1, methods};
+PyMODINIT_FUNC PyInit_cub(void) { return PyModule_Create(&def); }
+"""
+
+
+@pytest.fixture(scope="module")
+def static_runtime_module(tmp_path_factory):
+    import sysconfig
+
+    cc = shim.compiler()
+    if cc is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("ext")
+    (d / "cub.c").write_text(STATIC_RUNTIME_MODULE)
+    so = d / f"cub{sysconfig.get_config_var('EXT_SUFFIX')}"
+    p = subprocess.run([cc, "-O0", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o", so, d / "cub.c"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot build a Python extension module here: {p.stderr[-300:]}")
+    return d
+
+
+def test_the_static_runtime_in_an_extension_module_is_sent_to_hypas(libcuda, static_runtime_module, tmp_path):
+    """Its cudaGetDeviceCount, a local symbol, answers as hypa's does under hypa run (one
+    device, cudaSuccess), as the static copy does without (999 here); a __cuda* launch call of
+    the module's own kernels stops the program naming the library (CuPy's cub: CUB)."""
+    from hypa.cudart import static_runtime
+
+    so = next(static_runtime_module.glob("cub*.so"))
+    assert static_runtime.holds_static_runtime(str(so))
+    assert set(static_runtime.runtime_functions(str(so))) == {"cudaGetDeviceCount", "__cudaPushCallConfiguration"}
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, cub\nprint(cub.count())\nif sys.argv[1:]: print(cub.launch())\n")
+    env = dict(os.environ, PYTHONPATH=str(static_runtime_module))
+    native = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env)
+    assert native.stdout == "(999, 3)\n"
+    p = run_hypa("run", "--", sys.executable, script, env=env)
+    assert (p.returncode, p.stdout) == (0, "(0, 1)\n"), p.stderr
+    p = run_hypa("run", "--", sys.executable, script, "launch", env=env)
+    assert (p.returncode, p.stdout) == (1, "(0, 1)\n"), p.stderr
+    assert "a call of __cudaPushCallConfiguration of CUB (cub." in p.stderr
+    assert "hypa runs PTX, and cannot run them" in p.stderr and "Traceback" not in p.stderr
+
+
+PYCUDA_PROGRAM = ROOT / "tests" / "cuda_programs" / "python" / "pycuda_kernels.py"
+
+
+def _pycuda() -> str | None:
+    """Why the PyCUDA program cannot run here (None: it can).  PyCUDA builds from source (no
+    wheel on the package index), against CUDA's headers and a libcuda.so: not in any extra."""
+    import shutil
+
+    try:
+        import pycuda  # noqa: F401
+    except ImportError as e:
+        return f"PyCUDA is not installed: {e}"
+    if shutil.which("nvcc") is None:
+        return "PyCUDA's SourceModule needs nvcc"
+    return _cuda_python()
+
+
+@pytest.mark.skipif(_pycuda() is not None, reason=str(_pycuda()))
+def test_the_pycuda_program_prints_what_an_h100_prints_and_its_counts(tmp_path):
+    """pycuda_kernels.py: SourceModule (nvcc --cubin, made PTX by the nvcc hypa run puts first
+    on PATH), PyCUDA's launches (cuFuncSetBlockShape, cuLaunchKernel with `extra`), cuCtxDetach
+    at exit.  Its kernels, data and launches are driver_api.py's, so it prints the result lines
+    the H100 printed for driver_api.py, and each launch reports the counts the H100 read from
+    NVRTC's PTX of the same source: compared where nvcc made the same .entry as NVRTC (here:
+    vector_add and histogram; block_sum's differs in register numbering and order, and its
+    counts are the same too)."""
+    out, cap = tmp_path / "r.json", tmp_path / "cap"
+    (tmp_path / "pycuda-cache").mkdir()  # compiled afresh, not from a GPU run's cubin
+    env = dict(os.environ, PYCUDA_CACHE_DIR=str(tmp_path / "pycuda-cache"))
+    p = run_hypa("run", "-o", out, "--capture", cap, "--", sys.executable, PYCUDA_PROGRAM, env=env)
+    native = RECORDED["programs"]["driver_api.py"]["stdout"].splitlines()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [ln for ln in native if ln.split(":")[0] in ("vector_add", "block_sum",
+                                                                                  "histogram", "PASS")]
+    assert "hypa run: 3 launches of 3 kernels;" in p.stderr, p.stderr
+    records = json.loads(out.read_text())
+    keys = ("inst_executed", "thread_inst_executed", "not_predicated_off_thread_inst_executed", "flop_count_sp",
+            "branch", "divergent_branch")
+    got = [(r["kernel"], r["grid"], r["block"], {k: r[k] for k in keys}) for r in records]
+    want = [(c["kernel"], c["grid"], c["block"], {k: c["metrics"][k] for k in keys})
+            for c in RECORDED["counts"]["driver_api.py"]]
+    sys.path[:0] = [str(PROGRAM.parent), str(ROOT / "benchmarks" / "gpu")]
+    try:
+        import driver_api as program
+        from cupy_programs_native import entry_sha256
+    finally:
+        del sys.path[:2]
+    nvrtc_ptx = program.compile_ptx(9, 0).rstrip(b"\0 ")
+    if hashlib.sha256(nvrtc_ptx).hexdigest() != RECORDED["kernels_ptx_sha256"]:
+        pytest.skip("this NVRTC makes other PTX than the H100's: its counts differ")
+    nvcc_ptx = (cap / "module_0.ptx").read_text()
+    same = [k for k in ("vector_add", "block_sum", "histogram")
+            if entry_sha256(nvcc_ptx, k) == entry_sha256(nvrtc_ptx.decode(), k)]
+    assert {"vector_add", "histogram"} <= set(same), same
     assert got == want

@@ -19,7 +19,7 @@ from helpers import HEADER, ROOT, emulate, kernel, load_script
 
 
 def kernel_text(k: int) -> str:
-    """Kernel ``k``: calls ``twice_k``, uses shared array ``tile_k`` and global ``counter``.
+    """Kernel ``k``: calls ``twice_k``, uses shared array ``tile_k`` (not the module's ``counter``).
     Thread t writes 2 * (t + k) to out[t] when t < 40, else nothing (one divergent branch)."""
     return f"""
 .shared .align 4 .b8 tile_{k}[128];
@@ -72,12 +72,41 @@ def test_a_kernel_is_prepared_from_what_it_reaches_only():
     variables = [op.var_name for op in ex.module.ops if isinstance(op, VarOp)]
     assert funcs == ["twice_1", "kern_1"]  # module order
     assert ex.functions == ["kern_1", "twice_1"]  # the kernel first
-    # .global state is shared by every kernel; .shared only where referenced
-    assert variables == ["counter", "tile_1"]
+    # .global and .shared variables only where referenced: no kernel names counter
+    assert variables == ["tile_1"]
     assert ex.ops_cloned == sum(1 for _ in ex.module.walk()) - 1  # everything but the new module op
     assert sum(1 for _ in module.walk()) == before  # the input is untouched
     keep, reached = reachable(module, kern_1, SymbolIndex.of(module))
     assert reached == ["kern_1", "twice_1"] and len(keep) == len(list(ex.module.ops))
+
+
+def test_only_the_global_variables_a_kernel_names_are_kept():
+    """A .global variable no instruction of the kernel names (CUDA C++ headers' constants: a
+    CuPy reduction's module declares 1,300) is left out, so it takes none of the emulator's
+    address windows; one a kept variable's initializer names is kept, as .const ones are."""
+    text = HEADER + """
+.global .align 4 .u32 unused_a = 1;
+.global .align 4 .u32 target;
+.global .align 8 .u64 table = generic(target);
+.global .align 4 .u32 unused_b;
+.const .align 4 .u32 k_unused = 7;
+
+.visible .entry kern(.param .u64 out)
+{
+    .reg .b64 %rd<4>;
+    .reg .b32 %r<2>;
+    ld.global.u64 %rd1, [table];
+    ld.param.u64 %rd2, [out];
+    ld.u32 %r1, [%rd1];
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"""
+    module = parse_ptx(text)
+    kern = next(op for op in module.ops if isinstance(op, FuncOp) and op.func_name == "kern")
+    ex = extract_kernel(module, kern)
+    assert [op.var_name for op in ex.module.ops if isinstance(op, VarOp)] == ["target", "table", "k_unused"]
+    assert list(Emulator(module).program("kern").global_vars) == ["target", "table"]
 
 
 def test_preparation_work_grows_linearly_with_the_module():
