@@ -15,7 +15,7 @@ PACKAGE = Path(lowering.__file__).parent
 PREFIX = "hypa.runtime.emulator.lowering"
 
 #: the order of ``runtime/emulator/lowering/__init__.py``'s docstring: a module imports only earlier ones
-ORDER = ["types", "rules", "irbuild", "softfloat", "function", "outline", "initcheck", "racecheck", "addressing", "hoisted", "emitter", "semantics",
+ORDER = ["types", "rules", "irbuild", "softfloat", "tensor_core", "function", "outline", "initcheck", "racecheck", "addressing", "hoisted", "emitter", "semantics",
          "memory_metrics", "printf", "calls", "heap", "warp", "scheduler"]
 
 
