@@ -181,11 +181,6 @@ def exported_names() -> list[str]:
 
 def errors() -> dict[int, tuple[str, str]]:
     """CUresult values: name and ``cuGetErrorString``'s text, as NVIDIA's driver gives them."""
-    out = {}
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "driver_errors.tsv")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            code, name, text = line.rstrip("\n").split("\t")
-            out[int(code)] = (name, text)
-    return out
+    from .errors import read_table
+
+    return read_table("driver_errors.tsv")

@@ -9,9 +9,11 @@ import os
 from hypa.runtime import abi
 
 
-def _table() -> dict[int, tuple[str, str]]:
+def read_table(filename: str = "errors.tsv") -> dict[int, tuple[str, str]]:
+    """An error table of this folder (code, name and message, tab-separated; ``#`` comments):
+    ``errors.tsv`` (the runtime's), ``driver_errors.tsv`` (the driver's)."""
     out = {}
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "errors.tsv")) as f:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), filename)) as f:
         for line in f:
             if line.startswith("#") or not line.strip():
                 continue
@@ -20,7 +22,7 @@ def _table() -> dict[int, tuple[str, str]]:
     return out
 
 
-ERRORS = _table()
+ERRORS = read_table()
 globals().update({name: code for code, (name, _t) in ERRORS.items()})
 
 
