@@ -136,17 +136,22 @@ def _mufu_rsq(x: np.ndarray) -> np.ndarray:
     return r.astype(np.uint32)
 
 
-def rsqrt(x: np.ndarray, ftz: bool) -> np.ndarray:
-    """``rsqrt.approx[.ftz].f32`` as an H100 computes it."""
-    x = np.asarray(x, dtype=np.uint32).astype(np.int64)
-    if ftz:
-        return _mufu_rsq(x)
+def _subnormal_scaled(x: np.ndarray, unit, exponent: int) -> np.ndarray:
+    """``unit`` (MUFU.RSQ or MUFU.SQRT, which flush subnormals) of encodings ``x`` as ptxas's
+    code without ``.ftz`` runs it: a positive subnormal input scaled by 2^24 first, the
+    result's exponent moved by ``exponent`` (12 for rsqrt, -12 for sqrt) after."""
     mag = x & 0x7FFFFFFF
     small = mag < 0x00800000
     scaled = (x & 0x80000000) | np.where(mag == 0, 0, np.maximum(mag, 1).astype(np.float32).view(np.uint32)
                                           .astype(np.int64) - (125 << 23))
-    r = _mufu_rsq(np.where(small, scaled, x)).astype(np.int64)
-    return np.where(small & (x >> 31 == 0) & (mag != 0), r + (12 << 23), r).astype(np.uint32)
+    r = unit(np.where(small, scaled, x)).astype(np.int64)
+    return np.where(small & (x >> 31 == 0) & (mag != 0), r + (exponent << 23), r).astype(np.uint32)
+
+
+def rsqrt(x: np.ndarray, ftz: bool) -> np.ndarray:
+    """``rsqrt.approx[.ftz].f32`` as an H100 computes it."""
+    x = np.asarray(x, dtype=np.uint32).astype(np.int64)
+    return _mufu_rsq(x) if ftz else _subnormal_scaled(x, _mufu_rsq, 12)
 
 
 def _mufu_ex2(x: np.ndarray) -> np.ndarray:
@@ -219,11 +224,4 @@ def sqrt(x: np.ndarray, ftz: bool) -> np.ndarray:
     """``sqrt.approx[.ftz].f32`` as an H100 computes it (without .ftz ptxas scales a
     subnormal input by 2^24 and the result by 2^-12)."""
     x = np.asarray(x, dtype=np.uint32).astype(np.int64)
-    if ftz:
-        return _mufu_sqrt(x)
-    mag = x & 0x7FFFFFFF
-    small = mag < 0x00800000
-    scaled = (x & 0x80000000) | np.where(mag == 0, 0, np.maximum(mag, 1).astype(np.float32).view(np.uint32)
-                                          .astype(np.int64) - (125 << 23))
-    r = _mufu_sqrt(np.where(small, scaled, x)).astype(np.int64)
-    return np.where(small & (x >> 31 == 0) & (mag != 0), r - (12 << 23), r).astype(np.uint32)
+    return _mufu_sqrt(x) if ftz else _subnormal_scaled(x, _mufu_sqrt, -12)
