@@ -24,6 +24,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
+from hypa import end_of_start_up
 from hypa.ptxdialect.diagnostics import HypaError
 
 from .emulate_cli import add_emulation_arguments, fail
@@ -303,6 +304,7 @@ def _main(argv: Sequence[str] | None) -> None:
             from .fast_exit import interrupted
 
             interrupted("hypa")
+    end_of_start_up()  # KeyboardInterrupt from here on, caught below (and in `hypa run`)
     p = argparse.ArgumentParser(prog="hypa", description="hybrid PTX analysis: profile CUDA kernels without a GPU")
     p.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and exit")
     sub = p.add_subparsers(dest="command", required=True)

@@ -23,19 +23,6 @@ the Python traceback).
 from __future__ import annotations
 
 import gc
-import os as _os
-import signal as _signal
-import sys as _sys
-
-if __name__ == "__main__" or _os.path.basename(_sys.argv[0]) in ("hypa-opt", "hypa-opt.exe"):
-    # Ctrl-C while the imports below run (a second or so): one line and 130, as later in main(),
-    # not a traceback from inside whatever module was loading
-    def _interrupted_at_start(signum, frame):
-        _os.write(2, b"hypa-opt: interrupted\n")
-        _os._exit(130)
-
-    _signal.signal(_signal.SIGINT, _interrupted_at_start)
-
 # Start-up makes hundreds of thousands of long-lived objects (xDSL's classes, the ptx
 # dialect's 194 operation classes, then the parsed IR): the cyclic GC would traverse them
 # again and again and find nothing to free (about a tenth of a short run).  It is off
@@ -63,6 +50,7 @@ from xdsl.utils.exceptions import (  # noqa: E402
 )
 from xdsl.xdsl_opt_main import xDSLOptMain  # noqa: E402
 
+from hypa import end_of_start_up  # noqa: E402
 from hypa.ptxdialect.diagnostics import HypaError, InputError, PTXError  # noqa: E402
 
 # the emulator, numpy, LLVM and the report load only when --emulate/--launch runs
@@ -71,7 +59,7 @@ from .emulate_cli import add_emulation_arguments  # noqa: E402
 #: this process is the hypa-opt command (not a program that imported this module)
 _COMMAND = __name__ == "__main__" or os.path.basename(sys.argv[0]) in ("hypa-opt", "hypa-opt.exe")
 if _COMMAND:
-    _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # KeyboardInterrupt again, caught in main
+    end_of_start_up()  # KeyboardInterrupt again, caught in main
 
 if _gc_paused and not _COMMAND:
     # imported as a library: turn the GC back on now (which costs one collection of it all)

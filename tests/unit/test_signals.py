@@ -120,17 +120,44 @@ def test_hypa_opt_sigint_stops_native_code(tmp_path, spin_ptx, group):
     assert err == "hypa-opt: interrupted\n"
 
 
-@pytest.mark.parametrize("tool", ["hypa-opt", "hypa"])
-def test_sigint_while_starting_is_one_line(tmp_path, spin_ptx, tool):
+# A sitecustomize (first on PYTHONPATH) that sends the process SIGINT when it first looks for
+# the module $HYPA_TEST_SIGINT_AT: Ctrl-C at a chosen moment of start-up, the same on any
+# machine (a sleep would land in the interpreter's own start-up on a slow one, before any of
+# hypa's code runs -- Python's traceback there is not hypa's to change).
+SIGINT_AT_IMPORT = """
+import os, signal, sys
+_target = os.environ.get("HYPA_TEST_SIGINT_AT")
+
+class _SigintAt:
+    def find_spec(self, name, path=None, target=None):
+        if name == _target:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+if _target:
+    sys.meta_path.insert(0, _SigintAt())
+"""
+
+
+@pytest.mark.parametrize(("tool", "module"), [
+    ("hypa-opt", "hypa.tools"), ("hypa-opt", "xdsl.dialects.builtin"), ("hypa-opt", "hypa.ptxdialect.dialect"),
+    ("hypa", "hypa.tools"), ("hypa", "xdsl.dialects.builtin"), ("hypa", "numpy"), ("hypa", "llvmlite.binding"),
+])
+def test_sigint_while_starting_is_one_line(tmp_path, spin_ptx, tool, module):
     """Ctrl-C while the command still imports xDSL, numpy and LLVM (found by benchmarks/fuzz.py's
-    signal family: a KeyboardInterrupt traceback from inside a module being loaded)."""
+    signal family: a KeyboardInterrupt traceback from inside a module being loaded).  The
+    signal comes as ``module`` starts to load, from hypa's first module on."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SIGINT_AT_IMPORT)
     cmd = [*HYPA_OPT, str(spin_ptx)] if tool == "hypa-opt" else [*HYPA, "profile", str(spin_ptx)]
-    proc = _start(cmd, str(tmp_path / "cache"))
-    time.sleep(0.15)  # inside the imports on this machine; any moment must give the same answer
-    os.killpg(proc.pid, signal.SIGINT)
-    rc, err = _stopped(proc)
-    assert (rc, err) in ((130, f"{tool}: interrupted\n"), (0, "")), (rc, err)  # (0: it had already finished)
-    assert "Traceback" not in err
+    env = dict(os.environ, HYPA_CACHE_DIR=str(tmp_path / "cache"), HYPA_TEST_SIGINT_AT=module,
+               PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (proc.returncode, proc.stderr) == (130, f"{tool}: interrupted\n"), (proc.returncode, proc.stderr)
+    assert proc.stdout == ""
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
