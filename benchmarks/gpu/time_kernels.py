@@ -56,12 +56,13 @@ def _launch_module():
         from hypa.runtime.emulator import launch as mod  # type: ignore[import-not-found]
 
         return mod
-    except ImportError:
-        spec = importlib.util.spec_from_file_location("hypa_launch", ROOT / "runtime" / "emulator" / "launch.py")
-        mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.modules["hypa_launch"] = mod
-        spec.loader.exec_module(mod)  # type: ignore[union-attr]
-        return mod
+    except ImportError:  # the checkout itself is the package (a GPU machine without hypa installed)
+        spec = importlib.util.spec_from_file_location("hypa", ROOT / "__init__.py",
+                                                      submodule_search_locations=[str(ROOT)])
+        pkg = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules["hypa"] = pkg
+        spec.loader.exec_module(pkg)  # type: ignore[union-attr]
+        return importlib.import_module("hypa.runtime.emulator.launch")
 
 
 # ---------------------------------------------------------------------------

@@ -188,6 +188,22 @@ def written_before(ranges: list[tuple[int, int]], shift: int, capacity: int) -> 
 #: capacities, the estimates of the 93 calibration and 13 timing launches move by 1.8 % at
 #: most (mean |log error| 0.2550 vs 0.2552 and 0.0774 vs 0.0779), and a lookup scans one set
 L1_WAYS = 32
+
+#: sectors of a 128-byte line: the least a sampled cache holds (``sampled_capacity``)
+LINE_SECTORS = 4
+
+
+def sampled_capacity(capacity_bytes: float, sample_factor: int) -> int:
+    """Sectors a cache holds at sampling factor ``sample_factor``: its capacity over the factor,
+    but, sampled, never less than one 128-byte line.  Sampling scales reuse distances down by the factor
+    (SHARDS: an access hits when fewer than capacity / factor sampled lines were touched since
+    its line's last access); below one line that is a cache of one line, which hits when no
+    other sampled line came between -- what a line reused by its warp every iteration (a GEMM's
+    accumulator, a row walk) does.  One sector instead evicted a line's other sectors: at the
+    factors of a large launch (2^12 .. 2^17) every L1 held one sector and hit almost never
+    (PolyBench gemm at 2048: 0 % L1 hits, the estimate 7.7x the H100's time)."""
+    sectors = int(capacity_bytes / 32 / sample_factor)
+    return max(LINE_SECTORS if sample_factor > 1 else 1, sectors)
 L2_WAYS = 64
 
 
@@ -232,8 +248,8 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     slots = trace_slots[order]
     sms = sm_of[order]
     steps = step_of[order]
-    l1_cap = max(1, int(l1_bytes / 32 / f))
-    l2_cap = max(1, int(l2_bytes / 32 / f))
+    l1_cap = sampled_capacity(l1_bytes, f)
+    l2_cap = sampled_capacity(l2_bytes, f)
     level, per_slot, n = replay(secs, kinds, slots, sms, steps, (l1_cap, l1_ways, l2_cap, l2_ways),
                                 written=written, shift=trace.shift, warm=warm, native=native)
     n_l1_hit, n_l2, n_l2_hit, n_dram_r, n_dram_w = n

@@ -66,7 +66,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -480,6 +480,17 @@ def tensor_fmas(op: InstructionOp) -> tuple[int, str]:
 
 #: timing classes ptxas hoists (``KernelTiming.issue_order``) and those they may not pass
 _HOISTED = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const", "ld_param"})
+#: iterations ptxas puts in one trip of a single-block loop whose trip count it does not know
+#: (four, the remainder run apart: ``cuobjdump -sass`` of llm.c's layernorm_forward_kernel3,
+#: whose PTX loop of one load and one add becomes four LDGs, then four FADDs)
+UNROLL = 4
+#: the longest such loop body (PTX instructions) the estimate unrolls
+UNROLL_MAX_BODY = 48
+#: what keeps a loop as it is: global stores and atomics (the same kernel's loop that loads,
+#: then stores, stays one iteration a trip), barriers, fences, calls and other ``misc`` work,
+#: warp-wide and asynchronous operations
+_NOT_UNROLLED = frozenset({"st_global", "st_local", "atom_global", "atom_shared", "barrier", "bar_arrive", "fence",
+                           "misc", "shfl", "vote", "redux", "match", "async_wait", "cp_async", "tensor"})
 _ORDERING = frozenset({"st_global", "st_shared", "st_local", "atom_global", "atom_shared", "barrier",
                        "bar_arrive", "fence", "async_wait", "cp_async", "branch", "misc"})
 #: the stores and atomics a load of a state space may pass: those of a space it cannot alias
@@ -680,6 +691,28 @@ class BlockCost:
         }
 
 
+def _constant_step(body: list[InstructionOp]) -> bool:
+    """Whether a single-block loop's exit test compares a counter the body steps by a constant
+    (``add.s32 %r, %r, 32`` of the value the loop carries): the loops ptxas unrolls -- not a
+    binary search's ``min + 1``.  With a stride held in a register
+    (llm.c's matmul_backward_bias_kernel4, ``add.s32 %r49, %r49, %r6``) it keeps one
+    iteration a trip -- the trip count would take a division."""
+    inside = set(body)
+    term = body[-1] if body else None
+    if term is None or term.guard_pred is None or not term.instruction_operands():
+        return False
+    test = term.instruction_operands()[0].owner
+    if not isinstance(test, InstructionOp) or test not in inside or test.spec.name != "setp":
+        return False
+    for v in test.instruction_operands():
+        step = v.owner
+        if (isinstance(step, InstructionOp) and step in inside and step.spec.name in ("add", "sub")
+                and any(a[0] == "imm" for a in step.operands_ast)
+                and any(isinstance(x, BlockArgument) and x.block is step.parent for x in step.instruction_operands())):
+            return True  # an induction variable: the loop's own value, stepped by a constant
+    return False
+
+
 class KernelTiming:
     """Pipeline-graph timing of every block and CFG edge of a prepared kernel."""
 
@@ -765,11 +798,16 @@ class KernelTiming:
                     out.append(j)
             return out
 
+        return [ops[i] for i in self._issue_positions(ops, [producers(i) for i in range(len(ops))])]
+
+    def _issue_positions(self, ops: list[InstructionOp], producers: list[list[int]]) -> list[int]:
+        """``issue_order``'s rule over positions: ``producers[i]`` are the earlier positions
+        instruction ``i`` reads (a sequence may hold an instruction more than once)."""
         # the loads' address arithmetic moves up with them
         feeds = [False] * len(ops)
         for i in range(len(ops) - 1, -1, -1):
             if feeds[i] or self.timed(ops[i]).cls in _HOISTED:
-                for j in producers(i):
+                for j in producers[i]:
                     if self.timed(ops[j]).cls not in _ORDERING:
                         feeds[j] = True
         keys: list[float] = []
@@ -777,7 +815,7 @@ class KernelTiming:
         fences: dict[str, float] = {}  # the last ordering instruction's key, per class
         for i, op in enumerate(ops):
             cls = self.timed(op).cls
-            after = max((keys[j] for j in producers(i)), default=-1.0)
+            after = max((keys[j] for j in producers[i]), default=-1.0)
             if cls in _HOISTED:
                 passes = _DISJOINT.get(isa.state_space(op.spec, op.modifiers) or "", frozenset())
                 fence = max((k for c, k in fences.items() if c not in passes), default=-1.0)
@@ -790,7 +828,40 @@ class KernelTiming:
                 if cls in _ORDERING:
                     fences[cls] = k
             keys.append(k)
-        return [ops[i] for i in sorted(range(len(ops)), key=lambda i: (keys[i], i))]
+        return sorted(range(len(ops)), key=lambda i: (keys[i], i))
+
+    def unrolled(self, bi: int, trips: int = 1) -> list[TimedInstr] | None:
+        """``trips`` trips around single-block loop ``bi`` as ptxas compiles it when it does not
+        know the trip count: ``UNROLL`` iterations in one body (the back-edge branches of all
+        but the last dropped), each trip scheduled as one block (``_issue_positions``), so the
+        loads of later iterations issue before the arithmetic of earlier ones where nothing
+        orders them -- a reduction's loads in flight four at a time.  None where ptxas keeps
+        the loop as it is (a body over ``UNROLL_MAX_BODY`` instructions, or one with a
+        barrier, call or warp-wide operation)."""
+        body = self.prog.block_instrs[bi]
+        if (len(body) > UNROLL_MAX_BODY or any(self.timed(op).cls in _NOT_UNROLLED for op in body)
+                or not _constant_step(body)):
+            return None
+        block = self.prog.cfg.blocks[bi]
+        inner = body[:-1] if body and body[-1].spec.terminator else body
+        trip = [op for k in range(UNROLL) for op in (body if k == UNROLL - 1 else inner)]
+        ops = trip * trips
+        joins: dict[int, Block] = {}
+        pos = 0
+        for _ in range(trips):
+            for k in range(UNROLL):
+                if pos:
+                    joins[pos] = block
+                pos += len(body if k == UNROLL - 1 else inner)
+        seq = self.sequence(ops, joins)
+        n = len(trip)
+        order: list[int] = []
+        for t in range(trips):
+            lo = t * n
+            local = [[j - lo for j in seq[lo + i].srcs if j >= lo] for i in range(n)]
+            order.extend(lo + i for i in self._issue_positions(trip, local))
+        new = {old: i for i, old in enumerate(order)}
+        return [replace(seq[old], srcs=sorted(new[j] for j in seq[old].srcs)) for old in order]
 
     def _external_ready(self, v: SSAValue, depth: int = 0) -> float:
         """How long after a block starts a value from another block may still be in flight
@@ -892,6 +963,14 @@ class KernelTiming:
         c = self._pairs.get(key)
         if c is not None:
             return c
+        if a == b:
+            one = self.unrolled(b, 1)
+            if one is not None:
+                # the steady state: what a trip adds after a trip, per iteration
+                two = self.unrolled(b, 2)
+                c = self._pairs[key] = max(0.0, solve_pipeline(two, self.arch).end
+                                           - solve_pipeline(one, self.arch).end) / UNROLL
+                return c
         tail = self._tail(a)
         ta = self._tail_end.get(a)
         if ta is None:

@@ -8,7 +8,7 @@ import pytest
 
 from hypa.runtime import abi
 from hypa.runtime.emulator.memory_trace import MemoryTrace, line_kept
-from hypa.runtime.models.cache_model import replay, replay_order, simulate
+from hypa.runtime.models.cache_model import replay, replay_order, sampled_capacity, simulate
 from hypa.runtime.models.cache_replay import Caches, geometry, set_index
 from hypa.runtime.models.timing import cta_imbalance
 
@@ -64,6 +64,21 @@ def test_l1_hits_l2_hits_and_dram_by_hand(native):
     # an L2 of 2 sectors, cold and warm: every access misses
     st = simulate(trace(rec), 1, 1, 1, l1_bytes=2 * 32, l2_bytes=2 * 32, warm=False, native=native)
     assert (st.l2_hits, st.dram_read_sectors) == (0, 8)
+
+
+@NATIVE
+def test_a_sampled_cache_holds_at_least_one_line(native):
+    """At sampling factor 2^8 an L1 of 3 * 256 sectors scales to 3 sectors -- less than the line
+    a warp reuses every iteration (a GEMM's accumulator: load, then store, its 4 sectors).  It
+    holds one line (SHARDS: hit when no other sampled line came between), so the 4 loads of
+    every iteration after the first hit: 3 x 4 = 12 hits of 16, where a 3-sector LRU evicted
+    each sector before its reuse (0 hits).  Unsampled, the same capacity is 3 * 256 sectors."""
+    rec = [(s, 0, 0, LD) for s in range(4)] * 4
+    st = simulate(trace(rec, shift=8), 1, 1, 1, l1_bytes=3 * 256 * 32, l2_bytes=1 << 30, native=native)
+    assert (st.l1_hits, st.sectors) == (12 * 256, 16 * 256)
+    assert sampled_capacity(3 * 256 * 32, 256) == 4 and sampled_capacity(3 * 32, 1) == 3
+    # the H100's L1 (1,664 lines): 52 sectors at 2^7, one line (not 1.6 sectors) at 2^12
+    assert (sampled_capacity(1664 * 128, 128), sampled_capacity(1664 * 128, 4096)) == (52, 4)
 
 
 @NATIVE

@@ -227,14 +227,16 @@ def test_loop_cost_scales_with_trip_count():
         lat[n] = est.warp["latency"]
         body = next(b for b in est.blocks if b.name == "$L_loop")
         assert body.warp_executions == n
-    # one iteration after another (the self edge): the loop-carried chain
-    #   add.s32 (issue t, write-back t+4) -> setp (operands t+5, write-back t+8)
-    #   -> @p bra (operands t+9, executes t+10) -> fetch redirect (+4) at t+14 ->
-    #   next add.f32 issues t+15, next add.s32 t+16: 16 clocks per iteration
+    # the counter steps by a constant: ptxas runs four iterations a trip (``unrolled``), one
+    # back-edge branch for the four.  A trip is 12 ALU instructions and the branch; the
+    # loop-carried chain through a trip -- four dependent add.f32 (16 clocks), then the last
+    # add.s32 -> setp -> @p bra and the fetch redirect, as one iteration had it alone (16
+    # clocks a trip, less the adds' overlap) -- makes a trip add 34 clocks after the one before:
+    # 8.5 per iteration, where one iteration a trip cost 16
     kt = T.KernelTiming(prog, "sm_90")
     loop_b = next(i for i in range(prog.num_blocks) if prog.cfg.name(i) == "$L_loop")
-    assert kt.pair_cost(loop_b, loop_b) == 16
-    assert lat[5] - lat[1] == 4 * 16 and lat[10] - lat[5] == 5 * 16 and lat[20] - lat[10] == 10 * 16
+    assert kt.pair_cost(loop_b, loop_b) == 8.5
+    assert lat[5] - lat[1] == 4 * 8.5 and lat[10] - lat[5] == 5 * 8.5 and lat[20] - lat[10] == 10 * 8.5
 
 
 def test_loop_edge_frequencies_are_exact():
@@ -321,6 +323,49 @@ def test_loads_pass_stores_to_another_state_space():
     assert names == ["ld.ld_param", "mov.move", "ld.ld_global", "ld.ld_global", "st.st_shared", "st.st_shared",
                      "ld.ld_shared", "ld.ld_shared", "st.st_global", "ld.ld_global", "add.fp32", "st.st_global",
                      "ret.branch"]
+
+
+def _reduction(step: str) -> str:
+    """One load and one add per iteration of a single-block loop stepping its counter by
+    ``step`` (llm.c's layernorm_forward_kernel3 sums a row this way)."""
+    return kernel("reduce(.param .u64 r_a, .param .u32 r_n, .param .u32 r_s)", f"""
+    ld.param.u64 %rd1, [r_a];
+    ld.param.u32 %r2, [r_n];
+    ld.param.u32 %r3, [r_s];
+    mov.u32 %r1, %tid.x;
+    mov.f32 %f1, 0f00000000;
+$L_loop:
+    mul.wide.s32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.f32 %f2, [%rd3];
+    add.f32 %f1, %f1, %f2;
+    add.s32 %r1, %r1, {step};
+    setp.lt.s32 %p1, %r1, %r2;
+    @%p1 bra $L_loop;
+    st.global.f32 [%rd1], %f1;
+    ret;
+""")
+
+
+def test_ptxas_unrolls_a_loop_with_a_constant_step():
+    """ptxas runs four iterations of such a loop a trip, their four loads back to back (the
+    SASS of layernorm_forward_kernel3: four LDGs, then four FADDs), so an iteration costs
+    about a quarter of the load's latency; with the step in a register (the trip count
+    would take a division) it keeps one iteration a trip, each waiting for its load."""
+    lat = T.load_arch("sm_90").memory["l2_latency"]
+    costs = {}
+    for step in ("32", "%r3"):
+        prog = prepare(parse_ptx(_reduction(step)), "reduce", EmulationOptions(mode="full"))
+        kt = T.KernelTiming(prog, "sm_90", footprint=1024)  # in L2: each load takes the L2 latency
+        (loop,) = [b for b in range(prog.num_blocks) if b in prog.cfg.succs[b]]
+        assert (kt.unrolled(loop) is not None) == (step == "32")
+        costs[step] = kt.pair_cost(loop, loop)
+    assert costs["%r3"] >= lat  # the add waits for the load, the next load for the add
+    assert lat / 4 <= costs["32"] < lat / 4 + 20  # four loads in flight
+    one = [t.cls for t in T.KernelTiming(prepare(parse_ptx(_reduction("32")), "reduce",
+                                                 EmulationOptions(mode="full")), "sm_90").unrolled(1)]
+    assert one.count("ld_global") == 4 and one.count("branch") == 1
+    assert one.index("fp32") > max(i for i, c in enumerate(one) if c == "ld_global")  # loads first
 
 
 DIVERGE = kernel("diverge(.param .u64 d_out)", """
