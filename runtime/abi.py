@@ -145,7 +145,19 @@ CTX_CLOCK_MHZ = CTX_FLAT_START + 43
 # rsqrt/ex2/rcp/sqrt.approx.f32: pointer to the addresses of the MUFU tables' low bytes
 # (runtime/emulator/mufu.py, TABLES order; 0: a table the kernel does not read), or 0
 CTX_MUFU = CTX_FLAT_START + 44
-CTX_WORDS = CTX_FLAT_START + 45
+# the trace's L1 window (runtime/models/cache_model.py, ``l1_window_levels``): every distinct
+# sector of the accesses of the CTAs SM 0 runs in the first wave -- linear ids 0, stride,
+# 2*stride .. below CTX_L1_WINDOW_CTAS*stride -- unsampled, until the buffer is full: where
+# the trace is sampled down, the per-SM L1s see too few lines to tell hits from misses
+CTX_L1_WINDOW = CTX_FLAT_START + 45                   # pointer to i64 pairs (as CTX_TRACE's), or 0
+CTX_L1_WINDOW_LEN = CTX_FLAT_START + 46               # records written
+CTX_L1_WINDOW_CAP = CTX_FLAT_START + 47               # records the buffer holds
+CTX_L1_WINDOW_CTAS = CTX_FLAT_START + 48              # CTAs of the window
+CTX_L1_WINDOW_STRIDE = CTX_FLAT_START + 49            # SMs the CTAs are dealt to (their linear ids' stride)
+CTX_WORDS = CTX_FLAT_START + 50
+#: the window's size: records, and CTAs at most (an SM holds at most 32 CTAs)
+L1_WINDOW_RECORDS = 1 << 18
+L1_WINDOW_MAX_CTAS = 32
 
 #: racecheck hazard kinds (the index of their count after CTX_RACE_COUNT)
 RACE_WAW, RACE_WAR, RACE_RAW = 0, 1, 2

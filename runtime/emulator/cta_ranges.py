@@ -97,6 +97,7 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
         for i in racecheck.COUNT_WORDS:
             ctx[i] = 0
         ctx[abi.CTX_TRACE_LEN] = 0  # what the parent traced before stays with the parent
+        ctx[abi.CTX_L1_WINDOW_LEN] = 0
         ctx[abi.CTX_TRACE_ATOMICS] = ctx[abi.CTX_TRACE_ATOMIC_EXTRA] = 0
         with stoppable(ctx):
             rc = run_each(run_ctas, ctx, keep, lo, hi) if per_cta else run_ctas(ctx.ctypes.data, lo, hi)
@@ -106,7 +107,8 @@ def run_forked(run_ctas, ctx: np.ndarray, keep: dict, num_ctas: int, jobs: int, 
 
             shift = int(ctx[abi.CTX_TRACE_SHIFT])
             trace = MemoryTrace.from_buffer(keep["trace"], int(ctx[abi.CTX_TRACE_LEN]), shift, shift >= 48,
-                                            (int(ctx[abi.CTX_TRACE_ATOMICS]), int(ctx[abi.CTX_TRACE_ATOMIC_EXTRA])))
+                                            (int(ctx[abi.CTX_TRACE_ATOMICS]), int(ctx[abi.CTX_TRACE_ATOMIC_EXTRA])),
+                                            (keep["l1_window"], int(ctx[abi.CTX_L1_WINDOW_LEN])))
             steps = keep["cta_steps"][lo:hi].copy()
         return (rc, counters, [int(ctx[i]) for i in _ERR_WORDS], int(ctx[abi.CTX_CTA_LINEAR]),
                 keep["cta_rows"] if per_cta else None, [int(ctx[i]) for i in _UNINIT_WORDS], trace, steps,

@@ -413,7 +413,8 @@ class Emulator:
 
         parts = [MemoryTrace.from_buffer(keep["trace"], int(ctx[abi.CTX_TRACE_LEN]), int(ctx[abi.CTX_TRACE_SHIFT]),
                                          int(ctx[abi.CTX_TRACE_SHIFT]) >= 48,
-                                         (int(ctx[abi.CTX_TRACE_ATOMICS]), int(ctx[abi.CTX_TRACE_ATOMIC_EXTRA])))]
+                                         (int(ctx[abi.CTX_TRACE_ATOMICS]), int(ctx[abi.CTX_TRACE_ATOMIC_EXTRA])),
+                                         (keep["l1_window"], int(ctx[abi.CTX_L1_WINDOW_LEN])))]
         parts.extend(keep.get("worker_traces", []))
         return MemoryTrace.merge(parts)
 
@@ -800,6 +801,11 @@ class Emulator:
             keep["trace"] = np.zeros(2 * self.options.address_trace, np.int64)
             ctx[abi.CTX_TRACE] = keep["trace"].ctypes.data
             ctx[abi.CTX_TRACE_CAP] = self.options.address_trace
+            keep["l1_window"] = np.zeros(2 * abi.L1_WINDOW_RECORDS, np.int64)  # untouched pages cost nothing
+            ctx[abi.CTX_L1_WINDOW] = keep["l1_window"].ctypes.data
+            ctx[abi.CTX_L1_WINDOW_CAP] = abi.L1_WINDOW_RECORDS
+            ctx[abi.CTX_L1_WINDOW_CTAS] = abi.L1_WINDOW_MAX_CTAS
+            ctx[abi.CTX_L1_WINDOW_STRIDE] = ctx[abi.CTX_SMCOUNT]
             keep["cta_steps"] = np.zeros((max(1, launch.num_ctas), 2), np.int64)
             ctx[abi.CTX_CTA_STEPS] = keep["cta_steps"].ctypes.data
         if host is not None:

@@ -32,6 +32,9 @@ class MemoryTrace:
     #: atomic sector requests and their operations beyond the first on one word, all of them
     #: (counted outside the buffer; None: only what the records say)
     atomic_totals: tuple[int, int] | None = None
+    #: the L1 window (``CTX_L1_WINDOW``): every sector the first-wave CTAs of SM 0 accessed, in
+    #: their order, unsampled (a trace of its own, shift 0), or None
+    l1_window: MemoryTrace | None = None
 
     @property
     def sample_factor(self) -> int:
@@ -70,9 +73,14 @@ class MemoryTrace:
 
     @staticmethod
     def from_buffer(buf: np.ndarray, n: int, shift: int, dropped: bool = False,
-                    atomic_totals: tuple[int, int] | None = None) -> MemoryTrace:
+                    atomic_totals: tuple[int, int] | None = None, window: tuple[np.ndarray, int] | None = None) -> MemoryTrace:
+        """The trace in ``buf`` (``n`` records); ``window``: the L1 window's buffer and length."""
         rec = buf[: 2 * n].view(np.uint64).reshape(-1, 2)
-        return MemoryTrace(rec[:, 0].copy(), rec[:, 1].copy(), shift, dropped, atomic_totals)
+        l1 = None
+        if window is not None:
+            w = window[0][: 2 * window[1]].view(np.uint64).reshape(-1, 2)
+            l1 = MemoryTrace(w[:, 0].copy(), w[:, 1].copy())
+        return MemoryTrace(rec[:, 0].copy(), rec[:, 1].copy(), shift, dropped, atomic_totals, l1)
 
     @staticmethod
     def merge(parts: list[MemoryTrace]) -> MemoryTrace:
@@ -95,4 +103,7 @@ class MemoryTrace:
         totals = None
         if all(p.atomic_totals is not None for p in parts):
             totals = (sum(p.atomic_totals[0] for p in parts), sum(p.atomic_totals[1] for p in parts))  # type: ignore[index]
-        return MemoryTrace(np.concatenate(secs), np.concatenate(infos), shift, any(p.dropped for p in parts), totals)
+        windows = [p.l1_window for p in parts if p.l1_window is not None and len(p.l1_window)]
+        l1 = (MemoryTrace(np.concatenate([w.sectors for w in windows]), np.concatenate([w.info for w in windows]))
+              if windows else None)
+        return MemoryTrace(np.concatenate(secs), np.concatenate(infos), shift, any(p.dropped for p in parts), totals, l1)

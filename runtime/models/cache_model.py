@@ -57,6 +57,8 @@ class CacheStats:
     #: sectors an SM asks L2 for (its L1 misses, stores, atomics): the L2 sectors over the
     #: SMs that run CTAs
     busiest_sm_l2_sectors: float = 0.0
+    #: per load slot the L1 window saw: (its sectors' L1 share, its requests' L1 share)
+    window_levels: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: atomic requests (warp-level, per sector), all of them, and the most to one sector
     atomic_requests: int = 0
     atomic_max_same_sector: int = 0
@@ -217,6 +219,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     L2 starts holding the last of it, dirty, instead of a warm-up replay of the trace.
     ``native=False``: the reference loop in Python (the same results, ~50x slower)."""
     f = trace.sample_factor
+    trace_in = trace
     st = CacheStats(sample_factor=f, records=len(trace))
     if not len(trace):
         return st
@@ -266,7 +269,82 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     if not active_sms:
         active_sms = int(np.count_nonzero(np.bincount(sms)))
     st.busiest_sm_l2_sectors = float(n_l2 * f) / max(1, active_sms)
+    window = getattr(trace_in, "l1_window", None)
+    if window is not None and len(window) and f >= L1_WINDOW_FROM_FACTOR:
+        levels = l1_window_levels(window, warps_per_cta, ctas_per_sm, sm_count, l1_bytes, l1_ways, native)
+        if levels is not None:
+            _apply_window(st, *levels)
     return st
+
+
+#: the sampling factor from which the L1 window, not the sampled replay, says which loads hit
+#: L1: the sampled L1s then hold 416 sectors or fewer (an H100's L1 over 16), too few lines
+#: of a launch's own to tell a reuse that hits from one that misses
+L1_WINDOW_FROM_FACTOR = 16
+#: a memory slot's L1 share comes from the window where the window saw this many sectors of it
+L1_WINDOW_MIN_SECTORS = 32
+
+
+def l1_window_levels(window: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count: int, l1_bytes: float,
+                     l1_ways: int = L1_WAYS, native: bool = True
+                     ) -> tuple[dict[int, list[float]], dict[int, list[float]]] | None:
+    """Per memory slot, what the L1 window (``MemoryTrace.l1_window``: every sector of SM 0's
+    first-wave CTAs, unsampled) says of L1: [sectors, L1 hits, L2 hits] and [requests, those
+    whose slowest sector hit L1, hit L2], replayed through one L1 as SM 0 runs them.  The
+    window may end inside a CTA (its buffer full): the L1 then holds the share of its
+    capacity the warps the window saw would have (each resident warp its share); None where
+    the window holds none of SM 0's first-wave CTAs."""
+    wpc = max(1, warps_per_cta)
+    warps = window.warps
+    cta = warps // wpc
+    k = cta // max(1, sm_count)
+    sel = (cta % max(1, sm_count) == 0) & (k < max(1, ctas_per_sm))
+    if not sel.any():
+        return None
+    warp = (k[sel] * wpc + warps[sel] % wpc).astype(np.uint64)
+    info = (window.info[sel] & ~np.uint64(0xFFFFFFFF)) | warp
+    t = MemoryTrace(window.sectors[sel], info)
+    share = min(1.0, len(np.unique(warp)) / (max(1, ctas_per_sm) * wpc))
+    capacity = max(LINE_SECTORS, int(l1_bytes / 32 * share))
+    rid = request_ids(t)
+    order, sm, step = replay_order(t, wpc, max(1, ctas_per_sm), 1, rid)
+    level, per_slot, _n = replay(t.sectors[order], t.kinds[order], t.slots[order], sm[order], step[order],
+                                 (capacity, l1_ways, LINE_SECTORS, L2_WAYS), warm=False, native=native)
+    rows = {k: [float(x) for x in v] for k, v in per_slot.items()}
+    return rows, _request_levels(order, level, rid, t.kinds, t.slots, 1)
+
+
+def _apply_window(st: CacheStats, rows: dict[int, list[float]], requests: dict[int, list[float]]) -> None:
+    """Each load's L1 share from the window (``l1_window_levels``) in place of the sampled
+    replay's; its L1 misses split between L2 and DRAM as the sampled replay has them (the
+    DRAM sectors stay: they come from the L2, which set sampling models), so the L2 sees the
+    sectors the L1 no longer keeps."""
+    l2_before = st.l2_sectors
+    for slot, (ws, wl1, _wl2) in rows.items():
+        if ws < L1_WINDOW_MIN_SECTORS:
+            continue
+        wreq = requests.get(slot)
+        st.window_levels[slot] = (wl1 / ws, wreq[1] / wreq[0] if wreq and wreq[0] > 0 else wl1 / ws)
+        row = st.per_slot.get(slot)
+        if row is None:
+            continue
+        total, l1, l2 = row
+        dram = max(0.0, total - l1 - l2)
+        l1_new = total * wl1 / ws
+        dram_new = min(dram, total - l1_new)
+        l2_new = total - l1_new - dram_new
+        st.l1_hits += l1_new - l1
+        st.l2_sectors -= l1_new - l1
+        st.l2_hits += l2_new - l2
+        st.per_slot[slot] = [total, l1_new, l2_new]
+        req, wreq = st.per_slot_requests.get(slot), requests.get(slot)
+        if req is not None and wreq is not None and wreq[0] > 0:
+            n, r1, r2 = req
+            r1_new = n * wreq[1] / wreq[0]
+            to_l2 = r2 / (n - r1) if n - r1 > 0 else 1.0
+            st.per_slot_requests[slot] = [n, r1_new, (n - r1_new) * to_l2]
+    if l2_before > 0:
+        st.busiest_sm_l2_sectors *= st.l2_sectors / l2_before
 
 
 def replay(secs: np.ndarray, kinds: np.ndarray, slots: np.ndarray, sms: np.ndarray, steps: np.ndarray,
@@ -422,4 +500,41 @@ def _request_levels(order: np.ndarray, level: np.ndarray, rid: np.ndarray, kinds
     return out
 
 
-__all__ = ["CacheStats", "replay", "replay_order", "simulate", "written_before"]
+def with_exact_sectors(st: CacheStats, loads: dict[int, float], others: float) -> None:
+    """The replay's shares applied to the launch's exact sector counts (``--memory-metrics``
+    counts every access's sectors): ``loads`` per load slot, ``others`` the stores' and
+    atomics'.  A sampled trace holds a handful of lines at large factors, and their mix of
+    slots decides the totals: PolyBench gemm at 2048 kept 3 lines, all of its accumulator
+    (load and store every iteration), 2.8x the sectors and none of its L1-resident loads.
+    Each load slot keeps the L1 share the window (or else the replay) gave it -- a slot
+    neither saw, the replayed loads' -- and its misses' L2 share; DRAM stays as replayed."""
+    replayed = [v for v in st.per_slot.values() if v[0] > 0]
+    n = sum(v[0] for v in replayed)
+    p1 = sum(v[1] for v in replayed) / n if n else 0.0
+    miss = n - sum(v[1] for v in replayed)
+    q = sum(v[2] for v in replayed) / miss if miss > 0 else 1.0
+    l2_before = st.l2_sectors
+    rows: dict[int, list[float]] = {}
+    for slot, total in loads.items():
+        row = st.per_slot.get(slot)
+        if slot in st.window_levels:
+            r1 = st.window_levels[slot][0]
+        elif row and row[0] > 0:
+            r1 = row[1] / row[0]
+        else:
+            r1 = p1
+        r2 = row[2] / (row[0] - row[1]) if row and row[0] - row[1] > 0 else q
+        rows[slot] = [total, total * r1, total * (1.0 - r1) * r2]
+        if slot not in st.per_slot_requests and slot in st.window_levels:
+            w = st.window_levels[slot][1]
+            st.per_slot_requests[slot] = [1.0, w, (1.0 - w) * r2]
+    st.per_slot.update(rows)
+    st.sectors = sum(loads.values()) + others
+    st.l1_hits = sum(r[1] for r in rows.values())
+    st.l2_sectors = st.sectors - st.l1_hits
+    st.l2_hits = min(st.l2_sectors, max(0.0, st.l2_sectors - st.dram_read_sectors))
+    if l2_before > 0:
+        st.busiest_sm_l2_sectors *= st.l2_sectors / l2_before
+
+
+__all__ = ["CacheStats", "replay", "replay_order", "simulate", "with_exact_sectors", "written_before"]

@@ -76,7 +76,7 @@ from xdsl.ir import Block, BlockArgument, SSAValue
 from hypa.passes.liveness import Liveness
 from hypa.ptxdialect import isa
 from hypa.ptxdialect.diagnostics import HypaError
-from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp
+from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp, RawDirectiveOp
 
 from ..emulator.program import KernelProgram, value_bits
 from ..metrics import registry
@@ -484,6 +484,8 @@ _HOISTED = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const", "ld_para
 #: (four, the remainder run apart: ``cuobjdump -sass`` of llm.c's layernorm_forward_kernel3,
 #: whose PTX loop of one load and one add becomes four LDGs, then four FADDs)
 UNROLL = 4
+#: how far a load moves down per load it waits for (less than one position: ``_issue_positions``)
+_DEPTH_STEP = 1e-3
 #: the longest such loop body (PTX instructions) the estimate unrolls
 UNROLL_MAX_BODY = 48
 #: what keeps a loop as it is: global stores and atomics (the same kernel's loop that loads,
@@ -691,6 +693,13 @@ class BlockCost:
         }
 
 
+def _no_unroll(block: Block) -> bool:
+    """Whether the loop's block says ``.pragma "nounroll";`` (the PTX ISA's loop pragma: NVVM
+    marks the remainder loop of a loop it has unrolled itself so, and ptxas leaves it)."""
+    return any(isinstance(op, RawDirectiveOp) and op.directive.data == ".pragma" and "nounroll" in op.text.data
+               for op in block.ops)
+
+
 def _constant_step(body: list[InstructionOp]) -> bool:
     """Whether a single-block loop's exit test compares a counter the body steps by a constant
     (``add.s32 %r, %r, 32`` of the value the loop carries): the loops ptxas unrolls -- not a
@@ -800,6 +809,15 @@ class KernelTiming:
 
         return [ops[i] for i in self._issue_positions(ops, [producers(i) for i in range(len(ops))])]
 
+    def _waits_for_load(self, op: InstructionOp) -> bool:
+        """Whether an operand of ``op`` is a load's value from before the sequence (a load of
+        another block, or of the loop's previous trip through a block argument)."""
+        for v in op.instruction_operands():
+            vals = self._incoming(v) if isinstance(v, BlockArgument) else [v]
+            if any(isinstance(x.owner, InstructionOp) and self.timed(x.owner).cls in _HOISTED for x in vals):
+                return True
+        return False
+
     def _issue_positions(self, ops: list[InstructionOp], producers: list[list[int]]) -> list[int]:
         """``issue_order``'s rule over positions: ``producers[i]`` are the earlier positions
         instruction ``i`` reads (a sequence may hold an instruction more than once)."""
@@ -811,18 +829,24 @@ class KernelTiming:
                     if self.timed(ops[j]).cls not in _ORDERING:
                         feeds[j] = True
         keys: list[float] = []
-        last_load = -1.0
+        # loads between an instruction and the block's start along its operands: a load
+        # waiting for another goes after every load that waits for none (ptxas's list
+        # scheduler issues the independent loads of unrolled chains first)
+        depth = [0] * len(ops)
         fences: dict[str, float] = {}  # the last ordering instruction's key, per class
         for i, op in enumerate(ops):
             cls = self.timed(op).cls
             after = max((keys[j] for j in producers[i]), default=-1.0)
+            depth[i] = max((depth[j] + (self.timed(ops[j]).cls in _HOISTED) for j in producers[i]),
+                           default=0)
+            if (cls in _HOISTED or feeds[i]) and not depth[i] and self._waits_for_load(op):
+                depth[i] = 1
             if cls in _HOISTED:
                 passes = _DISJOINT.get(isa.state_space(op.spec, op.modifiers) or "", frozenset())
                 fence = max((k for c, k in fences.items() if c not in passes), default=-1.0)
-                k = max(fence, last_load, after)
-                last_load = k
+                k = max(fence, after) + _DEPTH_STEP * depth[i]
             elif feeds[i]:
-                k = after
+                k = after + _DEPTH_STEP * depth[i]
             else:
                 k = float(i)
                 if cls in _ORDERING:
@@ -839,10 +863,10 @@ class KernelTiming:
         the loop as it is (a body over ``UNROLL_MAX_BODY`` instructions, or one with a
         barrier, call or warp-wide operation)."""
         body = self.prog.block_instrs[bi]
-        if (len(body) > UNROLL_MAX_BODY or any(self.timed(op).cls in _NOT_UNROLLED for op in body)
-                or not _constant_step(body)):
-            return None
         block = self.prog.cfg.blocks[bi]
+        if (len(body) > UNROLL_MAX_BODY or any(self.timed(op).cls in _NOT_UNROLLED for op in body)
+                or not _constant_step(body) or _no_unroll(block)):
+            return None
         inner = body[:-1] if body and body[-1].spec.terminator else body
         trip = [op for k in range(UNROLL) for op in (body if k == UNROLL - 1 else inner)]
         ops = trip * trips
@@ -1468,9 +1492,19 @@ def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int |
 
         cache = simulate(trace, wpc, occ.ctas_per_sm, a.sm_count, l1_capacity(a, occ), a.memory["l2_effective_bytes"],
                          written=getattr(res, "memory_ranges", None), active_sms=min(launch.num_ctas, a.sm_count))
+        if cache.sample_factor > 1 and sector_bytes:
+            _exact_sectors(prog, cache, sector_bytes)
         mem_latency = _load_latencies(prog, counters, cache, a)
         notes.append(f"L1/L2 hit rates from the launch's address stream ({cache.records} sectors traced"
                      + (f", 1 line in {cache.sample_factor} sampled" if cache.sample_factor > 1 else "") + ")")
+    # the L1 moves ``lsu_bytes_per_clk`` for the whole SM; a request's clocks above take a
+    # sub-partition's share of it, as when every sub-partition has warps.  With fewer warps on
+    # an SM than sub-partitions (a launch of a few one-warp CTAs) the warps share the SM's
+    # whole rate: llm.c's attention_forward_kernel2 on 12 CTAs of one warp, whose 32-way
+    # bank-conflicted shared loads take 32 clocks a request, not 128
+    resident = min(occ.ctas_per_sm, -(-launch.num_ctas // a.sm_count)) * wpc
+    if mem_occ and 0 < resident < a.sub_partitions:
+        mem_occ = {op: max(1.0, c * resident / a.sub_partitions) for op, c in mem_occ.items()}
     kt = kernel_timing(prog, a, footprint, mem_occ, reuse_hit, mem_latency)
 
     # block and pair costs
@@ -1704,6 +1738,24 @@ def l1_capacity(arch: Arch, occ: "Occupancy") -> float:
     options = sorted(arch.carveouts_kb) or [0.0]
     carve = next((k * 1024 for k in options if k * 1024 >= need), options[-1] * 1024)
     return max(0.0, total - carve)
+
+
+def _exact_sectors(prog: KernelProgram, cache, sector_bytes: dict[InstructionOp, float]) -> None:
+    """The sampled replay's shares over the exact sectors of each global access
+    (``cache_model.with_exact_sectors``)."""
+    from .cache_model import with_exact_sectors
+
+    loads: dict[int, float] = defaultdict(float)
+    others = 0.0
+    for op, slot in (getattr(prog, "mem_ops", None) or {}).items():
+        b = sector_bytes.get(op)
+        if b is None:
+            continue
+        if classify(op) == "ld_global":
+            loads[slot] += b / 32.0
+        else:
+            others += b / 32.0
+    with_exact_sectors(cache, dict(loads), others)
 
 
 def _load_latencies(prog: KernelProgram, counters, cache, arch: Arch) -> dict[InstructionOp, float]:

@@ -8,7 +8,8 @@ import pytest
 
 from hypa.runtime import abi
 from hypa.runtime.emulator.memory_trace import MemoryTrace, line_kept
-from hypa.runtime.models.cache_model import replay, replay_order, sampled_capacity, simulate
+from hypa.runtime.models.cache_model import (CacheStats, l1_window_levels, replay, replay_order, sampled_capacity,
+                                             simulate, with_exact_sectors)
 from hypa.runtime.models.cache_replay import Caches, geometry, set_index
 from hypa.runtime.models.timing import cta_imbalance
 
@@ -166,6 +167,66 @@ def test_emulator_trace_of_saxpy(mode):
     assert t.shift >= 3 and 0 < len(t) <= 64 and line_kept(t.sectors, t.shift).all()
     st = simulate(t, 8, 8, 132, 200_000, 40 << 20)
     assert 264 * 0.5 < st.sectors < 264 * 2  # the sampled estimate of 264 sectors
+
+
+def test_l1_window_holds_sm0s_first_wave_unsampled():
+    """The L1 window keeps every sector of the CTAs SM 0 runs first -- linear ids 0, 132,
+    264 of 300 CTAs of one warp -- whatever the sampled trace kept: each of those CTAs'
+    warp reads x and y (one sector each, 8 floats) and writes y, 3 records a CTA."""
+    n = 300 * 8
+    x = np.arange(n, dtype=np.float32)
+    y = np.zeros(n, dtype=np.float32)
+    r = emulate(SAXPY, [n, 2.0, x, y], grid=300, block=8, mode="slice", address_trace=64)
+    t = r.memory_trace
+    assert t.shift >= 3  # the trace itself is sampled down
+    w = t.l1_window
+    assert sorted(set((w.warps).tolist())) == [0, 132, 264] and len(w) == 9
+    assert np.bincount(w.kinds).tolist() == [6, 0, 3]
+    # sectors: CTA c reads x[8c..8c+7], one sector, at x's window + 32 c bytes
+    x_sectors = sorted(int(s) for s, k, sl in zip(w.sectors, w.kinds, w.slots) if sl == 0)
+    assert [b - x_sectors[0] for b in x_sectors] == [0, 132, 264]
+
+
+@NATIVE
+def test_l1_window_decides_l1_hits_of_a_sampled_trace(native):
+    """At sampling factor 2^6 the per-SM L1s are the window's business: SM 0's first-wave
+    CTAs (0 and 2 of 2 SMs x 2 CTAs) each read 16 sectors (slot 0), then the same 16 again
+    (slot 1): slot 1's 32 sectors (32 requests of one) all hit L1, slot 0's none; CTA 1 (SM 1)
+    is not in the window.  The sampled trace says slot 1 never hits (what it kept holds no
+    reuse); with the window its sectors all hit L1 and leave the L2 (DRAM stays as sampled:
+    none)."""
+    def reads(warp: int, base: int) -> list[tuple[int, int, int, int]]:
+        return [(base + k, warp, 0, LD) for k in range(16)] + [(base + k, warp, 1, LD) for k in range(16)]
+
+    window = trace(reads(0, 0) + reads(2, 100) + reads(1, 200))
+    rows, requests = l1_window_levels(window, 1, 2, 2, 64 * 32, native=native)
+    assert rows[0] == [32.0, 0.0, 0.0] and rows[1] == [32.0, 32.0, 0.0]
+    assert requests[1] == [32.0, 32.0, 0.0] and requests[0] == [32.0, 0.0, 0.0]
+    sampled = trace([(0, 0, 0, LD), (1000, 0, 1, LD)], shift=6)  # no reuse in what was kept
+    sampled.l1_window = window
+    st = simulate(sampled, 1, 2, 2, l1_bytes=64 * 32, l2_bytes=1 << 30, native=native)
+    assert st.per_slot[1][:2] == [64.0, 64.0] and st.per_slot[0][1] == 0.0
+    assert (st.l1_hits, st.l2_sectors) == (64.0, 64.0)
+    sampled.l1_window = None
+    st = simulate(sampled, 1, 2, 2, l1_bytes=64 * 32, l2_bytes=1 << 30, native=native)
+    assert (st.l1_hits, st.l2_sectors) == (0.0, 128.0)
+
+
+def test_exact_sectors_carry_the_replayed_shares():
+    """A sampled replay that kept 100 sectors of slot 0 (60 L1 hits, 30 L2 hits) and none of
+    slot 1, whose L1 window says slot 1 hits 90 %: the exact counts (1,000 and 2,000 load
+    sectors, 500 store sectors) take slot 0's shares and slot 1's window share, its misses
+    the replayed loads' L2 share (30 of 40); L2 sees everything L1 does not keep."""
+    st = CacheStats(sample_factor=64, sectors=164.0, l1_hits=60.0, l2_sectors=104.0, l2_hits=94.0,
+                    dram_read_sectors=10.0, per_slot={0: [100.0, 60.0, 30.0]},
+                    per_slot_requests={0: [25.0, 10.0, 12.0]}, busiest_sm_l2_sectors=52.0)
+    st.window_levels[1] = (0.9, 0.5)
+    with_exact_sectors(st, {0: 1000.0, 1: 2000.0}, 500.0)
+    assert st.per_slot[0] == pytest.approx([1000.0, 600.0, 300.0])
+    assert st.per_slot[1] == pytest.approx([2000.0, 1800.0, 150.0])
+    assert (st.sectors, st.l1_hits, st.l2_sectors) == pytest.approx((3500.0, 2400.0, 1100.0))
+    assert st.per_slot_requests[1] == pytest.approx([1.0, 0.5, 0.375])
+    assert st.busiest_sm_l2_sectors == pytest.approx(52.0 * 1100.0 / 104.0)
 
 
 def test_cta_imbalance():

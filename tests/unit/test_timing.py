@@ -325,7 +325,7 @@ def test_loads_pass_stores_to_another_state_space():
                      "ret.branch"]
 
 
-def _reduction(step: str) -> str:
+def _reduction(step: str, pragma: str = "") -> str:
     """One load and one add per iteration of a single-block loop stepping its counter by
     ``step`` (llm.c's layernorm_forward_kernel3 sums a row this way)."""
     return kernel("reduce(.param .u64 r_a, .param .u32 r_n, .param .u32 r_s)", f"""
@@ -335,6 +335,7 @@ def _reduction(step: str) -> str:
     mov.u32 %r1, %tid.x;
     mov.f32 %f1, 0f00000000;
 $L_loop:
+    {pragma}
     mul.wide.s32 %rd2, %r1, 4;
     add.s64 %rd3, %rd1, %rd2;
     ld.global.f32 %f2, [%rd3];
@@ -366,6 +367,47 @@ def test_ptxas_unrolls_a_loop_with_a_constant_step():
                                                  EmulationOptions(mode="full")), "sm_90").unrolled(1)]
     assert one.count("ld_global") == 4 and one.count("branch") == 1
     assert one.index("fp32") > max(i for i, c in enumerate(one) if c == "ld_global")  # loads first
+    # NVVM marks the remainder loop of a loop it unrolled itself: ptxas leaves it as it is
+    prog = prepare(parse_ptx(_reduction("32", '.pragma "nounroll";')), "reduce", EmulationOptions(mode="full"))
+    (loop,) = [b for b in range(prog.num_blocks) if b in prog.cfg.succs[b]]
+    assert T.KernelTiming(prog, "sm_90").unrolled(loop) is None
+
+
+GATHER = kernel("gather(.param .u64 g_ptr, .param .u64 g_idx, .param .u64 g_x)", """
+    ld.param.u64 %rd1, [g_ptr];
+    ld.param.u64 %rd2, [g_idx];
+    ld.param.u64 %rd3, [g_x];
+    ld.global.u32 %r1, [%rd1];
+    mul.wide.u32 %rd4, %r1, 4;
+    add.s64 %rd5, %rd2, %rd4;
+    ld.global.u32 %r2, [%rd5];
+    mul.wide.u32 %rd6, %r2, 4;
+    add.s64 %rd7, %rd3, %rd6;
+    ld.global.f32 %f1, [%rd7];
+    ld.global.u32 %r3, [%rd1+4];
+    mul.wide.u32 %rd8, %r3, 4;
+    add.s64 %rd9, %rd2, %rd8;
+    ld.global.u32 %r4, [%rd9];
+    mul.wide.u32 %rd10, %r4, 4;
+    add.s64 %rd11, %rd3, %rd10;
+    ld.global.f32 %f2, [%rd11];
+    add.f32 %f3, %f1, %f2;
+    st.global.f32 [%rd3], %f3;
+    ret;
+""")
+
+
+def test_independent_load_chains_issue_level_by_level():
+    """Two chains of three dependent loads (a sparse matrix-vector product's pointer, column
+    index and vector element, NVVM-unrolled: Parboil's spmv_jds): a load goes after every
+    load that waits for nothing, as ptxas's list scheduler issues them, so the two chains'
+    loads are in flight level by level -- three latencies, not six."""
+    prog = prepare(parse_ptx(GATHER), "gather", EmulationOptions(mode="full"))
+    kt = T.KernelTiming(prog, "sm_90", footprint=1024)
+    loads = [op.operands_ast[0][1] for op in kt.order[0] if T.classify(op) == "ld_global"]
+    assert loads == ["%r1", "%r3", "%r2", "%r4", "%f1", "%f2"]  # pointers, indices, elements
+    l2 = T.load_arch("sm_90").memory["l2_latency"]
+    assert 3 * l2 < kt.block_latency(0) < 3 * l2 + 80
 
 
 DIVERGE = kernel("diverge(.param .u64 d_out)", """

@@ -235,6 +235,7 @@ def trace_function(module: ir.Module) -> ir.Function:
     word = b.load(_ctx_slot(b, ctx, abi.CTX_TRACE), typ=i64)
     b.cbranch(b.icmp_unsigned("==", word, ir.Constant(i64, 0)), done, body)
     b.position_at_end(body)
+    b.call(window_function(module), [ctx, address, mask, info])
     buf = b.inttoptr(word, ptr)
     thin = trace_thin_function(module)
     # the first record this access keeps carries TRACE_FIRST: the replay groups a request's
@@ -283,6 +284,53 @@ def trace_function(module: ir.Module) -> ir.Function:
     lanes = b.select(b.or_(_is_atomic(b, info), near_full), mask, b.and_(mask, kept))
     with b.if_then(b.icmp_unsigned("!=", lanes, ir.Constant(i32, 0))):
         each_lane(b, module, b.call(first_lanes_function(module), [sector, lanes]), lane)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return f
+
+
+def window_function(module: ir.Module) -> ir.Function:
+    """``void hypa_trace_window(ctx, <32 x i64> address, i32 mask, i64 info)``: where the
+    running CTA is one of the L1 window's (``CTX_L1_WINDOW``), append a record per distinct
+    sector of the masked lanes -- every line, no sampling -- while the window's buffer has
+    room."""
+    f, new = helper_function(module, "hypa_trace_window", ir.VoidType(), [ptr, ivec(64), i32, i64])
+    if not new:
+        return f
+    ctx, address, mask, info = f.args
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    body = f.append_basic_block("window")
+    done = f.append_basic_block("done")
+
+    def word(index: int) -> ir.Value:
+        return b.load(_ctx_slot(b, ctx, index), typ=i64)
+
+    stride = b.select(b.icmp_unsigned("==", word(abi.CTX_L1_WINDOW_STRIDE), ir.Constant(i64, 0)),
+                      ir.Constant(i64, 1), word(abi.CTX_L1_WINDOW_STRIDE))
+    cta = word(abi.CTX_CTA_LINEAR)
+    inside = b.and_(b.icmp_unsigned("!=", word(abi.CTX_L1_WINDOW), ir.Constant(i64, 0)),
+                    b.and_(b.icmp_unsigned("==", b.urem(cta, stride), ir.Constant(i64, 0)),
+                           b.icmp_unsigned("<", b.udiv(cta, stride), word(abi.CTX_L1_WINDOW_CTAS))))
+    b.cbranch(b.and_(inside, b.icmp_unsigned("<", word(abi.CTX_L1_WINDOW_LEN), word(abi.CTX_L1_WINDOW_CAP))),
+              body, done)
+    b.position_at_end(body)
+    buf = b.inttoptr(word(abi.CTX_L1_WINDOW), ptr)
+    sector = b.lshr(address, broadcast(b, ir.Constant(i64, 5)))
+    first = b.alloca(i64)
+    b.store(ir.Constant(i64, abi.TRACE_FIRST), first)
+
+    def lane(b: ir.IRBuilder, i: ir.Value) -> None:
+        lenp = _ctx_slot(b, ctx, abi.CTX_L1_WINDOW_LEN)
+        n = b.load(lenp, typ=i64)
+        with b.if_then(b.icmp_unsigned("<", n, b.load(_ctx_slot(b, ctx, abi.CTX_L1_WINDOW_CAP), typ=i64))):
+            dst = b.gep(buf, [b.mul(n, ir.Constant(i64, 2))], source_etype=i64)
+            b.store(b.extract_element(sector, i), dst)
+            b.store(b.or_(info, b.load(first, typ=i64)), b.gep(dst, [ir.Constant(i64, 1)], source_etype=i64))
+            b.store(ir.Constant(i64, 0), first)
+            b.store(b.add(n, ir.Constant(i64, 1)), lenp)
+
+    each_lane(b, module, b.call(first_lanes_function(module), [sector, mask]), lane)
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
