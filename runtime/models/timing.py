@@ -789,12 +789,12 @@ class KernelTiming:
     def issue_order(self, ops: list[InstructionOp]) -> list[InstructionOp]:
         """A block's instructions as ptxas schedules them, to the extent that decides
         latency: every load moves up to just after the last instruction it depends on (its
-        operands' producers, an earlier load -- loads keep their order -- or a store, atomic,
-        barrier, fence or call it may not pass: a store to another state space it passes,
-        ``_DISJOINT``), and the arithmetic computing its address
-        with it, so independent loads issue back to back and their latencies overlap; the
-        rest keep PTX order.  A load after a store that may alias stays behind it, as on
-        the GPU."""
+        operands' producers, or a store, atomic, barrier, fence or call it may not pass: a
+        store to another state space it passes, ``_DISJOINT``), and the arithmetic computing
+        its address with it, so independent loads issue back to back and their latencies
+        overlap; a load that waits for another load's value goes after every load that waits
+        for none (level by level, ``_issue_positions``); the rest keep PTX order.  A load
+        after a store that may alias stays behind it, as on the GPU."""
         if not any(self.timed(op).cls in _HOISTED for op in ops):
             return list(ops)
         index = {op: i for i, op in enumerate(ops)}

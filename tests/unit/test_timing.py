@@ -410,6 +410,36 @@ def test_independent_load_chains_issue_level_by_level():
     assert 3 * l2 < kt.block_latency(0) < 3 * l2 + 80
 
 
+CONFLICT = kernel("conflict(.param .u64 c_out)", """
+    .shared .align 4 .b8 sh[4096];
+    ld.param.u64 %rd1, [c_out];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r1, %r1, 31;
+    shl.b32 %r2, %r1, 7;
+    mov.u32 %r3, sh;
+    add.s32 %r4, %r3, %r2;
+    ld.shared.f32 %f1, [%r4];
+    cvta.to.global.u64 %rd2, %rd1;
+    st.global.f32 [%rd2], %f1;
+    ret;
+""")
+
+
+def test_a_lone_warp_takes_the_sms_l1_rate():
+    """A 32-way bank-conflicted shared load (each lane a word 128 bytes from the next: 32
+    wavefronts) keeps the L1 busy a sub-partition's share of the time when the SM has a warp
+    on every sub-partition, and a quarter of it when one warp is all the SM has (a launch of
+    one-warp CTAs on separate SMs: llm.c's attention_forward_kernel2)."""
+    lsu = {}
+    for block in (32, 128):
+        emu = Emulator(parse_ptx(CONFLICT))
+        L = Launch(kernel="conflict", grid=1, block=block, args=["out"], buffers={"out": np.zeros(1, np.float32)})
+        lsu[block] = estimate_run(emu, L).warp["unit_cycles"]["lsu"]
+    per_smsp = T.load_arch("sm_90").memory["lsu_bytes_per_clk"] / 4
+    assert lsu[128] >= 32 * 128 / per_smsp  # the conflicted load alone: 32 wavefronts at a quarter of the rate
+    assert lsu[32] <= lsu[128] / 3
+
+
 DIVERGE = kernel("diverge(.param .u64 d_out)", """
     ld.param.u64 %rd1, [d_out];
     mov.u32 %r1, %tid.x;
