@@ -138,8 +138,21 @@ def replay_order(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int,
     sw = warps if in_order else warps[by_warp]
     sr = rid if in_order else rid[by_warp]
     starts = np.r_[0, np.flatnonzero(d if in_order else np.diff(sw)) + 1]
-    # a request's rank in its warp: requests before it in the warp's own records
+    # a request's rank in its warp: requests before it in the warp's own records -- but a
+    # request over the same sectors as the one before it (a struct's fields loaded one at a
+    # time: the same span of sectors, another instruction) is issued right after it, with no
+    # wait between: it takes that request's rank (the replay advances the resident warps a
+    # rank at a time).  The same instruction again is a later trip of a loop: a rank of its own
     new_req = np.r_[True, sr[1:] != sr[:-1]]
+    secs_w = trace.sectors if in_order else trace.sectors[by_warp]
+    first = np.flatnonzero(new_req)
+    lo = np.minimum.reduceat(secs_w, first)
+    hi = np.maximum.reduceat(secs_w, first)
+    slots_w = trace.slots if in_order else trace.slots[by_warp]
+    same_span = np.r_[False, (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1])
+                      & (sw[first[1:]] == sw[first[:-1]]) & (slots_w[first[1:]] != slots_w[first[:-1]])]
+    new_req = new_req.copy()
+    new_req[first[same_span]] = False
     req_count = np.cumsum(new_req) - 1
     rank_sorted = req_count - np.repeat(req_count[starts], np.diff(np.r_[starts, n]))
     if in_order:

@@ -51,6 +51,20 @@ def test_replay_runs_resident_warps_in_lock_step():
     assert step[order].tolist() == [0, 1, 2, 3]  # the second wave's steps follow the first's
 
 
+def test_a_structs_fields_share_a_step():
+    """A 16-byte struct loaded a 4-byte field at a time (cuda-samples' alignedTypes): the
+    field loads (slots 0 and 1) cover the same sectors and issue back to back, so they take
+    one step -- the replay advances every resident warp a step at a time, and a step per field
+    put all the GPU's other warps' requests between them.  The same instruction again (a
+    loop's next trip, slot 0 after slot 0) and a load of other sectors take steps of their own."""
+    rec = [(0, 0, 0, LD), (1, 0, 0, LD), (0, 0, 1, LD), (1, 0, 1, LD), (0, 0, 1, LD), (1, 0, 1, LD),
+           (8, 0, 2, LD), (9, 0, 2, LD)]
+    t = trace(rec, requests=False)
+    t.info[[0, 2, 4, 6]] |= np.uint64(abi.TRACE_FIRST)
+    order, sm, step = replay_order(t, 1, 1, 1)
+    assert step.tolist() == [0, 0, 0, 0, 1, 1, 2, 2]
+
+
 @NATIVE
 def test_l1_hits_l2_hits_and_dram_by_hand(native):
     # one warp reads sectors 0..3 twice: 4 L1 hits; the L2 is warm (the launch ran
