@@ -753,6 +753,7 @@ class KernelTiming:
         self._alone: dict[int, GraphSolution] = {}
         self._tail_end: dict[int, float] = {}
         self._pairs: dict[tuple[int, int], float] = {}
+        self._innermost: dict[int, frozenset[int]] | None = None
 
     # -- instructions --------------------------------------------------------------
 
@@ -877,7 +878,7 @@ class KernelTiming:
                 if pos:
                     joins[pos] = block
                 pos += len(body if k == UNROLL - 1 else inner)
-        seq = self.sequence(ops, joins)
+        seq = self.sequence(ops, joins, self._loop_of(bi))
         n = len(trip)
         order: list[int] = []
         for t in range(trips):
@@ -927,11 +928,14 @@ class KernelTiming:
                 break
         return out
 
-    def sequence(self, ops: list[InstructionOp], joins: dict[int, Block] | None = None) -> list[TimedInstr]:
+    def sequence(self, ops: list[InstructionOp], joins: dict[int, Block] | None = None,
+                 settled: frozenset[int] | None = None) -> list[TimedInstr]:
         """Timed instructions of ``ops`` with data edges inside the sequence.
 
         ``joins`` maps the position where a new block starts to the block before it,
-        so block arguments resolve to the value that edge passes."""
+        so block arguments resolve to the value that edge passes.  ``settled``: the blocks of
+        the loop the sequence runs in, on a trip after its first -- a value made outside
+        them was made before the loop began, and is ready."""
         where: dict[InstructionOp, list[int]] = defaultdict(list)
         for k, op in enumerate(ops):
             where[op].append(k)  # a self-loop pair (A;A) holds every op twice
@@ -959,7 +963,7 @@ class KernelTiming:
                                 break
                     if j is not None:
                         srcs.append(j)
-                    else:
+                    elif settled is None or not self._made_outside(x, settled):
                         ready = max(ready, self._external_ready(x))
             out.append(TimedInstr(base.cls, base.unit, base.latency, base.issue, base.occ, base.blocking,
                                   base.branch, sorted(set(srcs)), ready))
@@ -976,6 +980,27 @@ class KernelTiming:
     def block_latency(self, bi: int) -> float:
         """Clocks one warp spends in block ``bi`` on its own."""
         return self.block_solution(bi).end
+
+    def _made_outside(self, v: SSAValue, blocks: frozenset[int]) -> bool:
+        """Whether ``v`` is an instruction's result from a block outside ``blocks``."""
+        pos = self._pos.get(v.owner) if isinstance(v.owner, InstructionOp) else None  # type: ignore[arg-type]
+        return pos is not None and pos[0] not in blocks
+
+    def _loop_of(self, b: int) -> frozenset[int] | None:
+        """The blocks of the innermost natural loop holding block ``b`` (None: no loop)."""
+        if self._innermost is None:
+            from hypa.passes.dominance import immediate_dominators
+            from hypa.passes.loops import find_loops
+
+            cfg = self.prog.cfg
+            n = self.prog.num_blocks
+            info = find_loops(n, 0, cfg.succs, cfg.preds, immediate_dominators(n, 0, cfg.succs))
+            inner: dict[int, frozenset[int]] = {}
+            for lp in sorted(info.loops, key=lambda lp: -len(lp.blocks)):  # inner loops last: they win
+                for x in lp.blocks:
+                    inner[x] = frozenset(lp.blocks)
+            self._innermost = inner
+        return self._innermost.get(b)
 
     def _tail(self, a: int) -> list[InstructionOp]:
         ops = self.order[a]
@@ -996,11 +1021,16 @@ class KernelTiming:
                                            - solve_pipeline(one, self.arch).end) / UNROLL
                 return c
         tail = self._tail(a)
-        ta = self._tail_end.get(a)
-        if ta is None:
-            ta = self._tail_end[a] = solve_pipeline(self.sequence(tail), self.arch).end
+        loop = self._loop_of(b)
+        settled = loop if loop is not None and a in loop else None  # a trip of b's loop after its first
+        if settled is None:
+            ta = self._tail_end.get(a)
+            if ta is None:
+                ta = self._tail_end[a] = solve_pipeline(self.sequence(tail), self.arch).end
+        else:
+            ta = solve_pipeline(self.sequence(tail, settled=settled), self.arch).end
         ops = tail + self.order[b]
-        both = solve_pipeline(self.sequence(ops, {len(tail): self.prog.cfg.blocks[a]}), self.arch).end
+        both = solve_pipeline(self.sequence(ops, {len(tail): self.prog.cfg.blocks[a]}, settled), self.arch).end
         c = self._pairs[key] = max(0.0, both - ta)
         return c
 
