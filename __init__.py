@@ -52,3 +52,8 @@ def end_of_start_up() -> None:
 _COMMAND = _command_name()
 if _COMMAND is not None:
     _interrupt_start_up(_COMMAND)
+
+
+def command() -> str | None:
+    """The hypa command this process runs (``hypa``, ``hypa-opt``), or None (a library)."""
+    return _COMMAND

@@ -50,14 +50,14 @@ from xdsl.utils.exceptions import (  # noqa: E402
 )
 from xdsl.xdsl_opt_main import xDSLOptMain  # noqa: E402
 
-from hypa import end_of_start_up  # noqa: E402
+from hypa import command as hypa_command, end_of_start_up  # noqa: E402
 from hypa.ptxdialect.diagnostics import HypaError, InputError, PTXError  # noqa: E402
 
 # the emulator, numpy, LLVM and the report load only when --emulate/--launch runs
 from .emulate_cli import add_emulation_arguments  # noqa: E402
 
 #: this process is the hypa-opt command (not a program that imported this module)
-_COMMAND = __name__ == "__main__" or os.path.basename(sys.argv[0]) in ("hypa-opt", "hypa-opt.exe")
+_COMMAND = __name__ == "__main__" or hypa_command() == "hypa-opt"
 if _COMMAND:
     end_of_start_up()  # KeyboardInterrupt again, caught in main
 
