@@ -232,7 +232,7 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     L2 starts holding the last of it, dirty, instead of a warm-up replay of the trace.
     ``native=False``: the reference loop in Python (the same results, ~50x slower)."""
     f = trace.sample_factor
-    trace_in = trace
+    window = trace.l1_window  # the sampled-only copy below drops it
     st = CacheStats(sample_factor=f, records=len(trace))
     if not len(trace):
         return st
@@ -282,7 +282,6 @@ def simulate(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int, sm_count:
     if not active_sms:
         active_sms = int(np.count_nonzero(np.bincount(sms)))
     st.busiest_sm_l2_sectors = float(n_l2 * f) / max(1, active_sms)
-    window = getattr(trace_in, "l1_window", None)
     if window is not None and len(window) and f >= L1_WINDOW_FROM_FACTOR:
         levels = l1_window_levels(window, warps_per_cta, ctas_per_sm, sm_count, l1_bytes, l1_ways, native)
         if levels is not None:
