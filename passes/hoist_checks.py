@@ -24,8 +24,10 @@ per entry: the preheader (the loop's one entry block) computes them for the lane
 it, which are the only lanes that can reach the header from outside.
 
 What is hoisted: ``ld``/``ldu``/``st`` outside the slice (``prog.checked``) in global or
-generic memory, addressed by a register, in a loop of a function without real calls; not
-accesses counted by memory metrics.  With initcheck on, a range in the shared or local
+generic memory, addressed by a register, in a loop of a function without real calls, not
+under a counted guard.  An access whose address memory metrics (or the timing estimate's
+trace) record is hoisted too, but the arithmetic of its address stays computed for every
+lane, since the metrics read it on every trip.  With initcheck on, a range in the shared or local
 window is not proven (those accesses mark and check shadow bytes).  The address arithmetic
 understood: ``mov``, ``add``, ``sub``, ``mul.lo``/``.wide``, ``mad.lo``/``.wide``, ``shl`` by an
 immediate, integer ``cvt`` and ``cvta`` to global, over loop-invariant values, immediates,
@@ -566,12 +568,14 @@ class _Context:
 
 def plan_hoisting(func: FuncOp, cfg: CFG, slice_ops: set[InstructionOp], support: set[InstructionOp],
                   emulated_args: set[BlockArgument], checked: set[InstructionOp],
-                  exclude: Iterable[InstructionOp] = ()) -> HoistPlan:
+                  exclude: Iterable[InstructionOp] = (), keep_address: Iterable[InstructionOp] = ()) -> HoistPlan:
     """The loops whose checks are hoisted, for slice mode with bounds checks: ``slice_ops``
     the slice, ``support`` the address arithmetic ``slice.address_support`` adds to it,
     ``emulated_args`` the block arguments either computes, ``checked`` the accesses whose
-    address alone is checked, ``exclude`` accesses that need their address every time
-    (memory metrics)."""
+    address alone is checked, ``exclude`` accesses whose check stays where it is (a counted
+    guard), ``keep_address`` accesses whose check may be hoisted but whose address is read
+    every time all the same (memory metrics, the timing estimate's trace): the arithmetic
+    they read stays computed for every lane."""
     for b in cfg.blocks:
         t = b.last_op
         if t is not None and any(a in t.attributes for a in (CALL_ATTR, REAL_RETURN_ATTR)):
@@ -581,6 +585,7 @@ def plan_hoisting(func: FuncOp, cfg: CFG, slice_ops: set[InstructionOp], support
     if not ctx.info.loops:
         return HoistPlan()
     exclude = set(exclude)
+    keep = set(keep_address)
     taken: set[InstructionOp] = set()  # conditional in some loop already
     taken_args: set[BlockArgument] = set()
     planned: list[HoistedLoop] = []
@@ -613,7 +618,7 @@ def plan_hoisting(func: FuncOp, cfg: CFG, slice_ops: set[InstructionOp], support
             continue
         hl = HoistedLoop(len(planned), lp.header, pre, set(lp.blocks), cfg.name(lp.header), exit_, checks,
                          sorted(obl, key=_obligation_key))
-        _conditional(ctx, hl, support, checked, exclude, taken, taken_args, planned)
+        _conditional(ctx, hl, support, checked, exclude | keep, taken, taken_args, planned)
         planned.append(hl)
         taken |= hl.conditional
         taken_args |= hl.conditional_args
@@ -654,16 +659,17 @@ def _range_check(an: _LoopAnalysis, op: InstructionOp) -> tuple[RangeCheck, froz
     return RangeCheck(op, aff, nbytes), obl
 
 
-def _reads(ctx: _Context, user: Operation, checked: set[InstructionOp], exclude: set[InstructionOp]) -> bool:
+def _reads(ctx: _Context, user: Operation, checked: set[InstructionOp], reading: set[InstructionOp]) -> bool:
     """Whether the lowering reads the operands of ``user`` (an instruction it emits or checks)."""
-    return isinstance(user, InstructionOp) and (user in ctx.emulated or user in checked or user in exclude)
+    return isinstance(user, InstructionOp) and (user in ctx.emulated or user in checked or user in reading)
 
 
 def _conditional(ctx: _Context, hl: HoistedLoop, support: set[InstructionOp], checked: set[InstructionOp],
-                 exclude: set[InstructionOp], taken: set[InstructionOp], taken_args: set[BlockArgument],
+                 reading: set[InstructionOp], taken: set[InstructionOp], taken_args: set[BlockArgument],
                  planned: list[HoistedLoop]) -> None:
     """The arithmetic of the loop that only its hoisted accesses read (through each other and
-    the loop's own back edges), to the fixpoint: what proven lanes skip."""
+    the loop's own back edges), to the fixpoint: what proven lanes skip.  ``reading``: the
+    accesses outside the slice whose address the lowering reads every time (hoisted or not)."""
     cfg = ctx.cfg
     header = cfg.blocks[hl.header]
     hoisted = {c.op for c in hl.checks}
@@ -684,7 +690,7 @@ def _conditional(ctx: _Context, hl: HoistedLoop, support: set[InstructionOp], ch
 
     def use_ok(use) -> bool:
         user = use.operation
-        if user in ops or (user in hoisted and use.index < len(user.instruction_operands())):
+        if user in ops or (user in hoisted and user not in reading and use.index < len(user.instruction_operands())):
             return True
         if isinstance(user, (InstructionOp, FallthroughOp)) and user.successors:
             n = len(user.instruction_operands()) if isinstance(user, InstructionOp) else 0
@@ -694,7 +700,7 @@ def _conditional(ctx: _Context, hl: HoistedLoop, support: set[InstructionOp], ch
                     if target in ctx.emulated_args and not (back and target in args):
                         return False
                 return True
-        return not _reads(ctx, user, checked, exclude)
+        return not _reads(ctx, user, checked, reading)
 
     changed = True
     while changed:

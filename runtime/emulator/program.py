@@ -925,15 +925,16 @@ def _layout(var_ops: list[VarOp], module: ModuleOp, func: FuncOp, cfg: CFG, inst
 def _plan_hoisting(func: FuncOp, cfg: CFG, slice_info: FunctionSlice, support: set[InstructionOp],
                    emulated_args: set[BlockArgument], checked: set[InstructionOp],
                    mem_ops: dict[InstructionOp, int]) -> HoistPlan | None:
-    """The hoisted bounds checks (None: none).  Accesses whose guard is counted, or whose
-    address memory metrics record, keep their check where they are."""
+    """The hoisted bounds checks (None: none).  Accesses whose guard is counted keep their
+    check where they are; those whose address memory metrics record have it hoisted, their
+    address still computed every time (the metrics read it)."""
     from hypa.passes.hoist_checks import plan_hoisting
 
     from .phases import count
 
     counted = {op for op in checked if op.guard_pred is not None
                and (op.operands[0] in slice_info.values or isinstance(op.operands[0].owner, EntryValueOp))}
-    plan = plan_hoisting(func, cfg, set(slice_info.ops), support, emulated_args, checked, set(mem_ops) | counted)
+    plan = plan_hoisting(func, cfg, set(slice_info.ops), support, emulated_args, checked, counted, set(mem_ops))
     if not plan.loops:
         return None
     count("loops whose bounds checks are hoisted", len(plan.loops))

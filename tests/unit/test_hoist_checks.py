@@ -156,8 +156,38 @@ def test_plan_of_the_affine_loop():
     assert prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="slice", hoist_checks=False)).hoist is None
     assert prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="full")).hoist is None
     assert prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="slice", bounds_check=False)).hoist is None
-    # memory metrics count every access where it is: nothing is hoisted
-    assert prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="slice", memory_metrics=True)).hoist is None
+    # memory metrics read both loads' addresses on every trip: their checks are hoisted all
+    # the same, but no arithmetic is left to the lanes without a proof
+    metered = prepare(parse_ptx(COLSUM), "colsum", EmulationOptions(mode="slice", memory_metrics=True)).hoist
+    assert metered is not None
+    [lp] = metered.loops
+    assert [instruction_text(c.op) for c in lp.checks] == ["ld.global.f32 %f2, [%rd5];", "ld.global.f32 %f2, [%rd5+1024];"]
+    assert lp.conditional == set() and lp.conditional_args == set()
+
+
+def _measured(count: int, n: int = 10, **options):
+    """The outcome with memory metrics and the timing estimate's address trace: the counts,
+    each memory instruction's requests and sectors, and the trace's records."""
+    try:
+        r = _colsum(count, n, memory_metrics=True, address_trace=4096, **options)
+    except EmulationError as e:
+        return "error", str(e)
+    t = r.memory_trace
+    return ("ok", r.metrics.values, [m.as_dict() for m in r.metrics.memory_instructions],
+            t.sectors.tolist(), t.info.tolist(), t.l1_window.sectors.tolist() if t.l1_window is not None else None)
+
+
+@pytest.mark.parametrize("count", [0, 255, 2304, 2559, 2560])
+def test_memory_metrics_and_trace_the_same_with_a_hoisted_check(count):
+    """An access the metrics measure, its check hoisted: the same counts, sectors and trace
+    records as checked on every trip (2559: the same error at the same trip)."""
+    got = _measured(count)
+    assert got == _measured(count, hoist_checks=False)
+    if count == 2560:
+        assert got[0] == "ok" and len(got[3]) > 0
+        # 2 loads a trip, 5 trips (n = 10, the index steps by 2), 8 warps: 80 requests of 4 sectors
+        loads = [m for m in got[2] if m["instruction"].startswith("ld.")]
+        assert (sum(m["requests"] for m in loads), sum(m["sectors"] for m in loads)) == (80, 320)
 
 
 def test_in_bounds_counts_and_outputs_unchanged():

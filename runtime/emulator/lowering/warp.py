@@ -281,14 +281,22 @@ class WarpCodegen(WarpFunction):
             if op is term:
                 break
             if isinstance(op, InstructionOp):
+                metrics = True
                 if hoist is not None:
+                    m = prog.mem_ops.get(op)
+                    if m is not None and op in hoist.region:
+                        # a hoisted check, but the metrics read every active lane's address
+                        hoisted.close_region(self)
+                        emit_memory_metrics(self, op, m)
+                        metrics = False
                     hoisted.before_instruction(self, op)
-                self.gen_instruction(op)
+                self.gen_instruction(op, metrics)
         if hoist is not None:
             hoisted.block_end(self, bi)
         self.gen_terminator(bi, term)
 
-    def gen_instruction(self, op: InstructionOp) -> None:
+    def gen_instruction(self, op: InstructionOp, metrics: bool = True) -> None:
+        """``op``'s code; ``metrics``: its memory metrics too (False: emitted already)."""
         prog = self.prog
         k = self.write_turns.get(op)
         if k is not None:
@@ -302,7 +310,7 @@ class WarpCodegen(WarpFunction):
             lanes = self.executing_lanes(op)
             self.counter_add(abi.BLOCK_COUNTERS * prog.num_blocks + k, self.popcount(lanes))
         m = prog.mem_ops.get(op)
-        if m is not None:
+        if m is not None and metrics:
             emit_memory_metrics(self, op, m)
         if op in prog.barriers:
             self.b.comment(instruction_text(op))
