@@ -1229,11 +1229,25 @@ def _reg_weight(v: SSAValue) -> int:
 
 def max_live_registers(prog: KernelProgram) -> int:
     """The largest number of 32-bit registers live at one point (SSA liveness,
-    ``passes/liveness.py``), scanning each block backwards from its live-out set."""
+    ``passes/liveness.py``), scanning each block backwards from its live-out set; once per
+    program (every launch of a kernel estimates with it)."""
+    known = prog.__dict__.get("_max_live_registers")
+    if known is None:
+        known = prog.__dict__["_max_live_registers"] = _max_live_registers(prog)
+    return known
+
+
+def _max_live_registers(prog: KernelProgram) -> int:
     prog.materialize()
     liveness = Liveness.of(prog.cfg)
     index = liveness.index
-    weights = [_reg_weight(v) for v in liveness.values]
+    # the values of each register width as one bit mask: a set's weight is a few popcounts
+    by_weight: dict[int, int] = {}
+    for i, v in enumerate(liveness.values):
+        w = _reg_weight(v)
+        if w:
+            by_weight[w] = by_weight.get(w, 0) | (1 << i)
+    groups = list(by_weight.items())
 
     def mask(values) -> int:
         m = 0
@@ -1242,12 +1256,7 @@ def max_live_registers(prog: KernelProgram) -> int:
         return m
 
     def weight(m: int) -> int:
-        w = 0
-        while m:
-            low = m & -m
-            w += weights[low.bit_length() - 1]
-            m ^= low
-        return w
+        return sum(w * (m & g).bit_count() for w, g in groups)
 
     best = 0
     for b, block in enumerate(prog.cfg.blocks):
