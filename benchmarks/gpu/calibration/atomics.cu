@@ -24,3 +24,16 @@ __global__ void smem_atomic(int *out, int bins, int iters) {
 }
 
 }
+
+extern "C" {
+
+// Plain stores to one address, as a graph search's "something changed" flag takes them: thread
+// i < n stores 1 to its CTA's flag (flag[(blockIdx.x % nflags) * 32], a 128-byte line each) when
+// i % every == 0 (every = 1: all lanes, one request a warp; 32: one lane a warp; 64: every
+// other warp).  The L2 takes the requests to one sector one after the other.
+__global__ void flag_store(int *flag, int every, int nflags, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && i % every == 0) flag[(blockIdx.x % nflags) * 32] = 1;
+}
+
+}

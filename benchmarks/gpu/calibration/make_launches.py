@@ -104,6 +104,18 @@ def render() -> str:
         launch(f"streaming read of 16 MB by {grid} CTA(s) of 1024 threads (one SM each)", "memory", "stream_read",
                grid, 1024, ["big_a", "out_big", 4 * MB])
 
+    # -- plain stores to one address from every warp (a flag), and to a few (appended) ---------
+    for warps in (1 << 17, 1 << 20, 1 << 22):
+        launch(f"one-address stores, every lane, {warps} warps", "atomics", "flag_store", warps // 16, 512,
+               ["flags", 1, 1, warps * 32])
+    launch(f"one-address stores, one lane a warp, {1 << 20} warps", "atomics", "flag_store", (1 << 20) // 16, 512,
+           ["flags", 32, 1, 1 << 25])
+    launch(f"one-address stores, every other warp, {1 << 21} warps", "atomics", "flag_store", (1 << 21) // 16, 512,
+           ["flags", 64, 1, 1 << 26])
+    for nflags in (2, 8, 64):
+        launch(f"stores to {nflags} addresses (a flag per CTA modulo {nflags}), {1 << 20} warps", "atomics",
+               "flag_store", (1 << 20) // 16, 512, ["flags", 1, nflags, 1 << 25])
+
     buffer("big_a", "float32", 512 * MB // 4, "{value = 1.0}")  # contents do not matter; cheap to build
     buffer("big_b", "float32", 512 * MB // 4, '"zeros"')
     buffer("out_big", "float32", 4 * MB, '"zeros"')
@@ -111,6 +123,7 @@ def render() -> str:
     buffer("hist_out", "int32", SM * 8 * 1024, '"zeros"')
     buffer("chain", "int32", 64 * MB, '"arange"')
     buffer("chase_out", "int32", SM * 32, '"zeros"')
+    buffer("flags", "int32", 64 * 32, '"zeros"')
     return "\n".join(out)
 
 if __name__ == "__main__":
