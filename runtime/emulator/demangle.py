@@ -1,8 +1,9 @@
 """A small Itanium C++ demangler for kernel names (``_Z5saxpyifPKfPf``).
 
-Enough for what nvcc emits for kernels: nested names, builtin types,
-pointers, references, cv-qualifiers, substitutions and simple templates.
-Anything it cannot read is returned unchanged.
+Enough for what nvcc and Numba-CUDA emit for kernels: nested names, builtin types,
+pointers, references, cv-qualifiers, substitutions, simple templates and ABI tags (Numba's
+``B2v1``, written ``[abi:v1]`` as ``c++filt`` writes them).  Anything it cannot read is
+returned unchanged.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class _Demangler:
         self.s = s
         self.i = 0
         self.subs: list[str] = []
+        #: the arguments of the last template argument list (``T_``, ``T0_`` ... refer to them)
+        self.template_params: list[str] = []
 
     def peek(self, n: int = 1) -> str:
         return self.s[self.i : self.i + n]
@@ -50,6 +53,14 @@ class _Demangler:
         n = self.number()
         return self.take(n)
 
+    def tagged_name(self) -> str:
+        """A source name and the ABI tags after it (``<source-name> B <source-name>...``)."""
+        n = self.source_name()
+        while self.peek() == "B":
+            self.take()
+            n += f"[abi:{self.source_name()}]"
+        return n
+
     def name(self) -> str:
         if self.peek() == "N":
             self.take()
@@ -65,7 +76,7 @@ class _Demangler:
                     self.subs.append("::".join(parts))
                     continue
                 else:
-                    parts.append(self.source_name())
+                    parts.append(self.tagged_name())
                 self.subs.append("::".join(parts))
             self.take()
             return "::".join(parts) + quals
@@ -73,7 +84,7 @@ class _Demangler:
             return self.substitution()
         if self.peek(2) == "St":
             self.take(2)
-        n = self.source_name()
+        n = self.tagged_name()
         if self.peek() == "I":
             self.subs.append(n)
             n += self.template_args()
@@ -109,6 +120,7 @@ class _Demangler:
             else:
                 args.append(self.type())
         self.take()
+        self.template_params = args
         return "<" + ", ".join(args) + ">"
 
     def type(self) -> str:
@@ -139,6 +151,13 @@ class _Demangler:
             return _BUILTIN[self.take()]
         if c == "S":
             return self.substitution()
+        if c == "T":  # a template parameter: T_ the first, T0_ the second ...
+            self.take()
+            k = 0 if self.peek() == "_" else self.number() + 1
+            self.take()  # _
+            t = self.template_params[k]
+            self.subs.append(t)
+            return t
         if c.isdigit() or c == "N":
             t = self.name()
             if c.isdigit():
