@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import lru_cache
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from typing_extensions import Self
 
@@ -57,10 +57,12 @@ from xdsl.irdl import (
     var_successor_def,
 )
 from xdsl.irdl.operations import OpDef, get_accessors_from_op_def
-from xdsl.parser import AttrParser, Parser, UnresolvedOperand
-from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
+
+if TYPE_CHECKING:  # xDSL's MLIR-syntax parser and printer load where that syntax is read or written
+    from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+    from xdsl.printer import Printer
 
 from . import declarations as decl
 from . import isa
@@ -574,10 +576,10 @@ class InstructionOp(IRDLOperation):
         operands: list[SSAValue] = []
         if parser.parse_optional_punctuation("("):
             unresolved = parser.parse_comma_separated_list(
-                Parser.Delimiter.NONE, parser.parse_unresolved_operand
+                parser.Delimiter.NONE, parser.parse_unresolved_operand
             )
             parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
             parser.parse_punctuation(")")
             operands = _resolve(parser, unresolved, types)
         successors: list[Block] = []
@@ -588,10 +590,10 @@ class InstructionOp(IRDLOperation):
                 n = 0
                 if parser.parse_optional_punctuation("("):
                     unresolved = parser.parse_comma_separated_list(
-                        Parser.Delimiter.NONE, parser.parse_unresolved_operand
+                        parser.Delimiter.NONE, parser.parse_unresolved_operand
                     )
                     parser.parse_punctuation(":")
-                    types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+                    types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
                     parser.parse_punctuation(")")
                     operands.extend(_resolve(parser, unresolved, types))
                     n = len(unresolved)
@@ -604,7 +606,7 @@ class InstructionOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict()
         result_types: list[Attribute] = []
         if parser.parse_optional_punctuation(":"):
-            result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+            result_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
         return cls.create(
             operands=operands,
             result_types=result_types,
@@ -987,9 +989,9 @@ class FallthroughOp(BlockTerminator, DirectiveOp):
             succs.append(parser.parse_successor())
         operands: list[SSAValue] = []
         if parser.parse_optional_punctuation("("):
-            unresolved = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_unresolved_operand)
+            unresolved = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
             parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
             parser.parse_punctuation(")")
             operands = _resolve(parser, unresolved, types)
         return cls.create(operands=operands, successors=succs, attributes=parser.parse_optional_attr_dict())

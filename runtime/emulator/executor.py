@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 import pickle
-import selectors
 import signal
-import socket
 import struct
-import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
 
 from .launch import LaunchError
 
@@ -121,6 +121,7 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 def _serve(fn, tasks, sock: socket.socket) -> None:
     """A worker's loop: read a task index, run the task, send back its outcome (or the
     exception it raised), until told to stop."""
+    import traceback
     while True:
         head = _recv_exact(sock, _HEAD.size)
         if not head or _HEAD.unpack(head)[0] < 0:
@@ -160,6 +161,8 @@ class _Worker:
         program may not ignore it)."""
         self.task = k if k >= 0 else None
         try:
+            import socket
+
             self.sock.sendall(_HEAD.pack(k), socket.MSG_NOSIGNAL)
         except OSError:
             pass
@@ -226,6 +229,9 @@ class Forked(Executor):
         return f"local pool of {self.jobs} processes"
 
     def map(self, fn, tasks, done=None, stop=None) -> list:
+        import selectors  # (worker processes only: a one-process run never loads these)
+        import socket
+
         n = len(tasks)
         out: list = [None] * n
         workers: list[_Worker] = []
