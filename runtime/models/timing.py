@@ -220,11 +220,33 @@ def load_arch(name: str | Arch = DEFAULT_ARCH) -> Arch:
                     break
             else:
                 raise TimingError(f"unknown architecture '{name}' (known: {', '.join(available_archs())}, or a .toml file)")
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
-    arch = _check_arch(_arch_from_dict(data, str(path)))
+    arch = _check_arch(_arch_from_dict(_arch_data(path), str(path)))
     _ARCH_CACHE[key] = arch
     return arch
+
+
+def _arch_data(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """An architecture file's tables; a file with ``extends = "NAME"`` is that architecture
+    (a name in ARCH_DIR) with its own keys put over it, table by table (the H200 is the
+    H100's SM with other memory)."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise TimingError(f"{path}: {e}") from None
+    base_name = data.pop("extends", None)
+    if base_name is None:
+        return data
+    base_path = ARCH_DIR / f"{str(base_name).lower()}.toml"
+    if not isinstance(base_name, str) or not base_path.is_file():
+        raise TimingError(f"{path}: extends '{base_name}', which is not an architecture of {ARCH_DIR}")
+    if base_path.resolve() in seen:
+        raise TimingError(f"{path}: extends '{base_name}', which extends it back")
+    merged = _arch_data(base_path, seen + (path.resolve(),))
+    merged.pop("aliases", None)  # the base's names are not this architecture's
+    for k, v in data.items():
+        merged[k] = {**merged[k], **v} if isinstance(v, dict) and isinstance(merged.get(k), dict) else v
+    return merged
 
 
 def arch_argument(text: str) -> str:

@@ -68,6 +68,24 @@ def test_arch_files_and_aliases():
         T.load_arch("sm_12")
 
 
+def test_an_arch_file_extends_another(tmp_path):
+    """h200.toml is sm_90.toml with HBM3e: every figure the H100's but the DRAM bandwidth and the
+    names; an extends that names no architecture is an error; a file of one's own extends too."""
+    h100, h200 = T.load_arch("sm_90"), T.load_arch("h200")
+    assert (h200.name, T.load_arch("h200-sxm").name, h200.description) == ("h200", "h200", "NVIDIA H200 SXM 141 GB (Hopper, cc 9.0)")
+    assert {k: v for k, v in h200.memory.items() if h100.memory.get(k) != v} == {"dram_gbs": 4800.0}
+    assert (h200.units, h200.occupancy, h200.classes, h200.sm_count, h200.clock_mhz, h200.cta_dispatch_cycles) == \
+        (h100.units, h100.occupancy, h100.classes, h100.sm_count, h100.clock_mhz, h100.cta_dispatch_cycles)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('extends = "sm_99"\nname = "x"\n')
+    with pytest.raises(T.TimingError, match="extends 'sm_99', which is not an architecture"):
+        T.load_arch(str(bad))
+    mine = tmp_path / "mine.toml"
+    mine.write_text('extends = "sm_90"\nname = "mine"\n[core]\nsm_count = 66\n')
+    m = T.load_arch(str(mine))
+    assert (m.name, m.sm_count, m.clock_mhz, m.memory) == ("mine", 66, h100.clock_mhz, h100.memory)
+
+
 def test_every_class_of_both_archs_is_complete():
     classes = {T.classify(op) for f in glob.glob(os.path.join(ROOT, "tests/kernels/ptx/*.sm_90.ptx"))
                for op in _instructions(f)}
