@@ -151,6 +151,7 @@ def replay_order(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int,
     slots_w = trace.slots if in_order else trace.slots[by_warp]
     same_span = np.r_[False, (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1])
                       & (sw[first[1:]] == sw[first[:-1]]) & (slots_w[first[1:]] != slots_w[first[:-1]])]
+    _one_trip_a_rank(same_span, slots_w[first])
     new_req = new_req.copy()
     new_req[first[same_span]] = False
     req_count = np.cumsum(new_req) - 1
@@ -171,6 +172,30 @@ def replay_order(trace: MemoryTrace, warps_per_cta: int, ctas_per_sm: int,
     else:
         order = np.lexsort((np.arange(n), warps, sm, rank, wave))
     return order, sm, step
+
+
+def _one_trip_a_rank(same_span: np.ndarray, slots: np.ndarray) -> None:
+    """Keep a chain of requests that share a rank (``same_span``: each over the sectors of the
+    one before) to one trip of the code: where an instruction of the chain comes again, a
+    loop went round, and that request starts a rank of its own.  (A byte loop that loads a
+    byte and stores it back chains load, store, load ... over one sector: one rank for 32
+    trips made every later load wait for the first one's miss.)"""
+    candidates = np.flatnonzero(same_span)
+    if not len(candidates):
+        return
+    slot_of = slots.tolist()
+    group: set[int] = set()
+    prev = -2
+    for j in candidates.tolist():
+        if j != prev + 1:  # a chain starts with the request before j
+            group = {slot_of[j - 1]}
+        s = slot_of[j]
+        if s in group:
+            same_span[j] = False
+            group = {s}
+        else:
+            group.add(s)
+        prev = j
 
 
 def written_before(ranges: list[tuple[int, int]], shift: int, capacity: int) -> np.ndarray:

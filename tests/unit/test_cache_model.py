@@ -65,6 +65,26 @@ def test_a_structs_fields_share_a_step():
     assert step.tolist() == [0, 0, 0, 0, 1, 1, 2, 2]
 
 
+def test_a_loop_that_loads_and_stores_one_byte_a_trip_takes_a_step_a_trip():
+    """A byte loop (HeCBench chacha20's keystream XOR: load p[i], store p[i], i += 1) chains
+    load, store, load ... over one sector, each request over the sectors of the one before
+    from another instruction.  Only one trip shares a step: the load's instruction again
+    starts the next.  (All 32 trips in one step made each later load wait for the first
+    one's miss: 4x the H200's time.)  A loop of three instructions on one sector, and a
+    chain that comes back to its second instruction (0 1 2 1), split the same way."""
+    t = trace([(5, 0, k % 2, LD if k % 2 == 0 else ST) for k in range(8)])
+    order, sm, step = replay_order(t, 1, 1, 1)
+    assert step.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    t = trace([(5, 0, k % 3, LD) for k in range(6)])
+    assert replay_order(t, 1, 1, 1)[2].tolist() == [0, 0, 0, 1, 1, 1]
+    t = trace([(5, 0, s, LD) for s in (0, 1, 2, 1, 3)])
+    assert replay_order(t, 1, 1, 1)[2].tolist() == [0, 0, 0, 1, 1]
+    # the request's L1 level: each load after the first trip's hits L1 at once
+    st = simulate(trace([(5, 0, k % 2, LD if k % 2 == 0 else ST) for k in range(8)]), 1, 1, 1,
+                  l1_bytes=1 << 16, l2_bytes=1 << 20)
+    assert st.per_slot_requests[0] == [4.0, 3.0, 1.0]
+
+
 @NATIVE
 def test_l1_hits_l2_hits_and_dram_by_hand(native):
     # one warp reads sectors 0..3 twice: 4 L1 hits; the L2 is warm (the launch ran
