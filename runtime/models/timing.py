@@ -515,6 +515,15 @@ UNROLL_MAX_BODY = 48
 #: warp-wide and asynchronous operations
 _NOT_UNROLLED = frozenset({"st_global", "st_local", "atom_global", "atom_shared", "barrier", "bar_arrive", "fence",
                            "misc", "shfl", "vote", "redux", "match", "async_wait", "cp_async", "tensor"})
+#: a side block ptxas predicates instead of branching around it (if-conversion): at most this
+#: many instructions besides its branch.  ``cuobjdump -sass`` of HeCBench ge-spmm's spmm_test4,
+#: whose loop guards each of its 8 column loads by ``if (col < n)``: no branch in the SASS loop,
+#: the 8 LDGs predicated and issued back to back, then the FFMAs
+IF_CONVERT_MAX = 4
+#: what a side block may not hold to be predicated: barriers, fences, atomics, calls and warp-wide
+#: and asynchronous operations
+_NOT_IF_CONVERTED = frozenset({"atom_global", "atom_shared", "barrier", "bar_arrive", "fence", "misc", "shfl",
+                               "vote", "redux", "match", "async_wait", "cp_async", "tensor"})
 _ORDERING = frozenset({"st_global", "st_shared", "st_local", "atom_global", "atom_shared", "barrier",
                        "bar_arrive", "fence", "async_wait", "cp_async", "branch", "misc"})
 #: the stores and atomics a load of a state space may pass: those of a space it cannot alias
@@ -776,6 +785,12 @@ class KernelTiming:
         self._tail_end: dict[int, float] = {}
         self._pairs: dict[tuple[int, int], float] = {}
         self._innermost: dict[int, frozenset[int]] | None = None
+        #: if-converted regions (``regions``): a member block -> its region's head, and each
+        #: head's instructions as ptxas schedules the region (one straight-line block)
+        self._region_of: dict[int, int] = {}
+        self._region_ops: dict[int, list[InstructionOp]] = {}
+        self._region_via: dict[int, dict[Block, Block]] = {}
+        self._regions_found = False
 
     # -- instructions --------------------------------------------------------------
 
@@ -951,13 +966,14 @@ class KernelTiming:
         return out
 
     def sequence(self, ops: list[InstructionOp], joins: dict[int, Block] | None = None,
-                 settled: frozenset[int] | None = None) -> list[TimedInstr]:
+                 settled: frozenset[int] | None = None, via: dict[Block, Block] | None = None) -> list[TimedInstr]:
         """Timed instructions of ``ops`` with data edges inside the sequence.
 
         ``joins`` maps the position where a new block starts to the block before it,
         so block arguments resolve to the value that edge passes.  ``settled``: the blocks of
         the loop the sequence runs in, on a trip after its first -- a value made outside
-        them was made before the loop began, and is ready."""
+        them was made before the loop began, and is ready.  ``via``: for an if-converted
+        region, whose blocks' instructions interleave, the block each block is entered from."""
         where: dict[InstructionOp, list[int]] = defaultdict(list)
         for k, op in enumerate(ops):
             where[op].append(k)  # a self-loop pair (A;A) holds every op twice
@@ -966,6 +982,8 @@ class KernelTiming:
         for k, op in enumerate(ops):
             if joins and k in joins:
                 prev_block = joins[k]
+            if via is not None and op.parent in via:
+                prev_block = via[op.parent]
             base = self.timed(op)
             srcs: list[int] = []
             ready = 0.0
@@ -1024,16 +1042,87 @@ class KernelTiming:
             self._innermost = inner
         return self._innermost.get(b)
 
+    def regions(self) -> dict[int, list[int]]:
+        """The if-converted regions: head block -> its blocks in layout order.  A region is a
+        chain of triangles -- a block ending in a conditional branch around a side block of
+        at most ``IF_CONVERT_MAX`` instructions, both paths joining at the next block -- that
+        ptxas turns into one straight-line block of predicated instructions, so the side
+        blocks' loads issue with the rest instead of each waiting behind its own branch."""
+        if self._regions_found:
+            return {h: [b for b in range(self.prog.num_blocks) if self._region_of.get(b) == h] for h in self._region_ops}
+        self._regions_found = True
+        cfg = self.prog.cfg
+        out: dict[int, list[int]] = {}
+        for head in range(self.prog.num_blocks):
+            if head in self._region_of:
+                continue
+            chain, cur = [head], head
+            while True:
+                side = self._side_block(cur)
+                if side is None:
+                    break
+                s, j = side
+                if j in chain or j in self._region_of:
+                    break
+                chain += [s, j]
+                cur = j
+            if len(chain) > 1:
+                out[head] = chain
+                for b in chain:
+                    self._region_of[b] = head
+                ops: list[InstructionOp] = []
+                via: dict[Block, Block] = {}
+                for k, b in enumerate(chain):
+                    body = self.prog.block_instrs[b]
+                    if k < len(chain) - 1 and body and body[-1].spec.terminator:
+                        body = body[:-1]  # the branch the predication replaces
+                    ops.extend(body)
+                    if k:
+                        via[cfg.blocks[b]] = cfg.blocks[chain[k - 1]]
+                self._region_ops[head] = self.issue_order(ops)
+                self._region_via[head] = via
+        return out
+
+    def _side_block(self, x: int) -> tuple[int, int] | None:
+        """(side block, join) where block ``x`` branches around a side block ptxas predicates."""
+        cfg = self.prog.cfg
+        succ = sorted(set(cfg.succs[x]))
+        body = self.prog.block_instrs[x]
+        if len(succ) != 2 or not body or body[-1].guard_pred is None or not body[-1].spec.terminator:
+            return None
+        for s, j in (succ, succ[::-1]):
+            if s == x or j == x or list(set(cfg.preds[s])) != [x] or list(set(cfg.succs[s])) != [j]:
+                continue
+            if set(cfg.preds[j]) != {x, s}:
+                continue
+            sb = self.prog.block_instrs[s]
+            inner = sb[:-1] if sb and sb[-1].spec.terminator else sb
+            if sb and sb[-1].spec.terminator and sb[-1].guard_pred is not None:
+                continue
+            if len(inner) > IF_CONVERT_MAX or any(self.timed(op).cls in _NOT_IF_CONVERTED for op in inner):
+                continue
+            return s, j
+        return None
+
     def _tail(self, a: int) -> list[InstructionOp]:
-        ops = self.order[a]
+        self.regions()
+        head = self._region_of.get(a)
+        ops = self._region_ops[head] if head is not None else self.order[a]
         return ops[-self.arch.pair_window:] if self.arch.pair_window > 0 else ops
 
     def pair_cost(self, a: int, b: int) -> float:
-        """What block ``b`` adds when it runs right after block ``a``: T(a;b) - T(a)."""
+        """What block ``b`` adds when it runs right after block ``a``: T(a;b) - T(a).  An
+        if-converted region (``regions``) runs as one block: its head costs the whole region,
+        the edges inside it nothing."""
         key = (a, b)
         c = self._pairs.get(key)
         if c is not None:
             return c
+        self.regions()
+        head = self._region_of.get(b)
+        if head is not None and head != b and self._region_of.get(a) == head:
+            self._pairs[key] = 0.0
+            return 0.0
         if a == b:
             one = self.unrolled(b, 1)
             if one is not None:
@@ -1051,8 +1140,14 @@ class KernelTiming:
                 ta = self._tail_end[a] = solve_pipeline(self.sequence(tail), self.arch).end
         else:
             ta = solve_pipeline(self.sequence(tail, settled=settled), self.arch).end
-        ops = tail + self.order[b]
-        both = solve_pipeline(self.sequence(ops, {len(tail): self.prog.cfg.blocks[a]}, settled), self.arch).end
+        if head == b:
+            via = dict(self._region_via[b])
+            via[self.prog.cfg.blocks[b]] = self.prog.cfg.blocks[a]
+            seq = self.sequence(tail + self._region_ops[b], {len(tail): self.prog.cfg.blocks[a]}, settled, via)
+            both = solve_pipeline(seq, self.arch).end
+        else:
+            ops = tail + self.order[b]
+            both = solve_pipeline(self.sequence(ops, {len(tail): self.prog.cfg.blocks[a]}, settled), self.arch).end
         c = self._pairs[key] = max(0.0, both - ta)
         return c
 

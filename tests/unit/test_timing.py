@@ -391,6 +391,57 @@ def test_ptxas_unrolls_a_loop_with_a_constant_step():
     assert T.KernelTiming(prog, "sm_90").unrolled(loop) is None
 
 
+def _guarded_loads(side: str) -> str:
+    """Four loads a trip, each in a side block of its own behind ``if (k < n)`` (HeCBench
+    ge-spmm's spmm_test4 guards its column loads so); ``side``: what follows each load."""
+    blocks = "".join(f"""
+    setp.ge.s32 %p{k + 2}, %r{k + 4}, %r2;
+    @%p{k + 2} bra $L_skip{k};
+    ld.global.f32 %f{k + 2}, [%rd3+{128 * k}];
+    {side.replace("F", f"%f{k + 2}")}
+$L_skip{k}:""" for k in range(4))
+    return kernel("guarded(.param .u64 g_a, .param .u32 g_n)", f"""
+    ld.param.u64 %rd1, [g_a];
+    ld.param.u32 %r2, [g_n];
+    mov.u32 %r1, %tid.x;
+    mov.f32 %f1, 0f00000000;
+    mov.u32 %r4, 0;
+    mov.u32 %r5, 32;
+    mov.u32 %r6, 64;
+    mov.u32 %r7, 96;
+$L_loop:
+    mul.wide.s32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;{blocks}
+    add.s32 %r1, %r1, %r2;
+    setp.lt.s32 %p1, %r1, %r2;
+    @%p1 bra $L_loop;
+    st.global.f32 [%rd1], %f1;
+    ret;
+""")
+
+
+def test_ptxas_predicates_short_side_blocks():
+    """A chain of branches around short side blocks is one if-converted region (ptxas
+    predicates them: no branch in the SASS of ge-spmm's loop): the head costs the region,
+    whose four loads issue back to back, one load latency a trip instead of four; the edges
+    inside cost nothing.  A side block longer than IF_CONVERT_MAX keeps its branch."""
+    lat = T.load_arch("sm_90").memory["l2_latency"]
+    prog = prepare(parse_ptx(_guarded_loads("add.f32 %f1, %f1, F;")), "guarded", EmulationOptions(mode="full"))
+    kt = T.KernelTiming(prog, "sm_90", footprint=1024)
+    ((head, chain),) = kt.regions().items()
+    assert len(chain) == 9 and chain[0] == head and head in prog.cfg.succs[chain[-1]]  # 4 triangles; the loop
+    trip = kt.pair_cost(chain[-1], head)
+    assert lat <= trip < lat + 60  # the four loads overlap
+    assert all(kt.pair_cost(a, b) == 0.0 for a, b in zip(chain, chain[1:]) if b in prog.cfg.succs[a])
+    assert [T.classify(op) for op in kt._region_ops[head]][2:6] == ["ld_global"] * 4
+    long = "add.f32 %f1, %f1, F;" + "\n    add.f32 %f1, %f1, F;" * T.IF_CONVERT_MAX
+    prog = prepare(parse_ptx(_guarded_loads(long)), "guarded", EmulationOptions(mode="full"))
+    kt = T.KernelTiming(prog, "sm_90", footprint=1024)
+    assert kt.regions() == {}
+    loads = [b for b in range(prog.num_blocks) if any(T.classify(op) == "ld_global" for op in prog.block_instrs[b])]
+    assert len(loads) == 4 and all(kt.pair_cost(prog.cfg.preds[b][0], b) >= lat for b in loads)
+
+
 INVARIANT = kernel("invariant(.param .u64 v_a, .param .u32 v_n, .param .u32 v_s)", """
     ld.param.u64 %rd1, [v_a];
     ld.param.u32 %r2, [v_n];
