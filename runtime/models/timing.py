@@ -520,6 +520,10 @@ _NOT_UNROLLED = frozenset({"st_global", "st_local", "atom_global", "atom_shared"
 #: whose loop guards each of its 8 column loads by ``if (col < n)``: no branch in the SASS loop,
 #: the 8 LDGs predicated and issued back to back, then the FFMAs
 IF_CONVERT_MAX = 4
+#: loads a region issues ahead of their uses at most: ptxas's batches in the SASS of
+#: quasirandomGenerator (31 predicated LDCs, 8 at a time) and ge-spmm (8 LDGs a trip)
+IF_CONVERT_LOADS = 8
+_BATCHED_LOADS = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const"})
 #: what a side block may not hold to be predicated: barriers, fences, atomics, calls and warp-wide
 #: and asynchronous operations
 _NOT_IF_CONVERTED = frozenset({"atom_global", "atom_shared", "barrier", "bar_arrive", "fence", "misc", "shfl",
@@ -1079,8 +1083,26 @@ class KernelTiming:
                     ops.extend(body)
                     if k:
                         via[cfg.blocks[b]] = cfg.blocks[chain[k - 1]]
-                self._region_ops[head] = self.issue_order(ops)
+                self._region_ops[head] = self._batched_issue_order(ops)
                 self._region_via[head] = via
+        return out
+
+    def _batched_issue_order(self, ops: list[InstructionOp]) -> list[InstructionOp]:
+        """A region's instructions as ptxas schedules them: ``issue_order`` over batches of at
+        most ``IF_CONVERT_LOADS`` loads each (the SASS of cuda-samples' quasirandomGenerator:
+        its 31 predicated table loads issue 8 at a time, each batch's XORs after it -- the
+        registers the loaded values need bound how far loads run ahead)."""
+        out: list[InstructionOp] = []
+        batch: list[InstructionOp] = []
+        loads = 0
+        for op in ops:
+            if self.timed(op).cls in _BATCHED_LOADS:
+                if loads == IF_CONVERT_LOADS:
+                    out.extend(self.issue_order(batch))
+                    batch, loads = [], 0
+                loads += 1
+            batch.append(op)
+        out.extend(self.issue_order(batch))
         return out
 
     def _side_block(self, x: int) -> tuple[int, int] | None:

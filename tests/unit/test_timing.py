@@ -391,16 +391,17 @@ def test_ptxas_unrolls_a_loop_with_a_constant_step():
     assert T.KernelTiming(prog, "sm_90").unrolled(loop) is None
 
 
-def _guarded_loads(side: str) -> str:
+def _guarded_loads(side: str, n: int = 4) -> str:
     """Four loads a trip, each in a side block of its own behind ``if (k < n)`` (HeCBench
     ge-spmm's spmm_test4 guards its column loads so); ``side``: what follows each load."""
     blocks = "".join(f"""
-    setp.ge.s32 %p{k + 2}, %r{k + 4}, %r2;
+    setp.ge.s32 %p{k + 2}, %r{k % 4 + 4}, %r2;
     @%p{k + 2} bra $L_skip{k};
     ld.global.f32 %f{k + 2}, [%rd3+{128 * k}];
     {side.replace("F", f"%f{k + 2}")}
-$L_skip{k}:""" for k in range(4))
-    return kernel("guarded(.param .u64 g_a, .param .u32 g_n)", f"""
+$L_skip{k}:""" for k in range(n))
+    regs = "    .reg .pred %p<16>;\n    .reg .b32 %r<32>;\n    .reg .b64 %rd<16>;\n    .reg .f32 %f<64>;\n"
+    return kernel("guarded(.param .u64 g_a, .param .u32 g_n)", regs=regs, body=f"""
     ld.param.u64 %rd1, [g_a];
     ld.param.u32 %r2, [g_n];
     mov.u32 %r1, %tid.x;
@@ -440,6 +441,13 @@ def test_ptxas_predicates_short_side_blocks():
     assert kt.regions() == {}
     loads = [b for b in range(prog.num_blocks) if any(T.classify(op) == "ld_global" for op in prog.block_instrs[b])]
     assert len(loads) == 4 and all(kt.pair_cost(prog.cfg.preds[b][0], b) >= lat for b in loads)
+    # twelve guarded loads: ptxas issues them IF_CONVERT_LOADS (8) at a time, each batch's adds after it
+    prog = prepare(parse_ptx(_guarded_loads("add.f32 %f1, %f1, F;", 12)), "guarded", EmulationOptions(mode="full"))
+    kt = T.KernelTiming(prog, "sm_90", footprint=1024)
+    ((head, chain),) = kt.regions().items()
+    classes = [T.classify(op) for op in kt._region_ops[head] if T.classify(op) in ("ld_global", "fp32")]
+    assert classes == ["ld_global"] * 8 + ["fp32"] * 8 + ["ld_global"] * 4 + ["fp32"] * 4
+    assert 2 * lat <= kt.pair_cost(chain[-1], head) < 2 * lat + 120
 
 
 INVARIANT = kernel("invariant(.param .u64 v_a, .param .u32 v_n, .param .u32 v_s)", """
