@@ -180,7 +180,8 @@ def test_slice_makes_no_contents_it_never_reads(monkeypatch):
     """Slice mode, memory not kept after the launch (batches, the command line): a buffer
     the slice never reads (here both: the loop's trip count is a parameter) is zeros of its
     size, its random contents never made (64 MiB of them cost a fifth of a second); its
-    arguments are still checked.  Counts are those of the launch with every buffer made."""
+    arguments are still checked -- without a sample where numpy certainly takes them, by
+    drawing one where not.  Counts are those of the launch with every buffer made."""
     from helpers import HEADER
     from hypa.ptxdialect import parse_ptx
     from hypa.runtime.emulator.emulator import Emulator
@@ -201,14 +202,22 @@ def test_slice_makes_no_contents_it_never_reads(monkeypatch):
     emu = Emulator(parse_ptx(HEADER + _LOOP), mode="slice")
     buffer_image.clear()
     dropped = emu.run(launch, keep_buffers=False)
-    assert made == [("data", 1)]
+    assert made == []  # seed 3, bounds 0 and 1: nothing to draw
     made.clear()
     buffer_image.clear()
     kept = emu.run(launch)
     assert made == [("data", n)]
     assert dropped.metrics.values == kept.metrics.values
     assert int(dropped.metrics["thread_inst_executed"]) == 32 * (5 + 7 * (n // 32) + 5)  # 5 before the loop, 7 a trip, 5 after
-    bad = dict(buffers, data=BufferSpec("data", "float32", n, {"random": {"seed": -1}}))
-    with pytest.raises(LaunchError, match="buffer 'data'"):
-        emu.run(Launch(kernel="count_rows", grid=(1, 1, 1), block=(32, 1, 1), args=["out", "data", n], buffers=bad),
+    for init in ({"random": {"seed": -1}}, {"random": {"seed": 1, "low": 0, "high": float("inf")}},
+                 {"random": {"seed": 1, "low": 0, "high": "1"}}):
+        made.clear()
+        bad = dict(buffers, data=BufferSpec("data", "float32", n, init))
+        with pytest.raises(LaunchError, match="buffer 'data'"):
+            emu.run(Launch(kernel="count_rows", grid=(1, 1, 1), block=(32, 1, 1), args=["out", "data", n],
+                           buffers=bad), keep_buffers=False)
+        assert made == [("data", 1)]  # checked by drawing one
+    ints = dict(buffers, data=BufferSpec("data", "int32", n, {"random": {"seed": 1, "low": 5, "high": 5}}))
+    with pytest.raises(LaunchError, match="buffer 'data'"):  # an empty range: numpy's message
+        emu.run(Launch(kernel="count_rows", grid=(1, 1, 1), block=(32, 1, 1), args=["out", "data", n], buffers=ints),
                 keep_buffers=False)
