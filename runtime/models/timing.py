@@ -100,7 +100,7 @@ STALL_OF_CLASS = {
     "ld_global": "long scoreboard", "ld_local": "long scoreboard", "st_local": "long scoreboard",
     "atom_global": "long scoreboard", "cp_async": "long scoreboard", "async_wait": "long scoreboard",
     "ld_shared": "short scoreboard", "st_shared": "mio throttle", "atom_shared": "short scoreboard",
-    "ld_const": "imc miss", "ld_param": "imc miss", "sfu": "short scoreboard", "shfl": "short scoreboard",
+    "ld_const": "imc miss", "ld_const_indexed": "short scoreboard", "ld_param": "imc miss", "sfu": "short scoreboard", "shfl": "short scoreboard",
     "int_div": "math pipe throttle", "int_div64": "math pipe throttle", "fp32_div": "math pipe throttle",
     "fp64": "math pipe throttle", "fp64_div": "math pipe throttle", "tensor": "math pipe throttle",
     "barrier": "barrier", "bar_arrive": "barrier", "fence": "membar", "branch": "branch resolving",
@@ -113,7 +113,8 @@ def _throttle(cls: str) -> str:
     shared memory's pipe (MIO), the global/local one (LG), else a math pipe."""
     if cls in ("ld_shared", "st_shared", "atom_shared", "shfl", "redux", "match"):
         return "mio throttle"
-    if cls in ("ld_global", "st_global", "ld_local", "st_local", "atom_global", "cp_async", "ld_const", "ld_param"):
+    if cls in ("ld_global", "st_global", "ld_local", "st_local", "atom_global", "cp_async", "ld_const",
+               "ld_const_indexed", "ld_param"):
         return "lg throttle"
     return "math pipe throttle"
 
@@ -450,10 +451,19 @@ def _mem_class(op: InstructionOp, load: bool) -> str:
     if sp == "local":
         return "ld_local" if load else "st_local"
     if sp == "const":
+        if load and _register_addressed(op):
+            return "ld_const_indexed"  # an LDC, not an operand of the constant bank
         return "ld_const" if load else "st_global"
     if sp == "param":
         return "ld_param" if load else "st_local"
     return "ld_global" if load else "st_global"
+
+
+def _register_addressed(op: InstructionOp) -> bool:
+    """Whether a memory instruction's address is a register (``[%rd5]``, ``[%r3+8]``), not a
+    symbol or an immediate: ptxas folds a constant-bank load at a fixed address into its
+    users' operands, and loads one indexed by a register with an instruction of its own (LDC)."""
+    return any(node[0] == "addr" and node[1][0] == "reg" for node in op.operands_ast)
 
 
 def access_bytes(op: InstructionOp) -> int:
@@ -501,7 +511,7 @@ def tensor_fmas(op: InstructionOp) -> tuple[int, str]:
 
 
 #: timing classes ptxas hoists (``KernelTiming.issue_order``) and those they may not pass
-_HOISTED = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const", "ld_param"})
+_HOISTED = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const", "ld_const_indexed", "ld_param"})
 #: iterations ptxas puts in one trip of a single-block loop whose trip count it does not know
 #: (four, the remainder run apart: ``cuobjdump -sass`` of llm.c's layernorm_forward_kernel3,
 #: whose PTX loop of one load and one add becomes four LDGs, then four FADDs)
@@ -523,7 +533,7 @@ IF_CONVERT_MAX = 4
 #: loads a region issues ahead of their uses at most: ptxas's batches in the SASS of
 #: quasirandomGenerator (31 predicated LDCs, 8 at a time) and ge-spmm (8 LDGs a trip)
 IF_CONVERT_LOADS = 8
-_BATCHED_LOADS = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const"})
+_BATCHED_LOADS = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const", "ld_const_indexed"})
 #: what a side block may not hold to be predicated: barriers, fences, atomics, calls and warp-wide
 #: and asynchronous operations
 _NOT_IF_CONVERTED = frozenset({"atom_global", "atom_shared", "barrier", "bar_arrive", "fence", "misc", "shfl",

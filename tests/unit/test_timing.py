@@ -209,6 +209,14 @@ def test_instruction_classes():
     assert got["ld.param.u64"] == "ld_param" and got["st.global.f32"] == "st_global" and got["ret"] == "branch"
     v4 = next(op for op in prog.block_instrs[0] if op.opcode == "ld.global.v4.f32")
     assert T.access_bytes(v4) == 16
+    # a constant-bank load at a fixed address is an operand of its user (ptxas folds it in); one
+    # indexed by a register is an LDC of its own, with the latency calibration.toml[101] gives it
+    text = straight_line(["ld.const.u32 %r1, [ctab+8];", "ld.const.u32 %r2, [%rd2];", "ld.const.u32 %r3, [%rd2+4];"],
+                         ".reg .b32 %r<10>;").replace(".visible .entry", ".const .align 4 .b8 ctab[64];\n.visible .entry", 1)
+    prog = prepare(parse_ptx(text), "k", EmulationOptions(mode="full"))
+    assert [T.classify(op) for op in prog.block_instrs[0] if op.spec.name == "ld" and ".const" in op.modifiers] == \
+        ["ld_const", "ld_const_indexed", "ld_const_indexed"]
+    assert T.load_arch("sm_90").classes["ld_const_indexed"].latency == 18
     kt = T.KernelTiming(prog, "sm_90")
     # 16 bytes x 32 lanes through a quarter of 128 B/clk: 16 clocks of the LSU
     assert kt.timed(v4).occ == 16

@@ -14,3 +14,16 @@ __global__ void chase(const int *__restrict__ next, int *out, int m, int jump, i
 }
 
 }
+
+// Constant-memory loads indexed by a register (LDC): a chain through a __constant__ table the
+// launch leaves zero, so every step reads entry `base + i` with i the value the step before
+// read (0), plus `lane_stride` * lane: 0 gives one address for the warp (the latency of an
+// indexed constant load), 1 gives 32 (the constant cache serves them one at a time).
+__constant__ int c_chain[1024];
+
+extern "C" __global__ void const_chase(int *out, int base, int lane_stride, int steps) {
+    int i = 0;
+    int lane = threadIdx.x & 31;
+    for (int k = 0; k < steps; ++k) i = c_chain[(base + i + lane * lane_stride) & 1023];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = i;
+}

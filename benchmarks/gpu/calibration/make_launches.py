@@ -116,6 +116,12 @@ def render() -> str:
         launch(f"stores to {nflags} addresses (a flag per CTA modulo {nflags}), {1 << 20} warps", "atomics",
                "flag_store", (1 << 20) // 16, 512, ["flags", 1, nflags, 1 << 25])
 
+    # -- constant-memory loads indexed by a register (appended) -------------------------------
+    launch("indexed constant loads, one address a warp, a dependent chain, one warp per SM", "latency",
+           "const_chase", SM, 32, ["chase_out", 0, 0, 100000])
+    launch("indexed constant loads, 32 addresses a warp, a dependent chain, one warp per SM", "latency",
+           "const_chase", SM, 32, ["chase_out", 0, 1, 10000])
+
     buffer("big_a", "float32", 512 * MB // 4, "{value = 1.0}")  # contents do not matter; cheap to build
     buffer("big_b", "float32", 512 * MB // 4, '"zeros"')
     buffer("out_big", "float32", 4 * MB, '"zeros"')
