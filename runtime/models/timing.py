@@ -1115,6 +1115,11 @@ class KernelTiming:
         out.extend(self.issue_order(batch))
         return out
 
+    def region_head(self, b: int) -> int:
+        """The head of the if-converted region holding block ``b`` (``b`` itself outside one)."""
+        self.regions()
+        return self._region_of.get(b, b)
+
     def _side_block(self, x: int) -> tuple[int, int] | None:
         """(side block, join) where block ``x`` branches around a side block ptxas predicates."""
         cfg = self.prog.cfg
@@ -1726,9 +1731,12 @@ def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int |
             cyc += rest * bc.latency
             bc.cycles = cyc
             lat_total += cyc
-            issue_total += execs[b] * bc.issue_slots
+        # a side block ptxas predicates issues whenever its region runs, its guard true or not
+        issued = execs[kt.region_head(b)]
+        if issued:
+            issue_total += issued * bc.issue_slots
             for u, busy in bc.unit_cycles.items():
-                unit_total[u] += execs[b] * busy
+                unit_total[u] += issued * busy
         blocks.append(bc)
     warp_latency = lat_total / total_warps
     # a CTA lasts as long as its critical warp: where the work sits in a few of its warps

@@ -458,6 +458,22 @@ def test_ptxas_predicates_short_side_blocks():
     assert 2 * lat <= kt.pair_cost(chain[-1], head) < 2 * lat + 120
 
 
+def test_a_predicated_side_block_issues_whether_its_guard_holds_or_not():
+    """ptxas predicates a short side block, so its instructions issue every time the region
+    runs (quasirandomGenerator's 31 table loads and XORs, about half of them guarded off): the
+    estimate's issue slots and units count them per run of the region, whichever sides the
+    PTX counts say ran.  g_n = 1: one of the four guarded loads runs; 1000: all four."""
+    slots = {}
+    for n in (1, 1000):
+        emu = Emulator(parse_ptx(_guarded_loads("add.f32 %f1, %f1, F;")))
+        L = Launch(kernel="guarded", grid=1, block=32, args=["a", n], buffers={"a": np.zeros(256, np.float32)})
+        r = emu.run(L)
+        est = estimate_run(emu, L, r)
+        slots[n] = (est.warp["issue_slots"], est.warp["unit_cycles"]["lsu"], int(r.metrics["inst_executed"]))
+    assert slots[1][:2] == slots[1000][:2]
+    assert slots[1][2] == slots[1000][2] - 3 * 2  # the PTX counts: three loads and adds fewer
+
+
 INVARIANT = kernel("invariant(.param .u64 v_a, .param .u32 v_n, .param .u32 v_s)", """
     ld.param.u64 %rd1, [v_a];
     ld.param.u32 %r2, [v_n];
