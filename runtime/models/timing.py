@@ -100,7 +100,8 @@ STALL_OF_CLASS = {
     "ld_global": "long scoreboard", "ld_local": "long scoreboard", "st_local": "long scoreboard",
     "atom_global": "long scoreboard", "cp_async": "long scoreboard", "async_wait": "long scoreboard",
     "ld_shared": "short scoreboard", "st_shared": "mio throttle", "atom_shared": "short scoreboard",
-    "ld_const": "imc miss", "ld_const_indexed": "short scoreboard", "ld_param": "imc miss", "sfu": "short scoreboard", "shfl": "short scoreboard",
+    "ld_const": "imc miss", "ld_const_indexed": "short scoreboard", "ld_param": "imc miss",
+    "sfu": "short scoreboard", "shfl": "short scoreboard",
     "int_div": "math pipe throttle", "int_div64": "math pipe throttle", "fp32_div": "math pipe throttle",
     "fp64": "math pipe throttle", "fp64_div": "math pipe throttle", "tensor": "math pipe throttle",
     "barrier": "barrier", "bar_arrive": "barrier", "fence": "membar", "branch": "branch resolving",
@@ -533,11 +534,10 @@ IF_CONVERT_MAX = 4
 #: loads a region issues ahead of their uses at most: ptxas's batches in the SASS of
 #: quasirandomGenerator (31 predicated LDCs, 8 at a time) and ge-spmm (8 LDGs a trip)
 IF_CONVERT_LOADS = 8
-_BATCHED_LOADS = frozenset({"ld_global", "ld_shared", "ld_local", "ld_const", "ld_const_indexed"})
-#: what a side block may not hold to be predicated: barriers, fences, atomics, calls and warp-wide
-#: and asynchronous operations
-_NOT_IF_CONVERTED = frozenset({"atom_global", "atom_shared", "barrier", "bar_arrive", "fence", "misc", "shfl",
-                               "vote", "redux", "match", "async_wait", "cp_async", "tensor"})
+_BATCHED_LOADS = _HOISTED - {"ld_param"}  # (parameter loads are constant-bank operands)
+#: what a side block may not hold to be predicated: what keeps a loop from unrolling, stores
+#: excepted (ptxas predicates them)
+_NOT_IF_CONVERTED = _NOT_UNROLLED - {"st_global", "st_local"}
 _ORDERING = frozenset({"st_global", "st_shared", "st_local", "atom_global", "atom_shared", "barrier",
                        "bar_arrive", "fence", "async_wait", "cp_async", "branch", "misc"})
 #: the stores and atomics a load of a state space may pass: those of a space it cannot alias
@@ -804,7 +804,7 @@ class KernelTiming:
         self._region_of: dict[int, int] = {}
         self._region_ops: dict[int, list[InstructionOp]] = {}
         self._region_via: dict[int, dict[Block, Block]] = {}
-        self._regions_found = False
+        self._regions: dict[int, list[int]] | None = None
 
     # -- instructions --------------------------------------------------------------
 
@@ -1062,11 +1062,11 @@ class KernelTiming:
         at most ``IF_CONVERT_MAX`` instructions, both paths joining at the next block -- that
         ptxas turns into one straight-line block of predicated instructions, so the side
         blocks' loads issue with the rest instead of each waiting behind its own branch."""
-        if self._regions_found:
-            return {h: [b for b in range(self.prog.num_blocks) if self._region_of.get(b) == h] for h in self._region_ops}
-        self._regions_found = True
+        if self._regions is not None:
+            return self._regions
         cfg = self.prog.cfg
         out: dict[int, list[int]] = {}
+        self._regions = out
         for head in range(self.prog.num_blocks):
             if head in self._region_of:
                 continue
