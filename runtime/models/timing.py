@@ -526,11 +526,18 @@ UNROLL_MAX_BODY = 48
 #: warp-wide and asynchronous operations
 _NOT_UNROLLED = frozenset({"st_global", "st_local", "atom_global", "atom_shared", "barrier", "bar_arrive", "fence",
                            "misc", "shfl", "vote", "redux", "match", "async_wait", "cp_async", "tensor"})
-#: a side block ptxas predicates instead of branching around it (if-conversion): at most this
-#: many instructions besides its branch.  ``cuobjdump -sass`` of HeCBench ge-spmm's spmm_test4,
-#: whose loop guards each of its 8 column loads by ``if (col < n)``: no branch in the SASS loop,
-#: the 8 LDGs predicated and issued back to back, then the FFMAs
-IF_CONVERT_MAX = 4
+#: what ptxas predicates instead of branching around it (if-conversion): a hammock -- the
+#: blocks between a conditional branch and the block both its paths reach first -- of at most
+#: this many instructions besides branches, and of at most ``IF_CONVERT_MAX_LOADS`` where it
+#: loads (hiding a load's latency pays for more predicated instructions).  ``nvdisasm`` of
+#: ptxas (CUDA 13, sm_90) on a loop's side block of k dependent FMAs: predicated up to 7, a
+#: branch from 8; of a load and k - 1 FMAs: predicated up to 18, a branch from 19
+#: (tests/unit/test_timing.py, test_ptxas_if_conversion_thresholds); nested branches
+#: (pnpoly's ``if (a && b)``) are predicated alike where the middle block's values die at the
+#: join (``_passes_own_values``; HeCBench pnpoly_opt: 16 such hammocks a trip, no branch in
+#: its SASS loop)
+IF_CONVERT_MAX = 7
+IF_CONVERT_MAX_LOADS = 18
 #: loads a region issues ahead of their uses at most: ptxas's batches in the SASS of
 #: quasirandomGenerator (31 predicated LDCs, 8 at a time) and ge-spmm (8 LDGs a trip)
 IF_CONVERT_LOADS = 8
@@ -805,6 +812,7 @@ class KernelTiming:
         self._region_ops: dict[int, list[InstructionOp]] = {}
         self._region_via: dict[int, dict[Block, Block]] = {}
         self._regions: dict[int, list[int]] | None = None
+        self._ipdom: list[int] | None = None
 
     # -- instructions --------------------------------------------------------------
 
@@ -1058,10 +1066,9 @@ class KernelTiming:
 
     def regions(self) -> dict[int, list[int]]:
         """The if-converted regions: head block -> its blocks in layout order.  A region is a
-        chain of triangles -- a block ending in a conditional branch around a side block of
-        at most ``IF_CONVERT_MAX`` instructions, both paths joining at the next block -- that
-        ptxas turns into one straight-line block of predicated instructions, so the side
-        blocks' loads issue with the rest instead of each waiting behind its own branch."""
+        chain of hammocks (``_hammock``), each one's join heading the next, that ptxas turns
+        into one straight-line block of predicated instructions, so the side blocks' loads
+        issue with the rest instead of each waiting behind its own branch."""
         if self._regions is not None:
             return self._regions
         cfg = self.prog.cfg
@@ -1072,13 +1079,13 @@ class KernelTiming:
                 continue
             chain, cur = [head], head
             while True:
-                side = self._side_block(cur)
-                if side is None:
+                ham = self._hammock(cur)
+                if ham is None:
                     break
-                s, j = side
-                if j in chain or j in self._region_of:
+                inner, j = ham
+                if j in chain or j in self._region_of or any(b in self._region_of for b in inner):
                     break
-                chain += [s, j]
+                chain += [*inner, j]
                 cur = j
             if len(chain) > 1:
                 out[head] = chain
@@ -1086,16 +1093,86 @@ class KernelTiming:
                     self._region_of[b] = head
                 ops: list[InstructionOp] = []
                 via: dict[Block, Block] = {}
+                placed: list[int] = []
                 for k, b in enumerate(chain):
                     body = self.prog.block_instrs[b]
                     if k < len(chain) - 1 and body and body[-1].spec.terminator:
                         body = body[:-1]  # the branch the predication replaces
                     ops.extend(body)
-                    if k:
-                        via[cfg.blocks[b]] = cfg.blocks[chain[k - 1]]
+                    if k:  # entered from the last of its predecessors placed before it
+                        pred = max((p for p in cfg.preds[b] if p in placed), key=placed.index)
+                        via[cfg.blocks[b]] = cfg.blocks[pred]
+                    placed.append(b)
                 self._region_ops[head] = self._batched_issue_order(ops)
                 self._region_via[head] = via
         return out
+
+    def _hammock(self, x: int) -> tuple[list[int], int] | None:
+        """(inner blocks in layout order, join) where block ``x`` ends in a conditional branch
+        whose paths meet again at ``x``'s immediate post-dominator, the join, through blocks
+        entered from ``x`` alone, without loops, barriers, atomics, calls or warp-wide
+        operations, and few enough instructions that ptxas predicates them
+        (``IF_CONVERT_MAX``, ``IF_CONVERT_MAX_LOADS``)."""
+        cfg = self.prog.cfg
+        body = self.prog.block_instrs[x]
+        if len(set(cfg.succs[x])) != 2 or not body or body[-1].guard_pred is None or not body[-1].spec.terminator:
+            return None
+        if self._ipdom is None:
+            from hypa.passes.dominance import immediate_post_dominators
+
+            self._ipdom = immediate_post_dominators(self.prog.num_blocks, cfg.succs, cfg.exits)
+        j = self._ipdom[x]
+        if j < 0 or j <= x:
+            return None
+        inner: set[int] = set()
+        stack = [s for s in cfg.succs[x] if s != j]
+        count = loads = 0
+        while stack:
+            b = stack.pop()
+            if b in inner:
+                continue
+            # forward edges only (layout order), each block entered from inside
+            if b <= x or b >= j or any(p != x and p not in inner and not (x < p < j) for p in cfg.preds[b]):
+                return None
+            inner.add(b)
+            ops = self.prog.block_instrs[b]
+            term = ops[-1] if ops and ops[-1].spec.terminator else None
+            if term is not None and term.spec.name != "bra":
+                return None
+            if term is not None and term.guard_pred is not None and self._passes_own_values(b, term, j):
+                return None
+            for op in ops:
+                if op is term:
+                    continue
+                cls = self.timed(op).cls
+                if cls in _NOT_IF_CONVERTED:
+                    return None
+                count += 1
+                loads += cls in _BATCHED_LOADS
+            if count > IF_CONVERT_MAX_LOADS:
+                return None
+            for s in cfg.succs[b]:
+                if s != j:
+                    stack.append(s)
+        if not inner or count > (IF_CONVERT_MAX_LOADS if loads else IF_CONVERT_MAX):
+            return None
+        if any(p != x and p not in inner for p in cfg.preds[j]) or any(
+                p != x and p not in inner for b in inner for p in cfg.preds[b]):
+            return None
+        return sorted(inner), j
+
+    def _passes_own_values(self, b: int, term: InstructionOp, j: int) -> bool:
+        """Whether block ``b``'s conditional branch ``term`` takes a value ``b`` made to the
+        join ``j``: ptxas then keeps the branch (a middle block whose results live on, as
+        ``if (c) { x = f(x); if (x < y) ... }``), where it predicates an ``if (a && b)`` whose
+        middle block's values die at the join (pnpoly's)."""
+        blk = self.prog.cfg.blocks[b]
+        target = self.prog.cfg.blocks[j]
+        for k, s in enumerate(term.successors):
+            if s is target and any(v.owner.parent is blk for v in term.successor_operands(k)
+                                   if isinstance(v.owner, InstructionOp)):
+                return True
+        return False
 
     def _batched_issue_order(self, ops: list[InstructionOp]) -> list[InstructionOp]:
         """A region's instructions as ptxas schedules them: ``issue_order`` over batches of at
@@ -1119,27 +1196,6 @@ class KernelTiming:
         """The head of the if-converted region holding block ``b`` (``b`` itself outside one)."""
         self.regions()
         return self._region_of.get(b, b)
-
-    def _side_block(self, x: int) -> tuple[int, int] | None:
-        """(side block, join) where block ``x`` branches around a side block ptxas predicates."""
-        cfg = self.prog.cfg
-        succ = sorted(set(cfg.succs[x]))
-        body = self.prog.block_instrs[x]
-        if len(succ) != 2 or not body or body[-1].guard_pred is None or not body[-1].spec.terminator:
-            return None
-        for s, j in (succ, succ[::-1]):
-            if s == x or j == x or list(set(cfg.preds[s])) != [x] or list(set(cfg.succs[s])) != [j]:
-                continue
-            if set(cfg.preds[j]) != {x, s}:
-                continue
-            sb = self.prog.block_instrs[s]
-            inner = sb[:-1] if sb and sb[-1].spec.terminator else sb
-            if sb and sb[-1].spec.terminator and sb[-1].guard_pred is not None:
-                continue
-            if len(inner) > IF_CONVERT_MAX or any(self.timed(op).cls in _NOT_IF_CONVERTED for op in inner):
-                continue
-            return s, j
-        return None
 
     def _tail(self, a: int) -> list[InstructionOp]:
         self.regions()

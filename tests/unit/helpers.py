@@ -283,9 +283,17 @@ class KernelRuns:
 
 
 def which(tool: str) -> str | None:
-    """Where ``tool`` is on PATH (chromium: under any of its names)."""
+    """Where ``tool`` is on PATH (chromium: under any of its names; CUDA's tools also where
+    their wheels install them, as ``nvidia-cuda-nvdisasm`` does nvdisasm)."""
+    import glob
+    import sysconfig
+
     names = ("chromium", "chromium-browser", "google-chrome") if tool == "chromium" else (tool,)
-    return next((p for p in map(shutil.which, names) if p), None)
+    found = next((p for p in map(shutil.which, names) if p), None)
+    if found is None:
+        hits = glob.glob(os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "*", "bin", tool))
+        found = hits[0] if hits else None
+    return found
 
 
 CHROMIUM = which("chromium")

@@ -12,17 +12,14 @@ installed (the ``nvidia-cuda-nvdisasm`` wheel of the test extra provides the lat
 
 from __future__ import annotations
 
-import glob
-import os
 import re
 import shutil
 import subprocess
-import sysconfig
 
 import numpy as np
 import pytest
 
-from helpers import emulate
+from helpers import emulate, which
 
 from hypa.passes.contract import CONTRACT_ATTR, contractions
 from hypa.ptxdialect import parse_ptx
@@ -135,11 +132,7 @@ def test_rule_gives_ptxas_fusions(case: str) -> None:
 
 
 def _nvdisasm() -> str | None:
-    found = shutil.which("nvdisasm")
-    if found:
-        return found
-    hits = glob.glob(os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "*", "bin", "nvdisasm"))
-    return hits[0] if hits else None
+    return which("nvdisasm")
 
 
 @pytest.mark.skipif(not shutil.which("ptxas") or not _nvdisasm(), reason="needs ptxas and nvdisasm")

@@ -6,6 +6,8 @@ import glob
 import json
 import math
 import os
+import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -19,7 +21,7 @@ from hypa.runtime.emulator.options import EmulationOptions
 from hypa.runtime.emulator.program import prepare
 from hypa.runtime.report.batch import estimate_run
 
-from helpers import LAUNCHES, ROOT, kernel, load_script, strided_kernel
+from helpers import LAUNCHES, ROOT, kernel, load_script, strided_kernel, which
 
 
 def straight_line(body: list[str], extra_regs: str = "", directives: str = "") -> str:
@@ -443,7 +445,7 @@ def test_ptxas_predicates_short_side_blocks():
     assert lat <= trip < lat + 60  # the four loads overlap
     assert all(kt.pair_cost(a, b) == 0.0 for a, b in zip(chain, chain[1:]) if b in prog.cfg.succs[a])
     assert [T.classify(op) for op in kt._region_ops[head]][2:6] == ["ld_global"] * 4
-    long = "add.f32 %f1, %f1, F;" + "\n    add.f32 %f1, %f1, F;" * T.IF_CONVERT_MAX
+    long = "add.f32 %f1, %f1, F;" + "\n    add.f32 %f1, %f1, F;" * T.IF_CONVERT_MAX_LOADS
     prog = prepare(parse_ptx(_guarded_loads(long)), "guarded", EmulationOptions(mode="full"))
     kt = T.KernelTiming(prog, "sm_90", footprint=1024)
     assert kt.regions() == {}
@@ -456,6 +458,86 @@ def test_ptxas_predicates_short_side_blocks():
     classes = [T.classify(op) for op in kt._region_ops[head] if T.classify(op) in ("ld_global", "fp32")]
     assert classes == ["ld_global"] * 8 + ["fp32"] * 8 + ["ld_global"] * 4 + ["fp32"] * 4
     assert 2 * lat <= kt.pair_cost(chain[-1], head) < 2 * lat + 120
+
+
+def _hammock(shape: str, k: int = 1, load: bool = False) -> str:
+    """A loop (``nounroll``) whose trip holds one hammock: ``triangle``, a side block of ``k``
+    instructions (a load first with ``load``, then dependent FMAs); ``nested``, that side
+    block followed by an inner ``if`` on its result (``if (c) { x = f(x); if (x < y) y++; }``);
+    ``andand``, pnpoly's ``if (a && b) y++`` whose middle block's values die at the join."""
+    side = ["ld.global.f32 %f1, [%rd5];"] if load else []
+    side += ["fma.rn.f32 %f1, %f1, 0f3F800347, 0f3F800000;"] * (k - len(side))
+    middle = "\n    ".join(side)
+    if shape == "andand":
+        middle = """sub.f32 %f4, %f1, 0f3F000000;
+    fma.rn.f32 %f5, %f4, 0f40000000, 0f3F800000;
+    setp.geu.f32 %p2, %f5, %f2;
+    @%p2 bra $L_join;
+    add.f32 %f2, %f2, 0f3F800000;"""
+    elif shape == "nested":
+        middle += """
+    setp.lt.f32 %p2, %f1, %f2;
+    @!%p2 bra $L_join;
+    add.f32 %f2, %f2, 0f3F800000;"""
+    regs = "    .reg .pred %p<4>;\n    .reg .f32 %f<8>;\n    .reg .b32 %r<8>;\n    .reg .b64 %rd<8>;\n"
+    return kernel("h(.param .u64 a, .param .u64 b, .param .u32 n)", regs=regs, target="sm_90", body=f"""
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd4, [b];
+    ld.param.u32 %r2, [n];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd4, %rd4;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    add.s64 %rd5, %rd4, %rd2;
+    mov.f32 %f2, 0f00000000;
+    mov.u32 %r3, 0;
+$L_loop:
+    .pragma "nounroll";
+    ld.global.f32 %f1, [%rd3];
+    setp.gt.f32 %p1, %f1, 0f3F000000;
+    @!%p1 bra $L_join;
+    {middle}
+$L_join:
+    add.f32 %f2, %f2, %f1;
+    add.s32 %r3, %r3, 1;
+    add.s64 %rd3, %rd3, 128;
+    add.s64 %rd5, %rd5, 128;
+    setp.lt.s32 %p3, %r3, %r2;
+    @%p3 bra $L_loop;
+    st.global.f32 [%rd1], %f2;
+    ret;
+""")
+
+
+#: (shape, k, load) -> whether ptxas predicates the hammock: ``nvdisasm -c`` of
+#: ``ptxas -arch=sm_90 -O3`` (CUDA 13.0) on ``_hammock``, a conditional BRA in the loop or none
+IF_CONVERSIONS = {("triangle", 7, False): True, ("triangle", 8, False): False,
+                  ("triangle", 18, True): True, ("triangle", 19, True): False,
+                  ("nested", 1, False): False, ("nested", 4, True): False, ("andand", 1, False): True}
+
+
+@pytest.mark.parametrize("case", list(IF_CONVERSIONS), ids=lambda c: f"{c[0]}-{c[1]}{'-load' if c[2] else ''}")
+def test_ptxas_if_conversion_thresholds(case, tmp_path):
+    """Which hammocks the model predicates (one region, no branch) is what ptxas does with
+    them: side blocks of up to IF_CONVERT_MAX instructions, IF_CONVERT_MAX_LOADS where one
+    loads, and an ``if (a && b)`` whose middle block's values die at the join; where ptxas and
+    nvdisasm are installed, ptxas is asked again."""
+    ptx = _hammock(*case)
+    prog = prepare(parse_ptx(ptx), "h", EmulationOptions(mode="full"))
+    regions = T.KernelTiming(prog, "sm_90", footprint=1024).regions()
+    assert bool(regions) is IF_CONVERSIONS[case]
+    if regions:
+        ((head, chain),) = regions.items()
+        assert len(chain) == (4 if case[0] == "andand" else 3)
+    if which("ptxas") and which("nvdisasm"):
+        (tmp_path / "h.ptx").write_text(ptx)
+        subprocess.run(["ptxas", "-arch=sm_90", "-O3", str(tmp_path / "h.ptx"), "-o", str(tmp_path / "h.cubin")],
+                       check=True)
+        sass = subprocess.run([which("nvdisasm"), "-c", str(tmp_path / "h.cubin")], check=True,
+                              capture_output=True, text=True).stdout
+        branches = len(re.findall(r"@!?P\d +BRA", sass))
+        assert branches == (1 if IF_CONVERSIONS[case] else 2), sass  # the loop's, and the hammock's
 
 
 def test_a_predicated_side_block_issues_whether_its_guard_holds_or_not():
