@@ -424,12 +424,12 @@ def _call_arg_symbols(call: InstructionOp) -> set[str]:
 
 
 def is_tracked_memory(op: InstructionOp) -> bool:
-    """Global, shared or generic loads, stores and atomics: what memory metrics count."""
+    """Global, shared, local or generic loads, stores and atomics: what memory metrics count."""
     r, w = memory_effect(op)
     if not (r or w) or op.spec.name.startswith(("mbarrier", "tcgen05", "cp.async.bulk", "cp.reduce", "wgmma")):
         return False
     sp = isa.state_space(op.spec, op.modifiers)
-    return sp in ("global", "shared", "generic") or op.spec.name == "cp.async"
+    return sp in ("global", "shared", "local", "generic") or op.spec.name == "cp.async"
 
 
 def address_values(op: InstructionOp) -> list[SSAValue] | None:

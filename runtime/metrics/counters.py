@@ -281,27 +281,29 @@ def _memory(prog: "KernelProgram", view: CounterView) -> tuple[list[MemoryInstru
         reads, writes = _rw(op)
         d = "ld" if reads and not writes else ("st" if writes and not reads else "atom")
         for m in registry.MEMORY:
-            if m.reported and m.kind == registry.COUNT and m.space in ("", kind):
+            if m.reported and m.kind == registry.COUNT and registry.in_space(m, kind):
                 tot[f"{kind}_{d}_{m.name}"] += mi.value(m.name)
     totals: dict = dict(sorted(tot.items()))
-    for kind in ("global", "shared"):
+    for kind in ("global", "shared", "local"):
         for d in ("ld", "st", "atom"):
             prefix = f"{kind}_{d}_"
             if not totals.get(prefix + "requests"):
                 continue
             sums = {k[len(prefix):]: v for k, v in totals.items() if k.startswith(prefix)}
             for m in registry.MEMORY:
-                if m.kind == registry.RATIO and m.reported and m.space in ("", kind):
+                if m.kind == registry.RATIO and m.reported and registry.in_space(m, kind):
                     totals[prefix + m.name] = m.value(sums)
     return out, totals
 
 
 def memory_space(op: InstructionOp, c: MemoryCounts) -> str:
-    """"global" or "shared": where a memory instruction's requests went (a generic address:
-    shared where it counted wavefronts)."""
+    """"global", "shared" or "local": where a memory instruction's requests went (a generic
+    address: shared where it counted wavefronts)."""
     sp = isa.state_space(op.spec, op.modifiers) or "generic"
     if op.spec.name == "cp.async":
         sp = "global"
+    if sp == "local":
+        return "local"
     return "shared" if (sp.startswith("shared") or (sp == "generic" and c.wavefronts)) else "global"
 
 

@@ -38,7 +38,7 @@ class Metric:
     optional: bool = False
     #: ``hypa diff`` marks a fall as worse (else a rise)
     higher_is_better: bool = False
-    #: memory metrics: the space they exist in ("global", "shared"; "" both)
+    #: memory metrics: the spaces they exist in ("global local", "shared"; "" every one)
     space: str = ""
 
     def value(self, counts: Mapping) -> float:
@@ -177,9 +177,9 @@ DIFF: list[str] = ["inst_executed", "thread_inst_executed", "flops", "branch_eff
 #: per space and direction (``global_ld_sectors`` ...): the order of its JSON and CSV columns
 MEMORY: list[Metric] = [
     Metric("requests", label="requests"),
-    Metric("sectors", space="global", label="32-byte sectors"),
-    Metric("lines", space="global", label="128-byte lines"),
-    Metric("sectors_per_request", RATIO, (("sectors", 1),), "requests", space="global", label="sect/req"),
+    Metric("sectors", space="global local", label="32-byte sectors"),
+    Metric("lines", space="global local", label="128-byte lines"),
+    Metric("sectors_per_request", RATIO, (("sectors", 1),), "requests", space="global local", label="sect/req"),
     Metric("wavefronts", space="shared", label="wavefronts"),
     Metric("ideal_wavefronts", space="shared", reported=False, label="ideal wavefronts"),
     # a request needs more wavefronts than ideal when lanes ask one bank for different words
@@ -217,6 +217,11 @@ def with_ratios(counts: Mapping) -> dict[str, float]:
     return out
 
 
+def in_space(m: Metric, space: str) -> bool:
+    """Whether memory metric ``m`` exists for accesses to ``space``."""
+    return not m.space or space in m.space.split()
+
+
 def memory_values(counts: Mapping, space: str) -> dict[str, float]:
     """The reported memory metrics of one instruction (or source line) in ``space``."""
-    return {m.name: m.value(counts) for m in MEMORY if m.reported and m.space in ("", space)}
+    return {m.name: m.value(counts) for m in MEMORY if m.reported and in_space(m, space)}

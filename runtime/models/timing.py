@@ -80,7 +80,7 @@ from hypa.ptxdialect.dialect import FallthroughOp, InstructionOp, RawDirectiveOp
 
 from ..emulator.program import KernelProgram, value_bits
 from ..metrics import registry
-from ..metrics.counters import CounterView
+from ..metrics.counters import CounterView, memory_space
 
 ARCH_DIR = Path(__file__).with_name("arch")
 DEFAULT_ARCH = "sm_90"
@@ -303,8 +303,8 @@ def _arch_from_dict(d: dict[str, Any], source: str) -> Arch:
 _MEMORY_KEYS = ("shared_latency", "l1_latency", "l2_latency", "const_latency", "dram_latency", "l2_bytes",
                 "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk", "l1_shared_bytes", "l2_effective_bytes")
 _MEMORY_DIVISORS = ("l2_bytes", "dram_gbs", "l2_bytes_per_clk", "lsu_bytes_per_clk")
-#: optional memory figures the model divides by: positive where given
-_OPTIONAL_MEMORY_DIVISORS = ("dram_efficiency",)
+#: optional memory figures, positive where given (the model divides by them or scales by them)
+_OPTIONAL_MEMORY_DIVISORS = ("dram_efficiency", "local_sector_clk")
 _OCCUPANCY_KEYS = ("max_ctas_per_sm", "max_registers_per_thread", "max_threads_per_cta", "max_threads_per_sm",
                    "max_warps_per_sm", "register_alloc_unit", "registers_per_sm", "shared_alloc_unit",
                    "shared_per_cta_max", "shared_per_sm")
@@ -1636,12 +1636,19 @@ def _mem_stats(prog: KernelProgram, counters, arch: Arch,
     if not mem_ops or counters is None:
         return occ, sector_bytes
     per_smsp = arch.memory["lsu_bytes_per_clk"] / arch.sub_partitions
+    local_clk = arch.memory.get("local_sector_clk")
     for op, c in CounterView(prog, counters).memory_ops():
         req, sectors, lines, wavefronts, ideal = c
         if req <= 0:
             continue
         if ideal_shared and wavefronts and ideal:
             wavefronts = min(wavefronts, ideal)
+        if local_clk and memory_space(op, c) == "local":
+            # the L1 serves a local request's sectors one at a time (``local_sector_clk`` SM
+            # clocks each), the SM's sub-partitions in turn: our local_rmw kernels, and
+            # HeCBench entropy's per-thread histogram, run at 1.1-1.5 clocks a sector
+            occ[op] = max(1.0, sectors / req * local_clk * arch.sub_partitions)
+            continue
         if wavefronts:
             occ[op] = max(1.0, wavefronts / req * 128.0 / per_smsp)
         else:

@@ -216,7 +216,7 @@ def line_dicts(rows: list[InstructionRow], read_source: bool = True) -> list[dic
         for k, v in r.flops.items():
             g[_flop_key(k)] = g.get(_flop_key(k), 0) + v
         g["requests"] += r.requests
-        if r.space == "global":
+        if r.space != "shared":  # sectors are counted for global and local accesses
             g["global_requests"] = g.get("global_requests", 0) + r.requests
         g["sectors"] += r.sectors
         g["bank_conflicts"] += r.bank_conflicts
@@ -230,7 +230,7 @@ def line_dicts(rows: list[InstructionRow], read_source: bool = True) -> list[dic
     out = sorted(groups.values(), key=lambda g: (g["file"], g["line"]))
     texts = _SourceCache() if read_source else None
     for g in out:
-        gr = g.pop("global_requests", 0)  # sectors per request of the line's global accesses
+        gr = g.pop("global_requests", 0)  # sectors per request of the line's global and local accesses
         g["sectors_per_request"] = _sectors_per_request(g["sectors"], gr)
         if texts is not None:
             g["source"] = texts.line(g["file"], g["line"])

@@ -109,7 +109,7 @@ def memory_csv(results: Sequence[LaunchResult], launches: Sequence[int] | None =
 def _memory_cell(mi, m: registry.Metric):
     """A memory instruction's metric in the CSV: empty where it does not apply (a shared
     instruction's sectors) or a ratio has no denominator."""
-    if m.space not in ("", mi.space):
+    if not registry.in_space(m, mi.space):
         return ""
     if m.kind == registry.RATIO:
         return f"{mi.value(m.name):.4f}" if mi.value(m.denominator) else ""

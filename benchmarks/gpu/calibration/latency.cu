@@ -27,3 +27,23 @@ extern "C" __global__ void const_chase(int *out, int base, int lane_stride, int 
     for (int k = 0; k < steps; ++k) i = c_chain[(base + i + lane * lane_stride) & 1023];
     out[blockIdx.x * blockDim.x + threadIdx.x] = i;
 }
+
+// Local memory indexed by data (HeCBench entropy's per-thread `char count[16]`, incremented at a
+// value it loads): each step increments count[j] of a per-thread array in local memory, j from
+// a per-thread LCG (`spread` 1: each lane its own index; 0: one index for the warp), so every
+// step is a local load, an add and a local store to an address the step before may have
+// written.  `wide` 0: a char array (byte accesses), 1: an int array.
+extern "C" __global__ void local_rmw(int *out, int steps, int spread, int wide) {
+    unsigned char cb[16];
+    int ci[16];
+    for (int k = 0; k < 16; ++k) { cb[k] = 0; ci[k] = 0; }
+    unsigned v = (blockIdx.x * blockDim.x + threadIdx.x) * spread * 2654435761u + 12345u;
+    for (int k = 0; k < steps; ++k) {
+        v = v * 1664525u + 1013904223u;
+        unsigned j = v >> 28;
+        if (wide) ci[j]++; else cb[j]++;
+    }
+    int s = 0;
+    for (int k = 0; k < 16; ++k) s += cb[k] + ci[k];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}

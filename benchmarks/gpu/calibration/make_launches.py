@@ -122,6 +122,14 @@ def render() -> str:
     launch("indexed constant loads, 32 addresses a warp, a dependent chain, one warp per SM", "latency",
            "const_chase", SM, 32, ["chase_out", 0, 1, 10000])
 
+    # -- local memory indexed by data: increments of a per-thread array (appended) -----------
+    for wide, kind in ((0, "char"), (1, "int")):
+        for spread, lanes in ((1, "each lane its own index"), (0, "one index a warp")):
+            launch(f"local {kind} array incremented at data-dependent indices, {lanes}, 8 CTAs per SM", "latency",
+                   "local_rmw", SM * 8, 256, ["chase_out_big", 200, spread, wide])
+    launch("local char array incremented at data-dependent indices, each lane its own index, one warp per SM",
+           "latency", "local_rmw", SM, 32, ["chase_out", 10000, 1, 0])
+
     buffer("big_a", "float32", 512 * MB // 4, "{value = 1.0}")  # contents do not matter; cheap to build
     buffer("big_b", "float32", 512 * MB // 4, '"zeros"')
     buffer("out_big", "float32", 4 * MB, '"zeros"')
@@ -129,6 +137,7 @@ def render() -> str:
     buffer("hist_out", "int32", SM * 8 * 1024, '"zeros"')
     buffer("chain", "int32", 64 * MB, '"arange"')
     buffer("chase_out", "int32", SM * 32, '"zeros"')
+    buffer("chase_out_big", "int32", SM * 8 * 256, '"zeros"')
     buffer("flags", "int32", 64 * 32, '"zeros"')
     return "\n".join(out)
 

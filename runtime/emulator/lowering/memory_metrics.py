@@ -1,6 +1,7 @@
 """The counters of ``--memory-metrics``: for each memory instruction the program marked
 (``KernelProgram.mem_ops``), the warp-level requests, and the 32-byte sectors and 128-byte
-lines (global) or the wavefronts and their ideal number (shared) that one access touches.
+lines (global and local) or the wavefronts and their ideal number (shared) that one access
+touches.
 
 They are computed in the generated code from the lanes' addresses, by helper functions
 made once per module and called for the access's space only (a generic access branches on
@@ -83,6 +84,8 @@ def emit_memory_metrics(wf: WarpFunction, op: InstructionOp, slot: int) -> None:
                 _count_global(wf, addr, bits, base)
     elif space.startswith("shared"):
         _count_shared(wf, addr, bits, any_active, nbytes, base)
+    elif space == "local":
+        _count_local(wf, addr, bits, any_active, nbytes, base)
     else:
         _count_global(wf, addr, bits, base)
     if space == "global":
@@ -97,6 +100,27 @@ def _count_global(wf: WarpFunction, addr: ir.Value, bits: ir.Value, base: int) -
     both = b.call(global_counts_function(wf.module), [addr, bits])
     wf.counter_add(base + 1, b.and_(both, ir.Constant(i64, 0xFFFFFFFF)))
     wf.counter_add(base + 2, b.lshr(both, ir.Constant(i64, 32)))
+
+
+def _count_local(wf: WarpFunction, addr: ir.Value, bits: ir.Value, any_active: ir.Value, nbytes: int,
+                 base: int) -> None:
+    """Add the requests beyond the first, sectors and lines of a local access: a thread's
+    local memory is interleaved with the warp's other threads a 32-bit word at a time (the
+    CUDA C++ Programming Guide, "Local Memory"), so word ``w`` of lane ``l`` is at
+    ``w * 128 + l * 4``: lanes on the same word touch one line, lanes on different words one
+    line each.  A wider access is one request per word (what Nsight Compute counts for an
+    ``STL.128``: 4), its words in lines of their own."""
+    b = wf.b
+    words = b.lshr(addr, wf.splat(2, i64))
+    lane_bytes = b.zext(b.shl(wf.lane_ids, wf.splat(2, i32)), ivec(64))
+    within = b.and_(addr, wf.splat(3, i64))
+    pieces = max(1, nbytes // 4)
+    for k in range(pieces):
+        w = b.add(words, wf.splat(k, i64)) if k else words
+        synth = b.or_(b.or_(b.shl(w, wf.splat(7, i64)), lane_bytes), within)
+        _count_global(wf, synth, bits, base)
+    if pieces > 1:
+        wf.counter_add(base, b.mul(b.zext(any_active, i64), ir.Constant(i64, pieces - 1)))
 
 
 def _count_shared(wf: WarpFunction, addr: ir.Value, bits: ir.Value, any_active: ir.Value, nbytes: int, base: int) -> None:
