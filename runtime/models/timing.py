@@ -779,7 +779,7 @@ class KernelTiming:
 
     def __init__(self, prog: KernelProgram, arch: Arch | str = DEFAULT_ARCH, footprint: float | None = None,
                  mem_occupancy: dict[InstructionOp, float] | None = None, reuse_hit: float = 0.0,
-                 mem_latency: dict[InstructionOp, float] | None = None):
+                 mem_latency: dict[InstructionOp, float] | None = None, block_execs: list[float] | None = None):
         prog.materialize()  # the issue order follows SSA values
         self.prog = prog
         #: latencies of global loads from the cache model (where they were traced)
@@ -813,6 +813,10 @@ class KernelTiming:
         self._region_via: dict[int, dict[Block, Block]] = {}
         self._regions: dict[int, list[int]] | None = None
         self._ipdom: list[int] | None = None
+        #: warp executions of each block (the launch's counts): how often a predicated side
+        #: block's guard holds, so its loads are waited for that often (``side_weight``)
+        self.block_execs = block_execs
+        self._side_weight: dict[InstructionOp, float] = {}
 
     # -- instructions --------------------------------------------------------------
 
@@ -996,6 +1000,8 @@ class KernelTiming:
         the loop the sequence runs in, on a trip after its first -- a value made outside
         them was made before the loop began, and is ready.  ``via``: for an if-converted
         region, whose blocks' instructions interleave, the block each block is entered from."""
+        if self._regions is None:
+            self.regions()  # (the side blocks' weights)
         where: dict[InstructionOp, list[int]] = defaultdict(list)
         for k, op in enumerate(ops):
             where[op].append(k)  # a self-loop pair (A;A) holds every op twice
@@ -1027,7 +1033,8 @@ class KernelTiming:
                         srcs.append(j)
                     elif settled is None or not self._made_outside(x, settled):
                         ready = max(ready, self._external_ready(x))
-            out.append(TimedInstr(base.cls, base.unit, base.latency, base.issue, base.occ, base.blocking,
+            latency = base.latency * self._side_weight.get(op, 1.0) if self._side_weight else base.latency
+            out.append(TimedInstr(base.cls, base.unit, latency, base.issue, base.occ, base.blocking,
                                   base.branch, sorted(set(srcs)), ready))
         return out
 
@@ -1105,7 +1112,22 @@ class KernelTiming:
                     placed.append(b)
                 self._region_ops[head] = self._batched_issue_order(ops)
                 self._region_via[head] = via
+                self._weigh_sides(chain)
         return out
+
+    def _weigh_sides(self, chain: list[int]) -> None:
+        """The share of a region's runs in which each of its blocks' guards hold (the launch's
+        warp executions of the block over its head's): a predicated-off load neither fetches
+        nor holds up its users, so a side block's latencies count that often (HeCBench
+        jaccard_is_opt's merge loop: the weight load of ``if (a[i] == b[j])``, rarely true)."""
+        ex = self.block_execs
+        if not ex or not ex[chain[0]]:
+            return
+        for b in chain[1:]:
+            w = min(1.0, ex[b] / ex[chain[0]])
+            if w < 1.0:
+                for op in self.prog.block_instrs[b]:
+                    self._side_weight[op] = w
 
     def _hammock(self, x: int) -> tuple[list[int], int] | None:
         """(inner blocks in layout order, join) where block ``x`` ends in a conditional branch
@@ -1761,7 +1783,7 @@ def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int |
     resident = min(occ.ctas_per_sm, -(-launch.num_ctas // a.sm_count)) * wpc
     if mem_occ and 0 < resident < a.sub_partitions:
         mem_occ = {op: max(1.0, c * resident / a.sub_partitions) for op, c in mem_occ.items()}
-    kt = kernel_timing(prog, a, footprint, mem_occ, reuse_hit, mem_latency)
+    kt = kernel_timing(prog, a, footprint, mem_occ, reuse_hit, mem_latency, [float(x) for x in execs])
 
     # block and pair costs
     exits = set(prog.cfg.exits)
@@ -1931,20 +1953,20 @@ def estimate(run, launch=None, arch: str | Arch = DEFAULT_ARCH, registers: int |
 
 
 def kernel_timing(prog: KernelProgram, arch: Arch, footprint: float, mem_occ: dict, reuse_hit: float,
-                  mem_latency: dict) -> KernelTiming:
+                  mem_latency: dict, block_execs: list[float] | None = None) -> KernelTiming:
     """The pipeline-graph timing of ``prog`` for these inputs, reused by later launches of the
     kernel with the same ones (a program launched many times solves its graphs once)."""
     fits = footprint <= arch.memory["l2_bytes"]
     slots = getattr(prog, "mem_ops", None) or {}
     key = (_graph_inputs(arch), fits, reuse_hit,
            tuple((slots.get(op), v) for op, v in mem_occ.items()),
-           tuple((slots.get(op), v) for op, v in mem_latency.items()))
+           tuple((slots.get(op), v) for op, v in mem_latency.items()), tuple(block_execs or ()))
     cache = prog.__dict__.setdefault("_timing_cache", {})
     kt = cache.get(key)
     if kt is None:
         if len(cache) >= 16:
             cache.clear()
-        kt = cache[key] = KernelTiming(prog, arch, footprint, mem_occ, reuse_hit, mem_latency)
+        kt = cache[key] = KernelTiming(prog, arch, footprint, mem_occ, reuse_hit, mem_latency, block_execs)
     return kt
 
 
