@@ -1094,6 +1094,8 @@ class KernelTiming:
                     break
                 chain += [*inner, j]
                 cur = j
+                if self._synchronizes(j):
+                    break  # the warps meet there: what follows is a region of its own
             if len(chain) > 1:
                 out[head] = chain
                 for b in chain:
@@ -1115,13 +1117,23 @@ class KernelTiming:
                 self._weigh_sides(chain)
         return out
 
+    def _synchronizes(self, b: int) -> bool:
+        """Whether block ``b`` holds a barrier (or another operation that waits for other warps)."""
+        return any(self.timed(op).cls in ("barrier", "bar_arrive") for op in self.prog.block_instrs[b])
+
     def _weigh_sides(self, chain: list[int]) -> None:
         """The share of a region's runs in which each of its blocks' guards hold (the launch's
         warp executions of the block over its head's): a predicated-off load neither fetches
         nor holds up its users, so a side block's latencies count that often (HeCBench
-        jaccard_is_opt's merge loop: the weight load of ``if (a[i] == b[j])``, rarely true)."""
+        jaccard_is_opt's merge loop: the weight load of ``if (a[i] == b[j])``, rarely true) --
+        in a loop without barriers, where each warp goes its own pace."""
         ex = self.block_execs
         if not ex or not ex[chain[0]]:
+            return
+        loop = self._loop_of(chain[0])
+        if loop is None or any(self._synchronizes(b) for b in loop):
+            # a barrier makes every warp wait for those whose guard held (the halo loads
+            # of cuda-samples' FiniteDifferencesKernel): the latency counts whole
             return
         for b in chain[1:]:
             w = min(1.0, ex[b] / ex[chain[0]])
@@ -1174,6 +1186,8 @@ class KernelTiming:
             if count > IF_CONVERT_MAX_LOADS:
                 return None
             for s in cfg.succs[b]:
+                if s <= b:  # a loop (a self-loop, a back edge) is not predicated
+                    return None
                 if s != j:
                     stack.append(s)
         if not inner or count > (IF_CONVERT_MAX_LOADS if loads else IF_CONVERT_MAX):
