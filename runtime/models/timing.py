@@ -817,6 +817,7 @@ class KernelTiming:
         #: block's guard holds, so its loads are waited for that often (``side_weight``)
         self.block_execs = block_execs
         self._side_weight: dict[InstructionOp, float] = {}
+        self._region_alone: dict[int, float] = {}
 
     # -- instructions --------------------------------------------------------------
 
@@ -1289,7 +1290,19 @@ class KernelTiming:
             slots += ti.issue
             if ti.unit:
                 units[ti.unit] += ti.occ
-        return BlockCost(bi, self.prog.cfg.name(bi), len(ops), self.block_latency(bi), slots, dict(units))
+        return BlockCost(bi, self.prog.cfg.name(bi), len(ops), self.alone_latency(bi), slots, dict(units))
+
+    def alone_latency(self, bi: int) -> float:
+        """Clocks one warp spends from block ``bi`` on, on its own (entered from no block the
+        estimate knows: the kernel's first block, a warp's re-entry): the block's, or for a
+        region's head the whole region's, whose other blocks' edges cost nothing."""
+        if self.regions().get(bi) is None:
+            return self.block_latency(bi)
+        lat = self._region_alone.get(bi)
+        if lat is None:
+            lat = self._region_alone[bi] = solve_pipeline(
+                self.sequence(self._region_ops[bi], via=self._region_via[bi]), self.arch).end
+        return lat
 
 
 # ---------------------------------------------------------------------------

@@ -577,6 +577,21 @@ def test_a_predicated_load_is_waited_for_as_often_as_its_guard_holds():
     assert synced[0] == synced[1] >= lat
 
 
+def test_a_region_at_the_kernel_entry_costs_its_side_blocks():
+    """``if (i < n) y[i] = a * x[i] + y[i]``: the guarded body is predicated, one region from
+    the kernel's first block, which no edge enters -- its warps' time is the whole region's
+    (the loads' latency), not the first block's alone (a warp latency of 43 clocks before)."""
+    lat = T.load_arch("sm_90").memory["l2_latency"]
+    emu = Emulator(parse_ptx_file(str(ROOT / "examples/saxpy.ptx")))
+    L = Launch(kernel="saxpy", grid=4, block=256, args=[1000, 2.0, "x", "y"],
+               buffers={"x": np.arange(1000, dtype=np.float32), "y": np.ones(1000, np.float32)})
+    r = emu.run(L)
+    est = estimate_run(emu, L, r)
+    prog = emu.program_for(L)
+    assert 0 in T.KernelTiming(prog, "sm_90").regions()
+    assert lat < est.warp["latency"] < 2 * lat
+
+
 def test_a_predicated_side_block_issues_whether_its_guard_holds_or_not():
     """ptxas predicates a short side block, so its instructions issue every time the region
     runs (quasirandomGenerator's 31 table loads and XORs, about half of them guarded off): the
