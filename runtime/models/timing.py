@@ -535,7 +535,7 @@ _NOT_UNROLLED = frozenset({"st_global", "st_local", "atom_global", "atom_shared"
 #: (tests/unit/test_timing.py, test_ptxas_if_conversion_thresholds); nested branches
 #: (pnpoly's ``if (a && b)``) are predicated alike where the middle block's values die at the
 #: join (``_passes_own_values``; HeCBench pnpoly_opt: 16 such hammocks a trip, no branch in
-#: its SASS loop)
+#: its SASS loop), not behind an if/else (chi2's else-if chain keeps its outer branch)
 IF_CONVERT_MAX = 7
 IF_CONVERT_MAX_LOADS = 18
 #: loads a region issues ahead of their uses at most: ptxas's batches in the SASS of
@@ -954,7 +954,9 @@ class KernelTiming:
 
     def _external_ready(self, v: SSAValue, depth: int = 0) -> float:
         """How long after a block starts a value from another block may still be in flight
-        (its producer's latency minus the issue slots after it in its own block)."""
+        (its producer's latency minus the issue slots after it in its own block; none where an
+        instruction of that block after it waited for it: chi2's loaded byte, compared and
+        branched on in its block, was waited for again in each side block)."""
         r = self._ext.get(v)
         if r is not None:
             return r
@@ -962,7 +964,10 @@ class KernelTiming:
         owner = v.owner
         if isinstance(owner, InstructionOp) and owner in self._pos:
             bi, k = self._pos[owner]
-            r = max(0.0, self.timed(owner).latency - self._suffix[bi][k + 1])
+            if any(v in op.operands for op in self.order[bi][k + 1:]):
+                r = 0.0  # its own block waited for it (a load, its compare, the branch on it)
+            else:
+                r = max(0.0, self.timed(owner).latency - self._suffix[bi][k + 1])
         elif isinstance(v, BlockArgument) and depth == 0:
             r = max((self._external_ready(x, 1) for x in self._incoming(v)), default=0.0)
         self._ext[v] = r
@@ -1161,6 +1166,9 @@ class KernelTiming:
             return None
         inner: set[int] = set()
         stack = [s for s in cfg.succs[x] if s != j]
+        # an if/else whose sides branch again (chi2's ``if (y == 0) ... else if (y == 1) ...``):
+        # ptxas predicates the inner branch and keeps the outer one
+        diamond = len(stack) == 2
         count = loads = 0
         while stack:
             b = stack.pop()
@@ -1174,7 +1182,7 @@ class KernelTiming:
             term = ops[-1] if ops and ops[-1].spec.terminator else None
             if term is not None and term.spec.name != "bra":
                 return None
-            if term is not None and term.guard_pred is not None and self._passes_own_values(b, term, j):
+            if term is not None and term.guard_pred is not None and (diamond or self._passes_own_values(b, term, j)):
                 return None
             for op in ops:
                 if op is term:
