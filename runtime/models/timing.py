@@ -814,7 +814,7 @@ class KernelTiming:
         self._regions: dict[int, list[int]] | None = None
         self._ipdom: list[int] | None = None
         #: warp executions of each block (the launch's counts): how often a predicated side
-        #: block's guard holds, so its loads are waited for that often (``side_weight``)
+        #: block's guard holds, so its loads are waited for that often (``_weigh_sides``)
         self.block_execs = block_execs
         self._side_weight: dict[InstructionOp, float] = {}
         self._region_alone: dict[int, float] = {}
