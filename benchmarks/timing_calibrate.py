@@ -85,17 +85,18 @@ class Reuse:
         outer = self
 
         class CachedTiming(base_kt):  # type: ignore[misc,valid-type]
-            def __new__(cls, prog, arch, footprint=None, mem_occupancy=None, reuse_hit=0.0, mem_latency=None):
+            def __new__(cls, prog, arch, footprint=None, mem_occupancy=None, reuse_hit=0.0, mem_latency=None,
+                        block_execs=None):
                 a = timing.load_arch(arch)
                 key = (id(prog), repr(sorted(a.classes.items())), repr(sorted(a.units.items())),
                        repr(sorted((k, v) for k, v in a.memory.items() if "latency" in k or k == "lsu_bytes_per_clk")),
                        a.issue_per_cycle, a.fetch_per_cycle, a.pair_window, footprint, reuse_hit,
                        repr(sorted((id(k), v) for k, v in (mem_occupancy or {}).items())),
-                       repr(sorted((id(k), v) for k, v in (mem_latency or {}).items())))
+                       repr(sorted((id(k), v) for k, v in (mem_latency or {}).items())), tuple(block_execs or ()))
                 kt = outer._kt.get(key)
                 if kt is None:
                     kt = base_kt.__new__(cls)
-                    base_kt.__init__(kt, prog, a, footprint, mem_occupancy, reuse_hit, mem_latency)
+                    base_kt.__init__(kt, prog, a, footprint, mem_occupancy, reuse_hit, mem_latency, block_execs)
                     outer._kt[key] = kt
                 return kt
 
