@@ -325,9 +325,11 @@ def profile_problem(data) -> str | None:
                 if not isinstance(r, dict) or not all(k2 in r for k2 in need) or \
                         not all(_num(v) for k2, v in r.items() if k2 not in ("file", "ptx", "source", "stall", "timing_class",
                                                                              "call_site", "block", "space", "stall_cycles",
-                                                                             "ptx_rows")):
+                                                                             "ptx_rows")
+                                and not (k2 == "line" and v is None and r.get("file") is None)):
                     return f"entry {i}: a '{k}' row is damaged"
-                if not (isinstance(r.get("file", ""), str) and isinstance(r.get("ptx", ""), str)):
+                # (file and line None: an instruction of a function without line information)
+                if not ((r.get("file", "") is None or isinstance(r.get("file", ""), str)) and isinstance(r.get("ptx", ""), str)):
                     return f"entry {i}: a '{k}' row is damaged"
                 sc, pr = r.get("stall_cycles", {}), r.get("ptx_rows", [])
                 if not (isinstance(sc, dict) and all(_num(v) for v in sc.values()) and isinstance(pr, list)

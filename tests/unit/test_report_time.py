@@ -167,6 +167,21 @@ def test_format_estimate_lists_the_shares_and_the_conflicts_cost(ptx):
     assert f"bank_conflict_cost                       {100 * e.bank_conflict_cycles / e.cycles:>13.1f} %" in text
 
 
+def test_lines_without_line_information_are_read_back(profile, tmp_path):
+    """An instruction without line information (PTX with `.loc` elsewhere, as a CUDA 13 build
+    run under `hypa run` gave) is a source_lines row with its index and no file or line:
+    `hypa report` reads it back; a line missing where the file is named is still damage."""
+    rows = json.loads(json.dumps(profile))
+    rows["source_lines"].append(dict(rows["source_lines"][0], index=0, ptx="mov.u32 %r1, %tid.x;", file=None, line=None))
+    (tmp_path / "none.json").write_text(json.dumps([rows]))
+    p = run_hypa("report", tmp_path / "none.json", "-o", tmp_path / "r.html", "--cfg", "none")
+    assert p.returncode == 0, p.stderr
+    rows["source_lines"][-1].update(file="bank_conflict.cu", line=None)
+    (tmp_path / "bad.json").write_text(json.dumps([rows]))
+    p = run_hypa("report", tmp_path / "bad.json", "-o", tmp_path / "r.html")
+    assert p.returncode == 1 and "a 'source_lines' row is damaged" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_a_damaged_stall_breakdown_is_refused(profile, tmp_path):
     bad = json.loads(json.dumps(profile))
     bad["source_lines"][0]["stall_cycles"] = {"barrier": "lots"}
