@@ -569,32 +569,32 @@ def test_ptxas_if_conversion_thresholds(case, tmp_path):
         assert (branches == 1) is IF_CONVERSIONS[case], sass  # the loop's (and the hammock's, and its loop's)
 
 
+def _trip_with_guards_holding(ptx: str, shares: tuple[float, ...]) -> list[float]:
+    """The trip cost of ``_guarded_loads``'s region where its load blocks ran in each share of
+    the region's runs (the launch's warp executions, as ``estimate`` passes them)."""
+    prog = prepare(parse_ptx(ptx), "guarded", EmulationOptions(mode="full"))
+    ((head, chain),) = T.KernelTiming(prog, "sm_90", footprint=1024).regions().items()
+    sides = [b for b in chain if any(T.classify(op) == "ld_global" for op in prog.block_instrs[b])]
+    return [T.KernelTiming(prog, "sm_90", footprint=1024,
+                           block_execs=[100.0 * share if b in sides else 100.0 for b in range(prog.num_blocks)])
+            .pair_cost(chain[-1], head) for share in shares]
+
+
 def test_a_predicated_load_is_waited_for_as_often_as_its_guard_holds():
     """A predicated-off load fetches nothing and holds up no user: a region's side blocks
     count their latencies in the share of the region's runs in which they ran (the launch's
     warp executions; HeCBench jaccard_is_opt's merge loop, whose weight load runs only where
     two column indices are equal, was estimated 3.7x too slow when every trip waited for it)."""
     lat = T.load_arch("sm_90").memory["l2_latency"]
-    prog = prepare(parse_ptx(_guarded_loads("add.f32 %f1, %f1, F;")), "guarded", EmulationOptions(mode="full"))
-    ((head, chain),) = T.KernelTiming(prog, "sm_90", footprint=1024).regions().items()
-    sides = [b for b in chain if any(T.classify(op) == "ld_global" for op in prog.block_instrs[b])]
-    trips = {}
-    for share in (1.0, 0.5, 0.0):
-        execs = [100.0 * share if b in sides else 100.0 for b in range(prog.num_blocks)]
-        kt = T.KernelTiming(prog, "sm_90", footprint=1024, block_execs=execs)
-        trips[share] = kt.pair_cost(chain[-1], head)
-    assert trips[1.0] >= lat > trips[0.0] and trips[1.0] > trips[0.5] > trips[0.0]
-    assert trips[0.5] == pytest.approx(trips[0.0] + (trips[1.0] - trips[0.0]) / 2, rel=0.1)
+    ptx = _guarded_loads("add.f32 %f1, %f1, F;")
+    full, half, none = _trip_with_guards_holding(ptx, (1.0, 0.5, 0.0))
+    assert full >= lat > none and full > half > none
+    assert half == pytest.approx(none + (full - none) / 2, rel=0.1)
     # with a barrier in the loop every warp waits for those whose guard held (the halo loads
     # of cuda-samples' FiniteDifferencesKernel): the loads count whole
-    ptx = _guarded_loads("add.f32 %f1, %f1, F;").replace("    add.s32 %r1, %r1, %r2;", "    bar.sync 0;\n    add.s32 %r1, %r1, %r2;")
-    prog = prepare(parse_ptx(ptx), "guarded", EmulationOptions(mode="full"))
-    ((head, chain),) = T.KernelTiming(prog, "sm_90", footprint=1024).regions().items()
-    sides = [b for b in chain if any(T.classify(op) == "ld_global" for op in prog.block_instrs[b])]
-    synced = [T.KernelTiming(prog, "sm_90", footprint=1024, block_execs=[100.0 * share if b in sides else 100.0
-                                                                          for b in range(prog.num_blocks)])
-              .pair_cost(chain[-1], head) for share in (1.0, 0.0)]
-    assert synced[0] == synced[1] >= lat
+    synced = ptx.replace("    add.s32 %r1, %r1, %r2;", "    bar.sync 0;\n    add.s32 %r1, %r1, %r2;")
+    full, none = _trip_with_guards_holding(synced, (1.0, 0.0))
+    assert full == none >= lat
 
 
 def test_a_region_at_the_kernel_entry_costs_its_side_blocks():
